@@ -1,0 +1,75 @@
+//! The `HistBackend` trait: what the grower asks of a device holding a shard of rows.
+
+mod cpu;
+
+pub use cpu::CpuBackend;
+
+use crate::error::Result;
+use crate::hash::SampleRate;
+use crate::quantise::GroupScales;
+use crate::split::SplitRule;
+use crate::tree::{NodeId, Tree};
+
+/// A split the grower has decided, for the backend to apply to its row partition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeSplit {
+    /// The node being split.
+    pub node: NodeId,
+    /// Its new left child.
+    pub left: NodeId,
+    /// Its new right child.
+    pub right: NodeId,
+    /// Split feature.
+    pub feature: usize,
+    /// Routing rule on the feature's bins.
+    pub rule: SplitRule,
+    /// Where missing values go.
+    pub default_left: bool,
+}
+
+/// What a backend needs to start a tree.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TreeSetup {
+    /// Index of the tree in the model (round × groups + group): keys the random streams.
+    pub tree_index: u32,
+    /// Output group whose gradients this tree fits.
+    pub group: usize,
+    /// The job's seed.
+    pub seed: u64,
+    /// Row sampling rate of this tree (`subsample`).
+    pub row_sample: SampleRate,
+    /// Globally agreed quantisation scales of the group.
+    pub scales: GroupScales,
+}
+
+/// A device holding one shard of the binned rows, its gradients and its row partition.
+///
+/// The CPU backend is the reference; every other backend must give the same integers.
+/// Histograms are `2 * total_bins` i64 per node: (Σg, Σh) per bin, interleaved.
+pub trait HistBackend: Send {
+    /// Rows in this shard.
+    fn num_rows(&self) -> usize;
+
+    /// Computes every group's gradients from the current margins; returns this shard's
+    /// largest |g| and largest h per group.
+    fn compute_gradients(&mut self) -> Result<Vec<[f32; 2]>>;
+
+    /// Quantises the group's gradients, samples rows and resets the partition to the root;
+    /// returns the rows in the root on this shard.
+    fn start_tree(&mut self, setup: &TreeSetup) -> Result<u64>;
+
+    /// Histograms of `nodes`, written one after another into `out`.
+    fn build_histograms(&mut self, nodes: &[NodeId], out: &mut [i64]) -> Result<()>;
+
+    /// Moves each split node's rows to its children; returns (left, right) rows per split.
+    fn apply_splits(&mut self, splits: &[NodeSplit]) -> Result<Vec<[u64; 2]>>;
+
+    /// Exact fixed-point (Σg, Σh) of each node's rows, for refitting leaves in low-bit mode.
+    fn exact_sums(&mut self, nodes: &[NodeId]) -> Result<Vec<[i64; 2]>>;
+
+    /// Adds the finished tree's leaf values to the group's margins.
+    fn update_margins(&mut self, tree: &Tree, group: usize) -> Result<()>;
+
+    /// The shard's current margins, `groups` per row (for tests and diagnostics).
+    fn margins(&self) -> Result<Vec<f32>>;
+}

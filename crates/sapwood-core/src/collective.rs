@@ -1,0 +1,69 @@
+//! The `Collective` trait: how workers agree on scales and sum histograms.
+
+use crate::error::Result;
+
+/// Bytes moved by a collective, for reports and benchmarks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CommStats {
+    /// Bytes this worker sent on the wire.
+    pub bytes_sent: u64,
+    /// Bytes it would have sent without compression.
+    pub bytes_uncompressed: u64,
+    /// Sum-reductions performed.
+    pub allreduce_calls: u64,
+}
+
+/// Communication among the workers of one training job (one per worker).
+///
+/// Every call is collective: all workers make the same calls in the same order. Errors are
+/// values; implementations bound every wait so a dead peer is an error, not a hang.
+pub trait Collective: Send {
+    /// This worker's index in `0..world_size()`.
+    fn rank(&self) -> usize;
+
+    /// Number of workers.
+    fn world_size(&self) -> usize;
+
+    /// Element-wise sum over workers, in place. `bound` is a proven bound on the absolute
+    /// value of every *reduced* element, which lets implementations narrow lanes exactly.
+    fn allreduce_sum(&mut self, data: &mut [i64], bound: u64) -> Result<()>;
+
+    /// Element-wise maximum over workers, in place.
+    fn allreduce_max(&mut self, data: &mut [u64]) -> Result<()>;
+
+    /// Every worker's bytes, indexed by rank.
+    fn allgather(&mut self, data: &[u8]) -> Result<Vec<Vec<u8>>>;
+
+    /// Replaces `data` on every worker with `root`'s.
+    fn broadcast(&mut self, data: &mut Vec<u8>, root: usize) -> Result<()>;
+
+    /// Traffic so far.
+    fn stats(&self) -> CommStats {
+        CommStats::default()
+    }
+}
+
+/// The collective of a job with one worker: every operation is the identity.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SingleWorker;
+
+impl Collective for SingleWorker {
+    fn rank(&self) -> usize {
+        0
+    }
+    fn world_size(&self) -> usize {
+        1
+    }
+    fn allreduce_sum(&mut self, _data: &mut [i64], _bound: u64) -> Result<()> {
+        Ok(())
+    }
+    fn allreduce_max(&mut self, _data: &mut [u64]) -> Result<()> {
+        Ok(())
+    }
+    fn allgather(&mut self, data: &[u8]) -> Result<Vec<Vec<u8>>> {
+        Ok(vec![data.to_vec()])
+    }
+    fn broadcast(&mut self, _data: &mut Vec<u8>, _root: usize) -> Result<()> {
+        Ok(())
+    }
+}

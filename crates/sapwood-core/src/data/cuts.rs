@@ -1,0 +1,500 @@
+//! Quantile cuts: per-feature bin boundaries that do not depend on how rows are sharded.
+//!
+//! Rows enter the sample by a hash of (seed, global row index), each worker contributes its
+//! sampled rows, the samples are gathered, and the cuts are computed from their union in a
+//! canonical (sorted) order. One worker and N workers therefore bin identically.
+
+use serde::{Deserialize, Serialize};
+
+use crate::data::matrix::{Column, FeatureMatrix, MISSING_CATEGORY};
+use crate::error::{Error, Result};
+use crate::hash::{hash32, SampleRate, Stream};
+
+/// Bin boundaries of one feature. Bin 0 is always the missing-value bin.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum FeatureCuts {
+    /// A real-valued feature: value v falls in bin 1 + #{t in thresholds : t < v}.
+    Numeric {
+        /// Strictly increasing split points.
+        #[serde(with = "crate::model::floats")]
+        thresholds: Vec<f32>,
+    },
+    /// A categorical feature: each kept level has its own bin, rare levels share one.
+    Categorical {
+        /// Level names, indexed by code.
+        levels: Vec<String>,
+        /// Bin of each level code; 0 for levels never seen while binning (they go the
+        /// missing way).
+        level_bins: Vec<u16>,
+        /// Bins of this feature, the missing bin included.
+        n_bins: u16,
+    },
+}
+
+impl FeatureCuts {
+    /// Bins of this feature, the missing bin included.
+    pub fn n_bins(&self) -> usize {
+        match self {
+            FeatureCuts::Numeric { thresholds } => thresholds.len() + 2,
+            FeatureCuts::Categorical { n_bins, .. } => *n_bins as usize,
+        }
+    }
+
+    /// Whether the feature is categorical.
+    pub fn is_categorical(&self) -> bool {
+        matches!(self, FeatureCuts::Categorical { .. })
+    }
+
+    /// The bin of a real value (NaN is missing).
+    #[inline]
+    pub fn bin_value(thresholds: &[f32], v: f32) -> u16 {
+        if v.is_nan() {
+            0
+        } else {
+            1 + thresholds.partition_point(|&t| t < v) as u16
+        }
+    }
+
+    /// The bin of a categorical code (missing and unseen codes go to bin 0).
+    #[inline]
+    pub fn bin_code(level_bins: &[u16], code: u32) -> u16 {
+        if code == MISSING_CATEGORY {
+            0
+        } else {
+            level_bins.get(code as usize).copied().unwrap_or(0)
+        }
+    }
+
+    /// The value-space threshold of numeric split bin `b` (bins <= b go left):
+    /// +inf for the split that sends every non-missing value left.
+    pub fn split_threshold(thresholds: &[f32], b: u16) -> f32 {
+        if b as usize <= thresholds.len() && b >= 1 {
+            thresholds[b as usize - 1]
+        } else {
+            f32::INFINITY
+        }
+    }
+}
+
+/// Cuts of every feature, with each feature's offset in a histogram.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cuts {
+    features: Vec<FeatureCuts>,
+    offsets: Vec<u32>,
+}
+
+impl Cuts {
+    /// Cuts from per-feature boundaries.
+    pub fn new(features: Vec<FeatureCuts>) -> Self {
+        let mut offsets = Vec::with_capacity(features.len() + 1);
+        let mut acc = 0u32;
+        offsets.push(0);
+        for f in &features {
+            acc += f.n_bins() as u32;
+            offsets.push(acc);
+        }
+        Cuts { features, offsets }
+    }
+
+    /// Per-feature boundaries.
+    pub fn features(&self) -> &[FeatureCuts] {
+        &self.features
+    }
+
+    /// Feature `f`'s boundaries.
+    pub fn feature(&self, f: usize) -> &FeatureCuts {
+        &self.features[f]
+    }
+
+    /// Features.
+    pub fn n_features(&self) -> usize {
+        self.features.len()
+    }
+
+    /// Start of each feature's bins in a histogram, plus the total at the end.
+    pub fn offsets(&self) -> &[u32] {
+        &self.offsets
+    }
+
+    /// Bins over all features: the length of a histogram in bins.
+    pub fn total_bins(&self) -> usize {
+        *self.offsets.last().unwrap_or(&0) as usize
+    }
+
+    /// The largest bin count of any feature.
+    pub fn max_feature_bins(&self) -> usize {
+        self.features.iter().map(|f| f.n_bins()).max().unwrap_or(0)
+    }
+
+    /// Computes cuts from a gathered sample. `levels` gives, per feature, the level names of
+    /// a categorical feature (None for numeric ones).
+    pub fn from_sample(sample: &CutSample, max_bin: usize, min_category_count: usize) -> Result<Self> {
+        let features = sample
+            .features
+            .iter()
+            .map(|f| match f {
+                FeatureSample::Numeric(values) => numeric_cuts(values, max_bin),
+                FeatureSample::Categorical { levels, counts } => {
+                    categorical_cuts(levels, counts, max_bin, min_category_count)
+                }
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Cuts::new(features))
+    }
+}
+
+/// Sampled values of one feature.
+#[derive(Debug, Clone, PartialEq)]
+enum FeatureSample {
+    /// (value, weight) pairs of sampled non-missing rows.
+    Numeric(Vec<(f32, f32)>),
+    /// Per-level counts of sampled rows (unweighted, so sums are exact in any order).
+    Categorical { levels: Vec<String>, counts: Vec<u64> },
+}
+
+/// Rows sampled for the cuts, mergeable across workers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CutSample {
+    features: Vec<FeatureSample>,
+}
+
+/// The rate at which rows enter the binning sample, the same on every worker.
+pub fn cut_sample_rate(n_total: u64, sample_rows: usize) -> SampleRate {
+    SampleRate::new(sample_rows as f64 / n_total.max(1) as f64)
+}
+
+impl CutSample {
+    /// Samples this worker's rows (global indices `row_offset..`) by hash.
+    pub fn collect(
+        matrix: &FeatureMatrix<'_>,
+        weights: Option<&[f32]>,
+        row_offset: u64,
+        n_total: u64,
+        seed: u64,
+        sample_rows: usize,
+    ) -> Self {
+        let rate = cut_sample_rate(n_total, sample_rows);
+        let rows: Vec<usize> = (0..matrix.n_rows())
+            .filter(|&i| rate.keeps_all() || rate.keeps(hash32(seed, Stream::CutSample, 0, row_offset + i as u64)))
+            .collect();
+        let w = |i: usize| weights.map_or(1.0, |w| w[i]);
+        let features = matrix
+            .columns()
+            .iter()
+            .map(|col| match col {
+                Column::Numeric(v) => FeatureSample::Numeric(
+                    rows.iter()
+                        .filter(|&&i| !v[i].is_nan())
+                        .map(|&i| (v[i], w(i)))
+                        .collect(),
+                ),
+                Column::Categorical { codes, levels } => {
+                    let mut counts = vec![0u64; levels.len()];
+                    for &i in &rows {
+                        let c = codes[i];
+                        if c != MISSING_CATEGORY {
+                            counts[c as usize] += 1;
+                        }
+                    }
+                    FeatureSample::Categorical {
+                        levels: levels.clone(),
+                        counts,
+                    }
+                }
+            })
+            .collect();
+        CutSample { features }
+    }
+
+    /// The union of several workers' samples, in canonical order.
+    pub fn merge(parts: Vec<CutSample>) -> Result<Self> {
+        let mut it = parts.into_iter();
+        let mut acc = it
+            .next()
+            .ok_or_else(|| Error::EmptyData("no sample to merge".into()))?;
+        for part in it {
+            if part.features.len() != acc.features.len() {
+                return Err(Error::Collective("workers disagree on the number of features".into()));
+            }
+            for (a, b) in acc.features.iter_mut().zip(part.features) {
+                match (a, b) {
+                    (FeatureSample::Numeric(x), FeatureSample::Numeric(y)) => x.extend(y),
+                    (
+                        FeatureSample::Categorical { levels, counts },
+                        FeatureSample::Categorical {
+                            levels: l2,
+                            counts: c2,
+                        },
+                    ) if *levels == l2 => {
+                        for (c, d) in counts.iter_mut().zip(c2) {
+                            *c += d;
+                        }
+                    }
+                    _ => {
+                        return Err(Error::Collective(
+                            "workers disagree on feature types or category levels".into(),
+                        ))
+                    }
+                }
+            }
+        }
+        Ok(acc)
+    }
+
+    /// A compact byte encoding, for gathering samples across workers.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        out.extend((self.features.len() as u64).to_le_bytes());
+        for f in &self.features {
+            match f {
+                FeatureSample::Numeric(v) => {
+                    out.push(0);
+                    out.extend((v.len() as u64).to_le_bytes());
+                    for (x, w) in v {
+                        out.extend(x.to_le_bytes());
+                        out.extend(w.to_le_bytes());
+                    }
+                }
+                FeatureSample::Categorical { levels, counts } => {
+                    out.push(1);
+                    out.extend((levels.len() as u64).to_le_bytes());
+                    for (l, c) in levels.iter().zip(counts) {
+                        out.extend((l.len() as u64).to_le_bytes());
+                        out.extend(l.as_bytes());
+                        out.extend(c.to_le_bytes());
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Decodes [`CutSample::to_bytes`]; malformed input is an error.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
+        let mut r = Reader { bytes, pos: 0 };
+        let n = r.u64()? as usize;
+        let mut features = Vec::with_capacity(n.min(1 << 20));
+        for _ in 0..n {
+            match r.take(1)?[0] {
+                0 => {
+                    let len = r.u64()? as usize;
+                    let mut v = Vec::with_capacity(len.min(1 << 24));
+                    for _ in 0..len {
+                        let x = f32::from_le_bytes(r.take(4)?.try_into().unwrap());
+                        let w = f32::from_le_bytes(r.take(4)?.try_into().unwrap());
+                        v.push((x, w));
+                    }
+                    features.push(FeatureSample::Numeric(v));
+                }
+                1 => {
+                    let len = r.u64()? as usize;
+                    let mut levels = Vec::new();
+                    let mut counts = Vec::new();
+                    for _ in 0..len {
+                        let l = r.u64()? as usize;
+                        let s = String::from_utf8(r.take(l)?.to_vec())
+                            .map_err(|_| Error::Collective("sample level is not UTF-8".into()))?;
+                        levels.push(s);
+                        counts.push(u64::from_le_bytes(r.take(8)?.try_into().unwrap()));
+                    }
+                    features.push(FeatureSample::Categorical { levels, counts });
+                }
+                t => return Err(Error::Collective(format!("bad sample tag {t}"))),
+            }
+        }
+        Ok(CutSample { features })
+    }
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl Reader<'_> {
+    fn take(&mut self, n: usize) -> Result<&[u8]> {
+        let end = self.pos.checked_add(n).filter(|&e| e <= self.bytes.len());
+        let end = end.ok_or_else(|| Error::Collective("truncated cut sample".into()))?;
+        let s = &self.bytes[self.pos..end];
+        self.pos = end;
+        Ok(s)
+    }
+    fn u64(&mut self) -> Result<u64> {
+        Ok(u64::from_le_bytes(self.take(8)?.try_into().unwrap()))
+    }
+}
+
+/// A split point t with a <= t < b.
+fn midpoint(a: f32, b: f32) -> f32 {
+    let m = ((a as f64 + b as f64) * 0.5) as f32;
+    if m >= b || m < a || m.is_nan() {
+        a
+    } else {
+        m
+    }
+}
+
+fn numeric_cuts(values: &[(f32, f32)], max_bin: usize) -> Result<FeatureCuts> {
+    let mut v = values.to_vec();
+    // a total order on (value, weight) makes the weight sums below independent of which
+    // worker contributed which rows
+    v.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    let mut distinct: Vec<(f32, f64)> = Vec::new();
+    for (x, w) in v {
+        // -0.0 and 0.0 are one value
+        match distinct.last_mut() {
+            Some(last) if last.0 == x => last.1 += w as f64,
+            _ => distinct.push((x, w as f64)),
+        }
+    }
+    let value_bins = max_bin - 1;
+    let m = distinct.len();
+    let mut thresholds = Vec::new();
+    if m <= value_bins {
+        for pair in distinct.windows(2) {
+            thresholds.push(midpoint(pair[0].0, pair[1].0));
+        }
+    } else {
+        let mut rest: f64 = distinct.iter().map(|d| d.1).sum();
+        let mut bins_left = value_bins;
+        let mut acc = 0.0;
+        for i in 0..m - 1 {
+            acc += distinct[i].1;
+            let values_left = m - 1 - i;
+            let target = rest / bins_left as f64;
+            if acc >= target || values_left < bins_left {
+                thresholds.push(midpoint(distinct[i].0, distinct[i + 1].0));
+                rest -= acc;
+                acc = 0.0;
+                bins_left -= 1;
+                if bins_left == 1 {
+                    break;
+                }
+            }
+        }
+    }
+    thresholds.dedup();
+    Ok(FeatureCuts::Numeric { thresholds })
+}
+
+fn categorical_cuts(levels: &[String], counts: &[u64], max_bin: usize, min_count: usize) -> Result<FeatureCuts> {
+    if max_bin < 3 {
+        return Err(Error::param("max_bin", "categorical features need max_bin >= 3"));
+    }
+    let mut seen: Vec<usize> = (0..levels.len()).filter(|&c| counts[c] > 0).collect();
+    // most frequent first; code breaks ties
+    seen.sort_by(|&a, &b| counts[b].cmp(&counts[a]).then(a.cmp(&b)));
+    let room = max_bin - 2;
+    let (mut kept, mut rare) = (Vec::new(), Vec::new());
+    for (rank, &c) in seen.iter().enumerate() {
+        if rank < room && counts[c] >= min_count as u64 {
+            kept.push(c);
+        } else {
+            rare.push(c);
+        }
+    }
+    kept.sort_unstable();
+    rare.sort_unstable();
+    let mut level_bins = vec![0u16; levels.len()];
+    for (i, &c) in kept.iter().enumerate() {
+        level_bins[c] = (i + 1) as u16;
+    }
+    let mut n_bins = kept.len() + 1;
+    if !rare.is_empty() {
+        n_bins += 1;
+        for &c in &rare {
+            level_bins[c] = (kept.len() + 1) as u16;
+        }
+    }
+    Ok(FeatureCuts::Categorical {
+        levels: levels.to_vec(),
+        level_bins,
+        n_bins: n_bins as u16,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::borrow::Cow;
+
+    fn sample_of(values: Vec<f32>) -> CutSample {
+        let m = FeatureMatrix::new(vec!["x".into()], vec![Column::Numeric(Cow::Owned(values))]).unwrap();
+        let n = m.n_rows() as u64;
+        CutSample::collect(&m, None, 0, n, 0, usize::MAX)
+    }
+
+    #[test]
+    fn few_distinct_values_get_one_bin_each() {
+        let cuts = Cuts::from_sample(&sample_of(vec![3.0, 1.0, 2.0, 2.0, f32::NAN]), 256, 1).unwrap();
+        let FeatureCuts::Numeric { thresholds } = cuts.feature(0) else { panic!() };
+        assert_eq!(thresholds, &[1.5, 2.5]);
+        assert_eq!(FeatureCuts::bin_value(thresholds, 1.0), 1);
+        assert_eq!(FeatureCuts::bin_value(thresholds, 2.0), 2);
+        assert_eq!(FeatureCuts::bin_value(thresholds, 3.0), 3);
+        assert_eq!(FeatureCuts::bin_value(thresholds, f32::NAN), 0);
+    }
+
+    #[test]
+    fn many_values_respect_max_bin_and_balance() {
+        let values: Vec<f32> = (0..10_000).map(|i| ((i * 7919) % 10_000) as f32).collect();
+        let cuts = Cuts::from_sample(&sample_of(values.clone()), 16, 1).unwrap();
+        assert!(cuts.feature(0).n_bins() <= 16);
+        let FeatureCuts::Numeric { thresholds } = cuts.feature(0) else { panic!() };
+        let mut counts = vec![0usize; 16];
+        for v in values {
+            counts[FeatureCuts::bin_value(thresholds, v) as usize] += 1;
+        }
+        let nonzero: Vec<_> = counts.iter().copied().filter(|&c| c > 0).collect();
+        assert_eq!(nonzero.len(), 15);
+        assert!(nonzero.iter().all(|&c| (600..=700).contains(&c)), "{counts:?}");
+    }
+
+    #[test]
+    fn sharded_samples_give_identical_cuts() {
+        let values: Vec<f32> = (0..50_000).map(|i| ((i as f32) * 0.37).sin() * 100.0).collect();
+        let m = FeatureMatrix::new(vec!["x".into()], vec![Column::Numeric(Cow::Owned(values))]).unwrap();
+        let whole = CutSample::collect(&m, None, 0, 50_000, 9, 5_000);
+        let parts = vec![
+            CutSample::collect(&m.slice_rows(0..12_345), None, 0, 50_000, 9, 5_000),
+            CutSample::collect(&m.slice_rows(12_345..50_000), None, 12_345, 50_000, 9, 5_000),
+        ];
+        let merged = CutSample::merge(
+            parts
+                .iter()
+                .map(|p| CutSample::from_bytes(&p.to_bytes()).unwrap())
+                .collect(),
+        )
+        .unwrap();
+        assert_eq!(
+            Cuts::from_sample(&whole, 64, 1).unwrap(),
+            Cuts::from_sample(&merged, 64, 1).unwrap()
+        );
+    }
+
+    #[test]
+    fn rare_levels_share_a_bin_and_unseen_levels_are_missing() {
+        let codes = vec![0u32, 0, 0, 1, 1, 1, 2, MISSING_CATEGORY];
+        let levels: Vec<String> = ["a", "b", "c", "d"].iter().map(|s| s.to_string()).collect();
+        let m = FeatureMatrix::new(
+            vec!["c".into()],
+            vec![Column::Categorical {
+                codes: codes.into(),
+                levels,
+            }],
+        )
+        .unwrap();
+        let s = CutSample::collect(&m, None, 0, 8, 0, usize::MAX);
+        let cuts = Cuts::from_sample(&s, 256, 2).unwrap();
+        let FeatureCuts::Categorical { level_bins, n_bins, .. } = cuts.feature(0) else { panic!() };
+        assert_eq!(level_bins, &[1, 2, 3, 0]);
+        assert_eq!(*n_bins, 4);
+    }
+
+    #[test]
+    fn truncated_sample_bytes_are_an_error() {
+        let b = sample_of(vec![1.0, 2.0]).to_bytes();
+        assert!(CutSample::from_bytes(&b[..b.len() - 3]).is_err());
+    }
+}

@@ -1,0 +1,9 @@
+//! The data path: raw feature columns, quantile cuts, and the binned matrix.
+
+pub mod binned;
+pub mod cuts;
+pub mod matrix;
+
+pub use binned::{BinnedMatrix, Bins};
+pub use cuts::{CutSample, Cuts, FeatureCuts};
+pub use matrix::{Column, FeatureMatrix, MISSING_CATEGORY};

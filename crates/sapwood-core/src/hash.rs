@@ -1,0 +1,109 @@
+//! Counter-based hashing: reproducible randomness keyed on (seed, stream, round, index).
+//!
+//! Every random choice in training (row sampling for cuts, bagging, stochastic rounding, column
+//! sampling) is a pure function of these keys, never a stateful generator, so it is identical
+//! however rows are sharded and on whichever backend evaluates it. Only 32-bit integer
+//! operations are used, so the WGSL and CUDA kernels compute the same bits.
+
+/// A 32-bit avalanche mixer (Wellons' "lowbias32" constants).
+#[inline]
+pub const fn mix32(mut x: u32) -> u32 {
+    x ^= x >> 16;
+    x = x.wrapping_mul(0x7feb_352d);
+    x ^= x >> 15;
+    x = x.wrapping_mul(0x846c_a68b);
+    x ^= x >> 16;
+    x
+}
+
+/// Which random decision a hash is drawn for; keeps the streams independent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u32)]
+pub enum Stream {
+    /// Rows sampled to compute quantile cuts.
+    CutSample = 0x0c75_a3e1,
+    /// Rows sampled for one round (`subsample`).
+    RowSample = 0x5ab5_1e00,
+    /// Stochastic rounding noise for quantised gradients.
+    GradNoise = 0x6e01_5e9a,
+    /// Stochastic rounding noise for quantised hessians.
+    HessNoise = 0x6e01_5e4e,
+    /// Columns sampled for one tree (`colsample_bytree`).
+    ColSample = 0xc015_a3e1,
+}
+
+/// Hash of (seed, stream, round, index) to 32 uniformly distributed bits.
+#[inline]
+pub const fn hash32(seed: u64, stream: Stream, round: u32, index: u64) -> u32 {
+    let mut h = mix32(stream as u32);
+    h = mix32(h ^ seed as u32);
+    h = mix32(h ^ (seed >> 32) as u32);
+    h = mix32(h ^ round);
+    h = mix32(h ^ index as u32);
+    mix32(h ^ (index >> 32) as u32)
+}
+
+/// Hash of (seed, stream, round, index) to 64 bits: two independent 32-bit draws.
+#[inline]
+pub const fn hash64(seed: u64, stream: Stream, round: u32, index: u64) -> u64 {
+    let lo = hash32(seed, stream, round, index);
+    let hi = mix32(lo ^ 0x68e3_1da4);
+    ((hi as u64) << 32) | lo as u64
+}
+
+/// A keep-probability expressed as an integer threshold on a 32-bit hash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SampleRate {
+    threshold: u64,
+}
+
+impl SampleRate {
+    /// The rate `rate` (clamped to [0, 1]) as a threshold on 32-bit hashes.
+    pub fn new(rate: f64) -> Self {
+        let r = if rate.is_nan() { 0.0 } else { rate.clamp(0.0, 1.0) };
+        Self {
+            threshold: (r * 4_294_967_296.0) as u64,
+        }
+    }
+
+    /// Whether every row is kept.
+    pub fn keeps_all(self) -> bool {
+        self.threshold >= 1 << 32
+    }
+
+    /// The integer threshold: a hash below it is kept.
+    pub fn threshold(self) -> u64 {
+        self.threshold
+    }
+
+    /// Whether a draw of 32 hash bits falls inside the rate.
+    #[inline]
+    pub fn keeps(self, hash: u32) -> bool {
+        (hash as u64) < self.threshold
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sample_rate_keeps_about_the_requested_fraction() {
+        let rate = SampleRate::new(0.3);
+        let kept = (0..100_000u64)
+            .filter(|&i| rate.keeps(hash32(7, Stream::RowSample, 3, i)))
+            .count();
+        assert!((29_000..31_000).contains(&kept), "kept {kept}");
+        assert!(SampleRate::new(1.0).keeps_all());
+        assert!(!SampleRate::new(0.0).keeps(0));
+    }
+
+    #[test]
+    fn streams_and_rounds_are_independent() {
+        let a = hash32(1, Stream::RowSample, 0, 5);
+        assert_ne!(a, hash32(1, Stream::ColSample, 0, 5));
+        assert_ne!(a, hash32(1, Stream::RowSample, 1, 5));
+        assert_ne!(a, hash32(2, Stream::RowSample, 0, 5));
+        assert_ne!(a, hash32(1, Stream::RowSample, 0, 5 + (1 << 32)));
+    }
+}

@@ -1,0 +1,355 @@
+//! Training parameters, named as XGBoost names them where it has the same one.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::metric::Metric;
+
+/// The loss being minimised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ObjectiveKind {
+    /// `reg:squarederror`: squared error on a real label.
+    #[serde(rename = "reg:squarederror")]
+    SquaredError,
+    /// `binary:logistic`: log loss on a 0/1 (or probability) label; outputs probabilities.
+    #[serde(rename = "binary:logistic")]
+    Logistic,
+    /// `multi:softprob`: softmax cross-entropy; one tree per class per round.
+    #[serde(rename = "multi:softprob")]
+    Softprob,
+}
+
+impl ObjectiveKind {
+    /// The XGBoost-style name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ObjectiveKind::SquaredError => "reg:squarederror",
+            ObjectiveKind::Logistic => "binary:logistic",
+            ObjectiveKind::Softprob => "multi:softprob",
+        }
+    }
+
+    /// The metric reported when none is asked for.
+    pub fn default_metric(self) -> Metric {
+        match self {
+            ObjectiveKind::SquaredError => Metric::Rmse,
+            ObjectiveKind::Logistic => Metric::LogLoss,
+            ObjectiveKind::Softprob => Metric::MLogLoss,
+        }
+    }
+
+    /// Whether labels are class indices.
+    pub fn is_classification(self) -> bool {
+        !matches!(self, ObjectiveKind::SquaredError)
+    }
+}
+
+impl fmt::Display for ObjectiveKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for ObjectiveKind {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "reg:squarederror" | "regression" | "l2" => Ok(ObjectiveKind::SquaredError),
+            "binary:logistic" | "binary" => Ok(ObjectiveKind::Logistic),
+            "multi:softprob" | "multi:softmax" | "multiclass" => Ok(ObjectiveKind::Softprob),
+            other => Err(Error::UnknownObjective(other.to_string())),
+        }
+    }
+}
+
+/// How trees grow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum GrowPolicy {
+    /// Level by level up to `max_depth` (XGBoost's `depthwise`).
+    #[default]
+    #[serde(rename = "depthwise")]
+    Depthwise,
+    /// Best leaf first up to `max_leaves` (XGBoost's `lossguide`, LightGBM's leaf-wise).
+    #[serde(rename = "lossguide")]
+    Lossguide,
+}
+
+impl FromStr for GrowPolicy {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "depthwise" => Ok(GrowPolicy::Depthwise),
+            "lossguide" | "leafwise" => Ok(GrowPolicy::Lossguide),
+            other => Err(Error::param(
+                "grow_policy",
+                format!("`{other}` is not depthwise or lossguide"),
+            )),
+        }
+    }
+}
+
+/// How gradients are turned into integers for the histograms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum Quantisation {
+    /// 64-bit fixed point with a scale that cannot overflow: as accurate as f64 sums.
+    #[default]
+    Exact,
+    /// Low-bit values (2..=16 bits) with stochastic rounding; leaves refit from exact sums.
+    Bits(u8),
+}
+
+impl Quantisation {
+    /// `grad_bits` as users write it: 0 (or 64) for exact, 2..=16 for low-bit.
+    pub fn from_grad_bits(bits: u32) -> Result<Self> {
+        match bits {
+            0 | 64 => Ok(Quantisation::Exact),
+            2..=16 => Ok(Quantisation::Bits(bits as u8)),
+            _ => Err(Error::param(
+                "grad_bits",
+                format!("{bits} is not 0 (exact) or 2..=16"),
+            )),
+        }
+    }
+}
+
+/// Every training parameter, with XGBoost's defaults where it has the same parameter.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Params {
+    /// The loss.
+    pub objective: ObjectiveKind,
+    /// Classes for `multi:softprob`; taken from the labels when `None`.
+    pub num_class: Option<usize>,
+    /// Boosting rounds.
+    pub num_rounds: usize,
+    /// Shrinkage applied to every leaf (`eta`).
+    pub learning_rate: f64,
+    /// Maximum depth; 0 means no limit (only with `lossguide`).
+    pub max_depth: usize,
+    /// Maximum leaves per tree; 0 means no limit (only with `depthwise`).
+    pub max_leaves: usize,
+    /// Level-by-level or best-first growth.
+    pub grow_policy: GrowPolicy,
+    /// Bins per feature, including the missing-value bin.
+    pub max_bin: usize,
+    /// Minimum hessian sum in a child.
+    pub min_child_weight: f64,
+    /// L2 regularisation on leaf weights (`reg_lambda`).
+    pub lambda: f64,
+    /// L1 regularisation on leaf weights (`reg_alpha`).
+    pub alpha: f64,
+    /// Minimum loss reduction to split (`min_split_loss`).
+    pub gamma: f64,
+    /// Maximum absolute leaf weight before shrinkage; 0 means none.
+    pub max_delta_step: f64,
+    /// Minimum rows in a child (estimated from hessians, as LightGBM does); 0 means none.
+    pub min_data_in_leaf: usize,
+    /// Fraction of rows sampled each round.
+    pub subsample: f64,
+    /// Fraction of features sampled for each tree.
+    pub colsample_bytree: f64,
+    /// Seed of every random choice.
+    pub seed: u64,
+    /// Gradient quantisation (`grad_bits`).
+    pub quantisation: Quantisation,
+    /// Initial prediction (in output space); estimated from the labels when `None`.
+    pub base_score: Option<f64>,
+    /// Categorical features with at most this many levels use one-vs-rest splits.
+    pub max_cat_to_onehot: usize,
+    /// Maximum levels sent left by one categorical split.
+    pub max_cat_threshold: usize,
+    /// Smoothing added to hessians when ordering levels of a categorical split.
+    pub cat_smooth: f64,
+    /// Extra L2 regularisation for many-level categorical splits.
+    pub cat_l2: f64,
+    /// Minimum estimated rows per group of levels in a categorical split.
+    pub min_data_per_group: usize,
+    /// Levels seen fewer times than this in the binning sample share one "other" bin.
+    pub min_category_count: usize,
+    /// Rows sampled (by hash of the global row index) to compute the cuts.
+    pub bin_sample_rows: usize,
+    /// Metrics reported on evaluation sets; the objective's default when empty.
+    pub eval_metric: Vec<Metric>,
+    /// Stop when the last metric of the last evaluation set has not improved for this many rounds.
+    pub early_stopping_rounds: Option<usize>,
+    /// Threads for the CPU backend; 0 means all cores. Never changes the model.
+    pub threads: usize,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params {
+            objective: ObjectiveKind::SquaredError,
+            num_class: None,
+            num_rounds: 100,
+            learning_rate: 0.3,
+            max_depth: 6,
+            max_leaves: 0,
+            grow_policy: GrowPolicy::Depthwise,
+            max_bin: 256,
+            min_child_weight: 1.0,
+            lambda: 1.0,
+            alpha: 0.0,
+            gamma: 0.0,
+            max_delta_step: 0.0,
+            min_data_in_leaf: 0,
+            subsample: 1.0,
+            colsample_bytree: 1.0,
+            seed: 0,
+            quantisation: Quantisation::Exact,
+            base_score: None,
+            max_cat_to_onehot: 4,
+            max_cat_threshold: 32,
+            cat_smooth: 10.0,
+            cat_l2: 10.0,
+            min_data_per_group: 100,
+            min_category_count: 1,
+            bin_sample_rows: 200_000,
+            eval_metric: Vec::new(),
+            early_stopping_rounds: None,
+            threads: 0,
+        }
+    }
+}
+
+fn finite_at_least(name: &'static str, v: f64, min: f64) -> Result<()> {
+    if v.is_finite() && v >= min {
+        Ok(())
+    } else {
+        Err(Error::param(name, format!("{v} must be a finite number >= {min}")))
+    }
+}
+
+fn fraction(name: &'static str, v: f64) -> Result<()> {
+    if v > 0.0 && v <= 1.0 {
+        Ok(())
+    } else {
+        Err(Error::param(name, format!("{v} must be in (0, 1]")))
+    }
+}
+
+impl Params {
+    /// Checks every parameter's range and their combinations.
+    pub fn validate(&self) -> Result<()> {
+        if self.num_rounds == 0 {
+            return Err(Error::param("num_rounds", "must be at least 1"));
+        }
+        if !(self.learning_rate.is_finite() && self.learning_rate > 0.0) {
+            return Err(Error::param(
+                "learning_rate",
+                format!("{} must be a finite number > 0", self.learning_rate),
+            ));
+        }
+        if self.max_depth > 63 {
+            return Err(Error::param("max_depth", format!("{} exceeds 63", self.max_depth)));
+        }
+        if self.max_depth == 0 && self.max_leaves == 0 {
+            return Err(Error::param(
+                "max_depth",
+                "0 (unlimited) needs max_leaves > 0 to bound the tree",
+            ));
+        }
+        if self.max_leaves == 1 {
+            return Err(Error::param("max_leaves", "must be 0 (unlimited) or at least 2"));
+        }
+        if self.grow_policy == GrowPolicy::Lossguide && self.max_leaves == 0 && self.max_depth == 0 {
+            return Err(Error::param("max_leaves", "lossguide needs max_leaves or max_depth"));
+        }
+        if !(2..=65_536).contains(&self.max_bin) {
+            return Err(Error::param(
+                "max_bin",
+                format!("{} must be in 2..=65536", self.max_bin),
+            ));
+        }
+        finite_at_least("min_child_weight", self.min_child_weight, 0.0)?;
+        finite_at_least("lambda", self.lambda, 0.0)?;
+        finite_at_least("alpha", self.alpha, 0.0)?;
+        finite_at_least("gamma", self.gamma, 0.0)?;
+        finite_at_least("max_delta_step", self.max_delta_step, 0.0)?;
+        finite_at_least("cat_smooth", self.cat_smooth, 0.0)?;
+        finite_at_least("cat_l2", self.cat_l2, 0.0)?;
+        fraction("subsample", self.subsample)?;
+        fraction("colsample_bytree", self.colsample_bytree)?;
+        if let Quantisation::Bits(b) = self.quantisation {
+            Quantisation::from_grad_bits(b as u32)?;
+        }
+        if let Some(k) = self.num_class {
+            if self.objective == ObjectiveKind::Softprob && k < 2 {
+                return Err(Error::param("num_class", format!("{k} must be at least 2")));
+            }
+        }
+        if let Some(b) = self.base_score {
+            let ok = match self.objective {
+                ObjectiveKind::SquaredError => b.is_finite(),
+                ObjectiveKind::Logistic => b > 0.0 && b < 1.0,
+                ObjectiveKind::Softprob => b.is_finite(),
+            };
+            if !ok {
+                return Err(Error::param(
+                    "base_score",
+                    format!("{b} is out of range for {}", self.objective),
+                ));
+            }
+        }
+        if self.max_cat_threshold == 0 {
+            return Err(Error::param("max_cat_threshold", "must be at least 1"));
+        }
+        if self.bin_sample_rows == 0 {
+            return Err(Error::param("bin_sample_rows", "must be at least 1"));
+        }
+        if self.early_stopping_rounds == Some(0) {
+            return Err(Error::param("early_stopping_rounds", "must be at least 1"));
+        }
+        for m in &self.eval_metric {
+            m.check_objective(self.objective)?;
+        }
+        Ok(())
+    }
+
+    /// The metrics reported for every evaluation set.
+    pub fn metrics(&self) -> Vec<Metric> {
+        if self.eval_metric.is_empty() {
+            vec![self.objective.default_metric()]
+        } else {
+            self.eval_metric.clone()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid() {
+        Params::default().validate().unwrap();
+    }
+
+    #[test]
+    fn out_of_range_parameters_are_named() {
+        let cases: Vec<(Params, &str)> = vec![
+            (Params { learning_rate: -1.0, ..Default::default() }, "learning_rate"),
+            (Params { max_bin: 1, ..Default::default() }, "max_bin"),
+            (Params { subsample: 0.0, ..Default::default() }, "subsample"),
+            (Params { colsample_bytree: 1.5, ..Default::default() }, "colsample_bytree"),
+            (Params { lambda: f64::NAN, ..Default::default() }, "lambda"),
+            (Params { num_rounds: 0, ..Default::default() }, "num_rounds"),
+            (Params { quantisation: Quantisation::Bits(1), ..Default::default() }, "grad_bits"),
+            (Params { max_depth: 0, max_leaves: 0, ..Default::default() }, "max_depth"),
+        ];
+        for (p, name) in cases {
+            let err = p.validate().unwrap_err().to_string();
+            assert!(err.contains(name), "{err} should name {name}");
+        }
+    }
+
+    #[test]
+    fn objective_names_parse_and_unknown_is_an_error() {
+        assert_eq!("binary:logistic".parse::<ObjectiveKind>().unwrap(), ObjectiveKind::Logistic);
+        let e = "reg:tweedie".parse::<ObjectiveKind>().unwrap_err().to_string();
+        assert!(e.contains("reg:tweedie"));
+    }
+}

@@ -1,0 +1,172 @@
+//! Gradients to integers: fixed point with a globally agreed power-of-two scale.
+//!
+//! Power-of-two scales make every conversion exact (a product with 2^s is never rounded), so
+//! the integer a backend produces does not depend on whether its hardware fuses operations.
+
+use crate::detmath::pow2;
+use crate::hash::{hash64, Stream};
+use crate::params::Quantisation;
+
+/// Bits reserved for a full reduction: |Σ over all rows| stays below 2^EXACT_SUM_BITS.
+pub const EXACT_SUM_BITS: i32 = 61;
+
+/// How one quantity (gradient or hessian) of one output group is quantised this round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Scale {
+    /// Exact fixed point: X = round_ties_even(v * 2^shift).
+    pub shift: i32,
+    /// Low-bit mode: histogram values are q = floor((X + noise) / 2^drop), noise < 2^drop.
+    pub drop: Option<u32>,
+    /// Bound on |value| added to a histogram per row (X, or q in low-bit mode).
+    pub max_value: u64,
+}
+
+impl Scale {
+    /// The scale for values with largest magnitude `max_abs` over `n_total` rows.
+    pub fn agree(max_abs: f32, n_total: u64, quantisation: Quantisation) -> Self {
+        let shift = exact_shift(max_abs, n_total);
+        let max_exact = quantise_exact(max_abs, shift).unsigned_abs();
+        match quantisation {
+            Quantisation::Exact => Scale {
+                shift,
+                drop: None,
+                max_value: max_exact,
+            },
+            Quantisation::Bits(bits) => {
+                let qmax = (1u64 << (bits - 1)) - 1;
+                let low = largest_shift_within(max_abs, qmax as f64);
+                let drop = (shift - low).clamp(0, 62) as u32;
+                Scale {
+                    shift,
+                    drop: Some(drop),
+                    max_value: (max_exact >> drop) + 1,
+                }
+            }
+        }
+    }
+
+    /// The factor turning a histogram sum into real units.
+    pub fn hist_unit(&self) -> f64 {
+        pow2(-(self.shift - self.drop.unwrap_or(0) as i32))
+    }
+
+    /// The factor turning an exact fixed-point sum into real units.
+    pub fn exact_unit(&self) -> f64 {
+        pow2(-self.shift)
+    }
+
+    /// The histogram value for one row: the exact integer, or its stochastic rounding.
+    #[inline]
+    pub fn hist_value(&self, exact: i64, seed: u64, stream: Stream, tree: u32, global_row: u64) -> i64 {
+        match self.drop {
+            None => exact,
+            Some(0) => exact,
+            Some(d) => {
+                let noise = hash64(seed, stream, tree, global_row) >> (64 - d);
+                quantise_lowbit(exact, d, noise)
+            }
+        }
+    }
+}
+
+/// The gradient and hessian scales of one output group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupScales {
+    /// Scale of gradients.
+    pub grad: Scale,
+    /// Scale of hessians.
+    pub hess: Scale,
+}
+
+impl GroupScales {
+    /// Bound on any reduced histogram entry: global rows × largest per-row value.
+    pub fn hist_bound(&self, n_total: u64) -> u64 {
+        n_total.saturating_mul(self.grad.max_value.max(self.hess.max_value))
+    }
+}
+
+/// Largest s with max_abs * 2^s * n_total <= 2^61; 0 when max_abs is 0.
+pub fn exact_shift(max_abs: f32, n_total: u64) -> i32 {
+    let limit = pow2(EXACT_SUM_BITS) / n_total.max(1) as f64;
+    largest_shift_within(max_abs, limit)
+}
+
+/// Largest s with max_abs * 2^s <= limit (clamped to a sane range); 0 when max_abs is 0.
+fn largest_shift_within(max_abs: f32, limit: f64) -> i32 {
+    let m = max_abs as f64;
+    if !(m > 0.0) || !m.is_finite() {
+        return 0;
+    }
+    let ratio = limit / m;
+    let mut s = ((ratio.to_bits() >> 52) & 0x7ff) as i32 - 1023;
+    s = s.clamp(-1000, 1000);
+    while m * pow2(s) > limit {
+        s -= 1;
+    }
+    while m * pow2(s + 1) <= limit && s < 1000 {
+        s += 1;
+    }
+    s
+}
+
+/// round_ties_even(v * 2^shift) as i64: exact fixed point of an f32.
+#[inline]
+pub fn quantise_exact(v: f32, shift: i32) -> i64 {
+    (v as f64 * pow2(shift)).round_ties_even() as i64
+}
+
+/// floor((x + noise) / 2^drop): unbiased stochastic rounding when noise is uniform below 2^drop.
+#[inline]
+pub fn quantise_lowbit(x: i64, drop: u32, noise: u64) -> i64 {
+    (x + noise as i64) >> drop
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn exact_sums_cannot_overflow(max_abs in 1e-30f32..1e30, n in 1u64..1u64 << 40) {
+            let s = Scale::agree(max_abs, n, Quantisation::Exact);
+            let worst = (s.max_value as i128) * n as i128;
+            prop_assert!(worst <= 1i128 << 61);
+            // and the scale is tight: one more bit would overflow the budget
+            let next = quantise_exact(max_abs, s.shift + 1).unsigned_abs() as i128 * n as i128;
+            prop_assert!(next > (1i128 << 61) - 2 * n as i128);
+        }
+
+        #[test]
+        fn exact_quantisation_error_is_half_a_unit(v in -1e6f32..1e6, max_abs in 1e6f32..2e6, n in 1u64..1_000_000) {
+            let s = Scale::agree(max_abs, n, Quantisation::Exact);
+            let q = quantise_exact(v, s.shift);
+            let back = q as f64 * s.exact_unit();
+            prop_assert!((back - v as f64).abs() <= 0.5 * s.exact_unit());
+        }
+
+        #[test]
+        fn lowbit_values_fit_their_bits(v in -1.0f32..1.0, bits in 2u8..=16, row in 0u64..1_000_000) {
+            let s = Scale::agree(1.0, 1000, Quantisation::Bits(bits));
+            let x = quantise_exact(v, s.shift);
+            let q = s.hist_value(x, 3, Stream::GradNoise, 7, row);
+            prop_assert!(q.unsigned_abs() <= s.max_value);
+            prop_assert!(q.unsigned_abs() <= 1u64 << (bits - 1));
+            // q is x / 2^drop rounded down or up
+            let d = s.drop.unwrap();
+            prop_assert!(q == x >> d || q == (x >> d) + 1);
+        }
+    }
+
+    #[test]
+    fn stochastic_rounding_is_unbiased() {
+        let s = Scale::agree(1.0, 1000, Quantisation::Bits(4));
+        let v = 0.3137f32;
+        let x = quantise_exact(v, s.shift);
+        let n = 200_000u64;
+        let total: i64 = (0..n).map(|r| s.hist_value(x, 11, Stream::GradNoise, 0, r)).sum();
+        let mean = total as f64 / n as f64 * s.hist_unit();
+        // bias far below one low-bit unit (0.125 here)
+        assert!((mean - v as f64).abs() < 0.002, "mean {mean}");
+    }
+}
