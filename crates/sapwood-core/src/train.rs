@@ -56,7 +56,7 @@ pub enum Control {
 }
 
 /// Receives per-round progress (front ends draw progress bars, check for Ctrl-C, log).
-pub trait TrainObserver {
+pub trait TrainObserver: Send {
     /// Called after every round on every worker.
     fn on_round(&mut self, report: &RoundReport<'_>) -> Control;
 }

@@ -1,0 +1,283 @@
+//! `Booster`: train, predict, save and load a model.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+
+use sapwood_core::collective::SingleWorker;
+use sapwood_core::model::{ClassLabel, Model};
+use sapwood_core::params::Params;
+use sapwood_core::train::{self, CpuFactory, EvalInput, EvalResult, Quiet, Shard, TrainObserver};
+
+use crate::dataset::Dataset;
+use crate::labels;
+use crate::{Error, Result};
+
+/// Options for [`Booster::predict_with`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PredictOptions {
+    /// Return raw margins instead of values or probabilities.
+    pub output_margin: bool,
+    /// Use only the first `rounds` rounds; by default all rounds, or through the best
+    /// iteration when early stopping chose one.
+    pub rounds: Option<usize>,
+}
+
+/// Predictions: `groups` values per row (one for regression and binary tasks).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Predictions {
+    /// Values, row-major.
+    pub values: Vec<f32>,
+    /// Values per row.
+    pub groups: usize,
+}
+
+impl Predictions {
+    /// Rows.
+    pub fn n_rows(&self) -> usize {
+        self.values.len() / self.groups.max(1)
+    }
+
+    /// The values of row `i`.
+    pub fn row(&self, i: usize) -> &[f32] {
+        &self.values[i * self.groups..(i + 1) * self.groups]
+    }
+}
+
+/// How feature importance is measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Importance {
+    /// Total loss reduction of the feature's splits.
+    Gain,
+    /// Number of splits on the feature.
+    Split,
+    /// Total hessian of the rows the feature's splits route.
+    Cover,
+}
+
+/// A trained model with its evaluation history.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Booster {
+    model: Model,
+    history: Vec<Vec<EvalResult>>,
+    interrupted: bool,
+}
+
+fn thread_pool(threads: usize) -> Result<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| Error::param("threads", e.to_string()))
+}
+
+impl Booster {
+    /// Trains on `train`, reporting metrics on `evals` (name, dataset).
+    pub fn train(params: &Params, train: &Dataset<'_>, evals: &[(&str, &Dataset<'_>)]) -> Result<Booster> {
+        Self::train_with(params, train, evals, &mut Quiet)
+    }
+
+    /// Trains like [`Booster::train`], telling `observer` about every round; the observer
+    /// can stop training (the rounds so far are kept).
+    pub fn train_with(
+        params: &Params,
+        train: &Dataset<'_>,
+        evals: &[(&str, &Dataset<'_>)],
+        observer: &mut dyn TrainObserver,
+    ) -> Result<Booster> {
+        params.validate()?;
+        let label = train
+            .label
+            .as_ref()
+            .ok_or_else(|| Error::EmptyData("the training dataset has no label".into()))?;
+        if train.n_rows() == 0 {
+            return Err(Error::EmptyData("the training dataset has no rows".into()));
+        }
+        let encoded = labels::encode(params.objective, label)?;
+        let mut params = params.clone();
+        if let Some(c) = &encoded.classes {
+            if params.objective == sapwood_core::params::ObjectiveKind::Softprob {
+                match params.num_class {
+                    Some(k) if k != c.len() => {
+                        return Err(Error::param(
+                            "num_class",
+                            format!("{k} given but the labels have {} classes", c.len()),
+                        ))
+                    }
+                    _ => params.num_class = Some(c.len()),
+                }
+            }
+        }
+        let mut eval_inputs = Vec::with_capacity(evals.len());
+        for (name, d) in evals {
+            let l = d
+                .label
+                .as_ref()
+                .ok_or_else(|| Error::EmptyData(format!("evaluation set `{name}` has no label")))?;
+            eval_inputs.push(EvalInput {
+                name: name.to_string(),
+                features: d.features.slice_rows(0..d.n_rows()),
+                labels: labels::encode_with(params.objective, l, encoded.classes.as_deref())?,
+                weights: d.weight.clone(),
+            });
+        }
+        let shard = Shard {
+            features: train.features.slice_rows(0..train.n_rows()),
+            labels: encoded.values,
+            weights: train.weight.clone(),
+            row_offset: 0,
+        };
+        let pool = thread_pool(params.threads)?;
+        let trained = pool.install(|| {
+            train::train(&params, shard, eval_inputs, &mut SingleWorker, &CpuFactory, observer)
+        })?;
+        let mut model = trained.model;
+        model.classes = encoded.classes;
+        Ok(Booster {
+            model,
+            history: trained.history,
+            interrupted: trained.interrupted,
+        })
+    }
+
+    /// Predictions for `data` (values, probabilities or class probabilities).
+    pub fn predict(&self, data: &Dataset<'_>) -> Result<Predictions> {
+        self.predict_with(data, PredictOptions::default())
+    }
+
+    /// Predictions with options (margins, number of rounds).
+    pub fn predict_with(&self, data: &Dataset<'_>, opts: PredictOptions) -> Result<Predictions> {
+        let rounds = Some(opts.rounds.unwrap_or_else(|| self.model.default_rounds()));
+        let values = if opts.output_margin {
+            self.model.predict_margins(&data.features, rounds)?
+        } else {
+            self.model.predict(&data.features, rounds)?
+        };
+        Ok(Predictions {
+            values,
+            groups: self.model.groups,
+        })
+    }
+
+    /// The most likely class of each row (classification models).
+    pub fn predict_classes(&self, data: &Dataset<'_>) -> Result<Vec<ClassLabel>> {
+        let classes = self
+            .model
+            .classes
+            .as_ref()
+            .ok_or_else(|| Error::param("objective", "the model has no classes"))?;
+        let p = self.predict(data)?;
+        Ok((0..p.n_rows())
+            .map(|i| {
+                let row = p.row(i);
+                let c = if row.len() == 1 {
+                    (row[0] > 0.5) as usize
+                } else {
+                    sapwood_core::metric::argmax(row)
+                };
+                classes[c].clone()
+            })
+            .collect())
+    }
+
+    /// The model as JSON text.
+    pub fn to_json(&self) -> String {
+        self.model.to_json()
+    }
+
+    /// A booster from JSON text; malformed models are errors.
+    pub fn from_json(text: &str) -> Result<Booster> {
+        Ok(Booster {
+            model: Model::from_json(text)?,
+            history: Vec::new(),
+            interrupted: false,
+        })
+    }
+
+    /// Writes the model to `path` through a temporary file, so a failure leaves nothing behind.
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
+        let path = path.as_ref();
+        let io = |source| Error::Io {
+            path: path.display().to_string(),
+            source,
+        };
+        let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+        let write = || -> std::io::Result<()> {
+            let mut f = std::fs::File::create(&tmp)?;
+            f.write_all(self.to_json().as_bytes())?;
+            f.sync_all()?;
+            std::fs::rename(&tmp, path)
+        };
+        write().map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            io(e)
+        })
+    }
+
+    /// Reads a model written by [`Booster::save`].
+    pub fn load(path: impl AsRef<Path>) -> Result<Booster> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Self::from_json(&text).map_err(|e| match e {
+            Error::InvalidModel(m) => Error::InvalidModel(format!("{}: {m}", path.display())),
+            e => e,
+        })
+    }
+
+    /// The underlying model.
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+
+    /// Rounds trained.
+    pub fn num_rounds(&self) -> usize {
+        self.model.num_rounds()
+    }
+
+    /// Trees in the model (rounds × groups).
+    pub fn num_trees(&self) -> usize {
+        self.model.trees.len()
+    }
+
+    /// Best round under early stopping.
+    pub fn best_iteration(&self) -> Option<usize> {
+        self.model.best_iteration
+    }
+
+    /// Metrics after every round.
+    pub fn history(&self) -> &[Vec<EvalResult>] {
+        &self.history
+    }
+
+    /// Whether the observer stopped training before the last round.
+    pub fn interrupted(&self) -> bool {
+        self.interrupted
+    }
+
+    /// Class labels of a classification model.
+    pub fn classes(&self) -> Option<&[ClassLabel]> {
+        self.model.classes.as_deref()
+    }
+
+    /// Importance of each feature that is used, by name.
+    pub fn feature_importance(&self, kind: Importance) -> BTreeMap<String, f64> {
+        let mut out = BTreeMap::new();
+        for tree in &self.model.trees {
+            for node in &tree.nodes {
+                if let Some(s) = &node.split {
+                    let v = match kind {
+                        Importance::Gain => s.gain,
+                        Importance::Split => 1.0,
+                        Importance::Cover => node.cover,
+                    };
+                    *out.entry(self.model.feature_names[s.feature].clone()).or_insert(0.0) += v;
+                }
+            }
+        }
+        out
+    }
+}
