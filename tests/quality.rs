@@ -33,7 +33,9 @@ fn score(name: &str, quantisation: Quantisation) -> (Metric, f64, f64) {
     };
     let b = Booster::train(&params, &d.train, &[("test", &d.test)]).unwrap();
     let ours = b.history().last().unwrap()[0].value;
-    let theirs = golden()["datasets"][name]["xgboost"][metric.name()].as_f64().unwrap();
+    let theirs = golden()["datasets"][name]["xgboost"][metric.name()]
+        .as_f64()
+        .unwrap();
     (metric, ours, theirs)
 }
 
@@ -42,9 +44,15 @@ fn check(name: &str, quantisation: Quantisation) {
     let ratio = ours / theirs;
     println!("{name:>14} {quantisation:?}: {metric} sapwood {ours:.6} xgboost {theirs:.6} ratio {ratio:.4}");
     if metric.higher_is_better() {
-        assert!(ours >= theirs * (1.0 - TOLERANCE), "{name}: {metric} {ours} vs XGBoost {theirs}");
+        assert!(
+            ours >= theirs * (1.0 - TOLERANCE),
+            "{name}: {metric} {ours} vs XGBoost {theirs}"
+        );
     } else {
-        assert!(ours <= theirs * (1.0 + TOLERANCE), "{name}: {metric} {ours} vs XGBoost {theirs}");
+        assert!(
+            ours <= theirs * (1.0 + TOLERANCE),
+            "{name}: {metric} {ours} vs XGBoost {theirs}"
+        );
     }
 }
 
@@ -70,8 +78,14 @@ macro_rules! quality_tests {
 #[test]
 fn grad_bits_8_penguins_within_one_percent() {
     let (metric, ours, theirs) = score("penguins", Quantisation::Bits(8));
-    println!("penguins Bits(8): {metric} sapwood {ours:.6} xgboost {theirs:.6} ratio {:.4}", ours / theirs);
-    assert!(ours <= theirs * 1.01, "penguins: {metric} {ours} vs XGBoost {theirs}");
+    println!(
+        "penguins Bits(8): {metric} sapwood {ours:.6} xgboost {theirs:.6} ratio {:.4}",
+        ours / theirs
+    );
+    assert!(
+        ours <= theirs * 1.01,
+        "penguins: {metric} {ours} vs XGBoost {theirs}"
+    );
 }
 
 quality_tests! {

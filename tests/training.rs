@@ -1,10 +1,433 @@
+//! Training behaviour through the public API: loss, early stopping, weights, rounds,
+//! growth limits, categorical handling and bad input.
+
+use sapwood::{
+    Booster, ClassLabel, Control, Dataset, Error, GrowPolicy, Metric, ObjectiveKind, Params,
+    PredictOptions, Quantisation, RoundReport, TrainObserver,
+};
+use sapwood_tests::synthetic;
+
+fn history_of(b: &Booster) -> Vec<f64> {
+    b.history().iter().map(|r| r[0].value).collect()
+}
+
 #[test]
-fn scratch() {
-    use sapwood::*;
-    let d = sapwood_tests::bundled("diamonds");
-    for (l2, smooth, grp, onehot) in [(0.0, 10.0, 0, 4), (0.0, 1.0, 0, 4), (1.0, 0.0, 0, 4), (0.0, 0.0, 20, 4)] {
-        let params = Params { objective: ObjectiveKind::SquaredError, max_depth: 6, learning_rate: 0.1, num_rounds: 200, cat_l2: l2, cat_smooth: smooth, min_data_per_group: grp, max_cat_to_onehot: onehot, eval_metric: vec![Metric::Rmse], ..Default::default() };
-        let b = Booster::train(&params, &d.train, &[("test", &d.test)]).unwrap();
-        println!("{l2} {smooth} {grp} {onehot}: {}", b.history().last().unwrap()[0].value);
+fn training_loss_never_increases() {
+    for (task, objective, metric) in [
+        ("regression", ObjectiveKind::SquaredError, Metric::Rmse),
+        ("binary", ObjectiveKind::Logistic, Metric::LogLoss),
+        ("multiclass", ObjectiveKind::Softprob, Metric::MLogLoss),
+    ] {
+        for quantisation in [Quantisation::Exact, Quantisation::Bits(8)] {
+            let d = synthetic(4_000, task, 1);
+            let params = Params {
+                objective,
+                quantisation,
+                num_rounds: 40,
+                eval_metric: vec![metric],
+                ..Default::default()
+            };
+            let h = history_of(&Booster::train(&params, &d, &[("train", &d)]).unwrap());
+            for w in h.windows(2) {
+                assert!(
+                    w[1] <= w[0] * (1.0 + 1e-9),
+                    "{objective} {quantisation:?}: loss went up {} -> {}",
+                    w[0],
+                    w[1]
+                );
+            }
+            assert!(
+                h.last().unwrap() < &(h[0] * 0.8),
+                "{objective}: loss barely moved: {h:?}"
+            );
+        }
     }
+}
+
+#[test]
+fn early_stopping_keeps_the_best_iteration() {
+    let train = synthetic(3_000, "binary", 2);
+    let valid = synthetic(1_000, "binary", 3);
+    let params = Params {
+        objective: ObjectiveKind::Logistic,
+        learning_rate: 0.5,
+        max_depth: 8,
+        num_rounds: 500,
+        early_stopping_rounds: Some(10),
+        eval_metric: vec![Metric::LogLoss],
+        ..Default::default()
+    };
+    let b = Booster::train(&params, &train, &[("valid", &valid)]).unwrap();
+    let best = b.best_iteration().expect("early stopping chose a round");
+    let h = history_of(&b);
+    assert!(b.num_rounds() < 500, "it stopped early");
+    assert_eq!(b.num_rounds(), best + 11);
+    let min = h.iter().cloned().fold(f64::INFINITY, f64::min);
+    assert_eq!(h[best], min);
+    // predictions default to the best iteration
+    let default = b.predict(&valid).unwrap();
+    let at_best = b
+        .predict_with(
+            &valid,
+            PredictOptions {
+                rounds: Some(best + 1),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(default, at_best);
+}
+
+#[test]
+fn first_k_rounds_equal_a_model_trained_for_k_rounds() {
+    let d = synthetic(2_000, "multiclass", 4);
+    let params = Params {
+        objective: ObjectiveKind::Softprob,
+        num_rounds: 20,
+        ..Default::default()
+    };
+    let long = Booster::train(&params, &d, &[]).unwrap();
+    let short = Booster::train(
+        &Params {
+            num_rounds: 7,
+            ..params
+        },
+        &d,
+        &[],
+    )
+    .unwrap();
+    let opts = PredictOptions {
+        rounds: Some(7),
+        output_margin: true,
+    };
+    assert_eq!(
+        long.predict_with(&d, opts).unwrap(),
+        short
+            .predict_with(
+                &d,
+                PredictOptions {
+                    output_margin: true,
+                    ..Default::default()
+                }
+            )
+            .unwrap()
+    );
+    assert!(long
+        .predict_with(
+            &d,
+            PredictOptions {
+                rounds: Some(21),
+                ..Default::default()
+            }
+        )
+        .is_err());
+}
+
+#[test]
+fn integer_weights_act_like_repeated_rows() {
+    let base = synthetic(3_000, "regression", 6);
+    let n = base.n_rows();
+    let weights: Vec<f32> = (0..n).map(|i| if i % 3 == 0 { 2.0 } else { 1.0 }).collect();
+    let weighted = Dataset::from_parts(
+        base.features().clone(),
+        base.label().cloned(),
+        Some(weights.clone()),
+    )
+    .unwrap();
+    // the same rows, with every weight-2 row written twice
+    let rows: Vec<usize> = (0..n)
+        .flat_map(|i| std::iter::repeat_n(i, weights[i] as usize))
+        .collect();
+    let mut b = Dataset::builder();
+    for (name, col) in base
+        .features()
+        .names()
+        .iter()
+        .zip(base.features().columns())
+    {
+        b = match col {
+            sapwood::Column::Numeric(v) => b.numeric(
+                name.clone(),
+                rows.iter().map(|&r| v[r]).collect::<Vec<f32>>(),
+            ),
+            sapwood::Column::Categorical { codes, levels } => b.categorical(
+                name.clone(),
+                rows.iter().map(|&r| codes[r]).collect::<Vec<u32>>(),
+                levels.clone(),
+            ),
+        };
+    }
+    let sapwood::Label::Values(y) = base.label().unwrap() else {
+        panic!()
+    };
+    let repeated = b
+        .label(rows.iter().map(|&r| y[r]).collect())
+        .build()
+        .unwrap();
+    let params = Params {
+        num_rounds: 10,
+        max_bin: 4096,
+        ..Default::default()
+    };
+    let a = Booster::train(&params, &weighted, &[])
+        .unwrap()
+        .predict(&base)
+        .unwrap();
+    let b = Booster::train(&params, &repeated, &[])
+        .unwrap()
+        .predict(&base)
+        .unwrap();
+    let worst = a
+        .values
+        .iter()
+        .zip(&b.values)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0f32, f32::max);
+    assert!(
+        worst < 1e-3,
+        "weighted and repeated models differ by {worst}"
+    );
+}
+
+#[test]
+fn growth_limits_hold() {
+    let d = synthetic(5_000, "regression", 7);
+    let depth = Booster::train(
+        &Params {
+            max_depth: 3,
+            num_rounds: 5,
+            ..Default::default()
+        },
+        &d,
+        &[],
+    )
+    .unwrap();
+    assert!(depth.model().trees.iter().all(|t| t.depth() <= 3));
+    assert!(depth.model().trees.iter().any(|t| t.depth() == 3));
+    let leaves = Booster::train(
+        &Params {
+            grow_policy: GrowPolicy::Lossguide,
+            max_depth: 0,
+            max_leaves: 13,
+            num_rounds: 5,
+            ..Default::default()
+        },
+        &d,
+        &[],
+    )
+    .unwrap();
+    assert!(leaves.model().trees.iter().all(|t| t.num_leaves() <= 13));
+    assert!(leaves.model().trees.iter().any(|t| t.num_leaves() == 13));
+    let capped = Booster::train(
+        &Params {
+            max_depth: 6,
+            max_leaves: 9,
+            num_rounds: 3,
+            ..Default::default()
+        },
+        &d,
+        &[],
+    )
+    .unwrap();
+    assert!(capped.model().trees.iter().all(|t| t.num_leaves() <= 9));
+}
+
+#[test]
+fn string_classes_round_trip_and_unseen_levels_go_the_default_way() {
+    let n = 600;
+    let colour: Vec<Option<&str>> = (0..n)
+        .map(|i| Some(["red", "green", "blue"][i % 3]))
+        .collect();
+    let x: Vec<f32> = (0..n).map(|i| (i % 7) as f32).collect();
+    let y: Vec<ClassLabel> = (0..n)
+        .map(|i| {
+            ClassLabel::Str(
+                if i % 3 == 0 || (i % 7) > 4 {
+                    "yes"
+                } else {
+                    "no"
+                }
+                .into(),
+            )
+        })
+        .collect();
+    let train = Dataset::builder()
+        .numeric("x", x.clone())
+        .categorical_strings("colour", &colour)
+        .class_labels(y)
+        .build()
+        .unwrap();
+    let params = Params {
+        objective: ObjectiveKind::Logistic,
+        num_rounds: 20,
+        ..Default::default()
+    };
+    let b = Booster::train(&params, &train, &[]).unwrap();
+    assert_eq!(
+        b.classes().unwrap(),
+        &[ClassLabel::Str("no".into()), ClassLabel::Str("yes".into())]
+    );
+    let acc = b
+        .predict_classes(&train)
+        .unwrap()
+        .iter()
+        .enumerate()
+        .filter(|(i, c)| {
+            **c == ClassLabel::Str(
+                if i % 3 == 0 || (i % 7) > 4 {
+                    "yes"
+                } else {
+                    "no"
+                }
+                .into(),
+            )
+        })
+        .count();
+    assert_eq!(acc, n);
+    // the test set's levels are in another order and include one never seen
+    let test = Dataset::builder()
+        .numeric("x", vec![1.0, 1.0, 1.0])
+        .categorical_strings("colour", &[Some("red"), Some("purple"), None])
+        .build()
+        .unwrap();
+    let p = b.predict(&test).unwrap();
+    assert!(p.values[0] > 0.5, "red is yes");
+    assert_eq!(
+        p.values[1], p.values[2],
+        "an unseen level goes where missing goes"
+    );
+}
+
+#[test]
+fn bad_input_is_a_clear_error() {
+    let good = synthetic(100, "regression", 8);
+    let msg = |r: Result<Booster, Error>| r.unwrap_err().to_string();
+
+    let nan_label = Dataset::builder()
+        .numeric("x", vec![1.0, 2.0])
+        .label(vec![1.0, f32::NAN])
+        .build()
+        .unwrap();
+    let e = msg(Booster::train(&Params::default(), &nan_label, &[]));
+    assert!(e.contains("row 1"), "{e}");
+
+    let e = Dataset::builder()
+        .numeric("a", vec![1.0, 2.0])
+        .numeric("b", vec![1.0])
+        .build()
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("`b`"), "{e}");
+
+    let empty = Dataset::builder()
+        .numeric("x", Vec::<f32>::new())
+        .label(vec![])
+        .build()
+        .unwrap();
+    let e = msg(Booster::train(&Params::default(), &empty, &[]));
+    assert!(e.contains("no rows"), "{e}");
+
+    let e = "binary:hinge"
+        .parse::<ObjectiveKind>()
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("binary:hinge"), "{e}");
+
+    let e = msg(Booster::train(
+        &Params {
+            max_bin: 1,
+            ..Default::default()
+        },
+        &good,
+        &[],
+    ));
+    assert!(e.contains("max_bin"), "{e}");
+    let e = msg(Booster::train(
+        &Params {
+            subsample: 2.0,
+            ..Default::default()
+        },
+        &good,
+        &[],
+    ));
+    assert!(e.contains("subsample"), "{e}");
+    let e = msg(Booster::train(
+        &Params {
+            eval_metric: vec![Metric::Auc],
+            ..Default::default()
+        },
+        &good,
+        &[],
+    ));
+    assert!(e.contains("auc"), "{e}");
+
+    let one_class = Dataset::builder()
+        .numeric("x", vec![1.0, 2.0])
+        .label(vec![1.0, 1.0])
+        .build()
+        .unwrap();
+    let e = msg(Booster::train(
+        &Params {
+            objective: ObjectiveKind::Softprob,
+            ..Default::default()
+        },
+        &one_class,
+        &[],
+    ));
+    assert!(e.contains("two classes"), "{e}");
+
+    let bad_weight = Dataset::from_parts(
+        good.features().clone(),
+        good.label().cloned(),
+        Some(vec![-1.0; 100]),
+    )
+    .unwrap();
+    let e = msg(Booster::train(&Params::default(), &bad_weight, &[]));
+    assert!(e.contains("weight at row 0"), "{e}");
+
+    let unlabeled = Dataset::builder().numeric("x", vec![1.0]).build().unwrap();
+    let e = msg(Booster::train(&Params::default(), &unlabeled, &[]));
+    assert!(e.contains("no label"), "{e}");
+
+    let b = Booster::train(
+        &Params {
+            num_rounds: 2,
+            ..Default::default()
+        },
+        &good,
+        &[],
+    )
+    .unwrap();
+    let missing_col = Dataset::builder().numeric("x0", vec![1.0]).build().unwrap();
+    let e = b.predict(&missing_col).unwrap_err().to_string();
+    assert!(e.contains("column `x1` is missing"), "{e}");
+}
+
+struct StopAfter(usize);
+
+impl TrainObserver for StopAfter {
+    fn on_round(&mut self, r: &RoundReport<'_>) -> Control {
+        if r.round + 1 >= self.0 {
+            Control::Stop
+        } else {
+            Control::Continue
+        }
+    }
+}
+
+#[test]
+fn an_observer_can_stop_training_and_keep_the_rounds() {
+    let d = synthetic(500, "regression", 9);
+    let b = Booster::train_with(
+        &Params {
+            num_rounds: 50,
+            ..Default::default()
+        },
+        &d,
+        &[],
+        &mut StopAfter(4),
+    )
+    .unwrap();
+    assert_eq!(b.num_rounds(), 4);
+    assert!(b.interrupted());
 }

@@ -7,7 +7,10 @@ use sapwood_io::{read_csv, LabelColumn, ReadOptions};
 
 /// The repository root.
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 /// A bundled dataset: train and test splits and its task.
@@ -45,7 +48,9 @@ fn load_split(path: &Path, label: &str, categorical: &[String]) -> Dataset<'stat
     .unwrap_or_else(|e| panic!("{e}"));
     let label = match t.label.unwrap() {
         LabelColumn::Numeric(v) => Label::Values(v),
-        LabelColumn::Strings(s) => Label::Classes(s.into_iter().map(|x| ClassLabel::Str(x.unwrap())).collect()),
+        LabelColumn::Strings(s) => {
+            Label::Classes(s.into_iter().map(|x| ClassLabel::Str(x.unwrap())).collect())
+        }
     };
     Dataset::from_parts(t.features, Some(label), t.weight).unwrap()
 }
@@ -74,7 +79,12 @@ pub fn bundled(name: &str) -> Bundled {
 /// categorical feature, and a nonlinear signal. `task` is binary, regression or multiclass.
 pub fn synthetic(n: usize, task: &str, seed: u32) -> Dataset<'static> {
     let h = |i: usize, j: u32| -> f32 {
-        let x = sapwood_core::hash::hash32(seed as u64, sapwood_core::hash::Stream::RowSample, j, i as u64);
+        let x = sapwood_core::hash::hash32(
+            seed as u64,
+            sapwood_core::hash::Stream::RowSample,
+            j,
+            i as u64,
+        );
         x as f32 / u32::MAX as f32
     };
     let nf = 6;
@@ -84,11 +94,16 @@ pub fn synthetic(n: usize, task: &str, seed: u32) -> Dataset<'static> {
     for i in 0..n {
         let x: Vec<f32> = (0..nf).map(|j| h(i, j as u32) * 2.0 - 1.0).collect();
         let c = (h(i, 99) * 5.0) as u32;
-        let mut s = 2.0 * x[0] * x[1] + (3.0 * x[2]).sin() + x[3].abs() - 0.5 + [0.8, -0.4, 0.0, 0.3, -0.7][c as usize];
+        let mut s = 2.0 * x[0] * x[1] + (3.0 * x[2]).sin() + x[3].abs() - 0.5
+            + [0.8, -0.4, 0.0, 0.3, -0.7][c as usize];
         s += 0.3 * (h(i, 100) - 0.5);
         for (j, col) in cols.iter_mut().enumerate() {
             // feature 4 is missing for a tenth of the rows
-            col.push(if j == 4 && h(i, 101) < 0.1 { f32::NAN } else { x[j] });
+            col.push(if j == 4 && h(i, 101) < 0.1 {
+                f32::NAN
+            } else {
+                x[j]
+            });
         }
         cat.push(c);
         y.push(match task {
@@ -101,8 +116,14 @@ pub fn synthetic(n: usize, task: &str, seed: u32) -> Dataset<'static> {
     for (j, col) in cols.into_iter().enumerate() {
         b = b.numeric(format!("x{j}"), col);
     }
-    b.categorical("colour", cat, ["red", "green", "blue", "cyan", "grey"].map(String::from).to_vec())
-        .label(y)
-        .build()
-        .unwrap()
+    b.categorical(
+        "colour",
+        cat,
+        ["red", "green", "blue", "cyan", "grey"]
+            .map(String::from)
+            .to_vec(),
+    )
+    .label(y)
+    .build()
+    .unwrap()
 }

@@ -83,7 +83,10 @@ mod tests {
             let rel = (exp(x) - x.exp()).abs() / x.exp();
             assert!(rel < 1e-14, "exp({x}) rel err {rel}");
             let y = x.abs() + 1e-3;
-            assert!((ln(y) - y.ln()).abs() < 1e-14 * y.ln().abs().max(1.0), "ln({y})");
+            assert!(
+                (ln(y) - y.ln()).abs() < 1e-14 * y.ln().abs().max(1.0),
+                "ln({y})"
+            );
         }
         assert_eq!(pow2(-3), 0.125);
     }

@@ -18,7 +18,9 @@ pub enum Error {
     #[error("unknown objective `{0}`; expected one of reg:squarederror, binary:logistic, multi:softprob")]
     UnknownObjective(String),
     /// The metric name is not one Sapwood knows.
-    #[error("unknown metric `{0}`; expected one of rmse, mae, logloss, error, auc, mlogloss, merror")]
+    #[error(
+        "unknown metric `{0}`; expected one of rmse, mae, logloss, error, auc, mlogloss, merror"
+    )]
     UnknownMetric(String),
     /// There is nothing to train on or to predict.
     #[error("empty data: {0}")]

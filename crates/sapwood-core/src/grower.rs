@@ -67,7 +67,8 @@ impl Grower<'_, '_> {
     }
 
     fn evaluate(&self, open: &mut [Open]) {
-        let (cuts, features, units, p) = (self.cfg.cuts, self.features, self.units, &self.cfg.split);
+        let (cuts, features, units, p) =
+            (self.cfg.cuts, self.features, self.units, &self.cfg.split);
         let depth_ok: Vec<bool> = open.iter().map(|o| self.can_split_at(o.depth)).collect();
         open.par_iter_mut().zip(depth_ok).for_each(|(o, ok)| {
             o.best = if ok && o.count >= 2 {
@@ -84,7 +85,10 @@ impl Grower<'_, '_> {
     }
 
     fn set_node(&mut self, id: NodeId, sums: [i64; 2]) {
-        let (g, h) = (sums[0] as f64 * self.units.grad, sums[1] as f64 * self.units.hess);
+        let (g, h) = (
+            sums[0] as f64 * self.units.grad,
+            sums[1] as f64 * self.units.hess,
+        );
         let w = leaf_weight(g, h, &self.cfg.split, self.cfg.split.lambda);
         let node = &mut self.nodes[id.index()];
         node.value = (self.cfg.learning_rate * w) as f32;
@@ -98,7 +102,8 @@ impl Grower<'_, '_> {
         self.collective.allreduce_sum(&mut hist, self.bound)?;
         let sums = node_sums(&hist, self.cfg.cuts);
         count[0] = self.root_local as i64;
-        self.collective.allreduce_sum(&mut count, self.cfg.n_total)?;
+        self.collective
+            .allreduce_sum(&mut count, self.cfg.n_total)?;
         self.nodes.push(Node {
             split: None,
             value: 0.0,
@@ -122,7 +127,10 @@ impl Grower<'_, '_> {
     fn split(&mut self, batch: Vec<Open>) -> Result<Vec<Open>> {
         let mut splits = Vec::with_capacity(batch.len());
         for o in &batch {
-            let c = o.best.as_ref().expect("only nodes with a candidate are split");
+            let c = o
+                .best
+                .as_ref()
+                .expect("only nodes with a candidate are split");
             let left = NodeId(self.nodes.len() as u32);
             let right = NodeId(left.0 + 1);
             for _ in 0..2 {
@@ -150,8 +158,12 @@ impl Grower<'_, '_> {
             });
         }
         let local = self.backend.apply_splits(&splits)?;
-        let mut counts: Vec<i64> = local.iter().flat_map(|c| [c[0] as i64, c[1] as i64]).collect();
-        self.collective.allreduce_sum(&mut counts, self.cfg.n_total)?;
+        let mut counts: Vec<i64> = local
+            .iter()
+            .flat_map(|c| [c[0] as i64, c[1] as i64])
+            .collect();
+        self.collective
+            .allreduce_sum(&mut counts, self.cfg.n_total)?;
         // build the smaller child (by global rows); its sibling is parent minus child
         let small_left: Vec<bool> = counts.chunks_exact(2).map(|c| c[0] <= c[1]).collect();
         let small: Vec<NodeId> = splits
@@ -163,7 +175,11 @@ impl Grower<'_, '_> {
         self.backend.build_histograms(&small, &mut hists)?;
         self.collective.allreduce_sum(&mut hists, self.bound)?;
         let mut children = Vec::with_capacity(2 * batch.len());
-        for (i, (parent, small_hist)) in batch.into_iter().zip(hists.chunks_exact(self.width)).enumerate() {
+        for (i, (parent, small_hist)) in batch
+            .into_iter()
+            .zip(hists.chunks_exact(self.width))
+            .enumerate()
+        {
             let c = parent.best.expect("checked above");
             let mut sibling = parent.hist;
             for (s, &x) in sibling.iter_mut().zip(small_hist) {
@@ -199,13 +215,15 @@ impl Grower<'_, '_> {
         let mut leaves = Vec::new();
         let mut n_leaves = 1usize;
         loop {
-            let (mut go, stay): (Vec<Open>, Vec<Open>) = frontier.into_iter().partition(|o| o.best.is_some());
+            let (mut go, stay): (Vec<Open>, Vec<Open>) =
+                frontier.into_iter().partition(|o| o.best.is_some());
             leaves.extend(stay);
             if self.cfg.max_leaves > 0 {
                 let room = self.cfg.max_leaves - n_leaves;
                 if go.len() > room {
                     go.sort_by(|a, b| {
-                        let (ga, gb) = (a.best.as_ref().unwrap().gain, b.best.as_ref().unwrap().gain);
+                        let (ga, gb) =
+                            (a.best.as_ref().unwrap().gain, b.best.as_ref().unwrap().gain);
                         gb.total_cmp(&ga).then(a.id.cmp(&b.id))
                     });
                     leaves.extend(go.drain(room..));

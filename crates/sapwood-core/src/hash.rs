@@ -60,7 +60,11 @@ pub struct SampleRate {
 impl SampleRate {
     /// The rate `rate` (clamped to [0, 1]) as a threshold on 32-bit hashes.
     pub fn new(rate: f64) -> Self {
-        let r = if rate.is_nan() { 0.0 } else { rate.clamp(0.0, 1.0) };
+        let r = if rate.is_nan() {
+            0.0
+        } else {
+            rate.clamp(0.0, 1.0)
+        };
         Self {
             threshold: (r * 4_294_967_296.0) as u64,
         }

@@ -62,14 +62,24 @@ impl Metric {
         } else {
             Err(Error::param(
                 "eval_metric",
-                format!("`{}` does not apply to objective {}", self.name(), objective),
+                format!(
+                    "`{}` does not apply to objective {}",
+                    self.name(),
+                    objective
+                ),
             ))
         }
     }
 
     /// Evaluates the metric. `margins` holds `groups` values per row (row-major);
     /// `labels` holds values (regression, binary) or class indices (multiclass).
-    pub fn evaluate(self, margins: &[f32], groups: usize, labels: &[f32], weights: Option<&[f32]>) -> f64 {
+    pub fn evaluate(
+        self,
+        margins: &[f32],
+        groups: usize,
+        labels: &[f32],
+        weights: Option<&[f32]>,
+    ) -> f64 {
         let n = labels.len();
         debug_assert_eq!(margins.len(), n * groups);
         let w = |i: usize| weights.map_or(1.0, |w| w[i] as f64);
@@ -158,7 +168,9 @@ pub fn sigmoid(x: f64) -> f64 {
 
 /// Softmax of `margins` into `out`, in f64, for outputs and metrics.
 pub fn softmax(margins: &[f32], out: &mut [f64]) {
-    let max = margins.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(v as f64));
+    let max = margins
+        .iter()
+        .fold(f64::NEG_INFINITY, |m, &v| m.max(v as f64));
     let mut sum = 0.0;
     for (o, &m) in out.iter_mut().zip(margins) {
         *o = (m as f64 - max).exp();
@@ -236,7 +248,10 @@ mod tests {
                 }
             }
         }
-        assert_relative_eq!(Metric::Auc.evaluate(&scores, 1, &labels, None), good / pairs);
+        assert_relative_eq!(
+            Metric::Auc.evaluate(&scores, 1, &labels, None),
+            good / pairs
+        );
     }
 
     #[test]

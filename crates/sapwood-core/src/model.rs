@@ -105,7 +105,9 @@ pub mod floats {
                     "inf" => Ok(f32::INFINITY),
                     "-inf" => Ok(f32::NEG_INFINITY),
                     "nan" => Ok(f32::NAN),
-                    other => Err(serde::de::Error::custom(format!("`{other}` is not a number"))),
+                    other => Err(serde::de::Error::custom(format!(
+                        "`{other}` is not a number"
+                    ))),
                 },
             })
             .collect()
@@ -179,7 +181,8 @@ fn tree_to_file(tree: &Tree, group: usize) -> TreeFile {
                     SplitRule::Numeric { bin } => t.split_bin.push(*bin as u32),
                     SplitRule::Categorical { left } => {
                         t.split_bin.push(0);
-                        t.categories.push((i as u32, left.iter().map(u32::from).collect()));
+                        t.categories
+                            .push((i as u32, left.iter().map(u32::from).collect()));
                     }
                 }
             }
@@ -229,7 +232,10 @@ fn tree_from_file(t: TreeFile, cuts: &Cuts, index: usize) -> Result<Tree> {
         } else {
             for c in [l, r] {
                 if c <= i as i64 || c >= n as i64 {
-                    return Err(ctx(format!("node {i} has child {c} outside {}..{n}", i + 1)));
+                    return Err(ctx(format!(
+                        "node {i} has child {c} outside {}..{n}",
+                        i + 1
+                    )));
                 }
                 parents[c as usize] += 1;
             }
@@ -238,7 +244,10 @@ fn tree_from_file(t: TreeFile, cuts: &Cuts, index: usize) -> Result<Tree> {
             }
             let f = t.feature[i];
             if f < 0 || f as usize >= cuts.n_features() {
-                return Err(ctx(format!("node {i} splits on feature {f} of {}", cuts.n_features())));
+                return Err(ctx(format!(
+                    "node {i} splits on feature {f} of {}",
+                    cuts.n_features()
+                )));
             }
             let f = f as usize;
             let nb = cuts.feature(f).n_bins() as u32;
@@ -258,7 +267,11 @@ fn tree_from_file(t: TreeFile, cuts: &Cuts, index: usize) -> Result<Tree> {
                         left: BinSet::from_bins(bins.iter().map(|&b| b as u16)),
                     }
                 }
-                _ => return Err(ctx(format!("node {i}: split kind does not match feature {f}"))),
+                _ => {
+                    return Err(ctx(format!(
+                        "node {i}: split kind does not match feature {f}"
+                    )))
+                }
             };
             Some(Split {
                 feature: f,
@@ -276,7 +289,9 @@ fn tree_from_file(t: TreeFile, cuts: &Cuts, index: usize) -> Result<Tree> {
         });
     }
     if let Some(node) = cats.keys().next() {
-        return Err(ctx(format!("category set for node {node}, which is not a split")));
+        return Err(ctx(format!(
+            "category set for node {node}, which is not a split"
+        )));
     }
     if parents[0] != 0 || parents[1..].iter().any(|&p| p != 1) {
         return Err(ctx("nodes do not form a tree".into()));
@@ -287,8 +302,12 @@ fn tree_from_file(t: TreeFile, cuts: &Cuts, index: usize) -> Result<Tree> {
 fn check_cuts(f: &FeatureFile) -> Result<()> {
     match &f.cuts {
         FeatureCuts::Numeric { thresholds } => {
-            if thresholds.iter().any(|t| t.is_nan()) || thresholds.windows(2).any(|w| w[0] >= w[1]) {
-                return Err(bad(format!("feature `{}`: thresholds are not strictly increasing", f.name)));
+            if thresholds.iter().any(|t| t.is_nan()) || thresholds.windows(2).any(|w| w[0] >= w[1])
+            {
+                return Err(bad(format!(
+                    "feature `{}`: thresholds are not strictly increasing",
+                    f.name
+                )));
             }
             if thresholds.len() > 65_534 {
                 return Err(bad(format!("feature `{}`: too many thresholds", f.name)));
@@ -299,8 +318,14 @@ fn check_cuts(f: &FeatureFile) -> Result<()> {
             level_bins,
             n_bins,
         } => {
-            if levels.len() != level_bins.len() || *n_bins == 0 || level_bins.iter().any(|b| b >= n_bins) {
-                return Err(bad(format!("feature `{}`: inconsistent category bins", f.name)));
+            if levels.len() != level_bins.len()
+                || *n_bins == 0
+                || level_bins.iter().any(|b| b >= n_bins)
+            {
+                return Err(bad(format!(
+                    "feature `{}`: inconsistent category bins",
+                    f.name
+                )));
             }
         }
     }
@@ -350,9 +375,13 @@ impl Model {
 
     /// Parses and validates a model; anything malformed is an error naming what is wrong.
     pub fn from_json(text: &str) -> Result<Self> {
-        let file: ModelFile = serde_json::from_str(text).map_err(|e| bad(format!("not a Sapwood model: {e}")))?;
+        let file: ModelFile =
+            serde_json::from_str(text).map_err(|e| bad(format!("not a Sapwood model: {e}")))?;
         if file.format != FORMAT_NAME {
-            return Err(bad(format!("format is `{}`, expected `{FORMAT_NAME}`", file.format)));
+            return Err(bad(format!(
+                "format is `{}`, expected `{FORMAT_NAME}`",
+                file.format
+            )));
         }
         if file.version != FORMAT_VERSION {
             return Err(bad(format!(
@@ -365,9 +394,13 @@ impl Model {
         }
         let groups = file.groups;
         match file.objective {
-            ObjectiveKind::Softprob if groups < 2 => return Err(bad("multi:softprob needs groups >= 2")),
+            ObjectiveKind::Softprob if groups < 2 => {
+                return Err(bad("multi:softprob needs groups >= 2"))
+            }
             ObjectiveKind::Softprob => {}
-            _ if groups != 1 => return Err(bad(format!("{} has 1 group, not {groups}", file.objective))),
+            _ if groups != 1 => {
+                return Err(bad(format!("{} has 1 group, not {groups}", file.objective)))
+            }
             _ => {}
         }
         if file.base_margin.len() != groups || file.base_margin.iter().any(|m| !m.is_finite()) {
@@ -380,7 +413,10 @@ impl Model {
             check_cuts(f)?;
         }
         if file.trees.len() % groups != 0 {
-            return Err(bad(format!("{} trees is not a multiple of {groups} groups", file.trees.len())));
+            return Err(bad(format!(
+                "{} trees is not a multiple of {groups} groups",
+                file.trees.len()
+            )));
         }
         let rounds = file.trees.len() / groups;
         if let Some(b) = file.best_iteration {
@@ -389,7 +425,11 @@ impl Model {
             }
         }
         if let Some(c) = &file.classes {
-            let want = if file.objective == ObjectiveKind::Softprob { groups } else { 2 };
+            let want = if file.objective == ObjectiveKind::Softprob {
+                groups
+            } else {
+                2
+            };
             if c.len() != want {
                 return Err(bad(format!("{} classes for {want} expected", c.len())));
             }
@@ -402,12 +442,18 @@ impl Model {
             .enumerate()
             .map(|(i, t)| {
                 if t.group != i % groups {
-                    return Err(bad(format!("tree {i} is for group {} but should be {}", t.group, i % groups)));
+                    return Err(bad(format!(
+                        "tree {i} is for group {} but should be {}",
+                        t.group,
+                        i % groups
+                    )));
                 }
                 tree_from_file(t, &cuts, i)
             })
             .collect::<Result<Vec<_>>>()?;
-        file.params.validate().map_err(|e| bad(format!("params: {e}")))?;
+        file.params
+            .validate()
+            .map_err(|e| bad(format!("params: {e}")))?;
         Ok(Model {
             params: file.params,
             groups,
@@ -423,23 +469,39 @@ impl Model {
     /// Bins `data` with the model's cuts, matching columns by name; extra columns are
     /// ignored and categorical levels are matched by name (unseen levels are missing).
     pub fn bin(&self, data: &FeatureMatrix<'_>) -> Result<BinnedMatrix> {
-        let index: HashMap<&str, usize> = data.names().iter().enumerate().map(|(i, n)| (n.as_str(), i)).collect();
+        let index: HashMap<&str, usize> = data
+            .names()
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.as_str(), i))
+            .collect();
         let mut columns = Vec::with_capacity(self.feature_names.len());
         for (name, fc) in self.feature_names.iter().zip(self.cuts.features()) {
             let &j = index
                 .get(name.as_str())
                 .ok_or_else(|| Error::SchemaMismatch(format!("column `{name}` is missing")))?;
             let col = match (data.column(j), fc) {
-                (Column::Numeric(v), FeatureCuts::Numeric { .. }) => Column::Numeric(std::borrow::Cow::Borrowed(v)),
-                (Column::Categorical { codes, levels }, FeatureCuts::Categorical { levels: model_levels, .. }) => {
+                (Column::Numeric(v), FeatureCuts::Numeric { .. }) => {
+                    Column::Numeric(std::borrow::Cow::Borrowed(v))
+                }
+                (
+                    Column::Categorical { codes, levels },
+                    FeatureCuts::Categorical {
+                        levels: model_levels,
+                        ..
+                    },
+                ) => {
                     if levels == model_levels {
                         Column::Categorical {
                             codes: std::borrow::Cow::Borrowed(codes),
                             levels: levels.clone(),
                         }
                     } else {
-                        let lookup: HashMap<&str, u32> =
-                            model_levels.iter().enumerate().map(|(i, l)| (l.as_str(), i as u32)).collect();
+                        let lookup: HashMap<&str, u32> = model_levels
+                            .iter()
+                            .enumerate()
+                            .map(|(i, l)| (l.as_str(), i as u32))
+                            .collect();
                         let remap: Vec<u32> = levels
                             .iter()
                             .map(|l| lookup.get(l.as_str()).copied().unwrap_or(MISSING_CATEGORY))
@@ -447,17 +509,27 @@ impl Model {
                         Column::Categorical {
                             codes: codes
                                 .iter()
-                                .map(|&c| if c == MISSING_CATEGORY { c } else { remap[c as usize] })
+                                .map(|&c| {
+                                    if c == MISSING_CATEGORY {
+                                        c
+                                    } else {
+                                        remap[c as usize]
+                                    }
+                                })
                                 .collect(),
                             levels: model_levels.clone(),
                         }
                     }
                 }
                 (Column::Numeric(_), _) => {
-                    return Err(Error::SchemaMismatch(format!("column `{name}` is numeric but was categorical in training")))
+                    return Err(Error::SchemaMismatch(format!(
+                        "column `{name}` is numeric but was categorical in training"
+                    )))
                 }
                 (Column::Categorical { .. }, _) => {
-                    return Err(Error::SchemaMismatch(format!("column `{name}` is categorical but was numeric in training")))
+                    return Err(Error::SchemaMismatch(format!(
+                        "column `{name}` is categorical but was numeric in training"
+                    )))
                 }
             };
             columns.push(col);
@@ -475,7 +547,9 @@ impl Model {
     pub fn predict_binned(&self, binned: &BinnedMatrix, rounds: usize) -> Vec<f32> {
         let k = self.groups;
         let trees = &self.trees[..rounds.min(self.num_rounds()) * k];
-        let mut out: Vec<f32> = (0..binned.n_rows()).flat_map(|_| self.base_margin.iter().copied()).collect();
+        let mut out: Vec<f32> = (0..binned.n_rows())
+            .flat_map(|_| self.base_margin.iter().copied())
+            .collect();
         out.par_chunks_mut(k).enumerate().for_each(|(row, m)| {
             for (t, tree) in trees.iter().enumerate() {
                 let leaf = tree.leaf_of_binned(binned, row);
@@ -486,14 +560,20 @@ impl Model {
     }
 
     /// Margins of `data` (`groups` per row), using `rounds` rounds or the default.
-    pub fn predict_margins(&self, data: &FeatureMatrix<'_>, rounds: Option<usize>) -> Result<Vec<f32>> {
+    pub fn predict_margins(
+        &self,
+        data: &FeatureMatrix<'_>,
+        rounds: Option<usize>,
+    ) -> Result<Vec<f32>> {
         let rounds = self.check_rounds(rounds)?;
         Ok(self.predict_binned(&self.bin(data)?, rounds))
     }
 
     /// Outputs of `data`: values, probabilities, or class probabilities (`groups` per row).
     pub fn predict(&self, data: &FeatureMatrix<'_>, rounds: Option<usize>) -> Result<Vec<f32>> {
-        Ok(self.objective().transform(&self.predict_margins(data, rounds)?))
+        Ok(self
+            .objective()
+            .transform(&self.predict_margins(data, rounds)?))
     }
 
     fn check_rounds(&self, rounds: Option<usize>) -> Result<usize> {

@@ -72,7 +72,11 @@ pub fn ftz(x: f32) -> f32 {
 /// clamped to ±`clamp`.
 #[inline]
 pub fn margin_fixed(m: f32, clamp: f32) -> i32 {
-    let m = if m.is_nan() { 0.0 } else { ftz(m).clamp(-clamp, clamp) };
+    let m = if m.is_nan() {
+        0.0
+    } else {
+        ftz(m).clamp(-clamp, clamp)
+    };
     (m * (1u32 << MARGIN_FRAC_BITS) as f32).round_ties_even() as i32
 }
 
@@ -164,7 +168,10 @@ impl Objective {
             }
             ObjectiveKind::Logistic => Ok(()),
             ObjectiveKind::Softprob if y < 0.0 || y.fract() != 0.0 || y as usize >= self.groups => {
-                bad(&format!("multi:softprob needs class indices 0..{}", self.groups))
+                bad(&format!(
+                    "multi:softprob needs class indices 0..{}",
+                    self.groups
+                ))
             }
             ObjectiveKind::Softprob => Ok(()),
         }
@@ -189,7 +196,9 @@ impl Objective {
             ObjectiveKind::Softprob => {
                 // recomputing the cheap table lookups avoids any scratch allocation per row
                 let k = self.groups;
-                let max = margins[..k].iter().fold(f32::NEG_INFINITY, |a, &m| a.max(ftz(m)));
+                let max = margins[..k]
+                    .iter()
+                    .fold(f32::NEG_INFINITY, |a, &m| a.max(ftz(m)));
                 let e = |c: usize| exp_neg_fixed(max - ftz(margins[c])) as u64;
                 // only all-NaN margins can make the sum zero; keep the division defined
                 let sum: u64 = (0..k).map(e).sum::<u64>().max(1);
@@ -287,7 +296,11 @@ mod tests {
     #[test]
     fn labels_are_checked_per_objective() {
         let log = Objective::new(ObjectiveKind::Logistic, 1).unwrap();
-        assert!(log.check_label(3, 2.0).unwrap_err().to_string().contains("row 3"));
+        assert!(log
+            .check_label(3, 2.0)
+            .unwrap_err()
+            .to_string()
+            .contains("row 3"));
         assert!(log.check_label(0, f32::NAN).is_err());
         let soft = Objective::new(ObjectiveKind::Softprob, 3).unwrap();
         assert!(soft.check_label(0, 3.0).is_err());

@@ -221,7 +221,10 @@ fn finite_at_least(name: &'static str, v: f64, min: f64) -> Result<()> {
     if v.is_finite() && v >= min {
         Ok(())
     } else {
-        Err(Error::param(name, format!("{v} must be a finite number >= {min}")))
+        Err(Error::param(
+            name,
+            format!("{v} must be a finite number >= {min}"),
+        ))
     }
 }
 
@@ -246,7 +249,10 @@ impl Params {
             ));
         }
         if self.max_depth > 63 {
-            return Err(Error::param("max_depth", format!("{} exceeds 63", self.max_depth)));
+            return Err(Error::param(
+                "max_depth",
+                format!("{} exceeds 63", self.max_depth),
+            ));
         }
         if self.max_depth == 0 && self.max_leaves == 0 {
             return Err(Error::param(
@@ -255,10 +261,17 @@ impl Params {
             ));
         }
         if self.max_leaves == 1 {
-            return Err(Error::param("max_leaves", "must be 0 (unlimited) or at least 2"));
+            return Err(Error::param(
+                "max_leaves",
+                "must be 0 (unlimited) or at least 2",
+            ));
         }
-        if self.grow_policy == GrowPolicy::Lossguide && self.max_leaves == 0 && self.max_depth == 0 {
-            return Err(Error::param("max_leaves", "lossguide needs max_leaves or max_depth"));
+        if self.grow_policy == GrowPolicy::Lossguide && self.max_leaves == 0 && self.max_depth == 0
+        {
+            return Err(Error::param(
+                "max_leaves",
+                "lossguide needs max_leaves or max_depth",
+            ));
         }
         if !(2..=65_536).contains(&self.max_bin) {
             return Err(Error::param(
@@ -333,14 +346,63 @@ mod tests {
     #[test]
     fn out_of_range_parameters_are_named() {
         let cases: Vec<(Params, &str)> = vec![
-            (Params { learning_rate: -1.0, ..Default::default() }, "learning_rate"),
-            (Params { max_bin: 1, ..Default::default() }, "max_bin"),
-            (Params { subsample: 0.0, ..Default::default() }, "subsample"),
-            (Params { colsample_bytree: 1.5, ..Default::default() }, "colsample_bytree"),
-            (Params { lambda: f64::NAN, ..Default::default() }, "lambda"),
-            (Params { num_rounds: 0, ..Default::default() }, "num_rounds"),
-            (Params { quantisation: Quantisation::Bits(1), ..Default::default() }, "grad_bits"),
-            (Params { max_depth: 0, max_leaves: 0, ..Default::default() }, "max_depth"),
+            (
+                Params {
+                    learning_rate: -1.0,
+                    ..Default::default()
+                },
+                "learning_rate",
+            ),
+            (
+                Params {
+                    max_bin: 1,
+                    ..Default::default()
+                },
+                "max_bin",
+            ),
+            (
+                Params {
+                    subsample: 0.0,
+                    ..Default::default()
+                },
+                "subsample",
+            ),
+            (
+                Params {
+                    colsample_bytree: 1.5,
+                    ..Default::default()
+                },
+                "colsample_bytree",
+            ),
+            (
+                Params {
+                    lambda: f64::NAN,
+                    ..Default::default()
+                },
+                "lambda",
+            ),
+            (
+                Params {
+                    num_rounds: 0,
+                    ..Default::default()
+                },
+                "num_rounds",
+            ),
+            (
+                Params {
+                    quantisation: Quantisation::Bits(1),
+                    ..Default::default()
+                },
+                "grad_bits",
+            ),
+            (
+                Params {
+                    max_depth: 0,
+                    max_leaves: 0,
+                    ..Default::default()
+                },
+                "max_depth",
+            ),
         ];
         for (p, name) in cases {
             let err = p.validate().unwrap_err().to_string();
@@ -350,8 +412,14 @@ mod tests {
 
     #[test]
     fn objective_names_parse_and_unknown_is_an_error() {
-        assert_eq!("binary:logistic".parse::<ObjectiveKind>().unwrap(), ObjectiveKind::Logistic);
-        let e = "reg:tweedie".parse::<ObjectiveKind>().unwrap_err().to_string();
+        assert_eq!(
+            "binary:logistic".parse::<ObjectiveKind>().unwrap(),
+            ObjectiveKind::Logistic
+        );
+        let e = "reg:tweedie"
+            .parse::<ObjectiveKind>()
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("reg:tweedie"));
     }
 }

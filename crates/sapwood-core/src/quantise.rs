@@ -57,7 +57,14 @@ impl Scale {
 
     /// The histogram value for one row: the exact integer, or its stochastic rounding.
     #[inline]
-    pub fn hist_value(&self, exact: i64, seed: u64, stream: Stream, tree: u32, global_row: u64) -> i64 {
+    pub fn hist_value(
+        &self,
+        exact: i64,
+        seed: u64,
+        stream: Stream,
+        tree: u32,
+        global_row: u64,
+    ) -> i64 {
         match self.drop {
             None => exact,
             Some(0) => exact,
@@ -164,7 +171,9 @@ mod tests {
         let v = 0.3137f32;
         let x = quantise_exact(v, s.shift);
         let n = 200_000u64;
-        let total: i64 = (0..n).map(|r| s.hist_value(x, 11, Stream::GradNoise, 0, r)).sum();
+        let total: i64 = (0..n)
+            .map(|r| s.hist_value(x, 11, Stream::GradNoise, 0, r))
+            .sum();
         let mean = total as f64 / n as f64 * s.hist_unit();
         // bias far below one low-bit unit (0.125 here)
         assert!((mean - v as f64).abs() < 0.002, "mean {mean}");

@@ -86,7 +86,12 @@ pub struct EvalSet {
 
 impl EvalSet {
     /// An evaluation set; its margins start at the model's base margin.
-    pub fn new(name: impl Into<String>, binned: BinnedMatrix, labels: Vec<f32>, weights: Option<Vec<f32>>) -> Self {
+    pub fn new(
+        name: impl Into<String>,
+        binned: BinnedMatrix,
+        labels: Vec<f32>,
+        weights: Option<Vec<f32>>,
+    ) -> Self {
         EvalSet {
             name: name.into(),
             binned,
@@ -130,7 +135,10 @@ pub fn exact_sum(values: &[f32], n_total: u64, collective: &mut dyn Collective) 
     let mut max = [local_max.to_bits() as u64];
     collective.allreduce_max(&mut max)?;
     let shift = exact_shift(f32::from_bits(max[0] as u32), n_total);
-    let mut sum = [values.iter().map(|&v| quantise_exact(v, shift)).sum::<i64>()];
+    let mut sum = [values
+        .iter()
+        .map(|&v| quantise_exact(v, shift))
+        .sum::<i64>()];
     collective.allreduce_sum(&mut sum, 1 << crate::quantise::EXACT_SUM_BITS)?;
     Ok(sum[0] as f64 * detmath::pow2(-shift))
 }
@@ -204,7 +212,9 @@ pub fn boost(
     let start = Instant::now();
     let k = objective.groups();
     for e in evals.iter_mut() {
-        e.margins = (0..e.binned.n_rows()).flat_map(|_| base_margin.iter().copied()).collect();
+        e.margins = (0..e.binned.n_rows())
+            .flat_map(|_| base_margin.iter().copied())
+            .collect();
     }
     let cfg = GrowerConfig {
         cuts,
@@ -224,12 +234,23 @@ pub fn boost(
     let watch = metrics.last().copied();
     for round in 0..params.num_rounds {
         let local = backend.compute_gradients()?;
-        let mut max: Vec<u64> = local.iter().flat_map(|m| [m[0].to_bits() as u64, m[1].to_bits() as u64]).collect();
+        let mut max: Vec<u64> = local
+            .iter()
+            .flat_map(|m| [m[0].to_bits() as u64, m[1].to_bits() as u64])
+            .collect();
         collective.allreduce_max(&mut max)?;
         for group in 0..k {
             let scales = GroupScales {
-                grad: Scale::agree(f32::from_bits(max[2 * group] as u32), n_total, params.quantisation),
-                hess: Scale::agree(f32::from_bits(max[2 * group + 1] as u32), n_total, params.quantisation),
+                grad: Scale::agree(
+                    f32::from_bits(max[2 * group] as u32),
+                    n_total,
+                    params.quantisation,
+                ),
+                hess: Scale::agree(
+                    f32::from_bits(max[2 * group + 1] as u32),
+                    n_total,
+                    params.quantisation,
+                ),
             };
             let tree_index = (round * k + group) as u32;
             let setup = TreeSetup {
@@ -239,21 +260,34 @@ pub fn boost(
                 row_sample,
                 scales,
             };
-            let features = sample_features(cuts.n_features(), params.colsample_bytree, params.seed, tree_index);
+            let features = sample_features(
+                cuts.n_features(),
+                params.colsample_bytree,
+                params.seed,
+                tree_index,
+            );
             let tree = grow_tree(&cfg, backend, collective, &setup, &features)?;
             backend.update_margins(&tree, group)?;
             for e in evals.iter_mut() {
                 let binned = &e.binned;
-                e.margins.par_chunks_mut(k).enumerate().for_each(|(row, m)| {
-                    let leaf = tree.leaf_of_binned(binned, row);
-                    m[group] = ftz(m[group] + tree.value(leaf));
-                });
+                e.margins
+                    .par_chunks_mut(k)
+                    .enumerate()
+                    .for_each(|(row, m)| {
+                        let leaf = tree.leaf_of_binned(binned, row);
+                        m[group] = ftz(m[group] + tree.value(leaf));
+                    });
             }
             trees.push(tree);
         }
-        let results: Vec<EvalResult> = evals.iter().flat_map(|e| metrics_of(e, k, &metrics)).collect();
+        let results: Vec<EvalResult> = evals
+            .iter()
+            .flat_map(|e| metrics_of(e, k, &metrics))
+            .collect();
         let mut stop = false;
-        if let (Some(esr), Some(m), Some(last)) = (params.early_stopping_rounds, watch, results.last()) {
+        if let (Some(esr), Some(m), Some(last)) =
+            (params.early_stopping_rounds, watch, results.last())
+        {
             let better = |a: f64, b: f64| if m.higher_is_better() { a > b } else { a < b };
             match best {
                 Some((_, v)) if !better(last.value, v) => {}
@@ -371,7 +405,14 @@ pub struct Trained {
     pub interrupted: bool,
 }
 
-fn check_inputs(params: &Params, objective: &Objective, labels: &[f32], weights: Option<&[f32]>, n: usize, what: &str) -> Result<()> {
+fn check_inputs(
+    params: &Params,
+    objective: &Objective,
+    labels: &[f32],
+    weights: Option<&[f32]>,
+    n: usize,
+    what: &str,
+) -> Result<()> {
     if labels.len() != n {
         return Err(Error::LengthMismatch {
             column: format!("{what} label"),
@@ -391,7 +432,10 @@ fn check_inputs(params: &Params, objective: &Objective, labels: &[f32], weights:
             });
         }
         if let Some(i) = w.iter().position(|&v| !(v.is_finite() && v >= 0.0)) {
-            return Err(Error::InvalidWeight { row: i, value: w[i] });
+            return Err(Error::InvalidWeight {
+                row: i,
+                value: w[i],
+            });
         }
     }
     let _ = params;
@@ -420,7 +464,11 @@ pub fn train(
         ObjectiveKind::Softprob => match params.num_class {
             Some(k) => k,
             None => {
-                let local = shard.labels.iter().fold(0.0f32, |m, &y| if y.is_finite() { m.max(y) } else { m });
+                let local =
+                    shard
+                        .labels
+                        .iter()
+                        .fold(0.0f32, |m, &y| if y.is_finite() { m.max(y) } else { m });
                 let mut max = [local as u64];
                 collective.allreduce_max(&mut max)?;
                 (max[0] as usize + 1).max(2)
@@ -429,9 +477,23 @@ pub fn train(
         _ => 1,
     };
     let objective = Objective::new(params.objective, num_class)?;
-    check_inputs(params, &objective, &shard.labels, shard.weights.as_deref(), n_local, "training")?;
+    check_inputs(
+        params,
+        &objective,
+        &shard.labels,
+        shard.weights.as_deref(),
+        n_local,
+        "training",
+    )?;
     for e in &evals {
-        check_inputs(params, &objective, &e.labels, e.weights.as_deref(), e.features.n_rows(), &format!("`{}`", e.name))?;
+        check_inputs(
+            params,
+            &objective,
+            &e.labels,
+            e.weights.as_deref(),
+            e.features.n_rows(),
+            &format!("`{}`", e.name),
+        )?;
     }
 
     let sample = CutSample::collect(
@@ -443,10 +505,22 @@ pub fn train(
         params.bin_sample_rows,
     );
     let gathered = collective.allgather(&sample.to_bytes())?;
-    let merged = CutSample::merge(gathered.iter().map(|b| CutSample::from_bytes(b)).collect::<Result<_>>()?)?;
+    let merged = CutSample::merge(
+        gathered
+            .iter()
+            .map(|b| CutSample::from_bytes(b))
+            .collect::<Result<_>>()?,
+    )?;
     let cuts = Cuts::from_sample(&merged, params.max_bin, params.min_category_count)?;
     let binned = Arc::new(BinnedMatrix::new(&shard.features, &cuts)?);
-    let base = base_margin(params, &objective, &shard.labels, shard.weights.as_deref(), n_total, collective)?;
+    let base = base_margin(
+        params,
+        &objective,
+        &shard.labels,
+        shard.weights.as_deref(),
+        n_total,
+        collective,
+    )?;
 
     let mut model = Model {
         params: Params {

@@ -50,18 +50,34 @@ struct RawColumn {
 
 impl RawColumn {
     fn numbers(&self) -> Option<Vec<f32>> {
-        self.cells.iter().map(|s| parse_number(s).map(|v| v as f32)).collect()
+        self.cells
+            .iter()
+            .map(|s| parse_number(s).map(|v| v as f32))
+            .collect()
     }
 
     fn categorical(self) -> Column<'static> {
-        let present: BTreeSet<&str> = self.cells.iter().map(String::as_str).filter(|s| !MISSING.contains(s)).collect();
+        let present: BTreeSet<&str> = self
+            .cells
+            .iter()
+            .map(String::as_str)
+            .filter(|s| !MISSING.contains(s))
+            .collect();
         let mut levels: Vec<String> = present.into_iter().map(str::to_string).collect();
         // numeric-looking levels sort by value so codes follow the numbers
         if levels.iter().all(|l| l.trim().parse::<f64>().is_ok()) {
-            levels.sort_by(|a, b| a.trim().parse::<f64>().unwrap().total_cmp(&b.trim().parse::<f64>().unwrap()));
+            levels.sort_by(|a, b| {
+                a.trim()
+                    .parse::<f64>()
+                    .unwrap()
+                    .total_cmp(&b.trim().parse::<f64>().unwrap())
+            });
         }
-        let index: std::collections::HashMap<&str, u32> =
-            levels.iter().enumerate().map(|(i, l)| (l.as_str(), i as u32)).collect();
+        let index: std::collections::HashMap<&str, u32> = levels
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (l.as_str(), i as u32))
+            .collect();
         let codes = self
             .cells
             .iter()
@@ -86,8 +102,13 @@ pub fn read_csv(path: &Path, opts: &ReadOptions) -> Result<Table, IoError> {
         line,
         reason,
     };
-    let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
-    let (_, header) = lines.next().ok_or_else(|| parse_err(1, "the file is empty".into()))?;
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty());
+    let (_, header) = lines
+        .next()
+        .ok_or_else(|| parse_err(1, "the file is empty".into()))?;
     let names = split_line(header.trim_start_matches('\u{feff}')).map_err(|e| parse_err(1, e))?;
     let mut cols: Vec<RawColumn> = names
         .iter()
@@ -108,7 +129,12 @@ pub fn read_csv(path: &Path, opts: &ReadOptions) -> Result<Table, IoError> {
             c.cells.push(f);
         }
     }
-    let available = || cols.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ");
+    let available = || {
+        cols.iter()
+            .map(|c| c.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let wanted = opts
         .label
         .iter()
@@ -134,7 +160,13 @@ pub fn read_csv(path: &Path, opts: &ReadOptions) -> Result<Table, IoError> {
         None => LabelColumn::Strings(
             c.cells
                 .into_iter()
-                .map(|s| if MISSING.contains(&s.as_str()) { None } else { Some(s) })
+                .map(|s| {
+                    if MISSING.contains(&s.as_str()) {
+                        None
+                    } else {
+                        Some(s)
+                    }
+                })
                 .collect(),
         ),
     });
@@ -176,7 +208,10 @@ mod tests {
 
     #[test]
     fn quoted_fields_and_missing_values() {
-        assert_eq!(split_line(r#"a,"b,c","d""e",,"#).unwrap(), vec!["a", "b,c", "d\"e", "", ""]);
+        assert_eq!(
+            split_line(r#"a,"b,c","d""e",,"#).unwrap(),
+            vec!["a", "b,c", "d\"e", "", ""]
+        );
         assert!(split_line(r#"a,"b"#).is_err());
     }
 
@@ -208,12 +243,26 @@ mod tests {
         }
         assert_eq!(
             t.label,
-            Some(LabelColumn::Strings(vec![Some("yes".into()), Some("no".into()), None]))
+            Some(LabelColumn::Strings(vec![
+                Some("yes".into()),
+                Some("no".into()),
+                None
+            ]))
         );
         std::fs::write(&p, "x,y\n1,2\n3\n").unwrap();
-        let e = read_csv(&p, &ReadOptions::default()).unwrap_err().to_string();
+        let e = read_csv(&p, &ReadOptions::default())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("line 3"), "{e}");
-        let e = read_csv(&p, &ReadOptions { label: Some("z".into()), ..Default::default() }).unwrap_err().to_string();
+        let e = read_csv(
+            &p,
+            &ReadOptions {
+                label: Some("z".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("no column `z`"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -72,7 +72,11 @@ fn thread_pool(threads: usize) -> Result<rayon::ThreadPool> {
 
 impl Booster {
     /// Trains on `train`, reporting metrics on `evals` (name, dataset).
-    pub fn train(params: &Params, train: &Dataset<'_>, evals: &[(&str, &Dataset<'_>)]) -> Result<Booster> {
+    pub fn train(
+        params: &Params,
+        train: &Dataset<'_>,
+        evals: &[(&str, &Dataset<'_>)],
+    ) -> Result<Booster> {
         Self::train_with(params, train, evals, &mut Quiet)
     }
 
@@ -128,7 +132,14 @@ impl Booster {
         };
         let pool = thread_pool(params.threads)?;
         let trained = pool.install(|| {
-            train::train(&params, shard, eval_inputs, &mut SingleWorker, &CpuFactory, observer)
+            train::train(
+                &params,
+                shard,
+                eval_inputs,
+                &mut SingleWorker,
+                &CpuFactory,
+                observer,
+            )
         })?;
         let mut model = trained.model;
         model.classes = encoded.classes;
@@ -200,8 +211,14 @@ impl Booster {
             path: path.display().to_string(),
             source,
         };
-        let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
         let write = || -> std::io::Result<()> {
             let mut f = std::fs::File::create(&tmp)?;
@@ -274,7 +291,8 @@ impl Booster {
                         Importance::Split => 1.0,
                         Importance::Cover => node.cover,
                     };
-                    *out.entry(self.model.feature_names[s.feature].clone()).or_insert(0.0) += v;
+                    *out.entry(self.model.feature_names[s.feature].clone())
+                        .or_insert(0.0) += v;
                 }
             }
         }

@@ -46,7 +46,11 @@ impl<'a> Dataset<'a> {
     }
 
     /// A dataset from a feature matrix, label and weights; lengths are checked.
-    pub fn from_parts(features: FeatureMatrix<'a>, label: Option<Label>, weight: Option<Vec<f32>>) -> Result<Self> {
+    pub fn from_parts(
+        features: FeatureMatrix<'a>,
+        label: Option<Label>,
+        weight: Option<Vec<f32>>,
+    ) -> Result<Self> {
         let n = features.n_rows();
         if let Some(l) = &label {
             if l.len() != n {
@@ -66,7 +70,11 @@ impl<'a> Dataset<'a> {
                 });
             }
         }
-        Ok(Dataset { features, label, weight })
+        Ok(Dataset {
+            features,
+            label,
+            weight,
+        })
     }
 
     /// Rows.
@@ -108,7 +116,12 @@ impl<'a> DatasetBuilder<'a> {
     }
 
     /// Adds a categorical feature from codes into `levels` (`MISSING_CATEGORY` is missing).
-    pub fn categorical(mut self, name: impl Into<String>, codes: impl Into<Cow<'a, [u32]>>, levels: Vec<String>) -> Self {
+    pub fn categorical(
+        mut self,
+        name: impl Into<String>,
+        codes: impl Into<Cow<'a, [u32]>>,
+        levels: Vec<String>,
+    ) -> Self {
         self.names.push(name.into());
         self.columns.push(Column::Categorical {
             codes: codes.into(),
@@ -118,14 +131,24 @@ impl<'a> DatasetBuilder<'a> {
     }
 
     /// Adds a categorical feature from strings (None is missing); levels are sorted.
-    pub fn categorical_strings<S: AsRef<str>>(self, name: impl Into<String>, values: &[Option<S>]) -> Self {
-        let mut levels: Vec<String> = values.iter().flatten().map(|s| s.as_ref().to_string()).collect();
+    pub fn categorical_strings<S: AsRef<str>>(
+        self,
+        name: impl Into<String>,
+        values: &[Option<S>],
+    ) -> Self {
+        let mut levels: Vec<String> = values
+            .iter()
+            .flatten()
+            .map(|s| s.as_ref().to_string())
+            .collect();
         levels.sort();
         levels.dedup();
         let codes: Vec<u32> = values
             .iter()
             .map(|v| match v {
-                Some(s) => levels.binary_search_by(|l| l.as_str().cmp(s.as_ref())).unwrap() as u32,
+                Some(s) => levels
+                    .binary_search_by(|l| l.as_str().cmp(s.as_ref()))
+                    .unwrap() as u32,
                 None => crate::MISSING_CATEGORY,
             })
             .collect();

@@ -47,7 +47,11 @@ pub(crate) fn encode(objective: ObjectiveKind, label: &Label) -> Result<Encoded>
         (kind, label) => {
             let labels: Vec<ClassLabel> = match label {
                 Label::Classes(c) => c.clone(),
-                Label::Values(v) => v.iter().enumerate().map(|(i, &y)| class_of_value(i, y)).collect::<Result<_>>()?,
+                Label::Values(v) => v
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &y)| class_of_value(i, y))
+                    .collect::<Result<_>>()?,
             };
             let mut classes = labels.clone();
             classes.sort();
@@ -79,7 +83,11 @@ pub(crate) fn encode(objective: ObjectiveKind, label: &Label) -> Result<Encoded>
 }
 
 /// Encodes evaluation labels with the classes found in training.
-pub(crate) fn encode_with(objective: ObjectiveKind, label: &Label, classes: Option<&[ClassLabel]>) -> Result<Vec<f32>> {
+pub(crate) fn encode_with(
+    objective: ObjectiveKind,
+    label: &Label,
+    classes: Option<&[ClassLabel]>,
+) -> Result<Vec<f32>> {
     let Some(classes) = classes else {
         return match label {
             Label::Values(v) => Ok(v.clone()),
@@ -87,14 +95,21 @@ pub(crate) fn encode_with(objective: ObjectiveKind, label: &Label, classes: Opti
         };
     };
     let as_class = |i: usize, l: ClassLabel| -> Result<f32> {
-        classes.binary_search(&l).map(|c| c as f32).map_err(|_| Error::InvalidLabel {
-            row: i,
-            value: l.to_string(),
-            reason: "this class was not in the training labels".into(),
-        })
+        classes
+            .binary_search(&l)
+            .map(|c| c as f32)
+            .map_err(|_| Error::InvalidLabel {
+                row: i,
+                value: l.to_string(),
+                reason: "this class was not in the training labels".into(),
+            })
     };
     match label {
-        Label::Classes(c) => c.iter().enumerate().map(|(i, l)| as_class(i, l.clone())).collect(),
+        Label::Classes(c) => c
+            .iter()
+            .enumerate()
+            .map(|(i, l)| as_class(i, l.clone()))
+            .collect(),
         Label::Values(v) => v
             .iter()
             .enumerate()

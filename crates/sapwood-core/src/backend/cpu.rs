@@ -104,7 +104,13 @@ impl CpuBackend {
 }
 
 /// Adds each row's (g, h) to the bins of its features.
-fn accumulate<B: Copy + Into<usize>>(rows: &[u32], bins: &[B], offsets: &[u32], gh: &[[i64; 2]], hist: &mut [[i64; 2]]) {
+fn accumulate<B: Copy + Into<usize>>(
+    rows: &[u32],
+    bins: &[B],
+    offsets: &[u32],
+    gh: &[[i64; 2]],
+    hist: &mut [[i64; 2]],
+) {
     let nf = offsets.len() - 1;
     for &r in rows {
         let r = r as usize;
@@ -118,7 +124,13 @@ fn accumulate<B: Copy + Into<usize>>(rows: &[u32], bins: &[B], offsets: &[u32], 
     }
 }
 
-fn build_one<B: Copy + Into<usize> + Sync>(rows: &[u32], bins: &[B], offsets: &[u32], gh: &[[i64; 2]], out: &mut [i64]) {
+fn build_one<B: Copy + Into<usize> + Sync>(
+    rows: &[u32],
+    bins: &[B],
+    offsets: &[u32],
+    gh: &[[i64; 2]],
+    out: &mut [i64],
+) {
     let (hist, _) = out.as_chunks_mut::<2>();
     hist.fill([0; 2]);
     if rows.len() <= HIST_ROWS_PER_TASK {
@@ -195,7 +207,12 @@ impl HistBackend for CpuBackend {
             })
             .reduce(
                 || vec![[0.0f32; 2]; k],
-                |a, b| a.iter().zip(&b).map(|(x, y)| [x[0].max(y[0]), x[1].max(y[1])]).collect(),
+                |a, b| {
+                    a.iter()
+                        .zip(&b)
+                        .map(|(x, y)| [x[0].max(y[0]), x[1].max(y[1])])
+                        .collect()
+                },
             );
         Ok(maxes)
     }
@@ -216,19 +233,37 @@ impl HistBackend for CpuBackend {
                 .enumerate()
                 .for_each(|(i, (gh, ex))| {
                     let [g, h] = grad[i * k + s.group];
-                    let x = [quantise_exact(g, s.scales.grad.shift), quantise_exact(h, s.scales.hess.shift)];
+                    let x = [
+                        quantise_exact(g, s.scales.grad.shift),
+                        quantise_exact(h, s.scales.hess.shift),
+                    ];
                     let row = offset + i as u64;
                     *ex = x;
                     *gh = [
-                        s.scales.grad.hist_value(x[0], s.seed, Stream::GradNoise, s.tree_index, row),
-                        s.scales.hess.hist_value(x[1], s.seed, Stream::HessNoise, s.tree_index, row),
+                        s.scales.grad.hist_value(
+                            x[0],
+                            s.seed,
+                            Stream::GradNoise,
+                            s.tree_index,
+                            row,
+                        ),
+                        s.scales.hess.hist_value(
+                            x[1],
+                            s.seed,
+                            Stream::HessNoise,
+                            s.tree_index,
+                            row,
+                        ),
                     ];
                 });
         } else {
             self.exact = None;
             self.gh.par_iter_mut().enumerate().for_each(|(i, gh)| {
                 let [g, h] = grad[i * k + s.group];
-                *gh = [quantise_exact(g, s.scales.grad.shift), quantise_exact(h, s.scales.hess.shift)];
+                *gh = [
+                    quantise_exact(g, s.scales.grad.shift),
+                    quantise_exact(h, s.scales.hess.shift),
+                ];
             });
         }
         let n = self.num_rows();
@@ -238,7 +273,14 @@ impl HistBackend for CpuBackend {
         } else {
             (0..n as u32)
                 .into_par_iter()
-                .filter(|&i| s.row_sample.keeps(hash32(s.seed, Stream::RowSample, s.tree_index, offset + i as u64)))
+                .filter(|&i| {
+                    s.row_sample.keeps(hash32(
+                        s.seed,
+                        Stream::RowSample,
+                        s.tree_index,
+                        offset + i as u64,
+                    ))
+                })
                 .collect()
         };
         self.ranges.clear();
@@ -255,7 +297,10 @@ impl HistBackend for CpuBackend {
                 nodes.len()
             )));
         }
-        let row_sets = nodes.iter().map(|&n| self.node_rows(n)).collect::<Result<Vec<_>>>()?;
+        let row_sets = nodes
+            .iter()
+            .map(|&n| self.node_rows(n))
+            .collect::<Result<Vec<_>>>()?;
         let (offsets, gh) = (&self.offsets, &self.gh);
         out.par_chunks_mut(width.max(1))
             .zip(row_sets)
@@ -275,7 +320,8 @@ impl HistBackend for CpuBackend {
                 .ok_or_else(|| Error::Backend(format!("unknown node {}", s.node.0)))?;
             let binned = &self.binned;
             let n_left = partition(&mut self.rows[start..start + len], |r| {
-                s.rule.goes_left(binned.bin(r as usize, s.feature), s.default_left)
+                s.rule
+                    .goes_left(binned.bin(r as usize, s.feature), s.default_left)
             });
             let need = s.left.index().max(s.right.index()) + 1;
             if self.ranges.len() < need {

@@ -43,7 +43,10 @@ where
                             chunk[r * nf + f] = T::try_from(b).unwrap();
                         }
                     }
-                    (Column::Categorical { codes, .. }, FeatureCuts::Categorical { level_bins, .. }) => {
+                    (
+                        Column::Categorical { codes, .. },
+                        FeatureCuts::Categorical { level_bins, .. },
+                    ) => {
                         for r in 0..rows {
                             let b = FeatureCuts::bin_code(level_bins, codes[start + r]);
                             chunk[r * nf + f] = T::try_from(b).unwrap();
@@ -70,8 +73,16 @@ impl BinnedMatrix {
                 return Err(Error::SchemaMismatch(format!(
                     "feature `{}` is {} but the model expects it {}",
                     matrix.names()[j],
-                    if col.is_categorical() { "categorical" } else { "numeric" },
-                    if fc.is_categorical() { "categorical" } else { "numeric" },
+                    if col.is_categorical() {
+                        "categorical"
+                    } else {
+                        "numeric"
+                    },
+                    if fc.is_categorical() {
+                        "categorical"
+                    } else {
+                        "numeric"
+                    },
                 )));
             }
         }

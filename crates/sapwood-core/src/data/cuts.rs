@@ -129,7 +129,11 @@ impl Cuts {
 
     /// Computes cuts from a gathered sample. `levels` gives, per feature, the level names of
     /// a categorical feature (None for numeric ones).
-    pub fn from_sample(sample: &CutSample, max_bin: usize, min_category_count: usize) -> Result<Self> {
+    pub fn from_sample(
+        sample: &CutSample,
+        max_bin: usize,
+        min_category_count: usize,
+    ) -> Result<Self> {
         let features = sample
             .features
             .iter()
@@ -150,7 +154,10 @@ enum FeatureSample {
     /// (value, weight) pairs of sampled non-missing rows.
     Numeric(Vec<(f32, f32)>),
     /// Per-level counts of sampled rows (unweighted, so sums are exact in any order).
-    Categorical { levels: Vec<String>, counts: Vec<u64> },
+    Categorical {
+        levels: Vec<String>,
+        counts: Vec<u64>,
+    },
 }
 
 /// Rows sampled for the cuts, mergeable across workers.
@@ -176,7 +183,10 @@ impl CutSample {
     ) -> Self {
         let rate = cut_sample_rate(n_total, sample_rows);
         let rows: Vec<usize> = (0..matrix.n_rows())
-            .filter(|&i| rate.keeps_all() || rate.keeps(hash32(seed, Stream::CutSample, 0, row_offset + i as u64)))
+            .filter(|&i| {
+                rate.keeps_all()
+                    || rate.keeps(hash32(seed, Stream::CutSample, 0, row_offset + i as u64))
+            })
             .collect();
         let w = |i: usize| weights.map_or(1.0, |w| w[i]);
         let features = matrix
@@ -215,7 +225,9 @@ impl CutSample {
             .ok_or_else(|| Error::EmptyData("no sample to merge".into()))?;
         for part in it {
             if part.features.len() != acc.features.len() {
-                return Err(Error::Collective("workers disagree on the number of features".into()));
+                return Err(Error::Collective(
+                    "workers disagree on the number of features".into(),
+                ));
             }
             for (a, b) in acc.features.iter_mut().zip(part.features) {
                 match (a, b) {
@@ -378,9 +390,17 @@ fn numeric_cuts(values: &[(f32, f32)], max_bin: usize) -> Result<FeatureCuts> {
     Ok(FeatureCuts::Numeric { thresholds })
 }
 
-fn categorical_cuts(levels: &[String], counts: &[u64], max_bin: usize, min_count: usize) -> Result<FeatureCuts> {
+fn categorical_cuts(
+    levels: &[String],
+    counts: &[u64],
+    max_bin: usize,
+    min_count: usize,
+) -> Result<FeatureCuts> {
     if max_bin < 3 {
-        return Err(Error::param("max_bin", "categorical features need max_bin >= 3"));
+        return Err(Error::param(
+            "max_bin",
+            "categorical features need max_bin >= 3",
+        ));
     }
     let mut seen: Vec<usize> = (0..levels.len()).filter(|&c| counts[c] > 0).collect();
     // most frequent first; code breaks ties
@@ -420,15 +440,19 @@ mod tests {
     use std::borrow::Cow;
 
     fn sample_of(values: Vec<f32>) -> CutSample {
-        let m = FeatureMatrix::new(vec!["x".into()], vec![Column::Numeric(Cow::Owned(values))]).unwrap();
+        let m = FeatureMatrix::new(vec!["x".into()], vec![Column::Numeric(Cow::Owned(values))])
+            .unwrap();
         let n = m.n_rows() as u64;
         CutSample::collect(&m, None, 0, n, 0, usize::MAX)
     }
 
     #[test]
     fn few_distinct_values_get_one_bin_each() {
-        let cuts = Cuts::from_sample(&sample_of(vec![3.0, 1.0, 2.0, 2.0, f32::NAN]), 256, 1).unwrap();
-        let FeatureCuts::Numeric { thresholds } = cuts.feature(0) else { panic!() };
+        let cuts =
+            Cuts::from_sample(&sample_of(vec![3.0, 1.0, 2.0, 2.0, f32::NAN]), 256, 1).unwrap();
+        let FeatureCuts::Numeric { thresholds } = cuts.feature(0) else {
+            panic!()
+        };
         assert_eq!(thresholds, &[1.5, 2.5]);
         assert_eq!(FeatureCuts::bin_value(thresholds, 1.0), 1);
         assert_eq!(FeatureCuts::bin_value(thresholds, 2.0), 2);
@@ -441,24 +465,39 @@ mod tests {
         let values: Vec<f32> = (0..10_000).map(|i| ((i * 7919) % 10_000) as f32).collect();
         let cuts = Cuts::from_sample(&sample_of(values.clone()), 16, 1).unwrap();
         assert!(cuts.feature(0).n_bins() <= 16);
-        let FeatureCuts::Numeric { thresholds } = cuts.feature(0) else { panic!() };
+        let FeatureCuts::Numeric { thresholds } = cuts.feature(0) else {
+            panic!()
+        };
         let mut counts = vec![0usize; 16];
         for v in values {
             counts[FeatureCuts::bin_value(thresholds, v) as usize] += 1;
         }
         let nonzero: Vec<_> = counts.iter().copied().filter(|&c| c > 0).collect();
         assert_eq!(nonzero.len(), 15);
-        assert!(nonzero.iter().all(|&c| (600..=700).contains(&c)), "{counts:?}");
+        assert!(
+            nonzero.iter().all(|&c| (600..=700).contains(&c)),
+            "{counts:?}"
+        );
     }
 
     #[test]
     fn sharded_samples_give_identical_cuts() {
-        let values: Vec<f32> = (0..50_000).map(|i| ((i as f32) * 0.37).sin() * 100.0).collect();
-        let m = FeatureMatrix::new(vec!["x".into()], vec![Column::Numeric(Cow::Owned(values))]).unwrap();
+        let values: Vec<f32> = (0..50_000)
+            .map(|i| ((i as f32) * 0.37).sin() * 100.0)
+            .collect();
+        let m = FeatureMatrix::new(vec!["x".into()], vec![Column::Numeric(Cow::Owned(values))])
+            .unwrap();
         let whole = CutSample::collect(&m, None, 0, 50_000, 9, 5_000);
         let parts = vec![
             CutSample::collect(&m.slice_rows(0..12_345), None, 0, 50_000, 9, 5_000),
-            CutSample::collect(&m.slice_rows(12_345..50_000), None, 12_345, 50_000, 9, 5_000),
+            CutSample::collect(
+                &m.slice_rows(12_345..50_000),
+                None,
+                12_345,
+                50_000,
+                9,
+                5_000,
+            ),
         ];
         let merged = CutSample::merge(
             parts
@@ -487,7 +526,12 @@ mod tests {
         .unwrap();
         let s = CutSample::collect(&m, None, 0, 8, 0, usize::MAX);
         let cuts = Cuts::from_sample(&s, 256, 2).unwrap();
-        let FeatureCuts::Categorical { level_bins, n_bins, .. } = cuts.feature(0) else { panic!() };
+        let FeatureCuts::Categorical {
+            level_bins, n_bins, ..
+        } = cuts.feature(0)
+        else {
+            panic!()
+        };
         assert_eq!(level_bins, &[1, 2, 3, 0]);
         assert_eq!(*n_bins, 4);
     }

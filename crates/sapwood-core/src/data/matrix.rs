@@ -157,7 +157,10 @@ mod tests {
     fn mismatched_lengths_name_the_column() {
         let e = FeatureMatrix::new(
             vec!["a".into(), "b".into()],
-            vec![Column::Numeric(vec![1.0, 2.0].into()), Column::Numeric(vec![1.0].into())],
+            vec![
+                Column::Numeric(vec![1.0, 2.0].into()),
+                Column::Numeric(vec![1.0].into()),
+            ],
         )
         .unwrap_err()
         .to_string();

@@ -59,7 +59,8 @@ impl Ctx<'_> {
                 return None;
             }
         }
-        let g = leaf_gain(gl, hl, self.p, lambda_children) + leaf_gain(gr, hr, self.p, lambda_children)
+        let g = leaf_gain(gl, hl, self.p, lambda_children)
+            + leaf_gain(gr, hr, self.p, lambda_children)
             - self.parent_gain;
         Some((g, right))
     }
@@ -155,7 +156,10 @@ fn categorical(feature: usize, h: &[i64], ctx: &Ctx<'_>) -> Option<SplitCandidat
         let mut left = [0i64; 2];
         let mut group = 0.0;
         let mut bins: Vec<u16> = Vec::new();
-        for &b in order.iter().take(max_levels.min(order.len().saturating_sub(1)).max(1)) {
+        for &b in order
+            .iter()
+            .take(max_levels.min(order.len().saturating_sub(1)).max(1))
+        {
             left = add(left, h, b);
             group += ctx.est_count(h[2 * b + 1]);
             bins.push(b as u16);
@@ -216,9 +220,20 @@ mod tests {
     use proptest::prelude::*;
 
     /// Brute force: every threshold and both missing directions, from raw rows.
-    fn brute_numeric(bins: &[u16], gh: &[(i64, i64)], nb: usize, p: &SplitParams, units: Units) -> Option<(f64, u16, bool)> {
+    fn brute_numeric(
+        bins: &[u16],
+        gh: &[(i64, i64)],
+        nb: usize,
+        p: &SplitParams,
+        units: Units,
+    ) -> Option<(f64, u16, bool)> {
         let total = gh.iter().fold((0, 0), |a, &(g, h)| (a.0 + g, a.1 + h));
-        let parent = leaf_gain(total.0 as f64 * units.grad, total.1 as f64 * units.hess, p, p.lambda);
+        let parent = leaf_gain(
+            total.0 as f64 * units.grad,
+            total.1 as f64 * units.hess,
+            p,
+            p.lambda,
+        );
         let mut best: Option<(f64, u16, bool)> = None;
         for b in 1..nb as u16 {
             for dl in [false, true] {
@@ -320,18 +335,29 @@ mod tests {
     #[test]
     fn ties_prefer_the_lower_feature() {
         let cuts = Cuts::new(vec![
-            FeatureCuts::Numeric { thresholds: vec![0.5] },
-            FeatureCuts::Numeric { thresholds: vec![0.5] },
+            FeatureCuts::Numeric {
+                thresholds: vec![0.5],
+            },
+            FeatureCuts::Numeric {
+                thresholds: vec![0.5],
+            },
         ]);
         // identical histograms for both features
         let f = [0i64, 0, -10, 5, 10, 5];
         let hist: Vec<i64> = f.iter().chain(f.iter()).copied().collect();
         let p = SplitParams::from_params(&Params::default());
         let c = best_split(
-            NodeView { hist: &hist, sums: [0, 10], count: 10 },
+            NodeView {
+                hist: &hist,
+                sums: [0, 10],
+                count: 10,
+            },
             &cuts,
             &[1, 0],
-            Units { grad: 1.0, hess: 1.0 },
+            Units {
+                grad: 1.0,
+                hess: 1.0,
+            },
             &p,
         )
         .unwrap();

@@ -42,7 +42,9 @@ impl BinSet {
     /// The bins, ascending.
     pub fn iter(&self) -> impl Iterator<Item = u16> + '_ {
         self.words.iter().enumerate().flat_map(|(i, &w)| {
-            (0..64u16).filter(move |b| w & (1 << b) != 0).map(move |b| i as u16 * 64 + b)
+            (0..64u16)
+                .filter(move |b| w & (1 << b) != 0)
+                .map(move |b| i as u16 * 64 + b)
         })
     }
 
