@@ -88,7 +88,7 @@ pub fn synthetic(n: usize, task: &str, seed: u32) -> Dataset<'static> {
         x as f32 / u32::MAX as f32
     };
     let nf = 6;
-    let mut cols: Vec<Vec<f32>> = vec![Vec::with_capacity(n); nf];
+    let mut cols: Vec<Vec<f32>> = (0..nf).map(|_| Vec::with_capacity(n)).collect();
     let mut cat = Vec::with_capacity(n);
     let mut y = Vec::with_capacity(n);
     for i in 0..n {

@@ -412,7 +412,7 @@ impl Model {
         for f in &file.features {
             check_cuts(f)?;
         }
-        if file.trees.len() % groups != 0 {
+        if !file.trees.len().is_multiple_of(groups) {
             return Err(bad(format!(
                 "{} trees is not a multiple of {groups} groups",
                 file.trees.len()

@@ -101,7 +101,7 @@ pub fn exact_shift(max_abs: f32, n_total: u64) -> i32 {
 /// Largest s with max_abs * 2^s <= limit (clamped to a sane range); 0 when max_abs is 0.
 fn largest_shift_within(max_abs: f32, limit: f64) -> i32 {
     let m = max_abs as f64;
-    if !(m > 0.0) || !m.is_finite() {
+    if m.is_nan() || m <= 0.0 || !m.is_finite() {
         return 0;
     }
     let ratio = limit / m;

@@ -160,7 +160,7 @@ pub fn base_margin(
         None => vec![1.0; labels.len()],
     };
     let total_w = exact_sum(&w, n_total, collective)?;
-    if !(total_w > 0.0) {
+    if total_w.is_nan() || total_w <= 0.0 {
         return Err(Error::EmptyData("the sample weights sum to zero".into()));
     }
     let weighted_mean = |hit: &dyn Fn(f32) -> f32, c: &mut dyn Collective| -> Result<f64> {

@@ -488,7 +488,7 @@ mod tests {
         let m = FeatureMatrix::new(vec!["x".into()], vec![Column::Numeric(Cow::Owned(values))])
             .unwrap();
         let whole = CutSample::collect(&m, None, 0, 50_000, 9, 5_000);
-        let parts = vec![
+        let parts = [
             CutSample::collect(&m.slice_rows(0..12_345), None, 0, 50_000, 9, 5_000),
             CutSample::collect(
                 &m.slice_rows(12_345..50_000),
