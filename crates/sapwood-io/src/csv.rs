@@ -254,6 +254,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("line 3"), "{e}");
+        std::fs::write(&p, "x,y\n1,2\n").unwrap();
         let e = read_csv(
             &p,
             &ReadOptions {

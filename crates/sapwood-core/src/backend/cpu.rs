@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
+use super::kernel::{self, BinValue};
 use super::{HistBackend, NodeSplit, TreeSetup};
 use crate::data::binned::{BinnedMatrix, Bins};
 use crate::error::{Error, Result};
@@ -20,6 +21,8 @@ const ROWS_PER_TASK: usize = 16_384;
 /// The CPU backend: a shard of binned rows with labels, weights, margins and gradients.
 pub struct CpuBackend {
     binned: Arc<BinnedMatrix>,
+    /// the same bins column-major, for routing rows by one feature
+    columns: Bins,
     offsets: Vec<u32>,
     total_bins: usize,
     labels: Vec<f32>,
@@ -75,9 +78,32 @@ impl CpuBackend {
             )));
         }
         let total_bins = *offsets.last().unwrap_or(&0) as usize;
+        let nf = binned.n_features();
+        if offsets.len() != nf + 1 {
+            return Err(Error::Backend(format!(
+                "{} offsets for {nf} features",
+                offsets.len()
+            )));
+        }
+        // the histogram kernel indexes without checks: every bin must be inside its feature
+        let widths: Vec<usize> = offsets
+            .windows(2)
+            .map(|w| w[1].saturating_sub(w[0]) as usize)
+            .collect();
+        let ok = match binned.bins() {
+            Bins::U8(b) => bins_in_range(b, &widths),
+            Bins::U16(b) => bins_in_range(b, &widths),
+        };
+        if !ok {
+            return Err(Error::Backend(
+                "a bin lies outside its feature's histogram".into(),
+            ));
+        }
+        let columns = transpose(binned.bins(), n, nf);
         let margins = (0..n).flat_map(|_| base_margin.iter().copied()).collect();
         Ok(CpuBackend {
             binned,
+            columns,
             offsets,
             total_bins,
             labels,
@@ -103,29 +129,10 @@ impl CpuBackend {
     }
 }
 
-/// Adds each row's (g, h) to the bins of its features.
-fn accumulate<B: Copy + Into<usize>>(
+/// One node's histogram: its rows, or (for a root holding every row) the range `0..n`.
+fn build_one<B: BinValue>(
     rows: &[u32],
-    bins: &[B],
-    offsets: &[u32],
-    gh: &[[i64; 2]],
-    hist: &mut [[i64; 2]],
-) {
-    let nf = offsets.len() - 1;
-    for &r in rows {
-        let r = r as usize;
-        let [g, h] = gh[r];
-        let row = &bins[r * nf..(r + 1) * nf];
-        for (&b, &off) in row.iter().zip(offsets) {
-            let e = &mut hist[off as usize + b.into()];
-            e[0] += g;
-            e[1] += h;
-        }
-    }
-}
-
-fn build_one<B: Copy + Into<usize> + Sync>(
-    rows: &[u32],
+    dense: bool,
     bins: &[B],
     offsets: &[u32],
     gh: &[[i64; 2]],
@@ -133,16 +140,28 @@ fn build_one<B: Copy + Into<usize> + Sync>(
 ) {
     let (hist, _) = out.as_chunks_mut::<2>();
     hist.fill([0; 2]);
+    let run = |lo: usize, hi: usize, h: &mut [[i64; 2]]| {
+        if dense {
+            kernel::accumulate_all(lo, hi, bins, offsets, gh, h);
+        } else {
+            kernel::accumulate(&rows[lo..hi], bins, offsets, gh, h);
+        }
+    };
     if rows.len() <= HIST_ROWS_PER_TASK {
-        accumulate(rows, bins, offsets, gh, hist);
+        run(0, rows.len(), hist);
         return;
     }
     let total = hist.len();
-    let partial = rows
-        .par_chunks(HIST_ROWS_PER_TASK)
-        .map(|chunk| {
+    let tasks = rows.len().div_ceil(HIST_ROWS_PER_TASK);
+    let partial = (0..tasks)
+        .into_par_iter()
+        .map(|t| {
             let mut h = vec![[0i64; 2]; total];
-            accumulate(chunk, bins, offsets, gh, &mut h);
+            run(
+                t * HIST_ROWS_PER_TASK,
+                ((t + 1) * HIST_ROWS_PER_TASK).min(rows.len()),
+                &mut h,
+            );
             h
         })
         .reduce_with(|mut a, b| {
@@ -157,11 +176,39 @@ fn build_one<B: Copy + Into<usize> + Sync>(
     }
 }
 
+/// Compacts the rows going left to the front of `rows` (stable) and copies the others to the
+/// front of `right`; returns how many went left. Branch-free: the direction of a row is
+/// unpredictable, so both writes happen and only the cursors move by the predicate.
+fn split_into(rows: &mut [u32], right: &mut [u32], left: &impl Fn(u32) -> bool) -> usize {
+    let (mut nl, mut nr) = (0usize, 0usize);
+    for i in 0..rows.len() {
+        let r = rows[i];
+        let go = left(r) as usize;
+        rows[nl] = r;
+        right[nr] = r;
+        nl += go;
+        nr += 1 - go;
+    }
+    nl
+}
+
 /// Stable partition of `rows` by `left`, using parallel chunks for large nodes.
 fn partition(rows: &mut [u32], left: impl Fn(u32) -> bool + Sync) -> usize {
+    if rows.len() <= ROWS_PER_TASK {
+        let mut right = vec![0u32; rows.len()];
+        let n_left = split_into(rows, &mut right, &left);
+        let n_right = rows.len() - n_left;
+        rows[n_left..].copy_from_slice(&right[..n_right]);
+        return n_left;
+    }
     let parts: Vec<(Vec<u32>, Vec<u32>)> = rows
-        .par_chunks(ROWS_PER_TASK)
-        .map(|c| c.iter().partition(|&&r| left(r)))
+        .par_chunks_mut(ROWS_PER_TASK)
+        .map(|c| {
+            let mut right = vec![0u32; c.len()];
+            let n_left = split_into(c, &mut right, &left);
+            right.truncate(c.len() - n_left);
+            (c[..n_left].to_vec(), right)
+        })
         .collect();
     let mut pos = 0;
     for (l, _) in &parts {
@@ -174,6 +221,29 @@ fn partition(rows: &mut [u32], left: impl Fn(u32) -> bool + Sync) -> usize {
         pos += r.len();
     }
     n_left
+}
+
+fn bins_in_range<B: BinValue>(bins: &[B], widths: &[usize]) -> bool {
+    bins.par_chunks(widths.len().max(1))
+        .all(|row| row.iter().zip(widths).all(|(b, &w)| b.index() < w))
+}
+
+fn transpose(bins: &Bins, n: usize, nf: usize) -> Bins {
+    fn t<B: Copy + Default + Send + Sync>(b: &[B], n: usize, nf: usize) -> Vec<B> {
+        let mut out = vec![B::default(); n * nf];
+        out.par_chunks_mut(n.max(1))
+            .enumerate()
+            .for_each(|(f, col)| {
+                for (r, v) in col.iter_mut().enumerate() {
+                    *v = b[r * nf + f];
+                }
+            });
+        out
+    }
+    match bins {
+        Bins::U8(b) => Bins::U8(t(b, n, nf)),
+        Bins::U16(b) => Bins::U16(t(b, n, nf)),
+    }
 }
 
 impl HistBackend for CpuBackend {
@@ -302,34 +372,75 @@ impl HistBackend for CpuBackend {
             .map(|&n| self.node_rows(n))
             .collect::<Result<Vec<_>>>()?;
         let (offsets, gh) = (&self.offsets, &self.gh);
+        let n = self.num_rows();
         out.par_chunks_mut(width.max(1))
             .zip(row_sets)
-            .for_each(|(o, rows)| match self.binned.bins() {
-                Bins::U8(b) => build_one(rows, b, offsets, gh, o),
-                Bins::U16(b) => build_one(rows, b, offsets, gh, o),
+            .for_each(|(o, rows)| {
+                // rows are kept in ascending order, so n of them are exactly 0..n
+                let dense = rows.len() == n;
+                match self.binned.bins() {
+                    Bins::U8(b) => build_one(rows, dense, b, offsets, gh, o),
+                    Bins::U16(b) => build_one(rows, dense, b, offsets, gh, o),
+                }
             });
         Ok(())
     }
 
     fn apply_splits(&mut self, splits: &[NodeSplit]) -> Result<Vec<[u64; 2]>> {
-        let mut counts = Vec::with_capacity(splits.len());
-        for s in splits {
+        let mut jobs = Vec::with_capacity(splits.len());
+        for (i, s) in splits.iter().enumerate() {
             let &(start, len) = self
                 .ranges
                 .get(s.node.index())
                 .ok_or_else(|| Error::Backend(format!("unknown node {}", s.node.0)))?;
-            let binned = &self.binned;
-            let n_left = partition(&mut self.rows[start..start + len], |r| {
-                s.rule
-                    .goes_left(binned.bin(r as usize, s.feature), s.default_left)
-            });
+            jobs.push((start, len, i));
+        }
+        // node ranges are disjoint: carve the row array into one slice per split
+        jobs.sort_unstable();
+        let mut slices = Vec::with_capacity(jobs.len());
+        let mut rest: &mut [u32] = &mut self.rows;
+        let mut consumed = 0;
+        for &(start, len, i) in &jobs {
+            if start < consumed {
+                return Err(Error::Backend("two splits share rows".into()));
+            }
+            let (_, tail) = rest.split_at_mut(start - consumed);
+            let (mine, tail) = tail.split_at_mut(len);
+            slices.push((mine, i));
+            rest = tail;
+            consumed = start + len;
+        }
+        let n = self.binned.n_rows();
+        let columns = &self.columns;
+        let lefts: Vec<(usize, usize)> = slices
+            .into_par_iter()
+            .map(|(rows, i)| {
+                let s = &splits[i];
+                let n_left = match columns {
+                    Bins::U8(c) => {
+                        let col = &c[s.feature * n..(s.feature + 1) * n];
+                        partition(rows, |r| {
+                            s.rule.goes_left(col[r as usize] as u16, s.default_left)
+                        })
+                    }
+                    Bins::U16(c) => {
+                        let col = &c[s.feature * n..(s.feature + 1) * n];
+                        partition(rows, |r| s.rule.goes_left(col[r as usize], s.default_left))
+                    }
+                };
+                (i, n_left)
+            })
+            .collect();
+        let mut counts = vec![[0u64; 2]; splits.len()];
+        for ((start, len, _), (i, n_left)) in jobs.into_iter().zip(lefts) {
+            let s = &splits[i];
             let need = s.left.index().max(s.right.index()) + 1;
             if self.ranges.len() < need {
                 self.ranges.resize(need, (0, 0));
             }
             self.ranges[s.left.index()] = (start, n_left);
             self.ranges[s.right.index()] = (start + n_left, len - n_left);
-            counts.push([n_left as u64, (len - n_left) as u64]);
+            counts[i] = [n_left as u64, (len - n_left) as u64];
         }
         Ok(counts)
     }

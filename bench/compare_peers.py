@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Sapwood beside XGBoost `hist` and LightGBM on the same synthetic binary task.
+
+Runs the Rust bench (which also writes the data), then each peer in its own process, and
+prints train seconds, peak RSS and test AUC with ratios against Sapwood. Timings are only
+comparable within one run: the machine is shared.
+
+    python3 bench/compare_peers.py --rows 1000000 --rounds 100 --depth 8 --threads 2
+
+requires: numpy, xgboost==3.2.0 (or xgboost-cpu), lightgbm==4.7.0
+"""
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def load(data_dir, features):
+    import numpy as np
+
+    def rd(name):
+        return np.fromfile(os.path.join(data_dir, name), dtype="<f4")
+
+    x = rd("train_x.f32").reshape(-1, features)
+    tx = rd("test_x.f32").reshape(-1, features)
+    return x, rd("train_y.f32"), tx, rd("test_y.f32")
+
+
+def auc(scores, labels):
+    import numpy as np
+
+    order = np.argsort(scores, kind="mergesort")
+    s, y = scores[order], labels[order]
+    # average ranks over ties
+    ranks = np.empty(len(s))
+    i = 0
+    while i < len(s):
+        j = i
+        while j + 1 < len(s) and s[j + 1] == s[i]:
+            j += 1
+        ranks[i : j + 1] = (i + j) / 2.0 + 1.0
+        i = j + 1
+    pos = y > 0.5
+    n_pos, n_neg = pos.sum(), (~pos).sum()
+    return float((ranks[pos].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
+
+
+def run_peer(args):
+    x, y, tx, ty = load(args.data_dir, args.features)
+    if args.peer == "xgboost":
+        import xgboost as xgb
+
+        start = time.perf_counter()
+        d = xgb.QuantileDMatrix(x, label=y, max_bin=256)
+        params = {
+            "objective": "binary:logistic",
+            "tree_method": "hist",
+            "max_depth": args.depth,
+            "max_bin": 256,
+            "eta": 0.1,
+            "lambda": 1.0,
+            "min_child_weight": 1.0,
+            "nthread": args.threads,
+        }
+        if args.leaves:
+            params.update({"grow_policy": "lossguide", "max_leaves": args.leaves, "max_depth": 0})
+        booster = xgb.train(params, d, num_boost_round=args.rounds)
+        seconds = time.perf_counter() - start
+        p = booster.predict(xgb.DMatrix(tx))
+        version = xgb.__version__
+    else:
+        import lightgbm as lgb
+
+        start = time.perf_counter()
+        d = lgb.Dataset(x, label=y, params={"max_bin": 255, "verbosity": -1})
+        params = {
+            "objective": "binary",
+            "max_depth": args.depth,
+            "num_leaves": args.leaves or 2 ** args.depth - 1,
+            "max_bin": 255,
+            "learning_rate": 0.1,
+            "lambda_l2": 1.0,
+            "min_sum_hessian_in_leaf": 1.0,
+            "min_data_in_leaf": 0,
+            "num_threads": args.threads,
+            "verbosity": -1,
+        }
+        if args.leaves:
+            params["max_depth"] = -1
+        booster = lgb.train(params, d, num_boost_round=args.rounds)
+        seconds = time.perf_counter() - start
+        p = booster.predict(tx)
+        version = lgb.__version__
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    print(json.dumps({"library": f"{args.peer} {version}", "train_seconds": round(seconds, 3),
+                      "peak_rss_mib": round(rss, 1), "test_auc": round(auc(p, ty), 6)}))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--test-rows", type=int, default=100_000)
+    ap.add_argument("--features", type=int, default=28)
+    ap.add_argument("--rounds", type=int, default=100)
+    ap.add_argument("--depth", type=int, default=8)
+    ap.add_argument("--leaves", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--grad-bits", type=int, default=0)
+    ap.add_argument("--python", default=sys.executable, help="interpreter with xgboost and lightgbm")
+    ap.add_argument("--peer")
+    ap.add_argument("--data-dir")
+    args = ap.parse_args()
+    if args.peer:
+        return run_peer(args)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with tempfile.TemporaryDirectory() as data_dir:
+        common = ["--rows", str(args.rows), "--test-rows", str(args.test_rows), "--features", str(args.features),
+                  "--rounds", str(args.rounds), "--depth", str(args.depth), "--leaves", str(args.leaves),
+                  "--threads", str(args.threads)]
+        cmd = ["cargo", "bench", "-q", "-p", "sapwood", "--bench", "train_synthetic", "--"] + common + \
+              ["--grad-bits", str(args.grad_bits), "--data-dir", data_dir]
+        out = subprocess.run(cmd, cwd=root, check=True, capture_output=True, text=True).stdout
+        results = [json.loads(out.strip().splitlines()[-1])]
+        for peer in ["xgboost", "lightgbm"]:
+            out = subprocess.run([args.python, os.path.abspath(__file__), "--peer", peer, "--data-dir", data_dir]
+                                 + common, check=True, capture_output=True, text=True).stdout
+            results.append(json.loads(out.strip().splitlines()[-1]))
+    print(f"synthetic binary task: {args.rows} rows x {args.features} features, {args.rounds} rounds, "
+          f"depth {args.depth}, leaves {args.leaves or 'unlimited'}, {args.threads} threads, "
+          f"sapwood grad_bits {args.grad_bits or 'exact'}")
+    print(f"{'library':<18}{'train s':>10}{'peak MiB':>10}{'test AUC':>10}{'time ratio':>12}{'mem ratio':>11}")
+    ours = results[0]
+    for r in results:
+        print(f"{r['library']:<18}{r['train_seconds']:>10.2f}{r['peak_rss_mib']:>10.0f}{r['test_auc']:>10.4f}"
+              f"{ours['train_seconds'] / r['train_seconds']:>12.2f}{ours['peak_rss_mib'] / r['peak_rss_mib']:>11.2f}")
+    print("ratios are sapwood / library: below 1 means sapwood is faster or smaller")
+
+
+if __name__ == "__main__":
+    main()
