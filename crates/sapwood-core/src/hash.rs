@@ -32,23 +32,47 @@ pub enum Stream {
     ColSample = 0xc015_a3e1,
 }
 
+/// The per-(seed, stream, round) prefix of a hash: computed once per tree, then each row's
+/// hash costs two mixes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HashKey(pub u32);
+
+impl HashKey {
+    /// The key of (seed, stream, round).
+    #[inline]
+    pub const fn new(seed: u64, stream: Stream, round: u32) -> Self {
+        let mut h = mix32(stream as u32);
+        h = mix32(h ^ seed as u32);
+        h = mix32(h ^ (seed >> 32) as u32);
+        HashKey(mix32(h ^ round))
+    }
+
+    /// 32 uniformly distributed bits for `index`.
+    #[inline]
+    pub const fn hash32(self, index: u64) -> u32 {
+        let h = mix32(self.0 ^ index as u32);
+        mix32(h ^ (index >> 32) as u32)
+    }
+
+    /// 64 bits for `index`: the 32-bit draw and one more mix of it.
+    #[inline]
+    pub const fn hash64(self, index: u64) -> u64 {
+        let lo = self.hash32(index);
+        let hi = mix32(lo ^ 0x68e3_1da4);
+        ((hi as u64) << 32) | lo as u64
+    }
+}
+
 /// Hash of (seed, stream, round, index) to 32 uniformly distributed bits.
 #[inline]
 pub const fn hash32(seed: u64, stream: Stream, round: u32, index: u64) -> u32 {
-    let mut h = mix32(stream as u32);
-    h = mix32(h ^ seed as u32);
-    h = mix32(h ^ (seed >> 32) as u32);
-    h = mix32(h ^ round);
-    h = mix32(h ^ index as u32);
-    mix32(h ^ (index >> 32) as u32)
+    HashKey::new(seed, stream, round).hash32(index)
 }
 
-/// Hash of (seed, stream, round, index) to 64 bits: two independent 32-bit draws.
+/// Hash of (seed, stream, round, index) to 64 bits: two dependent 32-bit mixes.
 #[inline]
 pub const fn hash64(seed: u64, stream: Stream, round: u32, index: u64) -> u64 {
-    let lo = hash32(seed, stream, round, index);
-    let hi = mix32(lo ^ 0x68e3_1da4);
-    ((hi as u64) << 32) | lo as u64
+    HashKey::new(seed, stream, round).hash64(index)
 }
 
 /// A keep-probability expressed as an integer threshold on a 32-bit hash.

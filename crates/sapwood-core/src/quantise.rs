@@ -4,7 +4,7 @@
 //! the integer a backend produces does not depend on whether its hardware fuses operations.
 
 use crate::detmath::pow2;
-use crate::hash::{hash64, Stream};
+use crate::hash::HashKey;
 use crate::params::Quantisation;
 
 /// Bits reserved for a full reduction: |Σ over all rows| stays below 2^EXACT_SUM_BITS.
@@ -57,19 +57,12 @@ impl Scale {
 
     /// The histogram value for one row: the exact integer, or its stochastic rounding.
     #[inline]
-    pub fn hist_value(
-        &self,
-        exact: i64,
-        seed: u64,
-        stream: Stream,
-        tree: u32,
-        global_row: u64,
-    ) -> i64 {
+    pub fn hist_value(&self, exact: i64, key: HashKey, global_row: u64) -> i64 {
         match self.drop {
             None => exact,
             Some(0) => exact,
             Some(d) => {
-                let noise = hash64(seed, stream, tree, global_row) >> (64 - d);
+                let noise = key.hash64(global_row) >> (64 - d);
                 quantise_lowbit(exact, d, noise)
             }
         }
@@ -131,6 +124,7 @@ pub fn quantise_lowbit(x: i64, drop: u32, noise: u64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hash::Stream;
     use proptest::prelude::*;
 
     proptest! {
@@ -156,7 +150,7 @@ mod tests {
         fn lowbit_values_fit_their_bits(v in -1.0f32..1.0, bits in 2u8..=16, row in 0u64..1_000_000) {
             let s = Scale::agree(1.0, 1000, Quantisation::Bits(bits));
             let x = quantise_exact(v, s.shift);
-            let q = s.hist_value(x, 3, Stream::GradNoise, 7, row);
+            let q = s.hist_value(x, HashKey::new(3, Stream::GradNoise, 7), row);
             prop_assert!(q.unsigned_abs() <= s.max_value);
             prop_assert!(q.unsigned_abs() <= 1u64 << (bits - 1));
             // q is x / 2^drop rounded down or up
@@ -172,7 +166,7 @@ mod tests {
         let x = quantise_exact(v, s.shift);
         let n = 200_000u64;
         let total: i64 = (0..n)
-            .map(|r| s.hist_value(x, 11, Stream::GradNoise, 0, r))
+            .map(|r| s.hist_value(x, HashKey::new(11, Stream::GradNoise, 0), r))
             .sum();
         let mean = total as f64 / n as f64 * s.hist_unit();
         // bias far below one low-bit unit (0.125 here)

@@ -4,11 +4,11 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use super::kernel::{self, BinValue};
+use super::kernel::{self, BinValue, HistValue};
 use super::{HistBackend, NodeSplit, TreeSetup};
 use crate::data::binned::{BinnedMatrix, Bins};
 use crate::error::{Error, Result};
-use crate::hash::{hash32, Stream};
+use crate::hash::{HashKey, Stream};
 use crate::objective::{ftz, Objective};
 use crate::quantise::quantise_exact;
 use crate::tree::{NodeId, Tree};
@@ -35,6 +35,8 @@ pub struct CpuBackend {
     gh: Vec<[i64; 2]>,
     /// exact values, kept apart only in low-bit mode
     exact: Option<Vec<[i64; 2]>>,
+    /// low-bit (g, h) packed in one i64 when the shard's sums fit 32 bits each
+    packed: Option<Vec<i64>>,
     /// in-bag rows grouped by node: node n owns rows[ranges[n].0 .. +ranges[n].1]
     rows: Vec<u32>,
     ranges: Vec<(usize, usize)>,
@@ -114,6 +116,7 @@ impl CpuBackend {
             grad: vec![[0.0; 2]; n * k],
             gh: vec![[0; 2]; n],
             exact: None,
+            packed: None,
             rows: Vec::new(),
             ranges: Vec::new(),
             all_in_bag: true,
@@ -130,17 +133,16 @@ impl CpuBackend {
 }
 
 /// One node's histogram: its rows, or (for a root holding every row) the range `0..n`.
-fn build_one<B: BinValue>(
+fn build_one<B: BinValue, V: HistValue>(
     rows: &[u32],
     dense: bool,
     bins: &[B],
     offsets: &[u32],
-    gh: &[[i64; 2]],
-    out: &mut [i64],
+    gh: &[V],
+    hist: &mut [V],
 ) {
-    let (hist, _) = out.as_chunks_mut::<2>();
-    hist.fill([0; 2]);
-    let run = |lo: usize, hi: usize, h: &mut [[i64; 2]]| {
+    hist.fill(V::default());
+    let run = |lo: usize, hi: usize, h: &mut [V]| {
         if dense {
             kernel::accumulate_all(lo, hi, bins, offsets, gh, h);
         } else {
@@ -156,7 +158,7 @@ fn build_one<B: BinValue>(
     let partial = (0..tasks)
         .into_par_iter()
         .map(|t| {
-            let mut h = vec![[0i64; 2]; total];
+            let mut h = vec![V::default(); total];
             run(
                 t * HIST_ROWS_PER_TASK,
                 ((t + 1) * HIST_ROWS_PER_TASK).min(rows.len()),
@@ -165,9 +167,8 @@ fn build_one<B: BinValue>(
             h
         })
         .reduce_with(|mut a, b| {
-            for (x, y) in a.iter_mut().zip(&b) {
-                x[0] += y[0];
-                x[1] += y[1];
+            for (x, &y) in a.iter_mut().zip(&b) {
+                x.add(y);
             }
             a
         });
@@ -294,6 +295,8 @@ impl HistBackend for CpuBackend {
         }
         let (grad, offset) = (&self.grad, self.row_offset);
         let lowbit = s.scales.grad.drop.is_some();
+        let grad_key = HashKey::new(s.seed, Stream::GradNoise, s.tree_index);
+        let hess_key = HashKey::new(s.seed, Stream::HessNoise, s.tree_index);
         if lowbit {
             let exact = self.exact.get_or_insert_with(Vec::new);
             exact.resize(self.gh.len(), [0; 2]);
@@ -310,20 +313,8 @@ impl HistBackend for CpuBackend {
                     let row = offset + i as u64;
                     *ex = x;
                     *gh = [
-                        s.scales.grad.hist_value(
-                            x[0],
-                            s.seed,
-                            Stream::GradNoise,
-                            s.tree_index,
-                            row,
-                        ),
-                        s.scales.hess.hist_value(
-                            x[1],
-                            s.seed,
-                            Stream::HessNoise,
-                            s.tree_index,
-                            row,
-                        ),
+                        s.scales.grad.hist_value(x[0], grad_key, row),
+                        s.scales.hess.hist_value(x[1], hess_key, row),
                     ];
                 });
         } else {
@@ -337,20 +328,25 @@ impl HistBackend for CpuBackend {
             });
         }
         let n = self.num_rows();
+        // packing needs every sum over this shard below 2^31 (g) and 2^32 (h)
+        let fits = |max: u64, limit: u64| max.checked_mul(n as u64).is_some_and(|m| m < limit);
+        self.packed = (lowbit
+            && fits(s.scales.grad.max_value, 1 << 31)
+            && fits(s.scales.hess.max_value, 1 << 32))
+        .then(|| {
+            self.gh
+                .par_iter()
+                .map(|&[g, h]| kernel::pack(g, h))
+                .collect()
+        });
         self.all_in_bag = s.row_sample.keeps_all();
+        let row_key = HashKey::new(s.seed, Stream::RowSample, s.tree_index);
         self.rows = if self.all_in_bag {
             (0..n as u32).collect()
         } else {
             (0..n as u32)
                 .into_par_iter()
-                .filter(|&i| {
-                    s.row_sample.keeps(hash32(
-                        s.seed,
-                        Stream::RowSample,
-                        s.tree_index,
-                        offset + i as u64,
-                    ))
-                })
+                .filter(|&i| s.row_sample.keeps(row_key.hash32(offset + i as u64)))
                 .collect()
         };
         self.ranges.clear();
@@ -371,16 +367,32 @@ impl HistBackend for CpuBackend {
             .iter()
             .map(|&n| self.node_rows(n))
             .collect::<Result<Vec<_>>>()?;
-        let (offsets, gh) = (&self.offsets, &self.gh);
+        let (offsets, gh, packed) = (&self.offsets, &self.gh, self.packed.as_deref());
         let n = self.num_rows();
+        let bins = self.binned.bins();
         out.par_chunks_mut(width.max(1))
             .zip(row_sets)
             .for_each(|(o, rows)| {
                 // rows are kept in ascending order, so n of them are exactly 0..n
                 let dense = rows.len() == n;
-                match self.binned.bins() {
-                    Bins::U8(b) => build_one(rows, dense, b, offsets, gh, o),
-                    Bins::U16(b) => build_one(rows, dense, b, offsets, gh, o),
+                match packed {
+                    Some(p) => {
+                        let mut h = vec![0i64; width / 2];
+                        match bins {
+                            Bins::U8(b) => build_one(rows, dense, b, offsets, p, &mut h),
+                            Bins::U16(b) => build_one(rows, dense, b, offsets, p, &mut h),
+                        }
+                        for (pair, &v) in o.chunks_exact_mut(2).zip(&h) {
+                            pair.copy_from_slice(&kernel::unpack(v));
+                        }
+                    }
+                    None => {
+                        let (hist, _) = o.as_chunks_mut::<2>();
+                        match bins {
+                            Bins::U8(b) => build_one(rows, dense, b, offsets, gh, hist),
+                            Bins::U16(b) => build_one(rows, dense, b, offsets, gh, hist),
+                        }
+                    }
                 }
             });
         Ok(())

@@ -40,16 +40,51 @@ impl BinValue for u16 {
     }
 }
 
+/// A histogram entry: (Σg, Σh) as two i64, or both packed in one i64 in low-bit mode.
+pub trait HistValue: Copy + Send + Sync + Default {
+    /// Adds another entry.
+    fn add(&mut self, other: Self);
+}
+
+impl HistValue for [i64; 2] {
+    #[inline(always)]
+    fn add(&mut self, o: Self) {
+        self[0] += o[0];
+        self[1] += o[1];
+    }
+}
+
+impl HistValue for i64 {
+    #[inline(always)]
+    fn add(&mut self, o: Self) {
+        *self += o;
+    }
+}
+
+/// Packs a low-bit (g, h) with h >= 0: the sum of packed values is the packed sum while
+/// |Σg| < 2^31 and Σh < 2^32.
+#[inline]
+pub fn pack(g: i64, h: i64) -> i64 {
+    (g << 32) + h
+}
+
+/// Inverse of [`pack`] for a sum.
+#[inline]
+pub fn unpack(v: i64) -> [i64; 2] {
+    let h = v & 0xffff_ffff;
+    [(v - h) >> 32, h]
+}
+
 /// Adds each row's (g, h) to the bins of its features.
 ///
 /// Caller guarantees: every `r` in `rows` satisfies `(r + 1) * nf <= bins.len()` and
 /// `r < gh.len()`, and `offsets[f] + bins[r * nf + f] < hist.len()` for every feature f.
-pub fn accumulate<B: BinValue>(
+pub fn accumulate<B: BinValue, V: HistValue>(
     rows: &[u32],
     bins: &[B],
     offsets: &[u32],
-    gh: &[[i64; 2]],
-    hist: &mut [[i64; 2]],
+    gh: &[V],
+    hist: &mut [V],
 ) {
     let nf = offsets.len() - 1;
     let offsets = &offsets[..nf];
@@ -65,37 +100,33 @@ pub fn accumulate<B: BinValue>(
         let r = r as usize;
         // SAFETY: see the function's contract; checked by the backend's constructor.
         unsafe {
-            let [g, h] = *gh.get_unchecked(r);
+            let v = *gh.get_unchecked(r);
             let row = bins.get_unchecked(r * nf..(r + 1) * nf);
             for (b, &off) in row.iter().zip(offsets) {
-                let e = hist.get_unchecked_mut(off as usize + b.index());
-                e[0] += g;
-                e[1] += h;
+                hist.get_unchecked_mut(off as usize + b.index()).add(v);
             }
         }
     }
 }
 
 /// Accumulates every row of a contiguous range (the root when all rows are in the bag).
-pub fn accumulate_all<B: BinValue>(
+pub fn accumulate_all<B: BinValue, V: HistValue>(
     start: usize,
     end: usize,
     bins: &[B],
     offsets: &[u32],
-    gh: &[[i64; 2]],
-    hist: &mut [[i64; 2]],
+    gh: &[V],
+    hist: &mut [V],
 ) {
     let nf = offsets.len() - 1;
     let offsets = &offsets[..nf];
-    for (row, &[g, h]) in bins[start * nf..end * nf]
+    for (row, &v) in bins[start * nf..end * nf]
         .chunks_exact(nf)
         .zip(&gh[start..end])
     {
         for (b, &off) in row.iter().zip(offsets) {
             // SAFETY: the backend's constructor checked every bin against its feature's range.
-            let e = unsafe { hist.get_unchecked_mut(off as usize + b.index()) };
-            e[0] += g;
-            e[1] += h;
+            unsafe { hist.get_unchecked_mut(off as usize + b.index()) }.add(v);
         }
     }
 }
