@@ -14,6 +14,14 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// A parameter name is not one Sapwood knows.
+    #[error("unknown parameter `{name}`{}", suggestion.as_ref().map(|s| format!("; did you mean `{s}`?")).unwrap_or_default())]
+    UnknownParam {
+        /// The name given.
+        name: String,
+        /// The closest known name.
+        suggestion: Option<String>,
+    },
     /// The objective name is not one Sapwood knows.
     #[error("unknown objective `{0}`; expected one of reg:squarederror, binary:logistic, multi:softprob")]
     UnknownObjective(String),

@@ -115,6 +115,75 @@ impl Quantisation {
     }
 }
 
+/// Where histograms are built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Device {
+    /// The CPU backend (rayon threads).
+    #[default]
+    Cpu,
+    /// The WGSL backend through wgpu (Vulkan, Metal, DX12).
+    Wgpu,
+    /// The CUDA backend through cudarc.
+    Cuda,
+}
+
+impl FromStr for Device {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "cpu" => Ok(Device::Cpu),
+            "wgpu" | "gpu-wgsl" => Ok(Device::Wgpu),
+            "cuda" | "gpu" => Ok(Device::Cuda),
+            other => Err(Error::param(
+                "device",
+                format!("`{other}` is not cpu, wgpu or cuda"),
+            )),
+        }
+    }
+}
+
+impl fmt::Display for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Device::Cpu => "cpu",
+            Device::Wgpu => "wgpu",
+            Device::Cuda => "cuda",
+        })
+    }
+}
+
+/// How histograms exchanged between workers are encoded (always exactly).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CommCodec {
+    /// Plain 64-bit integers.
+    None,
+    /// Lanes narrowed to proven widths and packed several per 64-bit word.
+    Packed,
+    /// Zero bins suppressed, values varint-coded.
+    Sparse,
+    /// Chosen per message by size.
+    #[default]
+    Auto,
+}
+
+impl FromStr for CommCodec {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "none" => Ok(CommCodec::None),
+            "packed" => Ok(CommCodec::Packed),
+            "sparse" => Ok(CommCodec::Sparse),
+            "auto" => Ok(CommCodec::Auto),
+            other => Err(Error::param(
+                "comm_codec",
+                format!("`{other}` is not none, packed, sparse or auto"),
+            )),
+        }
+    }
+}
+
 /// Every training parameter, with XGBoost's defaults where it has the same parameter.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -176,7 +245,17 @@ pub struct Params {
     /// Stop when the last metric of the last evaluation set has not improved for this many rounds.
     pub early_stopping_rounds: Option<usize>,
     /// Threads for the CPU backend; 0 means all cores. Never changes the model.
+    #[serde(skip)]
     pub threads: usize,
+    /// Where histograms are built. Never changes the model.
+    #[serde(skip)]
+    pub device: Device,
+    /// In-process workers, each with its own shard and backend. Never changes the model.
+    #[serde(skip)]
+    pub workers: usize,
+    /// Encoding of exchanged histograms. Never changes the model.
+    #[serde(skip)]
+    pub comm_codec: CommCodec,
 }
 
 impl Default for Params {
@@ -213,6 +292,9 @@ impl Default for Params {
             eval_metric: Vec::new(),
             early_stopping_rounds: None,
             threads: 0,
+            device: Device::Cpu,
+            workers: 1,
+            comm_codec: CommCodec::Auto,
         }
     }
 }
@@ -321,9 +403,160 @@ impl Params {
         for m in &self.eval_metric {
             m.check_objective(self.objective)?;
         }
+        if self.workers == 0 {
+            return Err(Error::param("workers", "must be at least 1"));
+        }
         Ok(())
     }
 
+    /// Sets one parameter from text, by its name or an XGBoost/LightGBM alias
+    /// (`eta`, `reg_lambda`, `num_leaves`, `n_estimators`, ...). An unknown name is an
+    /// error suggesting the closest known one.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        let v = value.trim();
+        let name = canonical_name(key).ok_or_else(|| Error::UnknownParam {
+            name: key.to_string(),
+            suggestion: closest_name(key),
+        })?;
+        fn num<T: FromStr>(name: &'static str, v: &str) -> Result<T> {
+            v.parse::<T>()
+                .map_err(|_| Error::param(name, format!("`{v}` is not a valid number")))
+        }
+        fn opt<T: FromStr>(name: &'static str, v: &str) -> Result<Option<T>> {
+            if v.is_empty() || v == "none" || v == "null" {
+                Ok(None)
+            } else {
+                num(name, v).map(Some)
+            }
+        }
+        match name {
+            "objective" => self.objective = v.parse()?,
+            "num_class" => self.num_class = opt(name, v)?,
+            "num_rounds" => self.num_rounds = num(name, v)?,
+            "learning_rate" => self.learning_rate = num(name, v)?,
+            "max_depth" => self.max_depth = num(name, v)?,
+            "max_leaves" => self.max_leaves = num(name, v)?,
+            "grow_policy" => self.grow_policy = v.parse()?,
+            "max_bin" => self.max_bin = num(name, v)?,
+            "min_child_weight" => self.min_child_weight = num(name, v)?,
+            "lambda" => self.lambda = num(name, v)?,
+            "alpha" => self.alpha = num(name, v)?,
+            "gamma" => self.gamma = num(name, v)?,
+            "max_delta_step" => self.max_delta_step = num(name, v)?,
+            "min_data_in_leaf" => self.min_data_in_leaf = num(name, v)?,
+            "subsample" => self.subsample = num(name, v)?,
+            "colsample_bytree" => self.colsample_bytree = num(name, v)?,
+            "seed" => self.seed = num(name, v)?,
+            "grad_bits" => self.quantisation = Quantisation::from_grad_bits(num(name, v)?)?,
+            "base_score" => self.base_score = opt(name, v)?,
+            "max_cat_to_onehot" => self.max_cat_to_onehot = num(name, v)?,
+            "max_cat_threshold" => self.max_cat_threshold = num(name, v)?,
+            "cat_smooth" => self.cat_smooth = num(name, v)?,
+            "cat_l2" => self.cat_l2 = num(name, v)?,
+            "min_data_per_group" => self.min_data_per_group = num(name, v)?,
+            "min_category_count" => self.min_category_count = num(name, v)?,
+            "bin_sample_rows" => self.bin_sample_rows = num(name, v)?,
+            "eval_metric" => {
+                self.eval_metric = v
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|m| !m.is_empty())
+                    .map(str::parse)
+                    .collect::<Result<_>>()?
+            }
+            "early_stopping_rounds" => self.early_stopping_rounds = opt(name, v)?,
+            "threads" => self.threads = num(name, v)?,
+            "device" => self.device = v.parse()?,
+            "workers" => self.workers = num(name, v)?,
+            "comm_codec" => self.comm_codec = v.parse()?,
+            _ => unreachable!("canonical_name only returns names handled here"),
+        }
+        Ok(())
+    }
+}
+
+/// Canonical parameter names and the aliases users bring from XGBoost and LightGBM.
+pub const PARAM_NAMES: &[(&str, &[&str])] = &[
+    ("objective", &["objective_type"]),
+    ("num_class", &["num_classes"]),
+    (
+        "num_rounds",
+        &[
+            "num_boost_round",
+            "n_estimators",
+            "num_iterations",
+            "rounds",
+        ],
+    ),
+    ("learning_rate", &["eta", "shrinkage_rate"]),
+    ("max_depth", &[]),
+    ("max_leaves", &["num_leaves"]),
+    ("grow_policy", &[]),
+    ("max_bin", &["max_bins"]),
+    ("min_child_weight", &["min_sum_hessian_in_leaf"]),
+    ("lambda", &["reg_lambda", "lambda_l2"]),
+    ("alpha", &["reg_alpha", "lambda_l1"]),
+    ("gamma", &["min_split_loss", "min_gain_to_split"]),
+    ("max_delta_step", &[]),
+    ("min_data_in_leaf", &["min_child_samples"]),
+    ("subsample", &["bagging_fraction"]),
+    ("colsample_bytree", &["feature_fraction"]),
+    ("seed", &["random_state"]),
+    ("grad_bits", &[]),
+    ("base_score", &[]),
+    ("max_cat_to_onehot", &[]),
+    ("max_cat_threshold", &[]),
+    ("cat_smooth", &[]),
+    ("cat_l2", &[]),
+    ("min_data_per_group", &[]),
+    ("min_category_count", &[]),
+    ("bin_sample_rows", &["bin_construct_sample_cnt"]),
+    ("eval_metric", &["metric"]),
+    ("early_stopping_rounds", &["early_stopping"]),
+    ("threads", &["nthread", "n_jobs", "num_threads"]),
+    ("device", &[]),
+    ("workers", &[]),
+    ("comm_codec", &[]),
+];
+
+fn canonical_name(key: &str) -> Option<&'static str> {
+    let key = key.trim().replace('-', "_");
+    PARAM_NAMES
+        .iter()
+        .find(|(n, aliases)| *n == key || aliases.contains(&key.as_str()))
+        .map(|(n, _)| *n)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, &cb) in b.iter().enumerate() {
+            cur.push(
+                (prev[j] + (ca != cb) as usize)
+                    .min(prev[j + 1] + 1)
+                    .min(cur[j] + 1),
+            );
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// The known name (or alias) closest to `key`, if any is reasonably close.
+fn closest_name(key: &str) -> Option<String> {
+    let key = key.trim().replace('-', "_");
+    PARAM_NAMES
+        .iter()
+        .flat_map(|(n, a)| std::iter::once(*n).chain(a.iter().copied()))
+        .map(|n| (edit_distance(&key, n), n))
+        .min()
+        .filter(|(d, n)| *d <= (n.len() / 2).max(2))
+        .map(|(_, n)| n.to_string())
+}
+
+impl Params {
     /// The metrics reported for every evaluation set.
     pub fn metrics(&self) -> Vec<Metric> {
         if self.eval_metric.is_empty() {
@@ -408,6 +641,33 @@ mod tests {
             let err = p.validate().unwrap_err().to_string();
             assert!(err.contains(name), "{err} should name {name}");
         }
+    }
+
+    #[test]
+    fn parameters_are_set_by_name_and_alias() {
+        let mut p = Params::default();
+        for (k, v) in [
+            ("eta", "0.05"),
+            ("num_leaves", "31"),
+            ("n_estimators", "7"),
+            ("grad_bits", "8"),
+            ("eval_metric", "auc,logloss"),
+            ("objective", "binary:logistic"),
+            ("reg-lambda", "2"),
+            ("early_stopping_rounds", "none"),
+        ] {
+            p.set(k, v).unwrap();
+        }
+        assert_eq!(p.learning_rate, 0.05);
+        assert_eq!(p.max_leaves, 31);
+        assert_eq!(p.num_rounds, 7);
+        assert_eq!(p.quantisation, Quantisation::Bits(8));
+        assert_eq!(p.eval_metric, vec![Metric::Auc, Metric::LogLoss]);
+        assert_eq!(p.lambda, 2.0);
+        let e = p.set("max_dept", "3").unwrap_err().to_string();
+        assert!(e.contains("max_dept") && e.contains("max_depth"), "{e}");
+        let e = p.set("max_depth", "deep").unwrap_err().to_string();
+        assert!(e.contains("max_depth") && e.contains("deep"), "{e}");
     }
 
     #[test]

@@ -524,7 +524,11 @@ pub fn train(
 
     let mut model = Model {
         params: Params {
+            // runtime settings never reach the model
             threads: 0,
+            device: Default::default(),
+            workers: 1,
+            comm_codec: Default::default(),
             num_class: (num_class > 1).then_some(num_class),
             ..params.clone()
         },

@@ -130,6 +130,21 @@ impl Booster {
             weights: train.weight.clone(),
             row_offset: 0,
         };
+        let factory: &dyn train::BackendFactory = match params.device {
+            sapwood_core::params::Device::Cpu => &CpuFactory,
+            other => {
+                return Err(Error::param(
+                    "device",
+                    format!("`{other}` is not available in this build of sapwood"),
+                ))
+            }
+        };
+        if params.workers > 1 {
+            return Err(Error::param(
+                "workers",
+                "several workers are not available in this build",
+            ));
+        }
         let pool = thread_pool(params.threads)?;
         let trained = pool.install(|| {
             train::train(
