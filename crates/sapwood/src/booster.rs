@@ -152,7 +152,7 @@ impl Booster {
                 shard,
                 eval_inputs,
                 &mut SingleWorker,
-                &CpuFactory,
+                factory,
                 observer,
             )
         })?;
