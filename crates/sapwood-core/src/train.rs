@@ -372,7 +372,7 @@ pub struct ShardData {
 }
 
 /// Creates the histogram backend of one worker.
-pub trait BackendFactory {
+pub trait BackendFactory: Send + Sync {
     /// A backend holding `shard`.
     fn create(&self, shard: ShardData) -> Result<Box<dyn HistBackend>>;
 }
