@@ -1,0 +1,1 @@
+//! sapwood-cli (being written).

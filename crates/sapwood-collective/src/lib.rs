@@ -1,0 +1,1 @@
+//! sapwood-collective (being written).

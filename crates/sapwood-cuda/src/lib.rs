@@ -1,0 +1,1 @@
+//! sapwood-cuda (being written).

@@ -1,0 +1,1 @@
+//! sapwood-wgpu (being written).

@@ -1,0 +1,1 @@
+//! The native module of the Python package (being written).
