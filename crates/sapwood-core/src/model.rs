@@ -3,6 +3,7 @@
 //! Loading validates everything a hostile or truncated file could get wrong (indices, tree
 //! shape, bins, lengths), so prediction can index without checks and never panics.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use rayon::prelude::*;
@@ -10,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::data::binned::BinnedMatrix;
 use crate::data::cuts::{Cuts, FeatureCuts};
-use crate::data::matrix::{Column, FeatureMatrix, MISSING_CATEGORY};
+use crate::data::matrix::{Column, FeatureMatrix};
 use crate::error::{Error, Result};
 use crate::objective::{ftz, Objective};
 use crate::params::{ObjectiveKind, Params};
@@ -332,6 +333,49 @@ fn check_cuts(f: &FeatureFile) -> Result<()> {
     Ok(())
 }
 
+/// The columns of `data` named `names`, in that order, checked against the cuts' kinds.
+pub fn select_columns<'a>(
+    names: &[String],
+    cuts: &Cuts,
+    data: &'a FeatureMatrix<'_>,
+) -> Result<FeatureMatrix<'a>> {
+    let index: HashMap<&str, usize> = data
+        .names()
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.as_str(), i))
+        .collect();
+    let mut columns = Vec::with_capacity(names.len());
+    for (name, fc) in names.iter().zip(cuts.features()) {
+        let &j = index
+            .get(name.as_str())
+            .ok_or_else(|| Error::SchemaMismatch(format!("column `{name}` is missing")))?;
+        let col = match (data.column(j), fc) {
+            (Column::Numeric(v), FeatureCuts::Numeric { .. }) => {
+                Column::Numeric(Cow::Borrowed(&v[..]))
+            }
+            (Column::Categorical { codes, levels }, FeatureCuts::Categorical { .. }) => {
+                Column::Categorical {
+                    codes: Cow::Borrowed(&codes[..]),
+                    levels: levels.clone(),
+                }
+            }
+            (Column::Numeric(_), _) => {
+                return Err(Error::SchemaMismatch(format!(
+                    "column `{name}` is numeric but was categorical in training"
+                )))
+            }
+            (Column::Categorical { .. }, _) => {
+                return Err(Error::SchemaMismatch(format!(
+                    "column `{name}` is categorical but was numeric in training"
+                )))
+            }
+        };
+        columns.push(col);
+    }
+    FeatureMatrix::new(names.to_vec(), columns)
+}
+
 impl Model {
     /// Completed rounds (trees per group).
     pub fn num_rounds(&self) -> usize {
@@ -469,73 +513,8 @@ impl Model {
     /// Bins `data` with the model's cuts, matching columns by name; extra columns are
     /// ignored and categorical levels are matched by name (unseen levels are missing).
     pub fn bin(&self, data: &FeatureMatrix<'_>) -> Result<BinnedMatrix> {
-        let index: HashMap<&str, usize> = data
-            .names()
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.as_str(), i))
-            .collect();
-        let mut columns = Vec::with_capacity(self.feature_names.len());
-        for (name, fc) in self.feature_names.iter().zip(self.cuts.features()) {
-            let &j = index
-                .get(name.as_str())
-                .ok_or_else(|| Error::SchemaMismatch(format!("column `{name}` is missing")))?;
-            let col = match (data.column(j), fc) {
-                (Column::Numeric(v), FeatureCuts::Numeric { .. }) => {
-                    Column::Numeric(std::borrow::Cow::Borrowed(v))
-                }
-                (
-                    Column::Categorical { codes, levels },
-                    FeatureCuts::Categorical {
-                        levels: model_levels,
-                        ..
-                    },
-                ) => {
-                    if levels == model_levels {
-                        Column::Categorical {
-                            codes: std::borrow::Cow::Borrowed(codes),
-                            levels: levels.clone(),
-                        }
-                    } else {
-                        let lookup: HashMap<&str, u32> = model_levels
-                            .iter()
-                            .enumerate()
-                            .map(|(i, l)| (l.as_str(), i as u32))
-                            .collect();
-                        let remap: Vec<u32> = levels
-                            .iter()
-                            .map(|l| lookup.get(l.as_str()).copied().unwrap_or(MISSING_CATEGORY))
-                            .collect();
-                        Column::Categorical {
-                            codes: codes
-                                .iter()
-                                .map(|&c| {
-                                    if c == MISSING_CATEGORY {
-                                        c
-                                    } else {
-                                        remap[c as usize]
-                                    }
-                                })
-                                .collect(),
-                            levels: model_levels.clone(),
-                        }
-                    }
-                }
-                (Column::Numeric(_), _) => {
-                    return Err(Error::SchemaMismatch(format!(
-                        "column `{name}` is numeric but was categorical in training"
-                    )))
-                }
-                (Column::Categorical { .. }, _) => {
-                    return Err(Error::SchemaMismatch(format!(
-                        "column `{name}` is categorical but was numeric in training"
-                    )))
-                }
-            };
-            columns.push(col);
-        }
-        let m = FeatureMatrix::new(self.feature_names.clone(), columns)?;
-        BinnedMatrix::new(&m, &self.cuts)
+        select_columns(&self.feature_names, &self.cuts, data)
+            .and_then(|m| BinnedMatrix::new(&m, &self.cuts))
     }
 
     /// Rounds used by default: through the best iteration when early stopping chose one.

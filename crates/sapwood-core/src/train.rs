@@ -406,7 +406,6 @@ pub struct Trained {
 }
 
 fn check_inputs(
-    params: &Params,
     objective: &Objective,
     labels: &[f32],
     weights: Option<&[f32]>,
@@ -438,8 +437,42 @@ fn check_inputs(
             });
         }
     }
-    let _ = params;
     Ok(())
+}
+
+/// Rows over all workers.
+pub fn total_rows(n_local: usize, collective: &mut dyn Collective) -> Result<u64> {
+    let mut n = [n_local as i64];
+    collective.allreduce_sum(&mut n, u32::MAX as u64 * 1024)?;
+    Ok(n[0] as u64)
+}
+
+/// Gathers every worker's cut sample and computes the cuts they all share.
+pub fn agree_cuts(
+    local: &CutSample,
+    params: &Params,
+    collective: &mut dyn Collective,
+) -> Result<Cuts> {
+    let gathered = collective.allgather(&local.to_bytes())?;
+    let merged = CutSample::merge(
+        gathered
+            .iter()
+            .map(|b| CutSample::from_bytes(b))
+            .collect::<Result<_>>()?,
+    )?;
+    Cuts::from_sample(&merged, params.max_bin, params.min_category_count)
+}
+
+/// This worker's rows, binned with the agreed cuts.
+pub struct BinnedShard {
+    /// Binned rows.
+    pub binned: Arc<BinnedMatrix>,
+    /// Labels (class indices for classification).
+    pub labels: Vec<f32>,
+    /// Optional sample weights.
+    pub weights: Option<Vec<f32>>,
+    /// Global index of the shard's first row.
+    pub row_offset: u64,
 }
 
 /// Trains on this worker's shard: cuts from the gathered sample, binning, base margin,
@@ -453,13 +486,59 @@ pub fn train(
     observer: &mut dyn TrainObserver,
 ) -> Result<Trained> {
     params.validate()?;
-    let n_local = shard.features.n_rows();
-    let mut n = [n_local as i64];
-    collective.allreduce_sum(&mut n, u32::MAX as u64 * 1024)?;
-    let n_total = n[0] as u64;
+    let n_total = total_rows(shard.features.n_rows(), collective)?;
     if n_total == 0 {
         return Err(Error::EmptyData("the training data has no rows".into()));
     }
+    let sample = CutSample::collect(
+        &shard.features,
+        shard.weights.as_deref(),
+        shard.row_offset,
+        n_total,
+        params.seed,
+        params.bin_sample_rows,
+    );
+    let cuts = agree_cuts(&sample, params, collective)?;
+    let names = shard.features.names().to_vec();
+    let binned = Arc::new(BinnedMatrix::new(&shard.features, &cuts)?);
+    let mut eval_sets = Vec::new();
+    if collective.rank() == 0 {
+        for e in evals {
+            let m = crate::model::select_columns(&names, &cuts, &e.features)?;
+            let binned = BinnedMatrix::new(&m, &cuts)?;
+            eval_sets.push(EvalSet::new(e.name, binned, e.labels, e.weights));
+        }
+    }
+    let shard = BinnedShard {
+        binned,
+        labels: shard.labels,
+        weights: shard.weights,
+        row_offset: shard.row_offset,
+    };
+    train_binned(
+        params, names, cuts, shard, n_total, eval_sets, collective, factory, observer,
+    )
+}
+
+/// Trains on a shard already binned with the agreed `cuts` (the streaming path: data read
+/// in batches is binned as it arrives). `n_total` is the row count over all workers.
+#[allow(clippy::too_many_arguments)]
+pub fn train_binned(
+    params: &Params,
+    feature_names: Vec<String>,
+    cuts: Cuts,
+    shard: BinnedShard,
+    n_total: u64,
+    evals: Vec<EvalSet>,
+    collective: &mut dyn Collective,
+    factory: &dyn BackendFactory,
+    observer: &mut dyn TrainObserver,
+) -> Result<Trained> {
+    params.validate()?;
+    if n_total == 0 {
+        return Err(Error::EmptyData("the training data has no rows".into()));
+    }
+    let n_local = shard.binned.n_rows();
     let num_class = match params.objective {
         ObjectiveKind::Softprob => match params.num_class {
             Some(k) => k,
@@ -478,7 +557,6 @@ pub fn train(
     };
     let objective = Objective::new(params.objective, num_class)?;
     check_inputs(
-        params,
         &objective,
         &shard.labels,
         shard.weights.as_deref(),
@@ -487,32 +565,13 @@ pub fn train(
     )?;
     for e in &evals {
         check_inputs(
-            params,
             &objective,
             &e.labels,
             e.weights.as_deref(),
-            e.features.n_rows(),
+            e.binned.n_rows(),
             &format!("`{}`", e.name),
         )?;
     }
-
-    let sample = CutSample::collect(
-        &shard.features,
-        shard.weights.as_deref(),
-        shard.row_offset,
-        n_total,
-        params.seed,
-        params.bin_sample_rows,
-    );
-    let gathered = collective.allgather(&sample.to_bytes())?;
-    let merged = CutSample::merge(
-        gathered
-            .iter()
-            .map(|b| CutSample::from_bytes(b))
-            .collect::<Result<_>>()?,
-    )?;
-    let cuts = Cuts::from_sample(&merged, params.max_bin, params.min_category_count)?;
-    let binned = Arc::new(BinnedMatrix::new(&shard.features, &cuts)?);
     let base = base_margin(
         params,
         &objective,
@@ -521,7 +580,6 @@ pub fn train(
         n_total,
         collective,
     )?;
-
     let mut model = Model {
         params: Params {
             // runtime settings never reach the model
@@ -534,21 +592,15 @@ pub fn train(
         },
         groups: objective.groups(),
         classes: None,
-        feature_names: shard.features.names().to_vec(),
+        feature_names,
         cuts,
         base_margin: base.clone(),
         trees: Vec::new(),
         best_iteration: None,
     };
-    let mut eval_sets = Vec::new();
-    if collective.rank() == 0 {
-        for e in evals {
-            let binned = model.bin(&e.features)?;
-            eval_sets.push(EvalSet::new(e.name, binned, e.labels, e.weights));
-        }
-    }
+    let mut eval_sets = evals;
     let mut backend = factory.create(ShardData {
-        binned,
+        binned: shard.binned,
         offsets: model.cuts.offsets().to_vec(),
         labels: shard.labels,
         weights: shard.weights,

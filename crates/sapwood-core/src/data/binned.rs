@@ -1,5 +1,7 @@
 //! The binned matrix: one small integer per (row, feature), row-major.
 
+use std::collections::HashMap;
+
 use rayon::prelude::*;
 
 use crate::data::cuts::{Cuts, FeatureCuts};
@@ -25,30 +27,61 @@ pub struct BinnedMatrix {
 
 const ROWS_PER_TASK: usize = 4096;
 
+/// Per feature, the bin of every level code of the data's column: the cuts' level bins
+/// when the level lists agree, else matched by level name (unknown levels are missing).
+fn code_bins(matrix: &FeatureMatrix<'_>, cuts: &Cuts) -> Vec<Option<Vec<u16>>> {
+    matrix
+        .columns()
+        .iter()
+        .zip(cuts.features())
+        .map(|(col, fc)| match (col, fc) {
+            (
+                Column::Categorical { levels, .. },
+                FeatureCuts::Categorical {
+                    levels: cut_levels,
+                    level_bins,
+                    ..
+                },
+            ) => Some(if levels == cut_levels {
+                level_bins.clone()
+            } else {
+                let index: HashMap<&str, u16> = cut_levels
+                    .iter()
+                    .zip(level_bins)
+                    .map(|(l, &b)| (l.as_str(), b))
+                    .collect();
+                levels
+                    .iter()
+                    .map(|l| index.get(l.as_str()).copied().unwrap_or(0))
+                    .collect()
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
 fn bin_rows<T: Copy + Send + TryFrom<u16>>(matrix: &FeatureMatrix<'_>, cuts: &Cuts, out: &mut [T])
 where
     <T as TryFrom<u16>>::Error: std::fmt::Debug,
 {
     let nf = matrix.n_features();
+    let code_bins = code_bins(matrix, cuts);
     out.par_chunks_mut(ROWS_PER_TASK * nf)
         .enumerate()
         .for_each(|(task, chunk)| {
             let start = task * ROWS_PER_TASK;
             let rows = chunk.len() / nf;
             for (f, (col, fc)) in matrix.columns().iter().zip(cuts.features()).enumerate() {
-                match (col, fc) {
-                    (Column::Numeric(v), FeatureCuts::Numeric { thresholds }) => {
+                match (col, fc, &code_bins[f]) {
+                    (Column::Numeric(v), FeatureCuts::Numeric { thresholds }, _) => {
                         for r in 0..rows {
                             let b = FeatureCuts::bin_value(thresholds, v[start + r]);
                             chunk[r * nf + f] = T::try_from(b).unwrap();
                         }
                     }
-                    (
-                        Column::Categorical { codes, .. },
-                        FeatureCuts::Categorical { level_bins, .. },
-                    ) => {
+                    (Column::Categorical { codes, .. }, _, Some(bins)) => {
                         for r in 0..rows {
-                            let b = FeatureCuts::bin_code(level_bins, codes[start + r]);
+                            let b = FeatureCuts::bin_code(bins, codes[start + r]);
                             chunk[r * nf + f] = T::try_from(b).unwrap();
                         }
                     }
@@ -59,7 +92,8 @@ where
 }
 
 impl BinnedMatrix {
-    /// Bins every row of `matrix` with `cuts`. Column kinds must match the cuts.
+    /// Bins every row of `matrix` with `cuts`, column by column in the cuts' order; column
+    /// kinds must match, categorical levels are matched by name (unknown ones are missing).
     pub fn new(matrix: &FeatureMatrix<'_>, cuts: &Cuts) -> Result<Self> {
         if matrix.n_features() != cuts.n_features() {
             return Err(Error::SchemaMismatch(format!(
@@ -119,6 +153,41 @@ impl BinnedMatrix {
         Ok(BinnedMatrix {
             n_rows,
             n_features,
+            bins,
+        })
+    }
+
+    /// The rows of several matrices, one after another (for data read in batches).
+    pub fn concat(parts: Vec<BinnedMatrix>) -> Result<Self> {
+        let nf = parts.first().map_or(0, |p| p.n_features);
+        let n_rows = parts.iter().map(|p| p.n_rows).sum();
+        if parts.iter().any(|p| p.n_features != nf) {
+            return Err(Error::SchemaMismatch(
+                "batches have different feature counts".into(),
+            ));
+        }
+        let wide = parts.iter().any(|p| matches!(p.bins, Bins::U16(_)));
+        let bins = if wide {
+            let mut out = Vec::with_capacity(n_rows * nf);
+            for p in parts {
+                match p.bins {
+                    Bins::U8(b) => out.extend(b.into_iter().map(u16::from)),
+                    Bins::U16(b) => out.extend(b),
+                }
+            }
+            Bins::U16(out)
+        } else {
+            let mut out = Vec::with_capacity(n_rows * nf);
+            for p in parts {
+                if let Bins::U8(b) = p.bins {
+                    out.extend(b);
+                }
+            }
+            Bins::U8(out)
+        };
+        Ok(BinnedMatrix {
+            n_rows,
+            n_features: nf,
             bins,
         })
     }

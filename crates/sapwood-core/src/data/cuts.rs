@@ -4,6 +4,8 @@
 //! sampled rows, the samples are gathered, and the cuts are computed from their union in a
 //! canonical (sorted) order. One worker and N workers therefore bin identically.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::data::matrix::{Column, FeatureMatrix, MISSING_CATEGORY};
@@ -139,8 +141,8 @@ impl Cuts {
             .iter()
             .map(|f| match f {
                 FeatureSample::Numeric(values) => numeric_cuts(values, max_bin),
-                FeatureSample::Categorical { levels, counts } => {
-                    categorical_cuts(levels, counts, max_bin, min_category_count)
+                FeatureSample::Categorical(counts) => {
+                    categorical_cuts(counts, max_bin, min_category_count)
                 }
             })
             .collect::<Result<Vec<_>>>()?;
@@ -153,11 +155,9 @@ impl Cuts {
 enum FeatureSample {
     /// (value, weight) pairs of sampled non-missing rows.
     Numeric(Vec<(f32, f32)>),
-    /// Per-level counts of sampled rows (unweighted, so sums are exact in any order).
-    Categorical {
-        levels: Vec<String>,
-        counts: Vec<u64>,
-    },
+    /// Sampled rows per level name (unweighted, so sums are exact in any order; keyed by
+    /// name, so workers and batches with different level dictionaries merge exactly).
+    Categorical(BTreeMap<String, u64>),
 }
 
 /// Rows sampled for the cuts, mergeable across workers.
@@ -207,10 +207,14 @@ impl CutSample {
                             counts[c as usize] += 1;
                         }
                     }
-                    FeatureSample::Categorical {
-                        levels: levels.clone(),
-                        counts,
-                    }
+                    FeatureSample::Categorical(
+                        levels
+                            .iter()
+                            .zip(counts)
+                            .filter(|&(_, c)| c > 0)
+                            .map(|(l, c)| (l.clone(), c))
+                            .collect(),
+                    )
                 }
             })
             .collect();
@@ -232,20 +236,14 @@ impl CutSample {
             for (a, b) in acc.features.iter_mut().zip(part.features) {
                 match (a, b) {
                     (FeatureSample::Numeric(x), FeatureSample::Numeric(y)) => x.extend(y),
-                    (
-                        FeatureSample::Categorical { levels, counts },
-                        FeatureSample::Categorical {
-                            levels: l2,
-                            counts: c2,
-                        },
-                    ) if *levels == l2 => {
-                        for (c, d) in counts.iter_mut().zip(c2) {
-                            *c += d;
+                    (FeatureSample::Categorical(x), FeatureSample::Categorical(y)) => {
+                        for (level, c) in y {
+                            *x.entry(level).or_insert(0) += c;
                         }
                     }
                     _ => {
                         return Err(Error::Collective(
-                            "workers disagree on feature types or category levels".into(),
+                            "workers disagree on which features are categorical".into(),
                         ))
                     }
                 }
@@ -268,10 +266,10 @@ impl CutSample {
                         out.extend(w.to_le_bytes());
                     }
                 }
-                FeatureSample::Categorical { levels, counts } => {
+                FeatureSample::Categorical(counts) => {
                     out.push(1);
-                    out.extend((levels.len() as u64).to_le_bytes());
-                    for (l, c) in levels.iter().zip(counts) {
+                    out.extend((counts.len() as u64).to_le_bytes());
+                    for (l, c) in counts {
                         out.extend((l.len() as u64).to_le_bytes());
                         out.extend(l.as_bytes());
                         out.extend(c.to_le_bytes());
@@ -301,16 +299,14 @@ impl CutSample {
                 }
                 1 => {
                     let len = r.u64()? as usize;
-                    let mut levels = Vec::new();
-                    let mut counts = Vec::new();
+                    let mut counts = BTreeMap::new();
                     for _ in 0..len {
                         let l = r.u64()? as usize;
                         let s = String::from_utf8(r.take(l)?.to_vec())
                             .map_err(|_| Error::Collective("sample level is not UTF-8".into()))?;
-                        levels.push(s);
-                        counts.push(u64::from_le_bytes(r.take(8)?.try_into().unwrap()));
+                        counts.insert(s, u64::from_le_bytes(r.take(8)?.try_into().unwrap()));
                     }
-                    features.push(FeatureSample::Categorical { levels, counts });
+                    features.push(FeatureSample::Categorical(counts));
                 }
                 t => return Err(Error::Collective(format!("bad sample tag {t}"))),
             }
@@ -391,8 +387,7 @@ fn numeric_cuts(values: &[(f32, f32)], max_bin: usize) -> Result<FeatureCuts> {
 }
 
 fn categorical_cuts(
-    levels: &[String],
-    counts: &[u64],
+    sampled: &BTreeMap<String, u64>,
     max_bin: usize,
     min_count: usize,
 ) -> Result<FeatureCuts> {
@@ -402,6 +397,10 @@ fn categorical_cuts(
             "categorical features need max_bin >= 3",
         ));
     }
+    // the levels of the cuts are the sampled ones in name order: canonical however rows
+    // were sharded or batched
+    let levels: Vec<String> = sampled.keys().cloned().collect();
+    let counts: Vec<u64> = sampled.values().copied().collect();
     let mut seen: Vec<usize> = (0..levels.len()).filter(|&c| counts[c] > 0).collect();
     // most frequent first; code breaks ties
     seen.sort_by(|&a, &b| counts[b].cmp(&counts[a]).then(a.cmp(&b)));
@@ -527,13 +526,32 @@ mod tests {
         let s = CutSample::collect(&m, None, 0, 8, 0, usize::MAX);
         let cuts = Cuts::from_sample(&s, 256, 2).unwrap();
         let FeatureCuts::Categorical {
-            level_bins, n_bins, ..
+            levels,
+            level_bins,
+            n_bins,
         } = cuts.feature(0)
         else {
             panic!()
         };
-        assert_eq!(level_bins, &[1, 2, 3, 0]);
+        // only sampled levels enter the cuts; `c` (one row) shares the "other" bin
+        assert_eq!(levels, &["a", "b", "c"]);
+        assert_eq!(level_bins, &[1, 2, 3]);
         assert_eq!(*n_bins, 4);
+        // binning matches levels by name: `d` was never seen and goes to the missing bin
+        let binned = crate::data::BinnedMatrix::new(&m, &cuts).unwrap();
+        let bins: Vec<u16> = (0..8).map(|r| binned.bin(r, 0)).collect();
+        assert_eq!(bins, vec![1, 1, 1, 2, 2, 2, 3, 0]);
+        let other_order = FeatureMatrix::new(
+            vec!["c".into()],
+            vec![Column::Categorical {
+                codes: vec![0u32, 1, 2, 3].into(),
+                levels: ["d", "c", "b", "a"].iter().map(|s| s.to_string()).collect(),
+            }],
+        )
+        .unwrap();
+        let binned = crate::data::BinnedMatrix::new(&other_order, &cuts).unwrap();
+        let bins: Vec<u16> = (0..4).map(|r| binned.bin(r, 0)).collect();
+        assert_eq!(bins, vec![0, 3, 2, 1]);
     }
 
     #[test]
