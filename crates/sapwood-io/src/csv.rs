@@ -140,7 +140,9 @@ pub fn read_csv(path: &Path, opts: &ReadOptions) -> Result<Table, IoError> {
         .iter()
         .chain(opts.weight.iter())
         .chain(opts.categorical.iter())
-        .chain(opts.drop.iter());
+        .chain(opts.drop.iter())
+        .chain(opts.features.iter())
+        .chain(opts.keep.iter());
     for w in wanted {
         if !cols.iter().any(|c| &c.name == w) {
             return Err(IoError::MissingColumn {
@@ -178,10 +180,32 @@ pub fn read_csv(path: &Path, opts: &ReadOptions) -> Result<Table, IoError> {
             reason: format!("weight column `{}` is not numeric", c.name),
         })?),
     };
+    let mut kept = Vec::new();
+    for k in &opts.keep {
+        if let Some(c) = take(&Some(k.clone())) {
+            let values: arrow_array::StringArray = c
+                .cells
+                .iter()
+                .map(|s| {
+                    if MISSING.contains(&s.as_str()) {
+                        None
+                    } else {
+                        Some(s.as_str())
+                    }
+                })
+                .collect();
+            kept.push((
+                k.clone(),
+                std::sync::Arc::new(values) as arrow_array::ArrayRef,
+            ));
+        }
+    }
     let mut names = Vec::new();
     let mut columns = Vec::new();
     for c in cols {
-        if opts.drop.contains(&c.name) {
+        if opts.drop.contains(&c.name)
+            || (!opts.features.is_empty() && !opts.features.contains(&c.name))
+        {
             continue;
         }
         names.push(c.name.clone());
@@ -199,6 +223,7 @@ pub fn read_csv(path: &Path, opts: &ReadOptions) -> Result<Table, IoError> {
         features,
         label,
         weight,
+        kept,
     })
 }
 

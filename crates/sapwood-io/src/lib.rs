@@ -1,11 +1,23 @@
 //! Reading tables into Sapwood's feature columns.
 //!
-//! CSV with a header row is supported here; Parquet and Arrow readers join this crate with
-//! the command-line interface.
+//! Parquet (streamed by row group), Arrow record batches, and CSV with a header row; and
+//! the Parquet writer of predictions.
 
+mod arrow;
 mod csv;
+mod parquet;
 
-pub use csv::read_csv;
+pub use crate::arrow::{table_from_arrow, Converter};
+pub use crate::csv::read_csv;
+pub use crate::parquet::{read_parquet, ParquetSource, PredictionWriter};
+pub use arrow_array;
+pub use arrow_schema;
+
+use std::borrow::Cow;
+use std::path::Path;
+
+use arrow_array::ArrayRef;
+use sapwood_core::data::Column;
 
 use std::path::PathBuf;
 
@@ -64,6 +76,10 @@ pub struct ReadOptions {
     pub categorical: Vec<String>,
     /// Columns left out.
     pub drop: Vec<String>,
+    /// When not empty, the only feature columns (the label and weight are read too).
+    pub features: Vec<String>,
+    /// Columns carried through unchanged (identifiers for prediction output).
+    pub keep: Vec<String>,
 }
 
 /// A label column: numbers (NaN where missing) or strings (None where missing).
@@ -84,4 +100,88 @@ pub struct Table {
     pub label: Option<LabelColumn>,
     /// The weight column, when one was named (NaN where missing).
     pub weight: Option<Vec<f32>>,
+    /// Columns kept as they are, by name.
+    pub kept: Vec<(String, ArrayRef)>,
+}
+
+impl Table {
+    /// Rows.
+    pub fn n_rows(&self) -> usize {
+        self.features.n_rows()
+    }
+
+    /// The rows of several tables of one file, one after another. Categorical columns take
+    /// the last part's levels, a superset of the earlier ones when parts come from one
+    /// [`Converter`]; kept columns are only carried for a single part.
+    pub fn concat(path: &Path, parts: Vec<Table>, names: &[String]) -> Result<Table, IoError> {
+        let data_err = |source| IoError::Data {
+            path: path.to_path_buf(),
+            source,
+        };
+        if parts.len() == 1 {
+            return Ok(parts.into_iter().next().unwrap());
+        }
+        let mut columns: Vec<Column<'static>> = Vec::new();
+        for j in 0..names.len() {
+            let col = match parts.last().map(|p| p.features.column(j)) {
+                Some(Column::Categorical { levels, .. }) => Column::Categorical {
+                    codes: Cow::Owned(
+                        parts
+                            .iter()
+                            .flat_map(|p| match p.features.column(j) {
+                                Column::Categorical { codes, .. } => codes.to_vec(),
+                                Column::Numeric(_) => Vec::new(),
+                            })
+                            .collect(),
+                    ),
+                    levels: levels.clone(),
+                },
+                _ => Column::Numeric(Cow::Owned(
+                    parts
+                        .iter()
+                        .flat_map(|p| match p.features.column(j) {
+                            Column::Numeric(v) => v.to_vec(),
+                            Column::Categorical { .. } => Vec::new(),
+                        })
+                        .collect(),
+                )),
+            };
+            columns.push(col);
+        }
+        let label = match parts.first().and_then(|p| p.label.as_ref()) {
+            None => None,
+            Some(LabelColumn::Numeric(_)) => Some(LabelColumn::Numeric(
+                parts
+                    .iter()
+                    .flat_map(|p| match &p.label {
+                        Some(LabelColumn::Numeric(v)) => v.clone(),
+                        _ => Vec::new(),
+                    })
+                    .collect(),
+            )),
+            Some(LabelColumn::Strings(_)) => Some(LabelColumn::Strings(
+                parts
+                    .iter()
+                    .flat_map(|p| match &p.label {
+                        Some(LabelColumn::Strings(v)) => v.clone(),
+                        _ => Vec::new(),
+                    })
+                    .collect(),
+            )),
+        };
+        let weight = parts.first().and_then(|p| p.weight.as_ref()).map(|_| {
+            parts
+                .iter()
+                .flat_map(|p| p.weight.clone().unwrap_or_default())
+                .collect()
+        });
+        let features =
+            sapwood_core::data::FeatureMatrix::new(names.to_vec(), columns).map_err(data_err)?;
+        Ok(Table {
+            features,
+            label,
+            weight,
+            kept: Vec::new(),
+        })
+    }
 }

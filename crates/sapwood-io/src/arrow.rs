@@ -1,0 +1,382 @@
+//! Arrow record batches to Sapwood columns.
+//!
+//! Numbers of every width (nulls become NaN) and booleans are numeric features; strings and
+//! dictionaries are categorical. A [`Converter`] keeps one level dictionary per categorical
+//! column across batches, so codes stay consistent while a file is streamed.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{
+    Float16Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type,
+    UInt32Type, UInt64Type, UInt8Type,
+};
+use arrow_array::{Array, ArrayRef, ArrowPrimitiveType, RecordBatch};
+use arrow_schema::{DataType, Schema};
+use sapwood_core::data::{Column, FeatureMatrix, MISSING_CATEGORY};
+
+use crate::{IoError, LabelColumn, ReadOptions, Table};
+
+/// What a column is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Feature,
+    Label,
+    Weight,
+    Keep,
+}
+
+/// Level names seen so far in one categorical column, in first-seen order.
+#[derive(Debug, Default, Clone)]
+struct Levels {
+    names: Vec<String>,
+    index: HashMap<String, u32>,
+}
+
+impl Levels {
+    fn code(&mut self, s: &str) -> u32 {
+        if let Some(&c) = self.index.get(s) {
+            return c;
+        }
+        let c = self.names.len() as u32;
+        self.names.push(s.to_string());
+        self.index.insert(s.to_string(), c);
+        c
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Plan {
+    name: String,
+    role: Role,
+    categorical: bool,
+    levels: Levels,
+}
+
+/// Converts batches of one file into feature columns, label, weight and kept columns.
+#[derive(Debug, Clone)]
+pub struct Converter {
+    path: PathBuf,
+    plans: Vec<Plan>,
+}
+
+fn is_numeric(t: &DataType) -> bool {
+    matches!(
+        t,
+        DataType::Float16
+            | DataType::Float32
+            | DataType::Float64
+            | DataType::Int8
+            | DataType::Int16
+            | DataType::Int32
+            | DataType::Int64
+            | DataType::UInt8
+            | DataType::UInt16
+            | DataType::UInt32
+            | DataType::UInt64
+            | DataType::Boolean
+    )
+}
+
+fn is_text(t: &DataType) -> bool {
+    match t {
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => true,
+        DataType::Dictionary(_, v) => is_text(v) || is_numeric(v),
+        _ => false,
+    }
+}
+
+fn prim<T: ArrowPrimitiveType>(a: &dyn Array, f: impl Fn(T::Native) -> f32) -> Vec<f32> {
+    let p = a.as_primitive::<T>();
+    match p.nulls() {
+        None => p.values().iter().map(|&v| f(v)).collect(),
+        Some(n) => p
+            .values()
+            .iter()
+            .zip(n.iter())
+            .map(|(&v, ok)| if ok { f(v) } else { f32::NAN })
+            .collect(),
+    }
+}
+
+/// Numeric values of an array (nulls are NaN), or None for non-numeric types.
+fn numbers(a: &dyn Array) -> Option<Vec<f32>> {
+    Some(match a.data_type() {
+        DataType::Float16 => prim::<Float16Type>(a, |v| v.to_f32()),
+        DataType::Float32 => prim::<Float32Type>(a, |v| v),
+        DataType::Float64 => prim::<Float64Type>(a, |v| v as f32),
+        DataType::Int8 => prim::<Int8Type>(a, |v| v as f32),
+        DataType::Int16 => prim::<Int16Type>(a, |v| v as f32),
+        DataType::Int32 => prim::<Int32Type>(a, |v| v as f32),
+        DataType::Int64 => prim::<Int64Type>(a, |v| v as f32),
+        DataType::UInt8 => prim::<UInt8Type>(a, |v| v as f32),
+        DataType::UInt16 => prim::<UInt16Type>(a, |v| v as f32),
+        DataType::UInt32 => prim::<UInt32Type>(a, |v| v as f32),
+        DataType::UInt64 => prim::<UInt64Type>(a, |v| v as f32),
+        DataType::Boolean => {
+            let b = a.as_boolean();
+            (0..b.len())
+                .map(|i| {
+                    if b.is_null(i) {
+                        f32::NAN
+                    } else {
+                        b.value(i) as u8 as f32
+                    }
+                })
+                .collect()
+        }
+        _ => return None,
+    })
+}
+
+/// Each value as text (None where null): strings as they are, numbers formatted.
+fn texts(a: &dyn Array) -> Option<Vec<Option<String>>> {
+    let n = a.len();
+    let text = |i: usize, f: &dyn Fn(usize) -> String| if a.is_null(i) { None } else { Some(f(i)) };
+    Some(match a.data_type() {
+        DataType::Utf8 => {
+            let s = a.as_string::<i32>();
+            (0..n)
+                .map(|i| text(i, &|i| s.value(i).to_string()))
+                .collect()
+        }
+        DataType::LargeUtf8 => {
+            let s = a.as_string::<i64>();
+            (0..n)
+                .map(|i| text(i, &|i| s.value(i).to_string()))
+                .collect()
+        }
+        DataType::Utf8View => {
+            let s = a.as_string_view();
+            (0..n)
+                .map(|i| text(i, &|i| s.value(i).to_string()))
+                .collect()
+        }
+        DataType::Dictionary(_, _) => {
+            let d = a.as_any_dictionary();
+            let values = texts(d.values().as_ref())?;
+            let keys = d.normalized_keys();
+            (0..n)
+                .map(|i| {
+                    if a.is_null(i) {
+                        None
+                    } else {
+                        values.get(keys[i]).cloned().flatten()
+                    }
+                })
+                .collect()
+        }
+        DataType::Boolean => {
+            let b = a.as_boolean();
+            (0..n)
+                .map(|i| text(i, &|i| b.value(i).to_string()))
+                .collect()
+        }
+        t if is_numeric(t) => {
+            let v = numbers(a)?;
+            // integers print without a fraction, so level names read as the data does
+            (0..n)
+                .map(|i| {
+                    text(i, &|i| {
+                        let x = v[i];
+                        if x.fract() == 0.0 && x.abs() < 1e15 {
+                            format!("{}", x as i64)
+                        } else {
+                            format!("{x}")
+                        }
+                    })
+                })
+                .collect()
+        }
+        _ => return None,
+    })
+}
+
+impl Converter {
+    /// Plans the conversion of a file with `schema`: which column is a feature, the label,
+    /// the weight or kept as is; checks that every named column exists and is usable.
+    pub fn new(path: &Path, schema: &Schema, opts: &ReadOptions) -> Result<Self, IoError> {
+        let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+        let missing = |column: &str| IoError::MissingColumn {
+            path: path.to_path_buf(),
+            column: column.to_string(),
+            available: names.join(", "),
+        };
+        let named = opts
+            .label
+            .iter()
+            .chain(&opts.weight)
+            .chain(&opts.categorical)
+            .chain(&opts.drop)
+            .chain(&opts.features)
+            .chain(&opts.keep);
+        for n in named {
+            if !names.contains(&n.as_str()) {
+                return Err(missing(n));
+            }
+        }
+        let mut plans = Vec::new();
+        for field in schema.fields() {
+            let name = field.name().clone();
+            let role = if opts.label.as_ref() == Some(&name) {
+                Role::Label
+            } else if opts.weight.as_ref() == Some(&name) {
+                Role::Weight
+            } else if opts.keep.contains(&name) {
+                Role::Keep
+            } else if opts.drop.contains(&name)
+                || (!opts.features.is_empty() && !opts.features.contains(&name))
+            {
+                continue;
+            } else {
+                Role::Feature
+            };
+            let t = field.data_type();
+            let categorical = match role {
+                Role::Feature if opts.categorical.contains(&name) => {
+                    if !is_numeric(t) && !is_text(t) {
+                        return Err(unsupported(path, &name, t));
+                    }
+                    true
+                }
+                Role::Feature if is_text(t) => true,
+                Role::Feature if is_numeric(t) => false,
+                Role::Feature => return Err(unsupported(path, &name, t)),
+                Role::Weight if !is_numeric(t) => {
+                    return Err(IoError::Parse {
+                        path: path.to_path_buf(),
+                        line: 0,
+                        reason: format!("weight column `{name}` has type {t}, not a number"),
+                    })
+                }
+                Role::Label if !is_numeric(t) && !is_text(t) => {
+                    return Err(unsupported(path, &name, t))
+                }
+                _ => false,
+            };
+            plans.push(Plan {
+                name,
+                role,
+                categorical,
+                levels: Levels::default(),
+            });
+        }
+        if !plans.iter().any(|p| p.role == Role::Feature) {
+            return Err(IoError::Parse {
+                path: path.to_path_buf(),
+                line: 0,
+                reason: "no feature columns are left".into(),
+            });
+        }
+        Ok(Converter {
+            path: path.to_path_buf(),
+            plans,
+        })
+    }
+
+    /// The columns the conversion reads, in file order.
+    pub fn columns(&self) -> Vec<String> {
+        self.plans.iter().map(|p| p.name.clone()).collect()
+    }
+
+    /// The feature names, in file order.
+    pub fn feature_names(&self) -> Vec<String> {
+        self.plans
+            .iter()
+            .filter(|p| p.role == Role::Feature)
+            .map(|p| p.name.clone())
+            .collect()
+    }
+
+    /// Converts one batch. Columns are found by name, so projected batches work.
+    pub fn convert(&mut self, batch: &RecordBatch) -> Result<Table, IoError> {
+        let path = self.path.clone();
+        let column = |name: &str| -> Result<&ArrayRef, IoError> {
+            batch
+                .column_by_name(name)
+                .ok_or_else(|| IoError::MissingColumn {
+                    path: path.clone(),
+                    column: name.to_string(),
+                    available: batch
+                        .schema()
+                        .fields()
+                        .iter()
+                        .map(|f| f.name().as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                })
+        };
+        let (mut names, mut cols) = (Vec::new(), Vec::new());
+        let (mut label, mut weight, mut kept) = (None, None, Vec::new());
+        for plan in &mut self.plans {
+            let a = column(&plan.name)?;
+            match plan.role {
+                Role::Keep => kept.push((plan.name.clone(), a.clone())),
+                Role::Weight => weight = numbers(a.as_ref()),
+                Role::Label => {
+                    label = Some(match numbers(a.as_ref()) {
+                        Some(v) => LabelColumn::Numeric(v),
+                        None => LabelColumn::Strings(texts(a.as_ref()).unwrap_or_default()),
+                    })
+                }
+                Role::Feature if plan.categorical => {
+                    let t = texts(a.as_ref())
+                        .ok_or_else(|| unsupported(&path, &plan.name, a.data_type()))?;
+                    let codes: Vec<u32> = t
+                        .iter()
+                        .map(|v| {
+                            v.as_deref()
+                                .map_or(MISSING_CATEGORY, |s| plan.levels.code(s))
+                        })
+                        .collect();
+                    names.push(plan.name.clone());
+                    cols.push(Column::Categorical {
+                        codes: Cow::Owned(codes),
+                        levels: plan.levels.names.clone(),
+                    });
+                }
+                Role::Feature => {
+                    let v = numbers(a.as_ref())
+                        .ok_or_else(|| unsupported(&path, &plan.name, a.data_type()))?;
+                    names.push(plan.name.clone());
+                    cols.push(Column::Numeric(Cow::Owned(v)));
+                }
+            }
+        }
+        let features = FeatureMatrix::new(names, cols).map_err(|source| IoError::Data {
+            path: path.clone(),
+            source,
+        })?;
+        Ok(Table {
+            features,
+            label,
+            weight,
+            kept,
+        })
+    }
+}
+
+fn unsupported(path: &Path, name: &str, t: &DataType) -> IoError {
+    IoError::Parse {
+        path: path.to_path_buf(),
+        line: 0,
+        reason: format!("column `{name}` has type {t}, which Sapwood cannot use as a feature (drop it with --drop {name})"),
+    }
+}
+
+/// Converts whole batches at once (for data already in memory, e.g. from Python).
+pub fn table_from_arrow(
+    schema: &Schema,
+    batches: &[RecordBatch],
+    opts: &ReadOptions,
+) -> Result<Table, IoError> {
+    let path = Path::new("<arrow>");
+    let mut conv = Converter::new(path, schema, opts)?;
+    let parts = batches
+        .iter()
+        .map(|b| conv.convert(b))
+        .collect::<Result<Vec<_>, _>>()?;
+    Table::concat(path, parts, &conv.feature_names())
+}
