@@ -431,3 +431,37 @@ fn an_observer_can_stop_training_and_keep_the_rounds() {
     assert_eq!(b.num_rounds(), 4);
     assert!(b.interrupted());
 }
+
+#[test]
+fn batched_two_pass_training_equals_in_memory_training() {
+    let d = synthetic(5_000, "multiclass", 12);
+    let params = Params {
+        objective: ObjectiveKind::Softprob,
+        num_rounds: 6,
+        bin_sample_rows: 1_500,
+        ..Default::default()
+    };
+    let whole = Booster::train(&params, &d, &[]).unwrap();
+    let sapwood::Label::Values(y) = d.label().unwrap() else {
+        panic!()
+    };
+    let bounds = [0usize, 1_234, 1_235, 4_000, 5_000];
+    let mut cut = sapwood::CutPass::new(&params, 5_000);
+    for w in bounds.windows(2) {
+        cut.push(&d.features().slice_rows(w[0]..w[1]), None)
+            .unwrap();
+    }
+    let mut bin = cut.finish().unwrap();
+    for w in bounds.windows(2) {
+        let part = d.features().slice_rows(w[0]..w[1]);
+        bin.push(
+            &part,
+            Some(sapwood::Label::Values(y[w[0]..w[1]].to_vec())),
+            None,
+        )
+        .unwrap();
+    }
+    let binned = bin.finish().unwrap();
+    let streamed = Booster::train_binned(&params, &binned, &[], &mut sapwood::Quiet).unwrap();
+    assert_eq!(streamed.to_json(), whole.to_json());
+}

@@ -76,7 +76,7 @@ pub struct EvalSet {
     /// Name used in reports.
     pub name: String,
     /// Rows binned with the training cuts.
-    pub binned: BinnedMatrix,
+    pub binned: Arc<BinnedMatrix>,
     /// Labels (class indices for multiclass).
     pub labels: Vec<f32>,
     /// Optional weights.
@@ -88,7 +88,7 @@ impl EvalSet {
     /// An evaluation set; its margins start at the model's base margin.
     pub fn new(
         name: impl Into<String>,
-        binned: BinnedMatrix,
+        binned: Arc<BinnedMatrix>,
         labels: Vec<f32>,
         weights: Option<Vec<f32>>,
     ) -> Self {
@@ -506,7 +506,7 @@ pub fn train(
         for e in evals {
             let m = crate::model::select_columns(&names, &cuts, &e.features)?;
             let binned = BinnedMatrix::new(&m, &cuts)?;
-            eval_sets.push(EvalSet::new(e.name, binned, e.labels, e.weights));
+            eval_sets.push(EvalSet::new(e.name, Arc::new(binned), e.labels, e.weights));
         }
     }
     let shard = BinnedShard {

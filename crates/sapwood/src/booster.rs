@@ -6,11 +6,14 @@ use std::path::Path;
 
 use sapwood_core::collective::SingleWorker;
 use sapwood_core::model::{ClassLabel, Model};
-use sapwood_core::params::Params;
-use sapwood_core::train::{self, CpuFactory, EvalInput, EvalResult, Quiet, Shard, TrainObserver};
+use sapwood_core::params::{Device, ObjectiveKind, Params};
+use sapwood_core::train::{
+    self, BinnedShard, CpuFactory, EvalInput, EvalResult, EvalSet, Quiet, Shard, TrainObserver,
+};
 
-use crate::dataset::Dataset;
+use crate::dataset::{Dataset, Label};
 use crate::labels;
+use crate::stream::BinnedDataset;
 use crate::{Error, Result};
 
 /// Options for [`Booster::predict_with`].
@@ -63,6 +66,62 @@ pub struct Booster {
     interrupted: bool,
 }
 
+/// Validates the parameters and encodes the training labels; fills `num_class` from them.
+fn prepare(
+    params: &Params,
+    label: Option<&Label>,
+    n_rows: usize,
+) -> Result<(Params, labels::Encoded)> {
+    params.validate()?;
+    let label =
+        label.ok_or_else(|| Error::EmptyData("the training dataset has no label".into()))?;
+    if n_rows == 0 {
+        return Err(Error::EmptyData("the training dataset has no rows".into()));
+    }
+    let encoded = labels::encode(params.objective, label)?;
+    let mut params = params.clone();
+    if let (Some(c), ObjectiveKind::Softprob) = (&encoded.classes, params.objective) {
+        match params.num_class {
+            Some(k) if k != c.len() => {
+                return Err(Error::param(
+                    "num_class",
+                    format!("{k} given but the labels have {} classes", c.len()),
+                ))
+            }
+            _ => params.num_class = Some(c.len()),
+        }
+    }
+    Ok((params, encoded))
+}
+
+fn eval_labels(
+    params: &Params,
+    name: &str,
+    label: Option<&Label>,
+    encoded: &labels::Encoded,
+) -> Result<Vec<f32>> {
+    let l =
+        label.ok_or_else(|| Error::EmptyData(format!("evaluation set `{name}` has no label")))?;
+    labels::encode_with(params.objective, l, encoded.classes.as_deref())
+}
+
+/// The backend factory for the parameters' device.
+fn factory(params: &Params) -> Result<&'static dyn train::BackendFactory> {
+    if params.workers > 1 {
+        return Err(Error::param(
+            "workers",
+            "several workers are not available in this build",
+        ));
+    }
+    match params.device {
+        Device::Cpu => Ok(&CpuFactory),
+        other => Err(Error::param(
+            "device",
+            format!("`{other}` is not available in this build of sapwood"),
+        )),
+    }
+}
+
 fn thread_pool(threads: usize) -> Result<rayon::ThreadPool> {
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
@@ -88,39 +147,13 @@ impl Booster {
         evals: &[(&str, &Dataset<'_>)],
         observer: &mut dyn TrainObserver,
     ) -> Result<Booster> {
-        params.validate()?;
-        let label = train
-            .label
-            .as_ref()
-            .ok_or_else(|| Error::EmptyData("the training dataset has no label".into()))?;
-        if train.n_rows() == 0 {
-            return Err(Error::EmptyData("the training dataset has no rows".into()));
-        }
-        let encoded = labels::encode(params.objective, label)?;
-        let mut params = params.clone();
-        if let Some(c) = &encoded.classes {
-            if params.objective == sapwood_core::params::ObjectiveKind::Softprob {
-                match params.num_class {
-                    Some(k) if k != c.len() => {
-                        return Err(Error::param(
-                            "num_class",
-                            format!("{k} given but the labels have {} classes", c.len()),
-                        ))
-                    }
-                    _ => params.num_class = Some(c.len()),
-                }
-            }
-        }
+        let (params, encoded) = prepare(params, train.label.as_ref(), train.n_rows())?;
         let mut eval_inputs = Vec::with_capacity(evals.len());
         for (name, d) in evals {
-            let l = d
-                .label
-                .as_ref()
-                .ok_or_else(|| Error::EmptyData(format!("evaluation set `{name}` has no label")))?;
             eval_inputs.push(EvalInput {
                 name: name.to_string(),
                 features: d.features.slice_rows(0..d.n_rows()),
-                labels: labels::encode_with(params.objective, l, encoded.classes.as_deref())?,
+                labels: eval_labels(&params, name, d.label.as_ref(), &encoded)?,
                 weights: d.weight.clone(),
             });
         }
@@ -130,23 +163,8 @@ impl Booster {
             weights: train.weight.clone(),
             row_offset: 0,
         };
-        let factory: &dyn train::BackendFactory = match params.device {
-            sapwood_core::params::Device::Cpu => &CpuFactory,
-            other => {
-                return Err(Error::param(
-                    "device",
-                    format!("`{other}` is not available in this build of sapwood"),
-                ))
-            }
-        };
-        if params.workers > 1 {
-            return Err(Error::param(
-                "workers",
-                "several workers are not available in this build",
-            ));
-        }
-        let pool = thread_pool(params.threads)?;
-        let trained = pool.install(|| {
+        let factory = factory(&params)?;
+        let trained = thread_pool(params.threads)?.install(|| {
             train::train(
                 &params,
                 shard,
@@ -156,13 +174,64 @@ impl Booster {
                 observer,
             )
         })?;
+        Ok(Booster::finish(trained, encoded.classes))
+    }
+
+    /// Trains on data binned as it was read (see [`crate::CutPass`]); evaluation sets must
+    /// be binned with the training set's cuts.
+    pub fn train_binned(
+        params: &Params,
+        train: &BinnedDataset,
+        evals: &[(&str, &BinnedDataset)],
+        observer: &mut dyn TrainObserver,
+    ) -> Result<Booster> {
+        let (params, encoded) = prepare(params, train.label.as_ref(), train.n_rows())?;
+        let mut eval_sets = Vec::with_capacity(evals.len());
+        for (name, d) in evals {
+            if d.cuts != train.cuts || d.names != train.names {
+                return Err(Error::SchemaMismatch(format!(
+                    "evaluation set `{name}` was binned with other cuts than the training set"
+                )));
+            }
+            eval_sets.push(EvalSet::new(
+                name.to_string(),
+                d.binned.clone(),
+                eval_labels(&params, name, d.label.as_ref(), &encoded)?,
+                d.weight.clone(),
+            ));
+        }
+        let shard = BinnedShard {
+            binned: train.binned.clone(),
+            labels: encoded.values,
+            weights: train.weight.clone(),
+            row_offset: 0,
+        };
+        let factory = factory(&params)?;
+        let n = train.n_rows() as u64;
+        let trained = thread_pool(params.threads)?.install(|| {
+            train::train_binned(
+                &params,
+                train.names.clone(),
+                train.cuts.clone(),
+                shard,
+                n,
+                eval_sets,
+                &mut SingleWorker,
+                factory,
+                observer,
+            )
+        })?;
+        Ok(Booster::finish(trained, encoded.classes))
+    }
+
+    fn finish(trained: train::Trained, classes: Option<Vec<ClassLabel>>) -> Booster {
         let mut model = trained.model;
-        model.classes = encoded.classes;
-        Ok(Booster {
+        model.classes = classes;
+        Booster {
             model,
             history: trained.history,
             interrupted: trained.interrupted,
-        })
+        }
     }
 
     /// Predictions for `data` (values, probabilities or class probabilities).

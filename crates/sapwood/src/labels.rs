@@ -7,8 +7,11 @@ use crate::dataset::Label;
 use crate::{Error, Result};
 
 /// Labels ready for training: values or class codes, with the sorted classes if any.
-pub(crate) struct Encoded {
+#[derive(Debug, Clone, PartialEq)]
+pub struct Encoded {
+    /// Values, or class codes indexing `classes`.
     pub values: Vec<f32>,
+    /// The sorted classes of a classification task.
     pub classes: Option<Vec<ClassLabel>>,
 }
 
@@ -24,8 +27,8 @@ fn class_of_value(row: usize, v: f32) -> Result<ClassLabel> {
     }
 }
 
-/// Encodes training labels for `objective`.
-pub(crate) fn encode(objective: ObjectiveKind, label: &Label) -> Result<Encoded> {
+/// Encodes training labels for `objective`: class labels become codes of the sorted classes.
+pub fn encode(objective: ObjectiveKind, label: &Label) -> Result<Encoded> {
     match (objective, label) {
         (ObjectiveKind::SquaredError, Label::Values(v)) => Ok(Encoded {
             values: v.clone(),

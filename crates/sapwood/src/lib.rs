@@ -3,9 +3,11 @@
 mod booster;
 mod dataset;
 mod labels;
+mod stream;
 
 pub use booster::{Booster, Importance, PredictOptions, Predictions};
 pub use dataset::{Dataset, DatasetBuilder, Label};
+pub use labels::{encode as encode_labels, Encoded as EncodedLabels};
 pub use sapwood_core::data::{Column, FeatureMatrix, MISSING_CATEGORY};
 pub use sapwood_core::metric::Metric;
 pub use sapwood_core::model::{ClassLabel, Model};
@@ -14,3 +16,4 @@ pub use sapwood_core::params::{
 };
 pub use sapwood_core::train::{Control, EvalResult, Quiet, RoundReport, TrainObserver};
 pub use sapwood_core::{Error, Result};
+pub use stream::{BinPass, BinnedDataset, CutPass};

@@ -1,0 +1,193 @@
+//! Training data read in batches and binned in two passes, so memory holds the bins and
+//! one batch rather than every raw value.
+
+use std::sync::Arc;
+
+use sapwood_core::collective::SingleWorker;
+use sapwood_core::data::{BinnedMatrix, CutSample, Cuts, FeatureMatrix};
+use sapwood_core::model::select_columns;
+use sapwood_core::params::Params;
+use sapwood_core::train::agree_cuts;
+
+use crate::dataset::Label;
+use crate::{Error, Result};
+
+/// The first pass: samples rows (by a hash of their global index) for the cuts.
+#[derive(Debug)]
+pub struct CutPass {
+    params: Params,
+    n_total: u64,
+    next_row: u64,
+    sample: Option<CutSample>,
+    names: Option<Vec<String>>,
+}
+
+impl CutPass {
+    /// A pass over `n_total` rows that will arrive in batches, in order.
+    pub fn new(params: &Params, n_total: u64) -> Self {
+        CutPass {
+            params: params.clone(),
+            n_total,
+            next_row: 0,
+            sample: None,
+            names: None,
+        }
+    }
+
+    /// Samples the next batch of rows.
+    pub fn push(&mut self, features: &FeatureMatrix<'_>, weights: Option<&[f32]>) -> Result<()> {
+        match &self.names {
+            None => self.names = Some(features.names().to_vec()),
+            Some(n) if n.as_slice() != features.names() => {
+                return Err(Error::SchemaMismatch(
+                    "batches have different columns".into(),
+                ))
+            }
+            Some(_) => {}
+        }
+        let s = CutSample::collect(
+            features,
+            weights,
+            self.next_row,
+            self.n_total,
+            self.params.seed,
+            self.params.bin_sample_rows,
+        );
+        self.next_row += features.n_rows() as u64;
+        self.sample = Some(match self.sample.take() {
+            None => s,
+            Some(acc) => CutSample::merge(vec![acc, s])?,
+        });
+        Ok(())
+    }
+
+    /// Computes the cuts and starts the binning pass.
+    pub fn finish(self) -> Result<BinPass> {
+        if self.next_row != self.n_total {
+            return Err(Error::EmptyData(format!(
+                "expected {} rows but {} arrived",
+                self.n_total, self.next_row
+            )));
+        }
+        let names = self
+            .names
+            .ok_or_else(|| Error::EmptyData("no batch arrived".into()))?;
+        let sample = self.sample.expect("set with the names");
+        let cuts = agree_cuts(&sample, &self.params, &mut SingleWorker)?;
+        Ok(BinPass::with_cuts(names, cuts))
+    }
+}
+
+/// The second pass: bins batches with the cuts and keeps their labels and weights.
+#[derive(Debug)]
+pub struct BinPass {
+    names: Vec<String>,
+    cuts: Cuts,
+    parts: Vec<BinnedMatrix>,
+    label: Option<Label>,
+    weight: Option<Vec<f32>>,
+}
+
+impl BinPass {
+    /// A binning pass with known cuts (an evaluation set binned like a training set).
+    pub fn with_cuts(names: Vec<String>, cuts: Cuts) -> Self {
+        BinPass {
+            names,
+            cuts,
+            parts: Vec::new(),
+            label: None,
+            weight: None,
+        }
+    }
+
+    /// The cuts in use.
+    pub fn cuts(&self) -> &Cuts {
+        &self.cuts
+    }
+
+    /// Bins a batch (columns matched by name) and appends its label and weights.
+    pub fn push(
+        &mut self,
+        features: &FeatureMatrix<'_>,
+        label: Option<Label>,
+        weight: Option<Vec<f32>>,
+    ) -> Result<()> {
+        let n = features.n_rows();
+        let m = select_columns(&self.names, &self.cuts, features)?;
+        self.parts.push(BinnedMatrix::new(&m, &self.cuts)?);
+        let first = self.parts.len() == 1;
+        match (&mut self.label, label) {
+            (slot @ None, Some(l)) if first => *slot = Some(l),
+            (Some(Label::Values(a)), Some(Label::Values(b))) => a.extend(b),
+            (Some(Label::Classes(a)), Some(Label::Classes(b))) => a.extend(b),
+            (None, None) => {}
+            _ => {
+                return Err(Error::SchemaMismatch(
+                    "batches disagree on their label column".into(),
+                ))
+            }
+        }
+        match (&mut self.weight, weight) {
+            (slot @ None, Some(w)) if first => *slot = Some(w),
+            (Some(a), Some(b)) => a.extend(b),
+            (None, None) => {}
+            _ => {
+                return Err(Error::SchemaMismatch(
+                    "batches disagree on their weight column".into(),
+                ))
+            }
+        }
+        debug_assert!(
+            self.label.as_ref().is_none_or(|l| l.len() == self.rows()),
+            "{n} rows pushed"
+        );
+        Ok(())
+    }
+
+    fn rows(&self) -> usize {
+        self.parts.iter().map(|p| p.n_rows()).sum()
+    }
+
+    /// The binned dataset.
+    pub fn finish(self) -> Result<BinnedDataset> {
+        Ok(BinnedDataset {
+            binned: Arc::new(BinnedMatrix::concat(self.parts)?),
+            names: self.names,
+            cuts: self.cuts,
+            label: self.label,
+            weight: self.weight,
+        })
+    }
+}
+
+/// Rows binned with known cuts, with their label and weights.
+#[derive(Debug, Clone)]
+pub struct BinnedDataset {
+    pub(crate) names: Vec<String>,
+    pub(crate) cuts: Cuts,
+    pub(crate) binned: Arc<BinnedMatrix>,
+    pub(crate) label: Option<Label>,
+    pub(crate) weight: Option<Vec<f32>>,
+}
+
+impl BinnedDataset {
+    /// Rows.
+    pub fn n_rows(&self) -> usize {
+        self.binned.n_rows()
+    }
+
+    /// Bytes held by the bins.
+    pub fn size_bytes(&self) -> usize {
+        self.binned.size_bytes()
+    }
+
+    /// Feature names.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// A binning pass with this dataset's cuts, for an evaluation set.
+    pub fn bin_like(&self) -> BinPass {
+        BinPass::with_cuts(self.names.clone(), self.cuts.clone())
+    }
+}
