@@ -1,0 +1,91 @@
+//! Uniform parameter blocks shared with the kernels. Each struct's WGSL twin is in
+//! `shaders/wgsl/params.wgsl`; a test compares every field offset and the size with naga's
+//! layout of the WGSL, so a mismatch fails a test instead of corrupting a dispatch.
+
+use bytemuck::{Pod, Zeroable};
+
+macro_rules! gpu_struct {
+    ($(#[doc = $doc:literal])* $name:ident { $($field:ident : $ty:ty),* $(,)? }) => {
+        $(#[doc = $doc])*
+        #[repr(C)]
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Pod, Zeroable)]
+        pub(crate) struct $name {
+            $(pub $field: $ty),*
+        }
+
+        impl $name {
+            /// (name, size, field offsets) for the layout test.
+            #[cfg(test)]
+            pub(crate) fn layout() -> (&'static str, usize, Vec<(&'static str, usize)>) {
+                (
+                    stringify!($name),
+                    std::mem::size_of::<Self>(),
+                    vec![$((stringify!($field), std::mem::offset_of!($name, $field))),*],
+                )
+            }
+        }
+    };
+}
+
+gpu_struct! {
+    /// Parameters of gradients.wgsl.
+    GradParams { n: u32, k: u32, kind: u32, has_weights: u32, sigmoid_len: u32, exp_len: u32, pad0: u32, pad1: u32 }
+}
+
+gpu_struct! {
+    /// Parameters of quantise.wgsl.
+    QuantParams {
+        n: u32, k: u32, group: u32, lowbit: u32, g_shift: i32, h_shift: i32, g_drop: u32,
+        h_drop: u32, g_key: u32, h_key: u32, row_lo: u32, row_hi: u32,
+    }
+}
+
+gpu_struct! {
+    /// Parameters of sample_rows.wgsl.
+    SampleParams { n: u32, key: u32, threshold: u32, keep_all: u32, row_lo: u32, row_hi: u32, pad0: u32, pad1: u32 }
+}
+
+gpu_struct! {
+    /// Parameters of the kernels that read bins.
+    BinParams {
+        n_features: u32, row_words: u32, bin_bits: u32, total_bins: u32, chunk_lo: u32,
+        chunk_hi: u32, k: u32, group: u32,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rust_and_wgsl_parameter_blocks_have_the_same_layout() {
+        let src = crate::shaders::params_source();
+        let m = naga::front::wgsl::parse_str(src).expect("params.wgsl parses");
+        let mut layouter = naga::proc::Layouter::default();
+        layouter.update(m.to_ctx()).expect("layout");
+        for (name, size, fields) in [
+            GradParams::layout(),
+            QuantParams::layout(),
+            SampleParams::layout(),
+            BinParams::layout(),
+        ] {
+            let (handle, ty) = m
+                .types
+                .iter()
+                .find(|(_, t)| t.name.as_deref() == Some(name))
+                .unwrap_or_else(|| panic!("{name} is not declared in params.wgsl"));
+            let naga::TypeInner::Struct { members, span } = &ty.inner else {
+                panic!("{name} is not a struct");
+            };
+            assert_eq!(*span as usize, size, "{name}: size");
+            assert_eq!(layouter[handle].size as usize, size, "{name}: size");
+            // uniform blocks are bound whole: keep them a multiple of 16 bytes
+            assert!(size.is_multiple_of(16), "{name}: size is not a multiple of 16");
+            let wgsl: Vec<(&str, usize)> = members
+                .iter()
+                .map(|mb| (mb.name.as_deref().unwrap_or("?"), mb.offset as usize))
+                .collect();
+            assert_eq!(wgsl, fields, "{name}: fields and offsets");
+        }
+    }
+}

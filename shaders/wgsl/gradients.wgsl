@@ -1,0 +1,168 @@
+// Gradients and hessians of every row and group from the margins (core: Objective::gradient),
+// and the largest |g| and h per group, reduced as u32 bit patterns (both are >= 0, where the
+// order of f32 bits is the order of values).
+
+// The core's objective constants; a unit test checks them against sapwood-core.
+const MARGIN_FRAC_BITS: u32 = 24u;
+const SIGMOID_RANGE: i32 = 20;
+const SIGMOID_STEP_BITS: u32 = 8u;
+const EXP_RANGE: i32 = 20;
+const EXP_STEP_BITS: u32 = 10u;
+const MIN_HESSIAN: f32 = 1e-16f;
+const ONE: u32 = 16777216u;
+// 2^-24 exactly: probabilities are integers times this
+const INV_ONE: f32 = 5.9604644775390625e-8f;
+// groups whose maxima are reduced in workgroup memory; the rest go to global atomics
+const LOCAL_GROUPS: u32 = 64u;
+
+@group(0) @binding(0) var<uniform> p: GradParams;
+@group(0) @binding(1) var<storage, read> labels: array<f32>;
+@group(0) @binding(2) var<storage, read> weights: array<f32>;
+@group(0) @binding(3) var<storage, read> margins: array<f32>;
+@group(0) @binding(4) var<storage, read_write> grad: array<f32>;
+@group(0) @binding(5) var<storage, read_write> maxes: array<atomic<u32>>;
+@group(0) @binding(6) var<storage, read> sigmoid_table: array<u32>;
+@group(0) @binding(7) var<storage, read> exp_table: array<u32>;
+
+var<workgroup> local_max: array<atomic<u32>, 128>;
+
+// The core's `margin_fixed`: clamp, then round ties to even (WGSL `round` does).
+fn margin_fixed(m: f32, limit: f32) -> i32 {
+    var x = 0.0;
+    if (!is_nan_f32(m)) {
+        x = clamp(ftz(m), -limit, limit);
+    }
+    return i32(round(x * f32(1u << MARGIN_FRAC_BITS)));
+}
+
+// The core's `sigmoid_fixed`.
+fn sigmoid_fixed(m: f32) -> u32 {
+    let shift = MARGIN_FRAC_BITS - SIGMOID_STEP_BITS;
+    let u = u32(margin_fixed(m, f32(SIGMOID_RANGE)) + (SIGMOID_RANGE << MARGIN_FRAC_BITS));
+    let i = u >> shift;
+    let f = u & ((1u << shift) - 1u);
+    var q: u32;
+    if (i + 1u >= p.sigmoid_len) {
+        q = sigmoid_table[p.sigmoid_len - 1u];
+    } else {
+        let a = sigmoid_table[i];
+        q = a + (((sigmoid_table[i + 1u] - a) * f) >> shift);
+    }
+    return clamp(q, 1u, ONE - 1u);
+}
+
+// The core's `exp_neg_fixed`.
+fn exp_neg_fixed(d0: f32) -> u32 {
+    let d = ftz(d0);
+    if (is_nan_f32(d) || d >= f32(EXP_RANGE)) {
+        return 0u;
+    }
+    let fixed = u32(round(max(d, 0.0) * f32(1u << MARGIN_FRAC_BITS)));
+    let shift = MARGIN_FRAC_BITS - EXP_STEP_BITS;
+    let i = fixed >> shift;
+    if (i + 1u >= p.exp_len) {
+        return 0u;
+    }
+    let f = fixed & ((1u << shift) - 1u);
+    let a = exp_table[i];
+    return a - (((a - exp_table[i + 1u]) * f) >> shift);
+}
+
+// floor((e << 24) / sum) for e <= 2^24 and sum >= 1: the core's u64 division, by restoring
+// long division on u32 (the remainder's doubling may pass 2^32; the wrap is undone by the
+// subtraction because the true value is below 2 * sum).
+fn div_shifted(e: u32, sum: u32) -> u32 {
+    var q = e / sum;
+    var r = e - q * sum;
+    for (var b = 0u; b < PROB_SHIFT; b = b + 1u) {
+        let top = r >> 31u;
+        r = r << 1u;
+        q = q << 1u;
+        if (top == 1u || r >= sum) {
+            r = r - sum;
+            q = q | 1u;
+        }
+    }
+    return q;
+}
+
+const PROB_SHIFT: u32 = 24u;
+
+fn record(c: u32, g: f32, h: f32) {
+    // NaN never wins a max on the CPU (f32::max ignores it)
+    let gb = select(bitcast<u32>(g) & 0x7fffffffu, 0u, is_nan_f32(g));
+    let hb = select(bitcast<u32>(h), 0u, is_nan_f32(h) || (bitcast<u32>(h) >> 31u) != 0u);
+    if (c < LOCAL_GROUPS) {
+        atomicMax(&local_max[2u * c], gb);
+        atomicMax(&local_max[2u * c + 1u], hb);
+    } else {
+        atomicMax(&maxes[2u * c], gb);
+        atomicMax(&maxes[2u * c + 1u], hb);
+    }
+}
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    if (lid < 128u) {
+        atomicStore(&local_max[lid], 0u);
+    }
+    workgroupBarrier();
+    let k = p.k;
+    for (var i = wg.x * WG + lid; i < p.n; i = i + nwg.x * WG) {
+        let y = ftz(labels[i]);
+        var w = 1.0;
+        if (p.has_weights != 0u) {
+            w = ftz(weights[i]);
+        }
+        let base = i * k;
+        if (p.kind == 0u) {
+            let g = ftz(ftz(ftz(margins[base]) - y) * w);
+            grad[2u * base] = g;
+            grad[2u * base + 1u] = w;
+            record(0u, g, w);
+        } else if (p.kind == 1u) {
+            let pr = f32(sigmoid_fixed(margins[base])) * INV_ONE;
+            let g = ftz(ftz(pr - y) * w);
+            let h = ftz(max(pr * (1.0 - pr), MIN_HESSIAN) * w);
+            grad[2u * base] = g;
+            grad[2u * base + 1u] = h;
+            record(0u, g, h);
+        } else {
+            // -inf: the fold's start; a NaN margin never wins the comparison
+            var mx = bitcast<f32>(0xff800000u);
+            for (var c = 0u; c < k; c = c + 1u) {
+                let m = ftz(margins[base + c]);
+                if (!is_nan_f32(m) && m > mx) {
+                    mx = m;
+                }
+            }
+            var sum = 0u;
+            for (var c = 0u; c < k; c = c + 1u) {
+                sum = sum + exp_neg_fixed(mx - ftz(margins[base + c]));
+            }
+            sum = max(sum, 1u);
+            let label_class = u32(y);
+            for (var c = 0u; c < k; c = c + 1u) {
+                let e = exp_neg_fixed(mx - ftz(margins[base + c]));
+                let pr = f32(div_shifted(e, sum)) * INV_ONE;
+                let t = select(0.0, 1.0, c == label_class);
+                let g = ftz(ftz(pr - t) * w);
+                let h = ftz(max(2.0 * (pr * (1.0 - pr)), MIN_HESSIAN) * w);
+                grad[2u * (base + c)] = g;
+                grad[2u * (base + c) + 1u] = h;
+                record(c, g, h);
+            }
+        }
+    }
+    workgroupBarrier();
+    if (lid < 2u * min(k, LOCAL_GROUPS)) {
+        let v = atomicLoad(&local_max[lid]);
+        if (v != 0u) {
+            atomicMax(&maxes[lid], v);
+        }
+    }
+}
