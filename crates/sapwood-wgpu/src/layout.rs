@@ -80,7 +80,10 @@ mod tests {
             assert_eq!(*span as usize, size, "{name}: size");
             assert_eq!(layouter[handle].size as usize, size, "{name}: size");
             // uniform blocks are bound whole: keep them a multiple of 16 bytes
-            assert!(size.is_multiple_of(16), "{name}: size is not a multiple of 16");
+            assert!(
+                size.is_multiple_of(16),
+                "{name}: size is not a multiple of 16"
+            );
             let wgsl: Vec<(&str, usize)> = members
                 .iter()
                 .map(|mb| (mb.name.as_deref().unwrap_or("?"), mb.offset as usize))
