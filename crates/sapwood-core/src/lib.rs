@@ -9,6 +9,7 @@ pub mod collective;
 pub mod data;
 pub mod detmath;
 pub mod error;
+pub mod files;
 pub mod grower;
 pub mod hash;
 pub mod metric;

@@ -64,6 +64,8 @@ pub struct Model {
     pub trees: Vec<Tree>,
     /// The round with the best evaluation score when early stopping was used.
     pub best_iteration: Option<usize>,
+    /// The name of the label column in the training data, when known.
+    pub label_name: Option<String>,
 }
 
 /// Serde helpers writing non-finite f32 values as strings (JSON has no infinities).
@@ -146,6 +148,8 @@ struct ModelFile {
     classes: Option<Vec<ClassLabel>>,
     base_margin: Vec<f32>,
     best_iteration: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    label_name: Option<String>,
     features: Vec<FeatureFile>,
     params: Params,
     trees: Vec<TreeFile>,
@@ -397,6 +401,7 @@ impl Model {
             classes: self.classes.clone(),
             base_margin: self.base_margin.clone(),
             best_iteration: self.best_iteration,
+            label_name: self.label_name.clone(),
             features: self
                 .feature_names
                 .iter()
@@ -507,6 +512,7 @@ impl Model {
             base_margin: file.base_margin,
             trees,
             best_iteration: file.best_iteration,
+            label_name: file.label_name,
         })
     }
 

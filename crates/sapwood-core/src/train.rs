@@ -403,6 +403,8 @@ pub struct Trained {
     pub history: Vec<Vec<EvalResult>>,
     /// Whether the observer stopped training early.
     pub interrupted: bool,
+    /// Traffic of this worker's collective.
+    pub comm: crate::collective::CommStats,
 }
 
 fn check_inputs(
@@ -597,6 +599,7 @@ pub fn train_binned(
         base_margin: base.clone(),
         trees: Vec::new(),
         best_iteration: None,
+        label_name: None,
     };
     let mut eval_sets = evals;
     let mut backend = factory.create(ShardData {
@@ -625,5 +628,6 @@ pub fn train_binned(
         model,
         history: outcome.history,
         interrupted: outcome.interrupted,
+        comm: collective.stats(),
     })
 }

@@ -4,7 +4,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, Float32Array, RecordBatch};
+use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::{ArrowWriter, ProjectionMask};
@@ -159,32 +159,14 @@ pub struct PredictionWriter {
 }
 
 impl PredictionWriter {
-    /// A writer of `columns` float columns (e.g. `prediction`, `prob_<class>`) after the
-    /// kept columns `kept` (name, type).
-    pub fn create(
-        path: &Path,
-        kept: &[(String, DataType)],
-        columns: &[String],
-    ) -> Result<Self, IoError> {
-        let mut fields: Vec<Field> = kept
+    /// A writer of columns `fields` (name, type), e.g. kept ids then `prediction`.
+    pub fn create(path: &Path, fields: &[(String, DataType)]) -> Result<Self, IoError> {
+        let fields: Vec<Field> = fields
             .iter()
             .map(|(n, t)| Field::new(n, t.clone(), true))
             .collect();
-        fields.extend(
-            columns
-                .iter()
-                .map(|c| Field::new(c, DataType::Float32, false)),
-        );
         let schema = Arc::new(Schema::new(fields));
-        let dir = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+        let tmp = sapwood_core::files::temporary_beside(path);
         let file = File::create(&tmp).map_err(io_err(path))?;
         let writer =
             ArrowWriter::try_new(file, schema.clone(), None).map_err(|e| IoError::Parse {
@@ -200,14 +182,8 @@ impl PredictionWriter {
         })
     }
 
-    /// Appends rows: the kept columns' arrays, then one value vector per float column.
-    pub fn write(&mut self, kept: &[ArrayRef], columns: Vec<Vec<f32>>) -> Result<(), IoError> {
-        let mut arrays: Vec<ArrayRef> = kept.to_vec();
-        arrays.extend(
-            columns
-                .into_iter()
-                .map(|c| Arc::new(Float32Array::from(c)) as ArrayRef),
-        );
+    /// Appends rows: one array per field.
+    pub fn write(&mut self, arrays: Vec<ArrayRef>) -> Result<(), IoError> {
         let err = |e: String| IoError::Parse {
             path: self.path.clone(),
             line: 0,

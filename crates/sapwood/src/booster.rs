@@ -1,10 +1,9 @@
 //! `Booster`: train, predict, save and load a model.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::Path;
 
-use sapwood_core::collective::SingleWorker;
+use sapwood_core::collective::{CommStats, SingleWorker};
 use sapwood_core::model::{ClassLabel, Model};
 use sapwood_core::params::{Device, ObjectiveKind, Params};
 use sapwood_core::train::{
@@ -64,6 +63,7 @@ pub struct Booster {
     model: Model,
     history: Vec<Vec<EvalResult>>,
     interrupted: bool,
+    comm: CommStats,
 }
 
 /// Validates the parameters and encodes the training labels; fills `num_class` from them.
@@ -231,6 +231,7 @@ impl Booster {
             model,
             history: trained.history,
             interrupted: trained.interrupted,
+            comm: trained.comm,
         }
     }
 
@@ -285,35 +286,18 @@ impl Booster {
             model: Model::from_json(text)?,
             history: Vec::new(),
             interrupted: false,
+            comm: CommStats::default(),
         })
     }
 
     /// Writes the model to `path` through a temporary file, so a failure leaves nothing behind.
     pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
-        let path = path.as_ref();
-        let io = |source| Error::Io {
-            path: path.display().to_string(),
-            source,
-        };
-        let dir = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-        let write = || -> std::io::Result<()> {
-            let mut f = std::fs::File::create(&tmp)?;
-            f.write_all(self.to_json().as_bytes())?;
-            f.sync_all()?;
-            std::fs::rename(&tmp, path)
-        };
-        write().map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            io(e)
-        })
+        sapwood_core::files::write_atomic(path.as_ref(), self.to_json().as_bytes())
+    }
+
+    /// Records the name of the label column in the model (for `eval` and `inspect`).
+    pub fn set_label_name(&mut self, name: impl Into<String>) {
+        self.model.label_name = Some(name.into());
     }
 
     /// Reads a model written by [`Booster::save`].
@@ -357,6 +341,11 @@ impl Booster {
     /// Whether the observer stopped training before the last round.
     pub fn interrupted(&self) -> bool {
         self.interrupted
+    }
+
+    /// Bytes exchanged between workers during training (zeros for one worker).
+    pub fn comm_stats(&self) -> CommStats {
+        self.comm
     }
 
     /// Class labels of a classification model.

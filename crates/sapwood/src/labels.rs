@@ -86,7 +86,7 @@ pub fn encode(objective: ObjectiveKind, label: &Label) -> Result<Encoded> {
 }
 
 /// Encodes evaluation labels with the classes found in training.
-pub(crate) fn encode_with(
+pub fn encode_with(
     objective: ObjectiveKind,
     label: &Label,
     classes: Option<&[ClassLabel]>,

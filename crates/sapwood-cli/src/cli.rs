@@ -1,0 +1,165 @@
+//! Command-line definitions (clap derive).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Gradient-boosted decision trees with bit-identical models on every backend.
+#[derive(Debug, Parser)]
+#[command(name = "sapwood", version, about)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Train a model on a Parquet or CSV file.
+    Train(TrainArgs),
+    /// Write predictions of a model for a Parquet or CSV file.
+    Predict(PredictArgs),
+    /// Evaluate a model on labelled data.
+    Eval(EvalArgs),
+    /// Describe a model: trees, features, importance, parameters.
+    Inspect(InspectArgs),
+}
+
+/// Columns of the data and what they are for.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ColumnArgs {
+    /// Sample-weight column.
+    #[arg(long)]
+    pub weight: Option<String>,
+    /// Query/group column (ranking objectives are not available yet).
+    #[arg(long)]
+    pub group: Option<String>,
+    /// Use only these feature columns (comma-separated).
+    #[arg(long, value_delimiter = ',', conflicts_with = "drop")]
+    pub features: Vec<String>,
+    /// Leave these columns out (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub drop: Vec<String>,
+    /// Treat these integer columns as categorical (strings always are).
+    #[arg(long, value_delimiter = ',')]
+    pub categorical: Vec<String>,
+}
+
+/// `sapwood train`.
+#[derive(Debug, Args)]
+pub struct TrainArgs {
+    /// Training data (.parquet or .csv).
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Label column.
+    #[arg(long)]
+    pub label: String,
+    /// Validation data, reported every round (repeatable; the last one drives early stopping).
+    #[arg(long)]
+    pub valid: Vec<PathBuf>,
+    /// Column roles.
+    #[command(flatten)]
+    pub columns: ColumnArgs,
+    /// Objective: reg:squarederror, binary:logistic or multi:softprob.
+    #[arg(long)]
+    pub objective: Option<String>,
+    /// Boosting rounds.
+    #[arg(long)]
+    pub rounds: Option<usize>,
+    /// Learning rate (eta).
+    #[arg(long)]
+    pub learning_rate: Option<f64>,
+    /// Maximum tree depth (0: none).
+    #[arg(long)]
+    pub max_depth: Option<usize>,
+    /// Maximum leaves per tree (0: none); implies leaf-wise growth unless grow_policy is set.
+    #[arg(long)]
+    pub max_leaves: Option<usize>,
+    /// Bins per feature, the missing bin included.
+    #[arg(long)]
+    pub max_bin: Option<usize>,
+    /// Stop when the last validation metric has not improved for N rounds.
+    #[arg(long)]
+    pub early_stopping: Option<usize>,
+    /// Threads (0: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Device: cpu, wgpu or cuda.
+    #[arg(long)]
+    pub device: Option<String>,
+    /// In-process workers.
+    #[arg(long)]
+    pub workers: Option<usize>,
+    /// Any parameter as key=value (repeatable), e.g. --set lambda=2 --set grad_bits=8.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// A TOML file of parameters (key = value), applied before the flags.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Where to write the model (JSON).
+    #[arg(long)]
+    pub model: PathBuf,
+    /// Where to write a JSON summary of the run.
+    #[arg(long)]
+    pub summary: Option<PathBuf>,
+    /// No progress output.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// `sapwood predict`.
+#[derive(Debug, Args)]
+pub struct PredictArgs {
+    /// The model (JSON).
+    #[arg(long)]
+    pub model: PathBuf,
+    /// Data to predict (.parquet or .csv).
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Where to write predictions (Parquet).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Write raw margins instead of values or probabilities.
+    #[arg(long)]
+    pub raw: bool,
+    /// Columns copied to the output unchanged (comma-separated), e.g. an id.
+    #[arg(long, value_delimiter = ',')]
+    pub keep: Vec<String>,
+    /// Use only the first N rounds (default: all, or through the best iteration).
+    #[arg(long)]
+    pub rounds: Option<usize>,
+}
+
+/// `sapwood eval`.
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// The model (JSON).
+    #[arg(long)]
+    pub model: PathBuf,
+    /// Labelled data (.parquet or .csv).
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Label column (default: the one used in training, if recorded, else `label`).
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Sample-weight column.
+    #[arg(long)]
+    pub weight: Option<String>,
+    /// Metrics (comma-separated); default: the objective's.
+    #[arg(long, value_delimiter = ',')]
+    pub metric: Vec<String>,
+    /// Use only the first N rounds.
+    #[arg(long)]
+    pub rounds: Option<usize>,
+}
+
+/// `sapwood inspect`.
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// The model (JSON).
+    pub model: PathBuf,
+    /// Also print the first N trees.
+    #[arg(long, default_value_t = 0)]
+    pub trees: usize,
+}

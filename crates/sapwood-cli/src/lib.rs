@@ -1,1 +1,0 @@
-//! sapwood-cli (being written).

@@ -1,0 +1,76 @@
+//! Progress of training: a bar with the metrics on a terminal, plain lines otherwise, and
+//! Ctrl-C turned into a clean stop between rounds.
+
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use sapwood::{Control, RoundReport, TrainObserver};
+
+/// Reports rounds and stops training when Ctrl-C was pressed.
+pub struct Progress {
+    bar: Option<ProgressBar>,
+    plain: bool,
+    every: usize,
+    interrupted: Arc<AtomicBool>,
+}
+
+fn metrics_text(r: &RoundReport<'_>) -> String {
+    r.metrics
+        .iter()
+        .map(|m| format!("{}-{}: {:.6}", m.dataset, m.metric, m.value))
+        .collect::<Vec<_>>()
+        .join("  ")
+}
+
+impl Progress {
+    /// Progress for `rounds` rounds; silent when `quiet`.
+    pub fn new(rounds: usize, quiet: bool) -> Self {
+        let interrupted = Arc::new(AtomicBool::new(false));
+        let flag = interrupted.clone();
+        // a second handler cannot be installed (tests run several commands in one process
+        // only through the binary, so this fails only in unusual embeddings): ignore
+        let _ = ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst));
+        let terminal = std::io::stderr().is_terminal();
+        let bar = (!quiet && terminal).then(|| {
+            let b = ProgressBar::new(rounds as u64);
+            b.set_style(
+                ProgressStyle::with_template(
+                    "{spinner} round {pos}/{len} [{elapsed_precise}] {wide_msg}",
+                )
+                .expect("a valid template"),
+            );
+            b
+        });
+        Progress {
+            bar,
+            plain: !quiet && !terminal,
+            every: rounds.div_ceil(100).max(1),
+            interrupted,
+        }
+    }
+
+    /// Removes the bar.
+    pub fn finish(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}
+
+impl TrainObserver for Progress {
+    fn on_round(&mut self, r: &RoundReport<'_>) -> Control {
+        if let Some(b) = &self.bar {
+            b.set_position(r.round as u64 + 1);
+            b.set_message(metrics_text(r));
+        } else if self.plain && ((r.round + 1) % self.every == 0 || r.round + 1 == r.num_rounds) {
+            eprintln!("[{}] {}", r.round, metrics_text(r));
+        }
+        if self.interrupted.load(Ordering::SeqCst) {
+            Control::Stop
+        } else {
+            Control::Continue
+        }
+    }
+}
