@@ -17,7 +17,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Train a model on a Parquet or CSV file.
-    Train(TrainArgs),
+    Train(Box<TrainArgs>),
     /// Write predictions of a model for a Parquet or CSV file.
     Predict(PredictArgs),
     /// Evaluate a model on labelled data.

@@ -14,7 +14,7 @@ use crate::cli::{Cli, Command};
 /// Runs the chosen subcommand.
 pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Train(a) => train::run(a),
+        Command::Train(a) => train::run(*a),
         Command::Predict(a) => predict::run(a),
         Command::Eval(a) => eval::run(a),
         Command::Inspect(a) => inspect::run(a),
