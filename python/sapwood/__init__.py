@@ -1,0 +1,64 @@
+"""Sapwood: gradient-boosted decision trees with bit-identical models on every backend.
+
+The low-level API mirrors XGBoost and LightGBM::
+
+    import sapwood
+    dtrain = sapwood.Dataset(X, label=y)
+    booster = sapwood.train({"objective": "binary:logistic", "eta": 0.1}, dtrain, 200)
+    p = booster.predict(X_test)
+
+scikit-learn estimators live in :mod:`sapwood.sklearn` (``SapwoodRegressor``,
+``SapwoodClassifier``) and are re-exported here when scikit-learn is installed.
+
+Every error Sapwood raises derives from :class:`SapwoodError`; errors about parameters,
+data, labels and models are also ``ValueError``, a missing file is also
+``FileNotFoundError``.
+"""
+
+from __future__ import annotations
+
+from ._sapwood import (
+    BackendError,
+    DataError,
+    InternalError,
+    LabelError,
+    ModelError,
+    ParameterError,
+    SapwoodError,
+    SapwoodFileNotFoundError,
+    SapwoodIOError,
+    SchemaMismatchError,
+    __version__,
+)
+from .core import Booster, Callback, Dataset, EvalsResult, RoundInfo, train
+
+__all__ = [
+    "BackendError",
+    "Booster",
+    "Callback",
+    "DataError",
+    "Dataset",
+    "EvalsResult",
+    "InternalError",
+    "LabelError",
+    "ModelError",
+    "ParameterError",
+    "RoundInfo",
+    "SapwoodClassifier",
+    "SapwoodError",
+    "SapwoodFileNotFoundError",
+    "SapwoodIOError",
+    "SapwoodRegressor",
+    "SchemaMismatchError",
+    "__version__",
+    "train",
+]
+
+
+def __getattr__(name: str) -> object:
+    # The estimators need scikit-learn, an optional dependency: import it on first use.
+    if name in ("SapwoodRegressor", "SapwoodClassifier"):
+        from . import sklearn
+
+        return getattr(sklearn, name)
+    raise AttributeError(f"module 'sapwood' has no attribute {name!r}")

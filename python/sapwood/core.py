@@ -1,0 +1,457 @@
+"""The low-level API, shaped like XGBoost's and LightGBM's: ``Dataset``, ``train`` and
+``Booster``."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Callable, NamedTuple, Optional, Union
+
+import numpy as np
+import numpy.typing as npt
+
+from . import _data, _sapwood
+from ._data import CategoricalSpec
+from ._sapwood import DataError, NativeBooster, NativeData, ParameterError, SchemaMismatchError
+
+__all__ = ["Dataset", "Booster", "train", "RoundInfo", "Callback", "EvalsResult"]
+
+#: Metrics per evaluation set per metric name, one value per round.
+EvalsResult = dict[str, dict[str, list[float]]]
+
+#: Parameter values: numbers, names, or lists of names (``eval_metric``).
+ParamValue = Union[str, int, float, bool, None, Sequence[str]]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+class RoundInfo(NamedTuple):
+    """What a callback learns after each boosting round."""
+
+    #: Zero-based round just completed.
+    iteration: int
+    #: Rounds requested.
+    num_rounds: int
+    #: ``{dataset: {metric: value}}`` after this round.
+    evaluation: dict[str, dict[str, float]]
+    #: Seconds since training started.
+    elapsed: float
+
+
+#: A training callback: called after every round; returning True stops training.
+Callback = Callable[[RoundInfo], Optional[bool]]
+
+
+class Dataset:
+    """Training, evaluation or prediction data.
+
+    ``data`` may be a numpy array (float32 or float64, C or Fortran order; a Fortran-
+    ordered float32 array is read in place, never copied), a pandas DataFrame (``category``
+    and string columns are categorical, nullable dtypes are supported, column names are
+    kept), a polars DataFrame, a pyarrow Table or RecordBatch, or a list of rows.
+
+    ``label`` holds numbers or class labels (strings, ints or bools); ``weight`` holds
+    non-negative sample weights. ``categorical_features`` is ``"auto"`` (detect from
+    dtypes) or a list of column names or positions. ``group`` (ranking) is not supported.
+
+    The Dataset keeps a reference to numpy arrays it reads in place: changing such an
+    array afterwards changes the data.
+    """
+
+    def __init__(
+        self,
+        data: Any,
+        label: Any = None,
+        weight: Any = None,
+        group: Any = None,
+        categorical_features: CategoricalSpec = "auto",
+        feature_names: Optional[Sequence[str]] = None,
+    ) -> None:
+        if group is not None:
+            raise ParameterError(
+                "invalid parameter `group`: ranking objectives are not supported"
+            )
+        self._native: NativeData = _data.to_native(
+            data,
+            label=label,
+            weight=weight,
+            categorical_features=categorical_features,
+            feature_names=feature_names,
+        )
+
+    @property
+    def feature_names(self) -> list[str]:
+        """Feature names, in column order."""
+        return self._native.feature_names
+
+    @property
+    def categorical(self) -> list[bool]:
+        """Whether each feature is categorical."""
+        return self._native.categorical
+
+    def num_row(self) -> int:
+        """Rows."""
+        return self._native.n_rows
+
+    def num_col(self) -> int:
+        """Features."""
+        return len(self._native.feature_names)
+
+    def __repr__(self) -> str:
+        return f"<sapwood.Dataset {self.num_row()} rows x {self.num_col()} features>"
+
+
+_ALIASES: Optional[dict[str, str]] = None
+
+
+def canonical_param(name: str) -> Optional[str]:
+    """The engine's name of a parameter given by name or alias, or None if unknown."""
+    global _ALIASES
+    if _ALIASES is None:
+        _ALIASES = {}
+        for canonical, aliases in _sapwood.parameter_names():
+            _ALIASES[canonical] = canonical
+            for a in aliases:
+                _ALIASES[a] = canonical
+    return _ALIASES.get(name.strip().replace("-", "_"))
+
+
+#: Keys accepted for compatibility and ignored: they only tune logging, and Sapwood does
+#: not log.
+_IGNORED_KEYS = frozenset({"verbosity", "verbose", "silent"})
+
+
+def _param_text(value: ParamValue) -> str:
+    if isinstance(value, (bool, np.bool_)):
+        return "true" if value else "false"
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        return repr(float(value))
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Iterable):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def param_pairs(params: Mapping[str, ParamValue]) -> list[tuple[str, str]]:
+    """Parameters as the ``(name, text)`` pairs the engine parses; ``None`` means the
+    engine's default."""
+    return [
+        (str(k), _param_text(v))
+        for k, v in params.items()
+        if v is not None and str(k) not in _IGNORED_KEYS
+    ]
+
+
+def _native_of(data: Any, booster: Booster) -> NativeData:
+    """Prediction data for ``booster``: checks columns against the model and encodes
+    categorical features of unnamed input with the model's kinds."""
+    if isinstance(data, Dataset):
+        native = data._native
+        _check_named_columns(native.feature_names, booster.feature_names)
+        return native
+    names = booster.feature_names
+    levels = booster._model.feature_levels
+    categorical = [n for n, lv in zip(names, levels) if lv is not None]
+    if _data.is_frame(data):
+        columns = _frame_columns(data)
+        _check_named_columns(columns, names)
+        return _data.to_native(data, categorical_features=[c for c in categorical if c in columns])
+    arr = data if isinstance(data, np.ndarray) else np.asarray(data)
+    if arr.ndim != 2:
+        raise DataError(f"expected 2-D data, got an array of shape {arr.shape}")
+    if arr.shape[1] != len(names):
+        raise SchemaMismatchError(
+            f"data does not match the model: the data has {arr.shape[1]} columns but the "
+            f"model was trained on {len(names)} features"
+        )
+    return _data.to_native(arr, categorical_features=categorical, feature_names=names)
+
+
+def _frame_columns(data: Any) -> list[str]:
+    if _data.is_pandas_frame(data):
+        return [str(c) for c in data.columns]
+    if hasattr(data, "column_names"):  # pyarrow Table / RecordBatch
+        return [str(c) for c in data.column_names]
+    return [str(c) for c in data.columns]  # polars
+
+
+def _check_named_columns(given: Sequence[str], expected: Sequence[str]) -> None:
+    """Named prediction data must have exactly the training columns (in any order: the
+    engine matches columns by name)."""
+    if set(given) == set(expected):
+        return
+    missing = [c for c in expected if c not in set(given)]
+    unexpected = [c for c in given if c not in set(expected)]
+    parts = []
+    if missing:
+        parts.append(f"missing {missing}")
+    if unexpected:
+        parts.append(f"not in training {unexpected}")
+    raise SchemaMismatchError(
+        "data does not match the model: the columns differ from training: " + "; ".join(parts)
+    )
+
+
+class Booster:
+    """A trained model.
+
+    Make one with :func:`train`, or load one with ``Booster(model_file=path)``,
+    ``Booster().load_model(path)`` or ``Booster.from_json(text)``. Boosters pickle as
+    their JSON model text.
+    """
+
+    def __init__(self, model_file: Optional[PathLike] = None) -> None:
+        self._native: Optional[NativeBooster] = None
+        if model_file is not None:
+            self.load_model(model_file)
+
+    @classmethod
+    def _wrap(cls, native: NativeBooster) -> Booster:
+        b = cls()
+        b._native = native
+        return b
+
+    @property
+    def _model(self) -> NativeBooster:
+        if self._native is None:
+            raise _sapwood.ModelError("invalid model: this Booster holds no model yet")
+        return self._native
+
+    # ---- prediction -------------------------------------------------------------------
+
+    def predict(
+        self,
+        data: Any,
+        output_margin: bool = False,
+        iteration_range: Optional[tuple[int, int]] = None,
+    ) -> npt.NDArray[np.float32]:
+        """Predictions: values (regression), probabilities of the positive class
+        (binary), or an ``(n, classes)`` array of class probabilities (multiclass).
+
+        ``output_margin`` gives raw scores. ``iteration_range=(0, k)`` uses the first k
+        rounds (``(0, 0)`` means all); by default all rounds, or through the best
+        iteration when early stopping chose one.
+        """
+        model = self._model
+        rounds: Optional[int] = None
+        if iteration_range is not None:
+            begin, end = iteration_range
+            if begin != 0:
+                raise ParameterError(
+                    "invalid parameter `iteration_range`: only ranges starting at 0 "
+                    "are supported"
+                )
+            rounds = None if end == 0 else int(end)
+        values, groups = model.predict(_native_of(data, self), output_margin, rounds)
+        return values if groups == 1 else values.reshape(-1, groups)
+
+    # ---- files and text ---------------------------------------------------------------
+
+    def save_model(self, fname: PathLike) -> None:
+        """Writes the model as JSON; the file is replaced atomically."""
+        self._model.save(os.fspath(fname))
+
+    def load_model(self, fname: PathLike) -> Booster:
+        """Reads a model file written by :meth:`save_model` or the CLI."""
+        self._native = NativeBooster.load(os.fspath(fname))
+        return self
+
+    def to_json(self) -> str:
+        """The model as JSON text (identical models give identical text)."""
+        return self._model.to_json()
+
+    @classmethod
+    def from_json(cls, text: Union[str, bytes]) -> Booster:
+        """A booster from JSON text written by :meth:`to_json` or :meth:`save_model`."""
+        if isinstance(text, bytes):
+            text = text.decode("utf-8")
+        return cls._wrap(NativeBooster.from_json(text))
+
+    def __getstate__(self) -> dict[str, Any]:
+        # The model travels as its JSON bytes, never as code.
+        state: dict[str, Any] = {"model": None, "history": None}
+        if self._native is not None:
+            state["model"] = self._native.to_json().encode("utf-8")
+            state["history"] = self._native.history
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._native = None
+        self._history = state.get("history")
+        if state.get("model") is not None:
+            self._native = NativeBooster.from_json(state["model"].decode("utf-8"))
+
+    # ---- introspection ----------------------------------------------------------------
+
+    @property
+    def feature_names(self) -> list[str]:
+        """Feature names, in training order."""
+        return self._model.feature_names
+
+    @property
+    def classes(self) -> Optional[list[Union[bool, int, str]]]:
+        """Class labels of a classification model trained on class labels."""
+        return self._model.classes
+
+    @property
+    def objective(self) -> str:
+        """The objective's name."""
+        return self._model.objective
+
+    @property
+    def best_iteration(self) -> Optional[int]:
+        """The best round (0-based) chosen by early stopping, or None."""
+        return self._model.best_iteration
+
+    @property
+    def interrupted(self) -> bool:
+        """Whether a callback stopped training before the last round."""
+        return self._model.interrupted
+
+    def num_trees(self) -> int:
+        """Trees in the model (rounds × classes for multiclass)."""
+        return self._model.num_trees
+
+    def num_boosted_rounds(self) -> int:
+        """Rounds trained."""
+        return self._model.num_rounds
+
+    def num_features(self) -> int:
+        """Features the model was trained on."""
+        return len(self._model.feature_names)
+
+    def feature_importance(self, importance_type: str = "gain") -> npt.NDArray[np.float64]:
+        """Importance of every feature, in :attr:`feature_names` order (0 for unused
+        features): total ``gain`` of its splits, number of splits (``split``), or total
+        hessian ``cover`` of its splits."""
+        scores = self._model.feature_importance(importance_type)
+        return np.array([scores.get(n, 0.0) for n in self.feature_names], dtype=np.float64)
+
+    def get_score(self, importance_type: str = "gain") -> dict[str, float]:
+        """Importance of the features that are used, by name (XGBoost's habit)."""
+        return dict(self._model.feature_importance(importance_type))
+
+    def evals_result(self) -> EvalsResult:
+        """Metrics of every evaluation set after every round:
+        ``{dataset: {metric: [value per round]}}``."""
+        history = self._model.history if self._native is not None else []
+        if not history:
+            history = getattr(self, "_history", None) or []
+        out: EvalsResult = {}
+        for round_metrics in history:
+            for dataset, metric, value in round_metrics:
+                out.setdefault(dataset, {}).setdefault(metric, []).append(value)
+        return out
+
+    def __repr__(self) -> str:
+        if self._native is None:
+            return "<sapwood.Booster (empty)>"
+        return (
+            f"<sapwood.Booster {self.objective}, {self.num_boosted_rounds()} rounds, "
+            f"{self.num_features()} features>"
+        )
+
+
+def _print_evaluation(period: int) -> Callback:
+    """XGBoost's log lines: ``[round]\\tset-metric:value...``, every ``period`` rounds
+    and after the last one."""
+
+    def callback(info: RoundInfo) -> None:
+        last = info.iteration + 1 == info.num_rounds
+        if info.evaluation and (info.iteration % period == 0 or last):
+            parts = [
+                f"{name}-{metric}:{value:.5f}"
+                for name, metrics in info.evaluation.items()
+                for metric, value in metrics.items()
+            ]
+            print(f"[{info.iteration}]\t" + "\t".join(parts), file=sys.stdout, flush=True)
+        return None
+
+    return callback
+
+
+def _evals(evals: Any) -> list[tuple[str, NativeData]]:
+    out = []
+    for i, item in enumerate(evals or ()):
+        if not isinstance(item, (tuple, list)) or len(item) != 2:
+            raise ParameterError(
+                "invalid parameter `evals`: expected (Dataset, name) pairs"
+            )
+        a, b = item
+        data, name = (a, b) if isinstance(a, Dataset) else (b, a)
+        if not isinstance(data, Dataset) or not isinstance(name, str):
+            raise ParameterError(
+                f"invalid parameter `evals`: item {i} is not a (Dataset, name) pair"
+            )
+        out.append((name, data._native))
+    return out
+
+
+def train(
+    params: Mapping[str, ParamValue],
+    dtrain: Dataset,
+    num_boost_round: int = 100,
+    evals: Sequence[tuple[Dataset, str]] = (),
+    early_stopping_rounds: Optional[int] = None,
+    callbacks: Optional[Sequence[Callback]] = None,
+    verbose_eval: Union[bool, int] = True,
+    evals_result: Optional[EvalsResult] = None,
+) -> Booster:
+    """Trains a booster.
+
+    ``params`` use XGBoost or LightGBM names (``eta``, ``max_depth``, ``num_leaves``,
+    ``reg_lambda``, ``n_jobs``, ``device``, ...); unknown names raise
+    :class:`ParameterError` suggesting the closest one. A rounds parameter in ``params``
+    (``num_boost_round``, ``n_estimators``, ...) wins over ``num_boost_round``.
+
+    ``evals`` are ``(Dataset, name)`` pairs reported every round; early stopping
+    (``early_stopping_rounds``) watches the last metric of the last pair. ``callbacks``
+    are called after every round with a :class:`RoundInfo` and stop training by
+    returning True. ``verbose_eval`` prints metrics every round (True) or every n
+    rounds (an int). ``evals_result``, if given, is filled with the metrics history.
+
+    The GIL is released while training; Ctrl-C stops training after the current round
+    and raises ``KeyboardInterrupt``.
+    """
+    if not isinstance(dtrain, Dataset):
+        raise DataError("dtrain must be a sapwood.Dataset")
+    pairs = param_pairs(params)
+    if not any(canonical_param(k) == "num_rounds" for k, _ in pairs):
+        pairs.insert(0, ("num_rounds", str(int(num_boost_round))))
+    if early_stopping_rounds is not None:
+        pairs.append(("early_stopping_rounds", str(int(early_stopping_rounds))))
+    native_evals = _evals(evals)
+    wants_stopping = any(canonical_param(k) == "early_stopping_rounds" and v not in ("", "none", "null") for k, v in pairs)
+    if wants_stopping and not native_evals:
+        raise ParameterError(
+            "invalid parameter `early_stopping_rounds`: early stopping needs at least "
+            "one evaluation set in `evals`"
+        )
+    all_callbacks: list[Callback] = list(callbacks or ())
+    if verbose_eval and native_evals:
+        period = 1 if verbose_eval is True else int(verbose_eval)
+        all_callbacks.append(_print_evaluation(max(period, 1)))
+    hook: Optional[Callable[[int, int, list[tuple[str, str, float]], float], bool]] = None
+    if all_callbacks:
+
+        def hook(round_: int, num_rounds: int, metrics: list[tuple[str, str, float]], elapsed: float) -> bool:
+            evaluation: dict[str, dict[str, float]] = {}
+            for dataset, metric, value in metrics:
+                evaluation.setdefault(dataset, {})[metric] = value
+            info = RoundInfo(round_, num_rounds, evaluation, elapsed)
+            stop = False
+            for cb in all_callbacks:
+                if cb(info):
+                    stop = True
+            return stop
+
+    native = _sapwood.train(pairs, dtrain._native, native_evals, hook)
+    booster = Booster._wrap(native)
+    if evals_result is not None:
+        evals_result.clear()
+        evals_result.update(booster.evals_result())
+    return booster

@@ -1,0 +1,193 @@
+//! `NativeBooster`: a trained model; prediction, files, JSON and introspection.
+
+use std::path::PathBuf;
+
+use numpy::{IntoPyArray, PyArray1};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use sapwood::{Booster, ClassLabel, Importance, PredictOptions};
+use sapwood_core::data::FeatureCuts;
+
+use crate::data::NativeData;
+use crate::errors::{guarded, Kind, OrRaise};
+
+/// A trained (or loaded) model with its evaluation history.
+#[pyclass(frozen, module = "sapwood._sapwood")]
+pub struct NativeBooster {
+    inner: Booster,
+}
+
+impl NativeBooster {
+    /// Wraps an engine booster.
+    pub fn new(inner: Booster) -> Self {
+        NativeBooster { inner }
+    }
+}
+
+fn class_to_py<'py>(py: Python<'py>, c: &ClassLabel) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match c {
+        ClassLabel::Bool(b) => pyo3::types::PyBool::new(py, *b).to_owned().into_any(),
+        ClassLabel::Int(i) => i.into_pyobject(py)?.into_any(),
+        ClassLabel::Str(s) => s.into_pyobject(py)?.into_any(),
+    })
+}
+
+#[pymethods]
+impl NativeBooster {
+    /// Predictions for `data`, row-major with `groups` values per row, as float32. Uses
+    /// the first `rounds` rounds, by default all of them (or through the best iteration).
+    #[pyo3(signature = (data, output_margin=false, rounds=None))]
+    fn predict<'py>(
+        &self,
+        py: Python<'py>,
+        data: Bound<'py, NativeData>,
+        output_margin: bool,
+        rounds: Option<usize>,
+    ) -> PyResult<(Bound<'py, PyArray1<f32>>, usize)> {
+        guarded(|| {
+            let native = data.get();
+            let borrowed = native.borrow(py)?;
+            let dataset = native.dataset(&borrowed)?;
+            let opts = PredictOptions {
+                output_margin,
+                rounds,
+            };
+            let predictions = py
+                .detach(|| self.inner.predict_with(&dataset, opts))
+                .or_raise()?;
+            Ok((predictions.values.into_pyarray(py), predictions.groups))
+        })
+    }
+
+    /// The model as JSON text (identical models give identical text).
+    fn to_json(&self) -> String {
+        self.inner.to_json()
+    }
+
+    /// A booster from JSON text written by `to_json` or `save`.
+    #[staticmethod]
+    fn from_json(py: Python<'_>, text: &str) -> PyResult<NativeBooster> {
+        guarded(|| {
+            let inner = py.detach(|| Booster::from_json(text)).or_raise()?;
+            Ok(NativeBooster { inner })
+        })
+    }
+
+    /// Writes the model to `path` atomically (a failure leaves no partial file).
+    fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        guarded(|| py.detach(|| self.inner.save(&path)).or_raise())
+    }
+
+    /// Reads a model file.
+    #[staticmethod]
+    fn load(py: Python<'_>, path: PathBuf) -> PyResult<NativeBooster> {
+        guarded(|| {
+            let inner = py.detach(|| Booster::load(&path)).or_raise()?;
+            Ok(NativeBooster { inner })
+        })
+    }
+
+    /// Importance of each used feature by name: `gain`, `split` or `cover`.
+    fn feature_importance<'py>(
+        &self,
+        py: Python<'py>,
+        importance_type: &str,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let kind = match importance_type {
+            "gain" => Importance::Gain,
+            "split" | "weight" => Importance::Split,
+            "cover" => Importance::Cover,
+            other => {
+                return Err(Kind::Parameter.err(format!(
+                    "invalid parameter `importance_type`: `{other}` is not gain, split or cover"
+                )))
+            }
+        };
+        let out = PyDict::new(py);
+        for (name, value) in self.inner.feature_importance(kind) {
+            out.set_item(name, value)?;
+        }
+        Ok(out)
+    }
+
+    /// Metrics after every round: one list of `(dataset, metric, value)` per round.
+    #[getter]
+    fn history(&self) -> Vec<Vec<(String, &'static str, f64)>> {
+        self.inner
+            .history()
+            .iter()
+            .map(|round| {
+                round
+                    .iter()
+                    .map(|m| (m.dataset.clone(), m.metric.name(), m.value))
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The best round (0-based) chosen by early stopping, if any.
+    #[getter]
+    fn best_iteration(&self) -> Option<usize> {
+        self.inner.best_iteration()
+    }
+
+    /// Trees in the model (rounds × groups).
+    #[getter]
+    fn num_trees(&self) -> usize {
+        self.inner.num_trees()
+    }
+
+    /// Rounds trained.
+    #[getter]
+    fn num_rounds(&self) -> usize {
+        self.inner.num_rounds()
+    }
+
+    /// Values per prediction row: the number of classes for multiclass, else 1.
+    #[getter]
+    fn groups(&self) -> usize {
+        self.inner.model().groups
+    }
+
+    /// The objective's name (`reg:squarederror`, `binary:logistic`, `multi:softprob`).
+    #[getter]
+    fn objective(&self) -> &'static str {
+        self.inner.model().params.objective.name()
+    }
+
+    /// Whether training stopped early because a callback asked it to.
+    #[getter]
+    fn interrupted(&self) -> bool {
+        self.inner.interrupted()
+    }
+
+    /// Feature names, in training order.
+    #[getter]
+    fn feature_names(&self) -> Vec<String> {
+        self.inner.model().feature_names.clone()
+    }
+
+    /// For each feature, its category levels if categorical, else None.
+    #[getter]
+    fn feature_levels(&self) -> Vec<Option<Vec<String>>> {
+        self.inner
+            .model()
+            .cuts
+            .features()
+            .iter()
+            .map(|f| match f {
+                FeatureCuts::Categorical { levels, .. } => Some(levels.clone()),
+                FeatureCuts::Numeric { .. } => None,
+            })
+            .collect()
+    }
+
+    /// Class labels of a classification model (bool, int or str), else None.
+    #[getter]
+    fn classes<'py>(&self, py: Python<'py>) -> PyResult<Option<Vec<Bound<'py, PyAny>>>> {
+        self.inner
+            .classes()
+            .map(|cs| cs.iter().map(|c| class_to_py(py, c)).collect())
+            .transpose()
+    }
+}

@@ -1,0 +1,359 @@
+//! `NativeData`: feature columns that borrow numpy memory where the layout allows, plus
+//! the label and weights. The Python `sapwood.Dataset` wraps one.
+//!
+//! Columns are kept as references to the numpy arrays (which stay alive as long as this
+//! object) and turned into a borrowed [`sapwood::Dataset`] for each training or
+//! prediction call, under a read-only borrow of every array.
+
+use std::borrow::Cow;
+
+use numpy::ndarray::{ArrayView2, Axis};
+use numpy::{
+    PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods,
+};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyList};
+use rayon::prelude::*;
+use sapwood::{ClassLabel, Column, Dataset, FeatureMatrix, Label};
+
+use crate::errors::{guarded, NativeError, OrRaise};
+
+/// Where one feature column lives.
+enum Source {
+    /// A contiguous float32 numpy vector, borrowed.
+    Vector(Py<PyArray1<f32>>),
+    /// Column `j` of the Fortran-ordered float32 matrix, borrowed.
+    MatrixColumn(usize),
+    /// Contiguous uint32 category codes (borrowed) and their level names.
+    Codes(Py<PyArray1<u32>>, Vec<String>),
+    /// A column converted or copied at construction.
+    Owned(Column<'static>),
+}
+
+/// Feature columns with an optional label and weights, ready for the engine.
+#[pyclass(frozen, module = "sapwood._sapwood")]
+pub struct NativeData {
+    names: Vec<String>,
+    sources: Vec<Source>,
+    matrix: Option<Py<PyArray2<f32>>>,
+    n_rows: usize,
+    label: Option<Label>,
+    weight: Option<Vec<f32>>,
+}
+
+/// Read-only borrows of every numpy array a `NativeData` refers to, in source order.
+/// The engine's `Dataset` borrows from these; they must outlive it.
+pub struct Borrowed<'py> {
+    vectors: Vec<PyReadonlyArray1<'py, f32>>,
+    codes: Vec<PyReadonlyArray1<'py, u32>>,
+    matrix: Option<PyReadonlyArray2<'py, f32>>,
+}
+
+fn input(message: impl Into<String>) -> PyErr {
+    NativeError::Input(message.into()).into()
+}
+
+/// Copies every column of a 2-D view into owned float32 vectors, in parallel.
+fn columns_of<T: Copy + Sync + Into<f64>>(view: ArrayView2<'_, T>) -> Vec<Vec<f32>> {
+    let columns: Vec<_> = view.axis_iter(Axis(1)).collect();
+    columns
+        .into_par_iter()
+        .map(|c| c.iter().map(|&v| v.into() as f32).collect())
+        .collect()
+}
+
+/// A 1-D numeric column as float32: borrowed when it already is contiguous float32.
+fn numeric_source(values: &Bound<'_, PyAny>) -> PyResult<Source> {
+    if let Ok(a) = values.cast::<PyArray1<f32>>() {
+        if a.is_contiguous() {
+            return Ok(Source::Vector(a.clone().unbind()));
+        }
+        let v = a.try_readonly().map_err(|e| input(e.to_string()))?;
+        return Ok(Source::Owned(Column::Numeric(Cow::Owned(
+            v.as_array().to_vec(),
+        ))));
+    }
+    if let Ok(a) = values.cast::<PyArray1<f64>>() {
+        let v = a.try_readonly().map_err(|e| input(e.to_string()))?;
+        let values = v.as_array().iter().map(|&x| x as f32).collect();
+        return Ok(Source::Owned(Column::Numeric(Cow::Owned(values))));
+    }
+    Err(input(
+        "a numeric column must be a 1-D float32 or float64 numpy array",
+    ))
+}
+
+/// One class label from Python: bool, int or str (bool first: it is a subclass of int).
+fn class_label(item: &Bound<'_, PyAny>) -> PyResult<ClassLabel> {
+    if item.is_instance_of::<PyBool>() {
+        return Ok(ClassLabel::Bool(item.extract()?));
+    }
+    if let Ok(i) = item.extract::<i64>() {
+        return Ok(ClassLabel::Int(i));
+    }
+    if let Ok(s) = item.extract::<String>() {
+        return Ok(ClassLabel::Str(s));
+    }
+    Err(input(format!(
+        "class label {} is not a bool, int or str",
+        item.repr()?
+    )))
+}
+
+/// The label: float32 values, or a list of class labels.
+fn label_of(label: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Label>> {
+    let Some(label) = label else { return Ok(None) };
+    if let Ok(a) = label.cast::<PyArray1<f32>>() {
+        let v = a.try_readonly().map_err(|e| input(e.to_string()))?;
+        return Ok(Some(Label::Values(v.as_array().to_vec())));
+    }
+    if let Ok(list) = label.cast::<PyList>() {
+        let classes = list
+            .iter()
+            .map(|i| class_label(&i))
+            .collect::<PyResult<_>>()?;
+        return Ok(Some(Label::Classes(classes)));
+    }
+    Err(input(
+        "the label must be a float32 numpy array or a list of class labels",
+    ))
+}
+
+fn weight_of(weight: Option<PyReadonlyArray1<'_, f32>>) -> Option<Vec<f32>> {
+    weight.map(|w| w.as_array().to_vec())
+}
+
+impl NativeData {
+    fn finish(self, py: Python<'_>) -> PyResult<Self> {
+        // Build once now so that bad lengths or codes are reported by the constructor,
+        // not by the first training call.
+        let borrowed = self.borrow(py)?;
+        self.dataset(&borrowed)?;
+        drop(borrowed);
+        Ok(self)
+    }
+
+    /// Read-only borrows of the arrays behind the columns.
+    pub fn borrow<'py>(&self, py: Python<'py>) -> PyResult<Borrowed<'py>> {
+        let mut b = Borrowed {
+            vectors: Vec::new(),
+            codes: Vec::new(),
+            matrix: None,
+        };
+        let busy = |e: numpy::BorrowError| input(format!("an input array is in use: {e}"));
+        for s in &self.sources {
+            match s {
+                Source::Vector(a) => b.vectors.push(a.bind(py).try_readonly().map_err(busy)?),
+                Source::Codes(a, _) => b.codes.push(a.bind(py).try_readonly().map_err(busy)?),
+                _ => {}
+            }
+        }
+        if let Some(m) = &self.matrix {
+            b.matrix = Some(m.bind(py).try_readonly().map_err(busy)?);
+        }
+        Ok(b)
+    }
+
+    /// The engine's dataset, borrowing every column from `b` or from `self`.
+    pub fn dataset<'a>(&'a self, b: &'a Borrowed<'_>) -> PyResult<Dataset<'a>> {
+        let changed = || input("an input array changed shape or layout after the Dataset was made");
+        let (mut vectors, mut codes) = (b.vectors.iter(), b.codes.iter());
+        let matrix = match &b.matrix {
+            Some(m) => Some(m.as_slice().map_err(|_| changed())?),
+            None => None,
+        };
+        let n = self.n_rows;
+        let mut columns = Vec::with_capacity(self.sources.len());
+        for s in &self.sources {
+            let col = match s {
+                Source::Vector(_) => {
+                    let v = vectors.next().ok_or_else(changed)?;
+                    Column::Numeric(Cow::Borrowed(v.as_slice().map_err(|_| changed())?))
+                }
+                Source::MatrixColumn(j) => {
+                    let m = matrix.ok_or_else(changed)?;
+                    let col = m.get(j * n..(j + 1) * n).ok_or_else(changed)?;
+                    Column::Numeric(Cow::Borrowed(col))
+                }
+                Source::Codes(_, levels) => {
+                    let c = codes.next().ok_or_else(changed)?;
+                    Column::Categorical {
+                        codes: Cow::Borrowed(c.as_slice().map_err(|_| changed())?),
+                        levels: levels.clone(),
+                    }
+                }
+                Source::Owned(c) => borrow_column(c),
+            };
+            columns.push(col);
+        }
+        let features = FeatureMatrix::new(self.names.clone(), columns).or_raise()?;
+        Dataset::from_parts(features, self.label.clone(), self.weight.clone()).or_raise()
+    }
+}
+
+/// A view of a column that borrows its values instead of copying them.
+fn borrow_column<'a>(c: &'a Column<'_>) -> Column<'a> {
+    match c {
+        Column::Numeric(v) => Column::Numeric(Cow::Borrowed(v.as_ref())),
+        Column::Categorical { codes, levels } => Column::Categorical {
+            codes: Cow::Borrowed(codes.as_ref()),
+            levels: levels.clone(),
+        },
+    }
+}
+
+#[pymethods]
+impl NativeData {
+    /// A dataset from a 2-D float32 or float64 array. A Fortran-ordered float32 array is
+    /// borrowed column by column; anything else is converted to float32 columns once.
+    #[staticmethod]
+    #[pyo3(signature = (array, names, label=None, weight=None))]
+    fn from_matrix(
+        py: Python<'_>,
+        array: &Bound<'_, PyAny>,
+        names: Vec<String>,
+        label: Option<&Bound<'_, PyAny>>,
+        weight: Option<PyReadonlyArray1<'_, f32>>,
+    ) -> PyResult<Self> {
+        guarded(|| {
+            let mut data = NativeData {
+                names,
+                sources: Vec::new(),
+                matrix: None,
+                n_rows: 0,
+                label: label_of(label)?,
+                weight: weight_of(weight),
+            };
+            let shape = array
+                .getattr("shape")
+                .and_then(|s| s.extract::<Vec<usize>>())
+                .map_err(|_| input("expected a 2-D numpy array"))?;
+            let [rows, cols] = shape[..] else {
+                return Err(input(format!(
+                    "expected a 2-D array, got {} dimensions",
+                    shape.len()
+                )));
+            };
+            if cols != data.names.len() {
+                return Err(input(format!(
+                    "{} feature names for {cols} columns",
+                    data.names.len()
+                )));
+            }
+            data.n_rows = rows;
+            let owned = |cols: Vec<Vec<f32>>| -> Vec<Source> {
+                cols.into_iter()
+                    .map(|c| Source::Owned(Column::Numeric(Cow::Owned(c))))
+                    .collect()
+            };
+            if let Ok(a) = array.cast::<PyArray2<f32>>() {
+                if a.is_fortran_contiguous() {
+                    data.matrix = Some(a.clone().unbind());
+                    data.sources = (0..cols).map(Source::MatrixColumn).collect();
+                } else {
+                    let r = a.try_readonly().map_err(|e| input(e.to_string()))?;
+                    let view = r.as_array();
+                    data.sources = owned(py.detach(|| columns_of(view)));
+                }
+            } else if let Ok(a) = array.cast::<PyArray2<f64>>() {
+                let r = a.try_readonly().map_err(|e| input(e.to_string()))?;
+                let view = r.as_array();
+                data.sources = owned(py.detach(|| columns_of(view)));
+            } else {
+                return Err(input("expected a float32 or float64 numpy array"));
+            }
+            data.finish(py)
+        })
+    }
+
+    /// A dataset from `(name, values, levels)` columns: `levels=None` for a numeric
+    /// column (1-D float32, borrowed when contiguous, or float64), else uint32 codes
+    /// into `levels` (4294967295 is missing).
+    #[staticmethod]
+    #[pyo3(signature = (columns, label=None, weight=None))]
+    fn from_columns(
+        py: Python<'_>,
+        columns: Vec<(String, Bound<'_, PyAny>, Option<Vec<String>>)>,
+        label: Option<&Bound<'_, PyAny>>,
+        weight: Option<PyReadonlyArray1<'_, f32>>,
+    ) -> PyResult<Self> {
+        guarded(|| {
+            let mut data = NativeData {
+                names: Vec::with_capacity(columns.len()),
+                sources: Vec::with_capacity(columns.len()),
+                matrix: None,
+                n_rows: 0,
+                label: label_of(label)?,
+                weight: weight_of(weight),
+            };
+            for (name, values, levels) in columns {
+                let source = match levels {
+                    None => numeric_source(&values)?,
+                    Some(levels) => {
+                        let codes = values.cast::<PyArray1<u32>>().map_err(|_| {
+                            input(format!("categorical column `{name}` needs uint32 codes"))
+                        })?;
+                        if codes.is_contiguous() {
+                            Source::Codes(codes.clone().unbind(), levels)
+                        } else {
+                            let c = codes.try_readonly().map_err(|e| input(e.to_string()))?;
+                            Source::Owned(Column::Categorical {
+                                codes: Cow::Owned(c.as_array().to_vec()),
+                                levels,
+                            })
+                        }
+                    }
+                };
+                data.n_rows = values.len()?;
+                data.names.push(name);
+                data.sources.push(source);
+            }
+            data.finish(py)
+        })
+    }
+
+    /// Rows.
+    #[getter]
+    fn n_rows(&self) -> usize {
+        self.n_rows
+    }
+
+    /// Feature names, in column order.
+    #[getter]
+    fn feature_names(&self) -> Vec<String> {
+        self.names.clone()
+    }
+
+    /// Whether each feature is categorical.
+    #[getter]
+    fn categorical(&self) -> Vec<bool> {
+        self.sources
+            .iter()
+            .map(|s| match s {
+                Source::Codes(..) => true,
+                Source::Owned(c) => c.is_categorical(),
+                Source::Vector(_) | Source::MatrixColumn(_) => false,
+            })
+            .collect()
+    }
+
+    /// Columns read in place from numpy memory, without a copy.
+    #[getter]
+    fn borrowed_columns(&self) -> usize {
+        self.sources
+            .iter()
+            .filter(|s| {
+                matches!(
+                    s,
+                    Source::Vector(_) | Source::MatrixColumn(_) | Source::Codes(..)
+                )
+            })
+            .count()
+    }
+
+    /// Whether a label is set.
+    #[getter]
+    fn has_label(&self) -> bool {
+        self.label.is_some()
+    }
+}

@@ -1,0 +1,82 @@
+"""Shared fixtures: small synthetic problems and the repository's bundled datasets."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+#: The repository root (python/tests/ -> ../..).
+REPO = Path(__file__).resolve().parents[2]
+
+
+def load_bundled(name: str) -> tuple[dict[str, Any], Any, Any]:
+    """``(meta, train, test)`` of ``datasets/<name>`` as pandas frames; categorical
+    columns get the ``category`` dtype with the sorted training levels, as in the golden
+    runs."""
+    import pandas as pd
+
+    meta = json.loads((REPO / "datasets" / name / "meta.json").read_text())
+    read = lambda part: pd.read_csv(  # noqa: E731
+        REPO / "datasets" / name / f"{part}.csv", keep_default_na=False, na_values=[""]
+    )
+    train, test = read("train"), read("test")
+    for c in meta["categorical"]:
+        levels = sorted(train[c].dropna().unique())
+        train[c] = pd.Categorical(train[c], categories=levels)
+        test[c] = pd.Categorical(test[c], categories=levels)
+    return meta, train, test
+
+
+@pytest.fixture(scope="session")
+def regression_data() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(42)
+    X = rng.normal(size=(600, 6))
+    X[rng.random(X.shape) < 0.05] = np.nan
+    y = np.nan_to_num(X[:, 0]) * 2 + np.sin(np.nan_to_num(X[:, 1])) + rng.normal(scale=0.1, size=600)
+    return X, y
+
+
+@pytest.fixture(scope="session")
+def mixed_frame() -> tuple[Any, np.ndarray]:
+    """A pandas frame with numeric, nullable, boolean, string and category columns."""
+    import pandas as pd
+
+    rng = np.random.default_rng(7)
+    n = 400
+    colour = rng.choice(["red", "green", "blue"], size=n)
+    size = rng.integers(0, 5, size=n)
+    frame = pd.DataFrame(
+        {
+            "x": rng.normal(size=n).astype(np.float32),
+            "count": pd.array(rng.integers(0, 10, size=n), dtype="Int64"),
+            "flag": rng.random(n) < 0.5,
+            "colour": pd.Categorical(colour),
+            "size": pd.Categorical(size),
+        }
+    )
+    frame.loc[::17, "count"] = pd.NA
+    frame.loc[::23, "colour"] = np.nan
+    y = (
+        frame["x"].to_numpy()
+        + (colour == "red") * 2.0
+        + size * 0.5
+        + frame["flag"].to_numpy() * 1.0
+    ).astype(np.float32)
+    return frame, y
+
+
+def cli_binary() -> Path | None:
+    """The `sapwood` command-line binary, if built (SAPWOOD_CLI overrides)."""
+    env = os.environ.get("SAPWOOD_CLI")
+    if env:
+        return Path(env) if Path(env).exists() else None
+    for profile in ("release", "debug"):
+        p = REPO / "target" / profile / "sapwood"
+        if p.exists():
+            return p
+    return None
