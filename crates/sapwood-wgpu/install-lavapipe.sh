@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs Mesa lavapipe (a software Vulkan driver) so the wgpu backend's tests have an
 # adapter on machines without a GPU. Idempotent: exits 0 at once when it is already there.
+# Tests run quieter with XDG_RUNTIME_DIR set (lavapipe warns when it is not).
 set -euo pipefail
 
 installed() {

@@ -12,6 +12,15 @@
 //! backend it creates is a new logical device, spread round-robin over the adapters found,
 //! so several workers may share one adapter.
 //!
+//! # Limits
+//!
+//! The device is opened with the adapter's real limits. The binned shard is bound in chunks
+//! that fit the storage binding limit; per-row buffers (16 bytes of histogram values per
+//! row, 8 bytes of gradients per row and group) must each fit one binding, which a shard too
+//! large for the adapter reports as an error (use more workers). Shared-memory histogram
+//! tiles are sized from the adapter's workgroup storage; wider features fall back to global
+//! atomics. No optional feature (subgroups, 64-bit atomics) is required or used yet.
+//!
 //! # Tests and adapters
 //!
 //! Tests that need an adapter are compiled `#[ignore]` when the build script finds no
@@ -19,7 +28,8 @@
 //! `VK_DRIVER_FILES`), so they show as ignored, never as passed. On Linux without a GPU,
 //! `crates/sapwood-wgpu/install-lavapipe.sh` installs Mesa lavapipe (software Vulkan).
 //! Setting `SAPWOOD_REQUIRE_ADAPTER=1` at build time makes those tests run regardless, so a
-//! missing adapter fails them (for CI, which installs lavapipe first).
+//! missing adapter fails them (for CI, which installs lavapipe first). Setting
+//! `XDG_RUNTIME_DIR` silences lavapipe's warnings.
 
 mod adapters;
 mod backend;
