@@ -64,7 +64,9 @@ impl TrainObserver for Progress {
         if let Some(b) = &self.bar {
             b.set_position(r.round as u64 + 1);
             b.set_message(metrics_text(r));
-        } else if self.plain && ((r.round + 1).is_multiple_of(self.every) || r.round + 1 == r.num_rounds) {
+        } else if self.plain
+            && ((r.round + 1).is_multiple_of(self.every) || r.round + 1 == r.num_rounds)
+        {
             eprintln!("[{}] {}", r.round, metrics_text(r));
         }
         if self.interrupted.load(Ordering::SeqCst) {
