@@ -260,13 +260,29 @@ def _pandas(
     return NativeData.from_columns(columns, label=label, weight=weight)
 
 
-def _arrow_to_pandas(data: Any) -> Any:
-    """A pandas view of Arrow data (until the native Arrow reader is available)."""
-    if hasattr(data, "to_pandas"):
-        return data.to_pandas()
-    import pyarrow as pa
+def _arrow(
+    data: Any,
+    names: Optional[Sequence[str]],
+    spec: CategoricalSpec,
+    label: Any,
+    weight: Optional[npt.NDArray[np.float32]],
+) -> NativeData:
+    """Arrow data (pyarrow, polars, ...) through the Arrow PyCapsule stream interface,
+    converted by the engine's Arrow reader (dictionary and string columns are
+    categorical)."""
+    if not hasattr(type(data), "__arrow_c_stream__"):
+        import pyarrow as pa  # only objects exporting single arrays need wrapping
 
-    return pa.table(data).to_pandas()
+        data = pa.table(data)
+    columns = [str(c) for c in (data.column_names if hasattr(data, "column_names") else data.columns)]
+    _, forced = _categorical_names(spec, columns)
+    return NativeData.from_arrow(
+        data,
+        categorical=sorted(forced),
+        names=_check_names(names, len(columns)),
+        label=label,
+        weight=weight,
+    )
 
 
 def to_native(
@@ -283,7 +299,7 @@ def to_native(
     if isinstance(data, NativeData):
         return data
     if is_arrow_like(data) and not is_pandas_frame(data):
-        data = _arrow_to_pandas(data)
+        return _arrow(data, feature_names, categorical_features, y, w)
     if is_pandas_frame(data):
         names = _check_names(feature_names, data.shape[1])
         return _pandas(data, names, categorical_features, y, w)

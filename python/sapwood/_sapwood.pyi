@@ -39,6 +39,14 @@ class NativeData:
         label: _Label = None,
         weight: Optional[npt.NDArray[np.float32]] = None,
     ) -> NativeData: ...
+    @staticmethod
+    def from_arrow(
+        source: Any,
+        categorical: Sequence[str] = ...,
+        names: Optional[list[str]] = None,
+        label: _Label = None,
+        weight: Optional[npt.NDArray[np.float32]] = None,
+    ) -> NativeData: ...
     @property
     def n_rows(self) -> int: ...
     @property

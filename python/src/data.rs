@@ -28,6 +28,8 @@ enum Source {
     Codes(Py<PyArray1<u32>>, Vec<String>),
     /// A column converted or copied at construction.
     Owned(Column<'static>),
+    /// Column `j` of the table imported from Arrow.
+    Table(usize),
 }
 
 /// Feature columns with an optional label and weights, ready for the engine.
@@ -36,6 +38,7 @@ pub struct NativeData {
     names: Vec<String>,
     sources: Vec<Source>,
     matrix: Option<Py<PyArray2<f32>>>,
+    table: Option<FeatureMatrix<'static>>,
     n_rows: usize,
     label: Option<Label>,
     weight: Option<Vec<f32>>,
@@ -183,6 +186,10 @@ impl NativeData {
                     }
                 }
                 Source::Owned(c) => borrow_column(c),
+                Source::Table(j) => {
+                    let t = self.table.as_ref().ok_or_else(changed)?;
+                    borrow_column(t.column(*j))
+                }
             };
             columns.push(col);
         }
@@ -220,6 +227,7 @@ impl NativeData {
                 names,
                 sources: Vec::new(),
                 matrix: None,
+                table: None,
                 n_rows: 0,
                 label: label_of(label)?,
                 weight: weight_of(weight),
@@ -282,6 +290,7 @@ impl NativeData {
                 names: Vec::with_capacity(columns.len()),
                 sources: Vec::with_capacity(columns.len()),
                 matrix: None,
+                table: None,
                 n_rows: 0,
                 label: label_of(label)?,
                 weight: weight_of(weight),
@@ -312,6 +321,45 @@ impl NativeData {
         })
     }
 
+    /// A dataset from an object exporting the Arrow PyCapsule stream interface
+    /// (`__arrow_c_stream__`: pyarrow Table or RecordBatchReader, polars DataFrame, ...).
+    /// Columns named in `categorical` are read as categories even when numeric.
+    #[staticmethod]
+    #[pyo3(signature = (source, categorical=Vec::new(), names=None, label=None, weight=None))]
+    fn from_arrow(
+        py: Python<'_>,
+        source: &Bound<'_, PyAny>,
+        categorical: Vec<String>,
+        names: Option<Vec<String>>,
+        label: Option<&Bound<'_, PyAny>>,
+        weight: Option<PyReadonlyArray1<'_, f32>>,
+    ) -> PyResult<Self> {
+        guarded(|| {
+            let table = crate::arrow::import_table(py, source, categorical)?;
+            let n_features = table.n_features();
+            let names = match names {
+                Some(n) if n.len() != n_features => {
+                    return Err(input(format!(
+                        "{} feature names for {n_features} columns",
+                        n.len()
+                    )))
+                }
+                Some(n) => n,
+                None => table.names().to_vec(),
+            };
+            NativeData {
+                names,
+                sources: (0..n_features).map(Source::Table).collect(),
+                matrix: None,
+                n_rows: table.n_rows(),
+                table: Some(table),
+                label: label_of(label)?,
+                weight: weight_of(weight),
+            }
+            .finish(py)
+        })
+    }
+
     /// Rows.
     #[getter]
     fn n_rows(&self) -> usize {
@@ -332,6 +380,10 @@ impl NativeData {
             .map(|s| match s {
                 Source::Codes(..) => true,
                 Source::Owned(c) => c.is_categorical(),
+                Source::Table(j) => self
+                    .table
+                    .as_ref()
+                    .is_some_and(|t| t.column(*j).is_categorical()),
                 Source::Vector(_) | Source::MatrixColumn(_) => false,
             })
             .collect()

@@ -2,6 +2,7 @@
 //! `sapwood`). It wraps the `sapwood` crate: datasets that borrow numpy memory, training
 //! with the GIL released, prediction, model files, and the exception hierarchy.
 
+mod arrow;
 mod booster;
 mod data;
 mod errors;
