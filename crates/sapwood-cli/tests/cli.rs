@@ -389,3 +389,48 @@ fn predict_keeps_ids_and_writes_raw_margins_from_csv() {
         "{text}"
     );
 }
+
+#[test]
+fn device_wgpu_saves_the_cpu_model_or_says_no_adapter_was_found() {
+    let t = tempfile::tempdir().unwrap();
+    let data = repo().join("datasets/penguins/train.parquet");
+    let run = |device: &str, model: &Path| {
+        sapwood()
+            .args([
+                "train",
+                "--quiet",
+                "--label",
+                "species",
+                "--objective",
+                "multi:softprob",
+                "--rounds",
+                "8",
+            ])
+            .args(["--device", device, "--set", "grad_bits=8", "--data"])
+            .arg(&data)
+            .arg("--model")
+            .arg(model)
+            .env("XDG_RUNTIME_DIR", t.path())
+            .output()
+            .unwrap()
+    };
+    let (cpu, gpu) = (t.path().join("cpu.json"), t.path().join("gpu.json"));
+    assert!(run("cpu", &cpu).status.success());
+    let out = run("wgpu", &gpu);
+    if out.status.success() {
+        assert_eq!(
+            std::fs::read(&cpu).unwrap(),
+            std::fs::read(&gpu).unwrap(),
+            "wgpu and cpu models differ"
+        );
+    } else {
+        // only acceptable without an adapter, and never where the test script installed one
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("no wgpu adapter found"), "{err}");
+        assert!(
+            std::env::var_os("SAPWOOD_REQUIRE_ADAPTER").is_none(),
+            "an adapter was required: {err}"
+        );
+    }
+}

@@ -106,7 +106,7 @@ fn eval_labels(
 }
 
 /// The backend factory for the parameters' device.
-fn factory(params: &Params) -> Result<&'static dyn train::BackendFactory> {
+fn factory(params: &Params) -> Result<Box<dyn train::BackendFactory>> {
     if params.workers > 1 {
         return Err(Error::param(
             "workers",
@@ -114,10 +114,12 @@ fn factory(params: &Params) -> Result<&'static dyn train::BackendFactory> {
         ));
     }
     match params.device {
-        Device::Cpu => Ok(&CpuFactory),
+        Device::Cpu => Ok(Box::new(CpuFactory)),
+        #[cfg(feature = "wgpu")]
+        Device::Wgpu => Ok(Box::new(sapwood_wgpu::WgpuFactory::new())),
         other => Err(Error::param(
             "device",
-            format!("`{other}` is not available in this build of sapwood"),
+            format!("`{other}` is not compiled into this build of sapwood (enable the `{other}` feature)"),
         )),
     }
 }
@@ -170,7 +172,7 @@ impl Booster {
                 shard,
                 eval_inputs,
                 &mut SingleWorker,
-                factory,
+                factory.as_ref(),
                 observer,
             )
         })?;
@@ -217,7 +219,7 @@ impl Booster {
                 n,
                 eval_sets,
                 &mut SingleWorker,
-                factory,
+                factory.as_ref(),
                 observer,
             )
         })?;
