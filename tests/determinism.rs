@@ -60,3 +60,90 @@ fn seeds_change_sampled_models() {
     let b = model_with_threads(&Params { seed: 1, ..params }, "binary", 2);
     assert_ne!(a, b);
 }
+
+#[test]
+fn one_to_four_in_process_workers_save_identical_models_with_every_codec() {
+    use sapwood::CommCodec;
+    for (task, objective) in [
+        ("regression", ObjectiveKind::SquaredError),
+        ("binary", ObjectiveKind::Logistic),
+        ("multiclass", ObjectiveKind::Softprob),
+    ] {
+        let d = synthetic(3_001, task, 17);
+        for quantisation in [Quantisation::Exact, Quantisation::Bits(8)] {
+            let base = Params {
+                objective,
+                quantisation,
+                num_rounds: 6,
+                max_depth: 5,
+                subsample: 0.9,
+                seed: 3,
+                ..Default::default()
+            };
+            let reference = Booster::train(&base, &d, &[("train", &d)])
+                .unwrap()
+                .to_json();
+            for workers in 2..=4 {
+                for comm_codec in [
+                    CommCodec::None,
+                    CommCodec::Packed,
+                    CommCodec::Sparse,
+                    CommCodec::Auto,
+                ] {
+                    let p = Params {
+                        workers,
+                        comm_codec,
+                        threads: 2,
+                        ..base.clone()
+                    };
+                    let b = Booster::train(&p, &d, &[("train", &d)]).unwrap();
+                    assert!(
+                        b.to_json() == reference,
+                        "{objective} {quantisation:?} {workers} workers {comm_codec:?}: model differs"
+                    );
+                    assert!(b.comm_stats().allreduce_calls > 0);
+                    assert!(b.comm_stats().bytes_sent > 0);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn workers_beyond_the_rows_are_refused_and_empty_shards_are_not_needed() {
+    let d = synthetic(3, "regression", 1);
+    let e = Booster::train(
+        &Params {
+            workers: 4,
+            ..Default::default()
+        },
+        &d,
+        &[],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("workers") && e.contains("3 rows"), "{e}");
+    // exactly one row per worker still trains the same model
+    let one = Booster::train(
+        &Params {
+            num_rounds: 2,
+            min_child_weight: 0.0,
+            ..Default::default()
+        },
+        &d,
+        &[],
+    )
+    .unwrap();
+    let three = Booster::train(
+        &Params {
+            num_rounds: 2,
+            min_child_weight: 0.0,
+            workers: 3,
+            ..Default::default()
+        },
+        &d,
+        &[],
+    )
+    .unwrap();
+    assert_eq!(one.to_json(), three.to_json());
+}

@@ -1,1 +1,22 @@
-//! sapwood-collective (being written).
+//! Collectives for data-parallel training: histograms summed exactly across workers through
+//! codecs that shrink integers losslessly.
+//!
+//! - [`codec`]: exact encodings of i64 blocks: plain, packed lanes (narrowed to the width the
+//!   bound proves, several lanes per 64-bit word so a plain integer sum of packed words is the
+//!   packed sum) and sparse (zero bins suppressed, varints).
+//! - [`ring`]: ring reduce-scatter and all-gather carrying encoded blocks over any
+//!   [`Transport`].
+//! - [`inprocess`]: workers as threads in one process (also how several GPUs are driven).
+//! - `mpi` (feature `mpi`): one worker per MPI rank.
+
+pub mod codec;
+pub mod collective;
+pub mod inprocess;
+#[cfg(feature = "mpi")]
+pub mod mpi_transport;
+pub mod ring;
+pub mod transport;
+
+pub use collective::RingCollective;
+pub use inprocess::in_process;
+pub use transport::Transport;

@@ -3,7 +3,11 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use sapwood_core::collective::{CommStats, SingleWorker};
+use std::ops::Range;
+use std::sync::Arc;
+
+use sapwood_collective::{in_process, RingCollective, Transport};
+use sapwood_core::collective::{Collective, CommStats, SingleWorker};
 use sapwood_core::model::{ClassLabel, Model};
 use sapwood_core::params::{Device, ObjectiveKind, Params};
 use sapwood_core::train::{
@@ -105,14 +109,92 @@ fn eval_labels(
     labels::encode_with(params.objective, l, encoded.classes.as_deref())
 }
 
-/// The backend factory for the parameters' device.
-fn factory(params: &Params) -> Result<Box<dyn train::BackendFactory>> {
-    if params.workers > 1 {
+/// Runs `work` on every in-process worker (one thread, thread pool, shard and collective
+/// each) and returns rank 0's result. Worker failures stop the others (their collectives
+/// fail), and the first real cause is reported rather than the peers' "has stopped".
+fn run_workers<F>(
+    params: &Params,
+    n_rows: usize,
+    observer: &mut dyn TrainObserver,
+    work: F,
+) -> Result<train::Trained>
+where
+    F: Fn(Range<usize>, &mut dyn Collective, &mut dyn TrainObserver) -> Result<train::Trained>
+        + Sync,
+{
+    let workers = params.workers;
+    if workers <= 1 {
+        return thread_pool(params.threads)?
+            .install(|| work(0..n_rows, &mut SingleWorker, observer));
+    }
+    if workers > n_rows {
         return Err(Error::param(
             "workers",
-            "several workers are not available in this build",
+            format!("{workers} workers for {n_rows} rows: every worker needs a row"),
         ));
     }
+    let total_threads = if params.threads == 0 {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        params.threads
+    };
+    let per_worker = (total_threads / workers).max(1);
+    let transports = in_process(workers, WORKER_TIMEOUT);
+    let blocks = sapwood_collective::ring::even_blocks(n_rows, workers);
+    let work = &work;
+    let results: Vec<Result<train::Trained>> = std::thread::scope(|scope| {
+        let mut observer = Some(observer);
+        let handles: Vec<_> = transports
+            .into_iter()
+            .zip(blocks)
+            .map(|(t, rows)| {
+                let obs = if t.rank() == 0 { observer.take() } else { None };
+                let codec = params.comm_codec;
+                scope.spawn(move || {
+                    let mut collective = RingCollective::new(t, codec);
+                    let mut quiet = Quiet;
+                    let obs: &mut dyn TrainObserver = match obs {
+                        Some(o) => o,
+                        None => &mut quiet,
+                    };
+                    thread_pool(per_worker)?.install(|| work(rows, &mut collective, obs))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(Error::Collective("a worker panicked".into())))
+            })
+            .collect()
+    });
+    let mut first = None;
+    let mut consequence = None;
+    for r in results {
+        match r {
+            Ok(t) => {
+                if first.is_none() {
+                    first = Some(t);
+                }
+            }
+            Err(Error::Collective(m)) if m.contains("has stopped") => {
+                consequence = consequence.or(Some(Error::Collective(m)))
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    match (consequence, first) {
+        (Some(e), _) => Err(e),
+        (None, Some(t)) => Ok(t),
+        (None, None) => Err(Error::Collective("no worker finished".into())),
+    }
+}
+
+/// How long a worker waits for a peer before calling it dead.
+const WORKER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+/// The backend factory for the parameters' device.
+fn factory(params: &Params) -> Result<Box<dyn train::BackendFactory>> {
     match params.device {
         Device::Cpu => Ok(Box::new(CpuFactory)),
         #[cfg(feature = "wgpu")]
@@ -159,23 +241,35 @@ impl Booster {
                 weights: d.weight.clone(),
             });
         }
-        let shard = Shard {
-            features: train.features.slice_rows(0..train.n_rows()),
-            labels: encoded.values,
-            weights: train.weight.clone(),
-            row_offset: 0,
-        };
+        let eval_inputs = std::sync::Mutex::new(Some(eval_inputs));
         let factory = factory(&params)?;
-        let trained = thread_pool(params.threads)?.install(|| {
-            train::train(
-                &params,
-                shard,
-                eval_inputs,
-                &mut SingleWorker,
-                factory.as_ref(),
-                observer,
-            )
-        })?;
+        let trained = run_workers(
+            &params,
+            train.n_rows(),
+            observer,
+            |rows, collective, observer| {
+                let shard = Shard {
+                    features: train.features.slice_rows(rows.clone()),
+                    labels: encoded.values[rows.clone()].to_vec(),
+                    weights: train.weight.as_ref().map(|w| w[rows.clone()].to_vec()),
+                    row_offset: rows.start as u64,
+                };
+                // evaluation sets matter on rank 0 only
+                let evals = if collective.rank() == 0 {
+                    eval_inputs.lock().unwrap().take().unwrap_or_default()
+                } else {
+                    Vec::new()
+                };
+                train::train(
+                    &params,
+                    shard,
+                    evals,
+                    collective,
+                    factory.as_ref(),
+                    observer,
+                )
+            },
+        )?;
         Ok(Booster::finish(trained, encoded.classes))
     }
 
@@ -202,23 +296,34 @@ impl Booster {
                 d.weight.clone(),
             ));
         }
-        let shard = BinnedShard {
-            binned: train.binned.clone(),
-            labels: encoded.values,
-            weights: train.weight.clone(),
-            row_offset: 0,
-        };
+        let eval_sets = std::sync::Mutex::new(Some(eval_sets));
         let factory = factory(&params)?;
-        let n = train.n_rows() as u64;
-        let trained = thread_pool(params.threads)?.install(|| {
+        let n = train.n_rows();
+        let trained = run_workers(&params, n, observer, |rows, collective, observer| {
+            let binned = if rows.len() == n {
+                train.binned.clone()
+            } else {
+                Arc::new(train.binned.slice_rows(rows.clone()))
+            };
+            let shard = BinnedShard {
+                binned,
+                labels: encoded.values[rows.clone()].to_vec(),
+                weights: train.weight.as_ref().map(|w| w[rows.clone()].to_vec()),
+                row_offset: rows.start as u64,
+            };
+            let evals = if collective.rank() == 0 {
+                eval_sets.lock().unwrap().take().unwrap_or_default()
+            } else {
+                Vec::new()
+            };
             train::train_binned(
                 &params,
                 train.names.clone(),
                 train.cuts.clone(),
                 shard,
-                n,
-                eval_sets,
-                &mut SingleWorker,
+                n as u64,
+                evals,
+                collective,
                 factory.as_ref(),
                 observer,
             )

@@ -192,6 +192,21 @@ impl BinnedMatrix {
         })
     }
 
+    /// A copy of the rows `range`.
+    pub fn slice_rows(&self, range: std::ops::Range<usize>) -> BinnedMatrix {
+        let nf = self.n_features;
+        let (a, b) = (range.start * nf, range.end * nf);
+        let bins = match &self.bins {
+            Bins::U8(v) => Bins::U8(v[a..b].to_vec()),
+            Bins::U16(v) => Bins::U16(v[a..b].to_vec()),
+        };
+        BinnedMatrix {
+            n_rows: range.len(),
+            n_features: nf,
+            bins,
+        }
+    }
+
     /// Rows.
     pub fn n_rows(&self) -> usize {
         self.n_rows

@@ -1,0 +1,111 @@
+//! [`RingCollective`]: the engine's `Collective` over any transport, with exact codecs.
+
+use sapwood_core::collective::{Collective, CommStats};
+use sapwood_core::params::CommCodec;
+use sapwood_core::Result;
+
+use crate::codec::{lane_width, lanes_per_word, pack, unpack};
+use crate::ring;
+use crate::transport::Transport;
+
+/// A worker's collective: ring algorithms (or the transport's own integer sum, fed packed
+/// words) over a transport, histograms encoded with a codec, traffic counted.
+pub struct RingCollective<T: Transport> {
+    t: T,
+    codec: CommCodec,
+    stats: CommStats,
+}
+
+impl<T: Transport> RingCollective<T> {
+    /// A collective over `transport` encoding sums with `codec`.
+    pub fn new(transport: T, codec: CommCodec) -> Self {
+        RingCollective {
+            t: transport,
+            codec,
+            stats: CommStats::default(),
+        }
+    }
+}
+
+impl<T: Transport> Collective for RingCollective<T> {
+    fn rank(&self) -> usize {
+        self.t.rank()
+    }
+
+    fn world_size(&self) -> usize {
+        self.t.size()
+    }
+
+    fn allreduce_sum(&mut self, data: &mut [i64], bound: u64) -> Result<()> {
+        if self.t.size() == 1 || data.is_empty() {
+            return Ok(());
+        }
+        self.stats.allreduce_calls += 1;
+        let words_fit = !matches!(self.codec, CommCodec::None | CommCodec::Sparse);
+        if words_fit {
+            // a transport that adds 64-bit integers reduces the packed words directly
+            let w = lane_width(bound);
+            let mut words = pack(data, w);
+            let n_words = words.len();
+            if let Some(done) = self.t.native_sum(&mut words) {
+                done?;
+                let p = self.t.size() as u64;
+                // what each worker sends in a ring allreduce: 2 (p - 1) / p of the message
+                self.stats.bytes_sent += 2 * (p - 1) * 8 * n_words as u64 / p;
+                self.stats.bytes_uncompressed += 2 * (p - 1) * 8 * data.len() as u64 / p;
+                data.copy_from_slice(&unpack(&words, w, data.len()));
+                return Ok(());
+            }
+        }
+        ring::allreduce(&mut self.t, data, bound, self.codec, &mut self.stats)
+    }
+
+    fn allreduce_max(&mut self, data: &mut [u64]) -> Result<()> {
+        if self.t.size() == 1 {
+            return Ok(());
+        }
+        let mine: Vec<u8> = data.iter().flat_map(|v| v.to_le_bytes()).collect();
+        for other in ring::gather_bytes(&mut self.t, &mine, &mut self.stats)? {
+            if other.len() != mine.len() {
+                return Err(sapwood_core::Error::Collective("workers disagree on a maximum's length".into()));
+            }
+            for (d, c) in data.iter_mut().zip(other.chunks_exact(8)) {
+                *d = (*d).max(u64::from_le_bytes(c.try_into().unwrap()));
+            }
+        }
+        Ok(())
+    }
+
+    fn allgather(&mut self, data: &[u8]) -> Result<Vec<Vec<u8>>> {
+        if self.t.size() == 1 {
+            return Ok(vec![data.to_vec()]);
+        }
+        ring::gather_bytes(&mut self.t, data, &mut self.stats)
+    }
+
+    fn broadcast(&mut self, data: &mut Vec<u8>, root: usize) -> Result<()> {
+        let (r, p) = (self.t.rank(), self.t.size());
+        if p == 1 {
+            return Ok(());
+        }
+        if r == root {
+            for to in (0..p).filter(|&to| to != root) {
+                self.stats.bytes_sent += data.len() as u64;
+                self.stats.bytes_uncompressed += data.len() as u64;
+                self.t.send(to, data.clone())?;
+            }
+        } else {
+            *data = self.t.recv(root)?;
+        }
+        Ok(())
+    }
+
+    fn stats(&self) -> CommStats {
+        self.stats
+    }
+}
+
+/// Packed words per value at the width `bound` proves (for reports).
+pub fn packed_ratio(bound: u64) -> f64 {
+    1.0 / lanes_per_word(lane_width(bound)) as f64
+}

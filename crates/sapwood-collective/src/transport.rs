@@ -1,0 +1,27 @@
+//! Point-to-point byte messages between workers: what the ring algorithms run on.
+
+use sapwood_core::Result;
+
+/// Ordered, reliable byte messages between the workers of one job. Every receive is bounded
+/// in time: a peer that died or went silent is an error, never a hang.
+pub trait Transport: Send {
+    /// This worker's index.
+    fn rank(&self) -> usize;
+    /// Workers in the job.
+    fn size(&self) -> usize;
+    /// Sends a message to `to` (may return before it is received).
+    fn send(&mut self, to: usize, msg: Vec<u8>) -> Result<()>;
+    /// Receives the next message from `from`.
+    fn recv(&mut self, from: usize) -> Result<Vec<u8>>;
+    /// Sends to `to` while receiving from `from` (a ring step); transports whose sends can
+    /// block until received override it to avoid deadlock.
+    fn exchange(&mut self, to: usize, msg: Vec<u8>, from: usize) -> Result<Vec<u8>> {
+        self.send(to, msg)?;
+        self.recv(from)
+    }
+    /// Sums i64 words element-wise over all workers with the transport's own reduction,
+    /// when it has one (MPI); `None` means the ring algorithms do it.
+    fn native_sum(&mut self, _words: &mut [i64]) -> Option<Result<()>> {
+        None
+    }
+}
