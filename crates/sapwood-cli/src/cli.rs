@@ -91,6 +91,10 @@ pub struct TrainArgs {
     /// In-process workers.
     #[arg(long)]
     pub workers: Option<usize>,
+    /// How workers communicate: threads of this process, or one MPI rank each
+    /// (`mpirun -np N sapwood train ... --collective mpi`).
+    #[arg(long, value_enum, default_value = "in-process")]
+    pub collective: CollectiveKind,
     /// Any parameter as key=value (repeatable), e.g. --set lambda=2 --set grad_bits=8.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
@@ -106,6 +110,15 @@ pub struct TrainArgs {
     /// No progress output.
     #[arg(long)]
     pub quiet: bool,
+}
+
+/// Where the workers of a training job run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CollectiveKind {
+    /// Threads of this process (`--workers N`).
+    InProcess,
+    /// One worker per MPI rank; each rank reads only its row groups, rank 0 writes.
+    Mpi,
 }
 
 /// `sapwood predict`.

@@ -31,10 +31,9 @@ pub fn pack(values: &[i64], w: u32) -> Vec<i64> {
     values
         .chunks(k)
         .map(|lanes| {
-            lanes
-                .iter()
-                .enumerate()
-                .fold(0i64, |acc, (i, &v)| acc.wrapping_add(v.wrapping_shl(w * i as u32)))
+            lanes.iter().enumerate().fold(0i64, |acc, (i, &v)| {
+                acc.wrapping_add(v.wrapping_shl(w * i as u32))
+            })
         })
         .collect()
 }
@@ -101,7 +100,9 @@ impl Reader<'_> {
                 return Ok(v);
             }
         }
-        Err(Error::Collective("malformed varint in a histogram message".into()))
+        Err(Error::Collective(
+            "malformed varint in a histogram message".into(),
+        ))
     }
 }
 
@@ -110,7 +111,13 @@ fn truncated() -> Error {
 }
 
 fn shared_trailing_zeros(values: &[i64]) -> u32 {
-    values.iter().filter(|&&v| v != 0).map(|v| v.trailing_zeros()).min().unwrap_or(0).min(62)
+    values
+        .iter()
+        .filter(|&&v| v != 0)
+        .map(|v| v.trailing_zeros())
+        .min()
+        .unwrap_or(0)
+        .min(62)
 }
 
 /// Size in bytes of each encoding of `values` (plain, packed, sparse).
@@ -184,7 +191,10 @@ pub fn decode(bytes: &[u8], len: usize) -> Result<Vec<i64>> {
             if rest.len() != 8 * len {
                 return Err(truncated());
             }
-            Ok(rest.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect())
+            Ok(rest
+                .chunks_exact(8)
+                .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
+                .collect())
         }
         PACKED => {
             let w = r.byte()? as u32;
@@ -195,14 +205,19 @@ pub fn decode(bytes: &[u8], len: usize) -> Result<Vec<i64>> {
             if words.len() != 8 * len.div_ceil(lanes_per_word(w)) {
                 return Err(truncated());
             }
-            let words: Vec<i64> = words.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect();
+            let words: Vec<i64> = words
+                .chunks_exact(8)
+                .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
+                .collect();
             Ok(unpack(&words, w, len))
         }
         SPARSE => {
             let nnz = r.varint()? as usize;
             let shift = r.byte()? as u32;
             if nnz > len || shift > 62 {
-                return Err(Error::Collective("malformed sparse histogram message".into()));
+                return Err(Error::Collective(
+                    "malformed sparse histogram message".into(),
+                ));
             }
             let mut out = vec![0i64; len];
             let mut i = 0usize;
@@ -214,7 +229,9 @@ pub fn decode(bytes: &[u8], len: usize) -> Result<Vec<i64>> {
                 out[i] = unzigzag(r.varint()?) << shift;
             }
             if r.pos != bytes.len() {
-                return Err(Error::Collective("trailing bytes in a histogram message".into()));
+                return Err(Error::Collective(
+                    "trailing bytes in a histogram message".into(),
+                ));
             }
             Ok(out)
         }
@@ -231,7 +248,10 @@ mod tests {
         (0u32..63).prop_flat_map(|bits| {
             let bound = if bits == 0 { 0 } else { (1u64 << bits) - 1 };
             let b = bound as i64;
-            (Just(bound), proptest::collection::vec(prop_oneof![3 => Just(0i64), 7 => -b..=b], 0..300))
+            (
+                Just(bound),
+                proptest::collection::vec(prop_oneof![3 => Just(0i64), 7 => -b..=b], 0..300),
+            )
         })
     }
 
@@ -278,7 +298,10 @@ mod tests {
         for codec in [CommCodec::None, CommCodec::Packed, CommCodec::Sparse] {
             let b = encode(&v, 8, codec);
             for cut in 0..b.len() {
-                assert!(decode(&b[..cut], v.len()).is_err(), "{codec:?} prefix {cut}");
+                assert!(
+                    decode(&b[..cut], v.len()).is_err(),
+                    "{codec:?} prefix {cut}"
+                );
             }
         }
         assert!(decode(&[9, 0, 0], 1).is_err());

@@ -27,6 +27,13 @@ impl<T: Transport> RingCollective<T> {
     }
 }
 
+impl<T: Transport> RingCollective<T> {
+    /// The transport underneath (e.g. to abort an MPI job).
+    pub fn transport_mut(&mut self) -> &mut T {
+        &mut self.t
+    }
+}
+
 impl<T: Transport> Collective for RingCollective<T> {
     fn rank(&self) -> usize {
         self.t.rank()
@@ -67,7 +74,9 @@ impl<T: Transport> Collective for RingCollective<T> {
         let mine: Vec<u8> = data.iter().flat_map(|v| v.to_le_bytes()).collect();
         for other in ring::gather_bytes(&mut self.t, &mine, &mut self.stats)? {
             if other.len() != mine.len() {
-                return Err(sapwood_core::Error::Collective("workers disagree on a maximum's length".into()));
+                return Err(sapwood_core::Error::Collective(
+                    "workers disagree on a maximum's length".into(),
+                ));
             }
             for (d, c) in data.iter_mut().zip(other.chunks_exact(8)) {
                 *d = (*d).max(u64::from_le_bytes(c.try_into().unwrap()));

@@ -21,8 +21,10 @@ pub struct InProcessTransport {
 /// The transports of a job of `n` workers; receives wait at most `timeout`.
 pub fn in_process(n: usize, timeout: Duration) -> Vec<InProcessTransport> {
     // channel[i][j] carries messages from i to j
-    let mut senders: Vec<Vec<Option<Sender<Vec<u8>>>>> = (0..n).map(|_| (0..n).map(|_| None).collect()).collect();
-    let mut receivers: Vec<Vec<Option<Receiver<Vec<u8>>>>> = (0..n).map(|_| (0..n).map(|_| None).collect()).collect();
+    let mut senders: Vec<Vec<Option<Sender<Vec<u8>>>>> =
+        (0..n).map(|_| (0..n).map(|_| None).collect()).collect();
+    let mut receivers: Vec<Vec<Option<Receiver<Vec<u8>>>>> =
+        (0..n).map(|_| (0..n).map(|_| None).collect()).collect();
     for (i, row) in senders.iter_mut().enumerate() {
         for (j, slot) in row.iter_mut().enumerate() {
             let (s, r) = channel();
@@ -59,12 +61,16 @@ impl Transport for InProcessTransport {
     }
 
     fn recv(&mut self, from: usize) -> Result<Vec<u8>> {
-        self.from[from].recv_timeout(self.timeout).map_err(|e| match e {
-            RecvTimeoutError::Timeout => Error::Collective(format!(
-                "worker {from} sent nothing for {} s",
-                self.timeout.as_secs_f64()
-            )),
-            RecvTimeoutError::Disconnected => Error::Collective(format!("worker {from} has stopped")),
-        })
+        self.from[from]
+            .recv_timeout(self.timeout)
+            .map_err(|e| match e {
+                RecvTimeoutError::Timeout => Error::Collective(format!(
+                    "worker {from} sent nothing for {} s",
+                    self.timeout.as_secs_f64()
+                )),
+                RecvTimeoutError::Disconnected => {
+                    Error::Collective(format!("worker {from} has stopped"))
+                }
+            })
     }
 }

@@ -11,7 +11,9 @@ use crate::transport::Transport;
 
 /// `parts` near-equal contiguous ranges covering `0..len`.
 pub fn even_blocks(len: usize, parts: usize) -> Vec<Range<usize>> {
-    (0..parts).map(|i| (i * len / parts)..((i + 1) * len / parts)).collect()
+    (0..parts)
+        .map(|i| (i * len / parts)..((i + 1) * len / parts))
+        .collect()
 }
 
 fn prev(r: usize, s: usize, p: usize) -> usize {
@@ -30,7 +32,10 @@ pub fn reduce_scatter(
 ) -> Result<()> {
     let (r, p) = (t.rank(), t.size());
     if blocks.len() != p {
-        return Err(Error::Collective(format!("{} blocks for {p} workers", blocks.len())));
+        return Err(Error::Collective(format!(
+            "{} blocks for {p} workers",
+            blocks.len()
+        )));
     }
     let (next, from) = ((r + 1) % p, prev(r, 1, p));
     for s in 0..p.saturating_sub(1) {
@@ -84,7 +89,11 @@ pub fn allreduce(
 }
 
 /// Every worker's bytes, by rank, passed around the ring.
-pub fn gather_bytes(t: &mut dyn Transport, mine: &[u8], stats: &mut CommStats) -> Result<Vec<Vec<u8>>> {
+pub fn gather_bytes(
+    t: &mut dyn Transport,
+    mine: &[u8],
+    stats: &mut CommStats,
+) -> Result<Vec<Vec<u8>>> {
     let (r, p) = (t.rank(), t.size());
     let mut all = vec![Vec::new(); p];
     all[r] = mine.to_vec();

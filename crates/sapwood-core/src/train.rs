@@ -44,6 +44,8 @@ pub struct RoundReport<'a> {
     pub metrics: &'a [EvalResult],
     /// Seconds since training started.
     pub elapsed: f64,
+    /// This worker's traffic so far.
+    pub comm: crate::collective::CommStats,
 }
 
 /// Whether training goes on after a round.
@@ -113,6 +115,8 @@ pub struct BoostOutcome {
     pub history: Vec<Vec<EvalResult>>,
     /// Whether the observer asked to stop.
     pub interrupted: bool,
+    /// This worker's traffic in each round.
+    pub comm_rounds: Vec<crate::collective::CommStats>,
 }
 
 /// The features a tree may split on (`colsample_bytree`), ascending.
@@ -232,6 +236,8 @@ pub fn boost(
     let mut best: Option<(usize, f64)> = None;
     let mut interrupted = false;
     let watch = metrics.last().copied();
+    let mut comm_rounds = Vec::with_capacity(params.num_rounds);
+    let mut last_comm = collective.stats();
     for round in 0..params.num_rounds {
         let local = backend.compute_gradients()?;
         let mut max: Vec<u64> = local
@@ -302,12 +308,20 @@ pub fn boost(
             num_rounds: params.num_rounds,
             metrics: &results,
             elapsed: start.elapsed().as_secs_f64(),
+            comm: collective.stats(),
         };
         if observer.on_round(&report) == Control::Stop {
             interrupted = true;
             stop = true;
         }
         history.push(results);
+        let now = collective.stats();
+        comm_rounds.push(crate::collective::CommStats {
+            bytes_sent: now.bytes_sent - last_comm.bytes_sent,
+            bytes_uncompressed: now.bytes_uncompressed - last_comm.bytes_uncompressed,
+            allreduce_calls: now.allreduce_calls - last_comm.allreduce_calls,
+        });
+        last_comm = now;
         if collective.world_size() > 1 {
             let mut flag = vec![stop as u8];
             collective.broadcast(&mut flag, 0)?;
@@ -326,6 +340,7 @@ pub fn boost(
         },
         history,
         interrupted,
+        comm_rounds,
     })
 }
 
@@ -405,6 +420,8 @@ pub struct Trained {
     pub interrupted: bool,
     /// Traffic of this worker's collective.
     pub comm: crate::collective::CommStats,
+    /// Its traffic in each round.
+    pub comm_rounds: Vec<crate::collective::CommStats>,
 }
 
 fn check_inputs(
@@ -629,5 +646,6 @@ pub fn train_binned(
         history: outcome.history,
         interrupted: outcome.interrupted,
         comm: collective.stats(),
+        comm_rounds: outcome.comm_rounds,
     })
 }

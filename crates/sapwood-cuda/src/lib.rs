@@ -1,1 +1,73 @@
-//! sapwood-cuda (being written).
+//! Sapwood's CUDA backend through cudarc: the whole tree build on NVIDIA GPUs, bit-identical
+//! to the CPU backend.
+//!
+//! The binned shard, labels, weights, margins, gradients, histogram values and the row
+//! partition stay on the GPU for the whole training (the same resident design as the WGSL
+//! backend). Per round only scalars (gradient maxima, row counts), split decisions and
+//! histograms cross to the host; each backend call queues its kernels on the logical
+//! device's stream and waits once, when it reads its result back, and a whole level's
+//! nodes or splits go in one launch. Histograms are built with 64-bit integer atomics in
+//! shared memory, features tiled to fit it (wider features fall back to global atomics).
+//! The sibling of each built node is the parent minus the node, taken by the core's grower
+//! after the histograms are summed over workers.
+//!
+//! Kernels are CUDA C++ files in `shaders/cuda/` (named as their WGSL twins), embedded in
+//! the binary and compiled with NVRTC at first use — a CUBIN for the GPU's own architecture
+//! — then loaded once per GPU. The build needs no CUDA toolkit: cudarc loads `libcuda` and
+//! `libnvrtc` at run time (`dynamic-loading`). NVRTC options turn off FMA contraction and
+//! keep IEEE division and square root, and every float operation of the bit-exact contract
+//! is an explicit round-to-nearest intrinsic.
+//!
+//! Use [`CudaFactory`] wherever a [`sapwood_core::train::BackendFactory`] is expected: each
+//! backend it creates is a logical device (a stream of its own), spread round-robin over the
+//! GPUs, so several workers may share one GPU. Without the NVIDIA driver (`libcuda.so`
+//! absent) or without a GPU, `create` returns [`sapwood_core::Error::Backend`] with a clear
+//! message; it never panics.
+//!
+//! Feature `nccl` adds `nccl::NcclCollective`, which sums histograms between GPUs with NCCL
+//! carrying packed integer lanes ([`lanes`]).
+//!
+//! # Environment and tests
+//!
+//! - `LD_LIBRARY_PATH` must hold NVRTC 13.0 (`libnvrtc.so.13`) at run time.
+//!   `crates/sapwood-cuda/install-nvrtc.sh` pip-installs `nvidia-cuda-nvrtc==13.0.88` under
+//!   `target/nvrtc` (idempotent) and prints its library directory:
+//!   `export LD_LIBRARY_PATH="$(crates/sapwood-cuda/install-nvrtc.sh | tail -n1):$LD_LIBRARY_PATH"`.
+//!   NVRTC 13.0 matches the CUDA 13.0 driver of the target machines; a driver refuses PTX
+//!   from a newer NVRTC, which is one reason kernels are loaded as CUBIN.
+//! - `SAPWOOD_REQUIRE_NVRTC=1` (at test run time): the NVRTC tests (every kernel compiles
+//!   for `compute_80`, `compute_90`, `sm_80`, `sm_90`; a broken kernel's error carries the
+//!   compiler log; the parameter layouts match) fail when NVRTC cannot be loaded. Without it
+//!   they are reported as ignored, never as passed, where NVRTC is missing (the build script
+//!   looks for it; `SAPWOOD_NVRTC_LIB_DIR` names a directory to look in besides
+//!   `LD_LIBRARY_PATH`).
+//! - Tests that need a GPU are ignored unless the build script finds `libcuda.so`;
+//!   `SAPWOOD_REQUIRE_CUDA=1` at build time makes them run (and fail) regardless.
+
+pub mod backend;
+pub mod device;
+mod encode;
+pub mod factory;
+pub mod kernels;
+pub mod lanes;
+mod layout;
+#[cfg(feature = "nccl")]
+pub mod nccl;
+pub mod predict;
+pub mod tiles;
+
+pub use backend::CudaBackend;
+pub use device::{device_count, driver_present, Gpu};
+pub use factory::{CudaFactory, CudaOptions};
+pub use kernels::{nvrtc_present, Kernel, Target};
+pub use predict::predict_binned;
+
+/// Test support: the generated layout asserts, for the NVRTC layout test.
+#[doc(hidden)]
+pub fn layout_check_source() -> String {
+    format!(
+        "{}\n#line 1 \"layout_check.cu\"\n{}",
+        kernels::header_source(),
+        layout::layout_asserts()
+    )
+}

@@ -68,6 +68,7 @@ pub struct Booster {
     history: Vec<Vec<EvalResult>>,
     interrupted: bool,
     comm: CommStats,
+    comm_rounds: Vec<CommStats>,
 }
 
 /// Validates the parameters and encodes the training labels; fills `num_class` from them.
@@ -331,6 +332,68 @@ impl Booster {
         Ok(Booster::finish(trained, encoded.classes))
     }
 
+    /// Trains this worker's shard of a distributed job (e.g. one MPI rank): `local` holds
+    /// the rows from global index `row_offset` among `n_total`, binned with cuts agreed
+    /// through `collective` ([`crate::CutPass::finish_with`]); `classes` come from
+    /// [`crate::global_classes`]. Evaluation sets matter on rank 0 only.
+    #[allow(clippy::too_many_arguments)]
+    pub fn train_shard(
+        params: &Params,
+        local: &BinnedDataset,
+        row_offset: u64,
+        n_total: u64,
+        classes: Option<Vec<ClassLabel>>,
+        evals: &[(&str, &BinnedDataset)],
+        collective: &mut dyn Collective,
+        observer: &mut dyn TrainObserver,
+    ) -> Result<Booster> {
+        params.validate()?;
+        let label = local
+            .label
+            .as_ref()
+            .ok_or_else(|| Error::EmptyData("the training shard has no label".into()))?;
+        let mut params = params.clone();
+        if let (Some(c), ObjectiveKind::Softprob) = (&classes, params.objective) {
+            params.num_class = Some(c.len());
+        }
+        let encoded = labels::Encoded {
+            values: labels::encode_with(params.objective, label, classes.as_deref())?,
+            classes,
+        };
+        let mut eval_sets = Vec::new();
+        if collective.rank() == 0 {
+            for (name, d) in evals {
+                eval_sets.push(EvalSet::new(
+                    name.to_string(),
+                    d.binned.clone(),
+                    eval_labels(&params, name, d.label.as_ref(), &encoded)?,
+                    d.weight.clone(),
+                ));
+            }
+        }
+        let shard = BinnedShard {
+            binned: local.binned.clone(),
+            labels: encoded.values,
+            weights: local.weight.clone(),
+            row_offset,
+        };
+        let factory = factory(&params)?;
+        let trained = thread_pool(params.threads)?.install(|| {
+            train::train_binned(
+                &params,
+                local.names.clone(),
+                local.cuts.clone(),
+                shard,
+                n_total,
+                eval_sets,
+                collective,
+                factory.as_ref(),
+                observer,
+            )
+        })?;
+        Ok(Booster::finish(trained, encoded.classes))
+    }
+
     fn finish(trained: train::Trained, classes: Option<Vec<ClassLabel>>) -> Booster {
         let mut model = trained.model;
         model.classes = classes;
@@ -339,6 +402,7 @@ impl Booster {
             history: trained.history,
             interrupted: trained.interrupted,
             comm: trained.comm,
+            comm_rounds: trained.comm_rounds,
         }
     }
 
@@ -394,6 +458,7 @@ impl Booster {
             history: Vec::new(),
             interrupted: false,
             comm: CommStats::default(),
+            comm_rounds: Vec::new(),
         })
     }
 
@@ -453,6 +518,11 @@ impl Booster {
     /// Bytes exchanged between workers during training (zeros for one worker).
     pub fn comm_stats(&self) -> CommStats {
         self.comm
+    }
+
+    /// Bytes exchanged in each round (empty for a loaded model).
+    pub fn comm_history(&self) -> &[CommStats] {
+        &self.comm_rounds
     }
 
     /// Class labels of a classification model.

@@ -126,3 +126,79 @@ pub fn encode_with(
             .collect(),
     }
 }
+
+/// The classes over every worker's labels (None for regression or probability labels), so
+/// that workers holding different subsets of classes encode them alike.
+pub fn global_classes(
+    objective: ObjectiveKind,
+    label: &Label,
+    collective: &mut dyn sapwood_core::collective::Collective,
+) -> Result<Option<Vec<ClassLabel>>> {
+    // local distinct classes, or None where the labels are not classes
+    let local: Option<Vec<ClassLabel>> = match (objective, label) {
+        (ObjectiveKind::SquaredError, _) => None,
+        (ObjectiveKind::Logistic, Label::Values(v)) if !v.iter().all(|&y| y == 0.0 || y == 1.0) => {
+            None
+        }
+        (_, Label::Values(v)) => {
+            let mut c: Vec<ClassLabel> = v
+                .iter()
+                .enumerate()
+                .map(|(i, &y)| class_of_value(i, y))
+                .collect::<Result<_>>()?;
+            c.sort();
+            c.dedup();
+            Some(c)
+        }
+        (_, Label::Classes(c)) => {
+            let mut c = c.clone();
+            c.sort();
+            c.dedup();
+            Some(c)
+        }
+    };
+    let bytes = serde_json::to_vec(&local).expect("labels serialise");
+    let mut all: Option<Vec<ClassLabel>> = Some(Vec::new());
+    for part in collective.allgather(&bytes)? {
+        let part: Option<Vec<ClassLabel>> = serde_json::from_slice(&part)
+            .map_err(|e| Error::Collective(format!("a worker sent malformed classes: {e}")))?;
+        all = match (all, part) {
+            (Some(mut a), Some(b)) => {
+                a.extend(b);
+                Some(a)
+            }
+            _ => None,
+        };
+    }
+    let Some(mut classes) = all else {
+        return Ok(None);
+    };
+    if objective == ObjectiveKind::SquaredError {
+        return Ok(None);
+    }
+    classes.sort();
+    classes.dedup();
+    if objective == ObjectiveKind::Logistic
+        && classes.iter().all(|c| matches!(c, ClassLabel::Int(0 | 1)))
+    {
+        return Ok(Some(vec![ClassLabel::Int(0), ClassLabel::Int(1)]));
+    }
+    if classes.len() < 2 {
+        return Err(Error::InvalidLabel {
+            row: 0,
+            value: classes.first().map_or("nothing".into(), |c| c.to_string()),
+            reason: format!(
+                "{objective} needs at least two classes, found {}",
+                classes.len()
+            ),
+        });
+    }
+    if objective == ObjectiveKind::Logistic && classes.len() > 2 {
+        return Err(Error::InvalidLabel {
+            row: 0,
+            value: format!("{} classes", classes.len()),
+            reason: "binary:logistic needs exactly two classes; use multi:softprob".into(),
+        });
+    }
+    Ok(Some(classes))
+}

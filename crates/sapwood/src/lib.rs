@@ -8,8 +8,10 @@ mod stream;
 pub use booster::{Booster, Importance, PredictOptions, Predictions};
 pub use dataset::{Dataset, DatasetBuilder, Label};
 pub use labels::{
-    encode as encode_labels, encode_with as encode_labels_with, Encoded as EncodedLabels,
+    encode as encode_labels, encode_with as encode_labels_with, global_classes,
+    Encoded as EncodedLabels,
 };
+pub use sapwood_collective as collective;
 pub use sapwood_core::data::{Column, FeatureMatrix, MISSING_CATEGORY};
 pub use sapwood_core::metric::Metric;
 pub use sapwood_core::model::{ClassLabel, Model};

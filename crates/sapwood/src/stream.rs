@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use sapwood_core::collective::SingleWorker;
+use sapwood_core::collective::{Collective, SingleWorker};
 use sapwood_core::data::{BinnedMatrix, CutSample, Cuts, FeatureMatrix};
 use sapwood_core::model::select_columns;
 use sapwood_core::params::Params;
@@ -25,10 +25,16 @@ pub struct CutPass {
 impl CutPass {
     /// A pass over `n_total` rows that will arrive in batches, in order.
     pub fn new(params: &Params, n_total: u64) -> Self {
+        Self::for_shard(params, n_total, 0)
+    }
+
+    /// A pass over one worker's rows, the first of which has global index `row_offset`
+    /// among `n_total` (rows are sampled by global index, so shards agree on the cuts).
+    pub fn for_shard(params: &Params, n_total: u64, row_offset: u64) -> Self {
         CutPass {
             params: params.clone(),
             n_total,
-            next_row: 0,
+            next_row: row_offset,
             sample: None,
             names: None,
         }
@@ -69,11 +75,17 @@ impl CutPass {
                 self.n_total, self.next_row
             )));
         }
+        self.finish_with(&mut SingleWorker)
+    }
+
+    /// Gathers every worker's sample, computes the shared cuts and starts the binning pass.
+    /// `names` must be given when this worker saw no batch (a shard without rows).
+    pub fn finish_with(self, collective: &mut dyn Collective) -> Result<BinPass> {
         let names = self
             .names
             .ok_or_else(|| Error::EmptyData("no batch arrived".into()))?;
         let sample = self.sample.expect("set with the names");
-        let cuts = agree_cuts(&sample, &self.params, &mut SingleWorker)?;
+        let cuts = agree_cuts(&sample, &self.params, collective)?;
         Ok(BinPass::with_cuts(names, cuts))
     }
 }
@@ -184,6 +196,11 @@ impl BinnedDataset {
     /// Feature names.
     pub fn names(&self) -> &[String] {
         &self.names
+    }
+
+    /// The label, if one was read.
+    pub fn label(&self) -> Option<&Label> {
+        self.label.as_ref()
     }
 
     /// A binning pass with this dataset's cuts, for an evaluation set.

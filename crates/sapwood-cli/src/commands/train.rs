@@ -5,11 +5,12 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use sapwood::{BinnedDataset, Booster, CutPass, Label, Params};
+use sapwood_core::collective::{Collective, SingleWorker};
 use sapwood_io::ReadOptions;
 use serde_json::json;
 
-use crate::cli::TrainArgs;
-use crate::input::{label_of, Source};
+use crate::cli::{CollectiveKind, TrainArgs};
+use crate::input::{label_of, Shard, Source};
 use crate::progress::Progress;
 use crate::settings::{self, apply_config, apply_sets};
 
@@ -43,14 +44,17 @@ fn params_of(a: &TrainArgs) -> Result<Params> {
     Ok(p)
 }
 
-/// Reads and bins one file with the training cuts (or, for the training set, computes them).
-fn bin_file(
+/// Reads and bins one worker's share of a file with the training cuts (or, for the
+/// training set, computes them with the other workers).
+fn bin_source(
+    source: &Source,
     path: &Path,
     opts: &ReadOptions,
     params: &Params,
     like: Option<&BinnedDataset>,
+    shard: &Shard,
+    collective: &mut dyn Collective,
 ) -> Result<BinnedDataset> {
-    let source = Source::open(path, opts)?;
     let n = source.num_rows();
     if n == 0 {
         return Err(
@@ -60,30 +64,35 @@ fn bin_file(
     let mut bin = match like {
         Some(d) => d.bin_like(),
         None => {
-            let mut cut = CutPass::new(params, n);
-            source.for_each(opts, |t| Ok(cut.push(&t.features, t.weight.as_deref())?))?;
-            cut.finish()?
+            let mut cut = CutPass::for_shard(params, n, shard.rows.start);
+            source.for_each_in(opts, shard, |t| {
+                Ok(cut.push(&t.features, t.weight.as_deref())?)
+            })?;
+            cut.finish_with(collective)?
         }
     };
     let label_name = opts.label.clone().unwrap_or_default();
-    let mut row = 0usize;
-    let mut labelled = 0usize;
-    source.for_each(opts, |t| {
+    let mut row = shard.rows.start as usize;
+    let mut labelled = 0i64;
+    source.for_each_in(opts, shard, |t| {
         let n = t.n_rows();
         let col = t
             .label
             .expect("the label column is part of the read options");
         let label = label_of(col, row, &label_name)?;
-        if let Label::Values(v) = &label {
-            labelled += v.iter().filter(|x| !x.is_nan()).count();
-        } else {
-            labelled += n;
-        }
+        labelled += match &label {
+            Label::Values(v) => v.iter().filter(|x| !x.is_nan()).count(),
+            Label::Classes(_) => n,
+        } as i64;
         bin.push(&t.features, Some(label), t.weight)?;
         row += n;
         Ok(())
     })?;
-    if labelled == 0 {
+    let mut total = [labelled];
+    if like.is_none() {
+        collective.allreduce_sum(&mut total, n)?;
+    }
+    if total[0] == 0 {
         return Err(sapwood::Error::EmptyData(format!(
             "{}: label column `{label_name}` has no values (all null)",
             path.display()
@@ -93,45 +102,53 @@ fn bin_file(
     Ok(bin.finish()?)
 }
 
-/// Runs `sapwood train`.
-pub fn run(a: TrainArgs) -> Result<()> {
-    let params = params_of(&a)?;
-    if let Some(g) = &a.columns.group {
-        return Err(settings::Error(format!(
-            "--group {g}: ranking objectives are not available yet"
-        ))
-        .into());
-    }
-    let load_start = Instant::now();
-    let opts = ReadOptions {
+fn bin_file(
+    path: &Path,
+    opts: &ReadOptions,
+    params: &Params,
+    like: Option<&BinnedDataset>,
+) -> Result<BinnedDataset> {
+    let source = Source::open(path, opts)?;
+    let shard = Shard::whole(source.num_rows());
+    bin_source(&source, path, opts, params, like, &shard, &mut SingleWorker)
+}
+
+fn read_options(a: &TrainArgs) -> ReadOptions {
+    ReadOptions {
         label: Some(a.label.clone()),
         weight: a.columns.weight.clone(),
         categorical: a.columns.categorical.clone(),
         drop: a.columns.drop.clone(),
         features: a.columns.features.clone(),
         keep: Vec::new(),
-    };
-    let train = bin_file(&a.data, &opts, &params, None)?;
-    let mut valid = Vec::new();
-    for v in &a.valid {
-        let name = v
-            .file_stem()
-            .map_or("valid".into(), |s| s.to_string_lossy().into_owned());
-        valid.push((name, bin_file(v, &opts, &params, Some(&train))?));
     }
-    let load_seconds = load_start.elapsed().as_secs_f64();
+}
 
-    let mut progress = Progress::new(params.num_rounds, a.quiet);
-    let train_start = Instant::now();
-    let evals: Vec<(&str, &BinnedDataset)> = valid.iter().map(|(n, d)| (n.as_str(), d)).collect();
-    let result = Booster::train_binned(&params, &train, &evals, &mut progress);
-    progress.finish();
-    let mut booster = result?;
-    let train_seconds = train_start.elapsed().as_secs_f64();
+fn check_group(a: &TrainArgs) -> Result<()> {
+    match &a.columns.group {
+        Some(g) => Err(settings::Error(format!(
+            "--group {g}: ranking objectives are not available yet"
+        ))
+        .into()),
+        None => Ok(()),
+    }
+}
+
+/// Writes the model (and summary) of a finished run; says so when Ctrl-C stopped it.
+fn write_outputs(
+    a: &TrainArgs,
+    params: &Params,
+    booster: &mut Booster,
+    rows: usize,
+    features: usize,
+    load_seconds: f64,
+    train_seconds: f64,
+) -> Result<()> {
     booster.set_label_name(&a.label);
     booster
         .save(&a.model)
         .with_context(|| format!("writing the model to {}", a.model.display()))?;
+    let comm = booster.comm_stats();
     if booster.interrupted() {
         eprintln!(
             "interrupted: saved the {} rounds trained so far to {}",
@@ -140,11 +157,19 @@ pub fn run(a: TrainArgs) -> Result<()> {
         );
     } else if !a.quiet {
         eprintln!(
-            "trained {} rounds on {} rows in {train_seconds:.2} s (data {load_seconds:.2} s); model: {}",
+            "trained {} rounds on {rows} rows in {train_seconds:.2} s (data {load_seconds:.2} s); model: {}",
             booster.num_rounds(),
-            train.n_rows(),
             a.model.display()
         );
+        if comm.allreduce_calls > 0 {
+            eprintln!(
+                "communication: {} bytes sent ({} before compression, {:.2}x), {} allreduce calls",
+                comm.bytes_sent,
+                comm.bytes_uncompressed,
+                comm.bytes_uncompressed as f64 / comm.bytes_sent.max(1) as f64,
+                comm.allreduce_calls
+            );
+        }
     }
     if let Some(path) = &a.summary {
         let history: Vec<serde_json::Value> = booster
@@ -160,13 +185,18 @@ pub fn run(a: TrainArgs) -> Result<()> {
                 serde_json::Value::Object(m)
             })
             .collect();
-        let comm = booster.comm_stats();
+        let per_round: Vec<serde_json::Value> = booster
+            .comm_history()
+            .iter()
+            .enumerate()
+            .map(|(round, c)| json!({"round": round, "bytes_sent": c.bytes_sent, "bytes_before_compression": c.bytes_uncompressed, "allreduce_calls": c.allreduce_calls}))
+            .collect();
         let summary = json!({
             "rounds": booster.num_rounds(),
             "best_round": booster.best_iteration(),
             "interrupted": booster.interrupted(),
-            "rows": train.n_rows(),
-            "features": train.names().len(),
+            "rows": rows,
+            "features": features,
             "history": history,
             "train_seconds": train_seconds,
             "data_loading_seconds": load_seconds,
@@ -177,10 +207,131 @@ pub fn run(a: TrainArgs) -> Result<()> {
                 "bytes_sent": comm.bytes_sent,
                 "bytes_before_compression": comm.bytes_uncompressed,
                 "allreduce_calls": comm.allreduce_calls,
+                "per_round": per_round,
             },
         });
         let text = serde_json::to_string_pretty(&summary)?;
         sapwood_core::files::write_atomic(path, text.as_bytes())?;
     }
     Ok(())
+}
+
+/// Runs `sapwood train`.
+pub fn run(a: TrainArgs) -> Result<()> {
+    match a.collective {
+        CollectiveKind::InProcess => run_local(a),
+        CollectiveKind::Mpi => run_mpi(a),
+    }
+}
+
+#[cfg(not(feature = "mpi"))]
+fn run_mpi(_a: TrainArgs) -> Result<()> {
+    Err(settings::Error(
+        "--collective mpi: this build of sapwood has no MPI support (build with --features mpi)"
+            .into(),
+    )
+    .into())
+}
+
+#[cfg(feature = "mpi")]
+fn run_mpi(a: TrainArgs) -> Result<()> {
+    use sapwood::collective::mpi_transport::MpiTransport;
+    use sapwood::collective::{RingCollective, Transport};
+    let params = params_of(&a)?;
+    check_group(&a)?;
+    let transport = MpiTransport::init()?;
+    let (rank, size) = (transport.rank(), transport.size());
+    let mut coll = RingCollective::new(transport, params.comm_codec);
+    let result = (|| -> Result<()> {
+        let load_start = Instant::now();
+        let opts = read_options(&a);
+        let source = Source::open(&a.data, &opts)?;
+        let shard = source.shard(rank, size);
+        let local = bin_source(&source, &a.data, &opts, &params, None, &shard, &mut coll)?;
+        let classes = sapwood::global_classes(
+            params.objective,
+            local.label().expect("labels were read"),
+            &mut coll,
+        )?;
+        let mut valid = Vec::new();
+        if rank == 0 {
+            for v in &a.valid {
+                let name = v
+                    .file_stem()
+                    .map_or("valid".into(), |s| s.to_string_lossy().into_owned());
+                valid.push((name, bin_file(v, &opts, &params, Some(&local))?));
+            }
+        }
+        let load_seconds = load_start.elapsed().as_secs_f64();
+        let evals: Vec<(&str, &BinnedDataset)> =
+            valid.iter().map(|(n, d)| (n.as_str(), d)).collect();
+        let mut progress = Progress::new(params.num_rounds, a.quiet || rank != 0);
+        let start = Instant::now();
+        let trained = Booster::train_shard(
+            &params,
+            &local,
+            shard.rows.start,
+            source.num_rows(),
+            classes,
+            &evals,
+            &mut coll,
+            &mut progress,
+        );
+        progress.finish();
+        let mut booster = trained?;
+        if rank == 0 {
+            let p = Params {
+                workers: size,
+                ..params.clone()
+            };
+            write_outputs(
+                &a,
+                &p,
+                &mut booster,
+                source.num_rows() as usize,
+                local.names().len(),
+                load_seconds,
+                start.elapsed().as_secs_f64(),
+            )?;
+        }
+        Ok(())
+    })();
+    if let Err(e) = result {
+        // the other ranks may wait in a collective: take the whole job down
+        eprintln!("error: rank {rank}: {e:#}");
+        coll.transport_mut().abort(2);
+    }
+    Ok(())
+}
+
+fn run_local(a: TrainArgs) -> Result<()> {
+    let params = params_of(&a)?;
+    check_group(&a)?;
+    let load_start = Instant::now();
+    let opts = read_options(&a);
+    let train = bin_file(&a.data, &opts, &params, None)?;
+    let mut valid = Vec::new();
+    for v in &a.valid {
+        let name = v
+            .file_stem()
+            .map_or("valid".into(), |s| s.to_string_lossy().into_owned());
+        valid.push((name, bin_file(v, &opts, &params, Some(&train))?));
+    }
+    let load_seconds = load_start.elapsed().as_secs_f64();
+    let mut progress = Progress::new(params.num_rounds, a.quiet);
+    let train_start = Instant::now();
+    let evals: Vec<(&str, &BinnedDataset)> = valid.iter().map(|(n, d)| (n.as_str(), d)).collect();
+    let result = Booster::train_binned(&params, &train, &evals, &mut progress);
+    progress.finish();
+    let mut booster = result?;
+    let train_seconds = train_start.elapsed().as_secs_f64();
+    write_outputs(
+        &a,
+        &params,
+        &mut booster,
+        train.n_rows(),
+        train.names().len(),
+        load_seconds,
+        train_seconds,
+    )
 }

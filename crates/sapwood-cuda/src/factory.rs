@@ -1,0 +1,81 @@
+//! `CudaFactory`: one logical device (a stream of its own) per backend, i.e. per worker,
+//! spread round-robin over the GPUs, so `--workers N` on one GPU gives N logical devices.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use sapwood_core::backend::HistBackend;
+use sapwood_core::error::{Error, Result};
+use sapwood_core::train::{BackendFactory, ShardData};
+
+use crate::backend::CudaBackend;
+use crate::device::{device_count, Gpu};
+
+/// Where logical devices go, and tuning knobs for tests.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CudaOptions {
+    /// GPU ordinals the logical devices are spread over, round-robin (default: every GPU).
+    /// Repeating an ordinal (`[0, 0, 0, 0]`) puts several logical devices on one GPU.
+    pub devices: Option<Vec<usize>>,
+    /// Bins per shared-memory histogram tile (default: what 48 KiB holds, 3072); features
+    /// wider than a tile use the global-memory kernel. Above 3072 the block opts in to more
+    /// shared memory, up to the device's limit.
+    pub tile_bins: Option<u32>,
+}
+
+/// Builds CUDA backends; `Send + Sync`, shared by every worker thread of a job.
+#[derive(Debug, Default)]
+pub struct CudaFactory {
+    options: CudaOptions,
+    next: AtomicUsize,
+}
+
+impl CudaFactory {
+    /// A factory over every GPU with default options. Nothing is touched until `create`.
+    pub fn new() -> Self {
+        Self::with_options(CudaOptions::default())
+    }
+
+    /// A factory with `options`.
+    pub fn with_options(options: CudaOptions) -> Self {
+        CudaFactory {
+            options,
+            next: AtomicUsize::new(0),
+        }
+    }
+
+    /// The GPU ordinals logical devices are spread over; a clear error without a driver or
+    /// a GPU.
+    pub fn ordinals(&self) -> Result<Vec<usize>> {
+        let count = device_count()?;
+        match &self.options.devices {
+            None => Ok((0..count).collect()),
+            Some(d) if d.is_empty() => Err(Error::Backend("an empty list of CUDA devices".into())),
+            Some(d) => {
+                if let Some(&bad) = d.iter().find(|&&o| o >= count) {
+                    return Err(Error::Backend(format!(
+                        "CUDA device {bad} requested, {count} present"
+                    )));
+                }
+                Ok(d.clone())
+            }
+        }
+    }
+
+    /// Opens the next logical device (round-robin over the GPUs).
+    pub fn open_device(&self) -> Result<Gpu> {
+        let ordinals = self.ordinals()?;
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % ordinals.len();
+        Gpu::open(ordinals[i])
+    }
+}
+
+impl BackendFactory for CudaFactory {
+    fn create(&self, shard: ShardData) -> Result<Box<dyn HistBackend>> {
+        let gpu = self.open_device()?;
+        Ok(Box::new(CudaBackend::new(
+            gpu,
+            shard,
+            self.options.tile_bins,
+        )?))
+    }
+}
