@@ -87,7 +87,7 @@ struct Reader<'a> {
 
 impl Reader<'_> {
     fn byte(&mut self) -> Result<u8> {
-        let v = *self.b.get(self.pos).ok_or_else(|| truncated())?;
+        let v = *self.b.get(self.pos).ok_or_else(truncated)?;
         self.pos += 1;
         Ok(v)
     }
