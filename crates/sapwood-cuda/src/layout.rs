@@ -1,6 +1,8 @@
 //! Parameter blocks passed to the kernels by value. Each struct's CUDA twin is in
-//! `shaders/cuda/params.cuh`; a test compiles `static_assert`s generated from these Rust
-//! layouts with NVRTC, so a mismatch fails a test instead of corrupting a launch.
+//! `shaders/cuda/params.cuh`. NVRTC has no compile-time `offsetof`, so a test compiles probe
+//! kernels and reads the layout off the PTX: the declared size and alignment of a by-value
+//! parameter, and the offset and width of the load of each single field, checked against
+//! these Rust layouts: a mismatch fails a test instead of corrupting a launch.
 #![allow(unsafe_code)]
 
 macro_rules! kernel_struct {
@@ -17,15 +19,19 @@ macro_rules! kernel_struct {
         unsafe impl cudarc::driver::DeviceRepr for $name {}
 
         impl $name {
-            /// (name, size, alignment, field offsets) for the layout test.
+            /// The layout, for the layout tests.
             #[allow(dead_code)]
-            pub(crate) fn layout() -> (&'static str, usize, usize, Vec<(&'static str, usize)>) {
-                (
-                    stringify!($name),
-                    std::mem::size_of::<Self>(),
-                    std::mem::align_of::<Self>(),
-                    vec![$((stringify!($field), std::mem::offset_of!($name, $field))),*],
-                )
+            pub(crate) fn layout() -> Layout {
+                Layout {
+                    name: stringify!($name),
+                    size: std::mem::size_of::<Self>(),
+                    align: std::mem::align_of::<Self>(),
+                    fields: vec![$(Field {
+                        name: stringify!($field),
+                        offset: std::mem::offset_of!($name, $field),
+                        size: std::mem::size_of::<$ty>(),
+                    }),*],
+                }
             }
         }
     };
@@ -54,9 +60,32 @@ kernel_struct! {
     BinParams { n_rows: u32, row_words: u32, bin_bits: u32, total_bins: u32, k: u32, group: u32 }
 }
 
+/// A field of a parameter block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Field {
+    /// Its name.
+    pub name: &'static str,
+    /// Byte offset.
+    pub offset: usize,
+    /// Bytes.
+    pub size: usize,
+}
+
+/// The Rust layout of a parameter block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    /// The struct's name (as in params.cuh).
+    pub name: &'static str,
+    /// Bytes.
+    pub size: usize,
+    /// Alignment.
+    pub align: usize,
+    /// Fields in declaration order.
+    pub fields: Vec<Field>,
+}
+
 /// Every parameter block's layout.
-#[allow(dead_code)]
-pub(crate) fn all_layouts() -> Vec<(&'static str, usize, usize, Vec<(&'static str, usize)>)> {
+pub fn all_layouts() -> Vec<Layout> {
     vec![
         GradParams::layout(),
         QuantParams::layout(),
@@ -65,18 +94,34 @@ pub(crate) fn all_layouts() -> Vec<(&'static str, usize, usize, Vec<(&'static st
     ]
 }
 
-/// CUDA `static_assert`s stating the Rust layouts, to compile after params.cuh.
-#[allow(dead_code)]
-pub(crate) fn layout_asserts() -> String {
+/// The probe kernel reading only `field` of `layout`'s struct.
+pub fn probe_name(layout: &Layout, field: &Field) -> String {
+    format!("probe_{}_{}", layout.name, field.name)
+}
+
+/// The probe kernel taking `layout`'s struct by value (for its size and alignment).
+pub fn size_probe_name(layout: &Layout) -> String {
+    format!("probe_{}", layout.name)
+}
+
+/// CUDA source of the probe kernels (appended to the headers): one per struct taking it by
+/// value, one per field reading only that field through a pointer (a by-value parameter's
+/// fields may be loaded as vectors, which hides their offsets).
+pub fn probe_kernels() -> String {
     let mut s = String::new();
-    for (name, size, align, fields) in all_layouts() {
+    for l in all_layouts() {
         s.push_str(&format!(
-            "static_assert(sizeof({name}) == {size}, \"size of {name}\");\n\
-             static_assert(alignof({name}) == {align}, \"alignment of {name}\");\n"
+            "extern \"C\" __global__ void {}({} p, u64* out) {{ out[0] = (u64)p.{}; }}\n",
+            size_probe_name(&l),
+            l.name,
+            l.fields[0].name
         ));
-        for (field, off) in fields {
+        for f in &l.fields {
             s.push_str(&format!(
-                "static_assert(__builtin_offsetof({name}, {field}) == {off}, \"{name}.{field}\");\n"
+                "extern \"C\" __global__ void {}(const {}* p, u64* out) {{ out[0] = (u64)p->{}; }}\n",
+                probe_name(&l, f),
+                l.name,
+                f.name
             ));
         }
     }
@@ -91,10 +136,10 @@ mod tests {
     fn every_field_of_params_cuh_has_a_rust_twin() {
         // the structs' field names, in order, as params.cuh declares them
         let src = include_str!("../../../shaders/cuda/params.cuh");
-        for (name, _, _, fields) in all_layouts() {
+        for l in all_layouts() {
             let start = src
-                .find(&format!("struct {name} {{"))
-                .unwrap_or_else(|| panic!("params.cuh has no struct {name}"));
+                .find(&format!("struct {} {{", l.name))
+                .unwrap_or_else(|| panic!("params.cuh has no struct {}", l.name));
             let body = &src[start..start + src[start..].find("};").expect("closed")];
             let declared: Vec<&str> = body
                 .lines()
@@ -108,20 +153,21 @@ mod tests {
                         .expect("a field")
                 })
                 .collect();
-            let rust: Vec<&str> = fields.iter().map(|f| f.0).collect();
-            assert_eq!(declared, rust, "{name}");
+            let rust: Vec<&str> = l.fields.iter().map(|f| f.name).collect();
+            assert_eq!(declared, rust, "{}", l.name);
         }
     }
 
     #[test]
     fn layouts_are_the_natural_c_layouts() {
-        assert_eq!(GradParams::layout().1, 24);
-        let (_, size, align, fields) = QuantParams::layout();
-        assert_eq!((size, align), (56, 8));
-        assert_eq!(fields[4], ("g_scale", 16));
-        assert_eq!(fields[10], ("row_offset", 48));
-        assert_eq!(SampleParams::layout().1, 24);
-        assert_eq!(BinParams::layout().1, 24);
-        assert!(layout_asserts().contains("__builtin_offsetof(QuantParams, row_offset) == 48"));
+        assert_eq!(GradParams::layout().size, 24);
+        let q = QuantParams::layout();
+        assert_eq!((q.size, q.align), (56, 8));
+        assert_eq!((q.fields[4].name, q.fields[4].offset), ("g_scale", 16));
+        assert_eq!((q.fields[10].name, q.fields[10].offset), ("row_offset", 48));
+        assert_eq!(SampleParams::layout().size, 24);
+        assert_eq!(BinParams::layout().size, 24);
+        assert!(probe_kernels()
+            .contains("probe_QuantParams_row_offset(const QuantParams* p, u64* out)"));
     }
 }

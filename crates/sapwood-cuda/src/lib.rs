@@ -50,7 +50,7 @@ mod encode;
 pub mod factory;
 pub mod kernels;
 pub mod lanes;
-mod layout;
+pub mod layout;
 #[cfg(feature = "nccl")]
 pub mod nccl;
 pub mod predict;
@@ -62,12 +62,12 @@ pub use factory::{CudaFactory, CudaOptions};
 pub use kernels::{nvrtc_present, Kernel, Target};
 pub use predict::predict_binned;
 
-/// Test support: the generated layout asserts, for the NVRTC layout test.
-#[doc(hidden)]
-pub fn layout_check_source() -> String {
+/// The helper headers followed by one probe kernel per parameter field, for the layout
+/// test (see [`layout`]).
+pub fn layout_probe_source() -> String {
     format!(
-        "{}\n#line 1 \"layout_check.cu\"\n{}",
+        "{}\n#line 1 \"layout_probe.cu\"\n{}",
         kernels::header_source(),
-        layout::layout_asserts()
+        layout::probe_kernels()
     )
 }

@@ -6,6 +6,7 @@
 //! and fail instead.
 
 use sapwood_cuda::kernels::{self, compile, compile_source, Kernel, Target};
+use sapwood_cuda::layout;
 
 fn require_nvrtc() {
     assert!(
@@ -68,8 +69,19 @@ fn float_kernels_have_no_fused_multiply_add() {
     for k in [Kernel::Gradients, Kernel::Quantise, Kernel::Predict] {
         for a in [80, 90] {
             let ptx = String::from_utf8(compile(k, Target::Ptx(a)).unwrap().image).unwrap();
-            for bad in ["fma.rn.f32", "fma.rn.f64", "fma.rn.ftz", ".approx.", "ex2.", "rcp."] {
-                assert!(!ptx.contains(bad), "{} for compute_{a} uses {bad}", k.file());
+            for bad in [
+                "fma.rn.f32",
+                "fma.rn.f64",
+                "fma.rn.ftz",
+                ".approx.",
+                "ex2.",
+                "rcp.",
+            ] {
+                assert!(
+                    !ptx.contains(bad),
+                    "{} for compute_{a} uses {bad}",
+                    k.file()
+                );
             }
             assert!(!ptx.contains(".ftz.f32"), "{} flushes subnormals", k.file());
         }
@@ -80,7 +92,8 @@ fn float_kernels_have_no_fused_multiply_add() {
 #[cfg_attr(sapwood_no_nvrtc, ignore = "NVRTC not found: run install-nvrtc.sh")]
 fn histogram_kernels_use_64_bit_atomics() {
     require_nvrtc();
-    let ptx = String::from_utf8(compile(Kernel::HistShared, Target::Ptx(90)).unwrap().image).unwrap();
+    let ptx =
+        String::from_utf8(compile(Kernel::HistShared, Target::Ptx(90)).unwrap().image).unwrap();
     assert!(ptx.contains("atom.shared.add.u64"), "shared 64-bit atomics");
     assert!(ptx.contains("atom.global.add.u64") || ptx.contains("red.global.add.u64"));
 }
@@ -95,7 +108,10 @@ fn a_broken_kernel_reports_the_compiler_log() {
         let msg = e.to_string();
         assert!(matches!(e, sapwood_core::Error::Backend(_)), "{e:?}");
         assert!(msg.contains("compiler log"), "{msg}");
-        assert!(msg.contains("broken.cu(2)"), "the log names file and line: {msg}");
+        assert!(
+            msg.contains("broken.cu(2)"),
+            "the log names file and line: {msg}"
+        );
         assert!(msg.contains("undeclared_thing"), "{msg}");
     }
 }
@@ -103,12 +119,55 @@ fn a_broken_kernel_reports_the_compiler_log() {
 #[test]
 #[cfg_attr(sapwood_no_nvrtc, ignore = "NVRTC not found: run install-nvrtc.sh")]
 fn parameter_layouts_match_params_cuh() {
+    // one probe kernel per field reads only that field of its by-value parameter: the PTX
+    // names the parameter's size and alignment and the offset and width of the load
     require_nvrtc();
-    let src = sapwood_cuda::layout_check_source();
-    compile_source(&src, "layout_check.cu", Target::Ptx(80)).unwrap_or_else(|e| panic!("{e}"));
-    // and the check really checks: a wrong size fails
-    let wrong = format!("{src}\nstatic_assert(sizeof(QuantParams) == 1, \"wrong\");\n");
-    assert!(compile_source(&wrong, "layout_check.cu", Target::Ptx(80)).is_err());
+    let src = sapwood_cuda::layout_probe_source();
+    let ptx = compile_source(&src, "layout_probe.cu", Target::Ptx(80))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .image;
+    let ptx = String::from_utf8(ptx).unwrap();
+    let mut checked = 0;
+    let body_of = |name: &str| -> &str {
+        let at = ptx
+            .find(&format!(".entry {name}("))
+            .unwrap_or_else(|| panic!("no probe {name}"));
+        &ptx[at..at + ptx[at..].find("ret;").expect("a body")]
+    };
+    for l in layout::all_layouts() {
+        let name = layout::size_probe_name(&l);
+        let decl = format!(".param .align {} .b8 {name}_param_0[{}]", l.align, l.size);
+        assert!(body_of(&name).contains(&decl), "{name}: expected `{decl}`");
+        for f in &l.fields {
+            let name = layout::probe_name(&l, f);
+            let body = body_of(&name);
+            let load = body
+                .lines()
+                .find(|line| line.contains("ld.global"))
+                .unwrap_or_else(|| panic!("{name}: no load in\n{body}"));
+            let at = if f.offset == 0 {
+                "]".to_string()
+            } else {
+                format!("+{}]", f.offset)
+            };
+            assert!(
+                load.contains(&at),
+                "{name}: expected a load at offset {}: {load}",
+                f.offset
+            );
+            let width = if load.contains("64 ") {
+                8
+            } else if load.contains("32 ") {
+                4
+            } else {
+                0
+            };
+            assert_eq!(width, f.size, "{name}: {load}");
+            checked += 1;
+        }
+    }
+    let total: usize = layout::all_layouts().iter().map(|l| l.fields.len()).sum();
+    assert_eq!(checked, total);
 }
 
 #[test]
@@ -131,7 +190,10 @@ fn gradient_constants_match_the_core() {
     };
     assert_eq!(uint(define("MARGIN_FRAC_BITS")), o::MARGIN_FRAC_BITS as u64);
     assert_eq!(uint(define("SIGMOID_RANGE")), o::SIGMOID_RANGE as u64);
-    assert_eq!(uint(define("SIGMOID_STEP_BITS")), o::SIGMOID_STEP_BITS as u64);
+    assert_eq!(
+        uint(define("SIGMOID_STEP_BITS")),
+        o::SIGMOID_STEP_BITS as u64
+    );
     assert_eq!(uint(define("EXP_RANGE")), o::EXP_RANGE as u64);
     assert_eq!(uint(define("EXP_STEP_BITS")), o::EXP_STEP_BITS as u64);
     assert_eq!(uint(define("PROB_SHIFT")), o::PROB_BITS as u64);
@@ -156,7 +218,10 @@ fn every_kernel_file_is_in_shaders_cuda_and_named_like_its_wgsl_twin() {
         assert!(wgsl.exists(), "{} has no WGSL twin", k.file());
         let src = k.source();
         assert!(
-            src.contains(&format!("extern \"C\" __global__ void __launch_bounds__(256) {}(", k.entry())),
+            src.contains(&format!(
+                "extern \"C\" __global__ void __launch_bounds__(256) {}(",
+                k.entry()
+            )),
             "{} defines entry {}",
             k.file(),
             k.entry()

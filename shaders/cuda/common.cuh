@@ -1,0 +1,48 @@
+// Helpers shared by every kernel; the loader prepends this file (and params.cuh) to each
+// kernel's source, so it holds no entry point. No CUDA header is included: NVRTC compiles
+// these sources without a toolkit, so the integer types are spelled out here.
+//
+// Every float decision is made on bits, and every f32/f64 operation of the bit-exact
+// contract is an explicit round-to-nearest intrinsic (__fadd_rn, __fmul_rn, ...), which the
+// compiler never fuses; the loader also passes --fmad=false, --prec-div=true,
+// --prec-sqrt=true and --ftz=false.
+
+typedef unsigned int u32;
+typedef int i32;
+typedef unsigned long long u64;
+typedef long long i64;
+
+// Threads per block of every kernel.
+#define WG 256u
+
+// Whether an f32 is NaN.
+__device__ __forceinline__ bool is_nan_f32(float x) {
+    return (__float_as_uint(x) & 0x7fffffffu) > 0x7f800000u;
+}
+
+// Subnormals and -0 become +0, as the core's `ftz` does.
+__device__ __forceinline__ float ftz(float x) {
+    return (__float_as_uint(x) & 0x7fffffffu) < 0x00800000u ? 0.0f : x;
+}
+
+// The core's `hash::mix32` (lowbias32).
+__device__ __forceinline__ u32 mix32(u32 x) {
+    x ^= x >> 16;
+    x *= 0x7feb352du;
+    x ^= x >> 15;
+    x *= 0x846ca68bu;
+    x ^= x >> 16;
+    return x;
+}
+
+// The core's `HashKey::hash32`.
+__device__ __forceinline__ u32 hash32(u32 key, u64 index) {
+    return mix32(mix32(key ^ (u32)index) ^ (u32)(index >> 32));
+}
+
+// The core's `HashKey::hash64`.
+__device__ __forceinline__ u64 hash64(u32 key, u64 index) {
+    u32 lo = hash32(key, index);
+    u32 hi = mix32(lo ^ 0x68e31da4u);
+    return ((u64)hi << 32) | (u64)lo;
+}
