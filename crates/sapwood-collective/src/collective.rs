@@ -44,15 +44,37 @@ impl<T: Transport> Collective for RingCollective<T> {
     }
 
     fn allreduce_sum(&mut self, data: &mut [i64], bound: u64) -> Result<()> {
+        self.allreduce_segments(data, data.len().max(1), &[bound])
+    }
+
+    fn allreduce_segments(
+        &mut self,
+        data: &mut [i64],
+        segment: usize,
+        bounds: &[u64],
+    ) -> Result<()> {
         if self.t.size() == 1 || data.is_empty() {
             return Ok(());
         }
+        if bounds.len() != data.len().div_ceil(segment.max(1)) {
+            return Err(sapwood_core::Error::Collective(format!(
+                "{} bounds for {} segments",
+                bounds.len(),
+                data.len().div_ceil(segment.max(1))
+            )));
+        }
         self.stats.allreduce_calls += 1;
-        let words_fit = !matches!(self.codec, CommCodec::None | CommCodec::Sparse);
-        if words_fit {
-            // a transport that adds 64-bit integers reduces the packed words directly
-            let w = lane_width(bound);
-            let mut words = pack(data, w);
+        // `auto` stays on the ring, where sparse blocks can win; `packed` uses the transport's
+        // own integer sum when it has one
+        if self.codec == CommCodec::Packed {
+            // a transport that adds 64-bit integers reduces packed words directly; each
+            // segment is packed at its own proven width
+            let widths: Vec<u32> = bounds.iter().map(|&b| lane_width(b)).collect();
+            let mut words: Vec<i64> = data
+                .chunks(segment.max(1))
+                .zip(&widths)
+                .flat_map(|(seg, &w)| pack(seg, w))
+                .collect();
             let n_words = words.len();
             if let Some(done) = self.t.native_sum(&mut words) {
                 done?;
@@ -60,11 +82,37 @@ impl<T: Transport> Collective for RingCollective<T> {
                 // what each worker sends in a ring allreduce: 2 (p - 1) / p of the message
                 self.stats.bytes_sent += 2 * (p - 1) * 8 * n_words as u64 / p;
                 self.stats.bytes_uncompressed += 2 * (p - 1) * 8 * data.len() as u64 / p;
-                data.copy_from_slice(&unpack(&words, w, data.len()));
+                let mut at = 0;
+                for (seg, &w) in data.chunks_mut(segment.max(1)).zip(&widths) {
+                    let n = seg.len().div_ceil(lanes_per_word(w));
+                    seg.copy_from_slice(&unpack(&words[at..at + n], w, seg.len()));
+                    at += n;
+                }
                 return Ok(());
             }
         }
-        ring::allreduce(&mut self.t, data, bound, self.codec, &mut self.stats)
+        let bound = ring::segment_bound(bounds, segment.max(1));
+        ring::allreduce(&mut self.t, data, &bound, self.codec, &mut self.stats)
+    }
+
+    fn reduce_scatter(
+        &mut self,
+        data: &mut [i64],
+        blocks: &[std::ops::Range<usize>],
+        bound: u64,
+    ) -> Result<()> {
+        if self.t.size() == 1 {
+            return Ok(());
+        }
+        self.stats.allreduce_calls += 1;
+        ring::reduce_scatter(
+            &mut self.t,
+            data,
+            blocks,
+            &|_| bound,
+            self.codec,
+            &mut self.stats,
+        )
     }
 
     fn allreduce_max(&mut self, data: &mut [u64]) -> Result<()> {

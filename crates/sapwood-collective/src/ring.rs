@@ -21,12 +21,13 @@ fn prev(r: usize, s: usize, p: usize) -> usize {
 }
 
 /// Ring reduce-scatter: afterwards `data[blocks[rank]]` holds the sum over all workers
-/// (other blocks hold partial sums). `bound` bounds every partial and full sum.
+/// (other blocks hold partial sums). `bound` gives, for a range, a bound on every partial
+/// and full sum in it.
 pub fn reduce_scatter(
     t: &mut dyn Transport,
     data: &mut [i64],
     blocks: &[Range<usize>],
-    bound: u64,
+    bound: &dyn Fn(Range<usize>) -> u64,
     codec: CommCodec,
     stats: &mut CommStats,
 ) -> Result<()> {
@@ -41,7 +42,7 @@ pub fn reduce_scatter(
     for s in 0..p.saturating_sub(1) {
         let send = &blocks[prev(r, s + 1, p)];
         let recv = blocks[prev(r, s + 2, p)].clone();
-        let msg = codec::encode(&data[send.clone()], bound, codec);
+        let msg = codec::encode(&data[send.clone()], bound(send.clone()), codec);
         stats.bytes_sent += msg.len() as u64;
         stats.bytes_uncompressed += 8 * send.len() as u64;
         let got = codec::decode(&t.exchange(next, msg, from)?, recv.len())?;
@@ -57,7 +58,7 @@ pub fn all_gather(
     t: &mut dyn Transport,
     data: &mut [i64],
     blocks: &[Range<usize>],
-    bound: u64,
+    bound: &dyn Fn(Range<usize>) -> u64,
     codec: CommCodec,
     stats: &mut CommStats,
 ) -> Result<()> {
@@ -66,7 +67,7 @@ pub fn all_gather(
     for s in 0..p.saturating_sub(1) {
         let send = &blocks[prev(r, s, p)];
         let recv = blocks[prev(r, s + 1, p)].clone();
-        let msg = codec::encode(&data[send.clone()], bound, codec);
+        let msg = codec::encode(&data[send.clone()], bound(send.clone()), codec);
         stats.bytes_sent += msg.len() as u64;
         stats.bytes_uncompressed += 8 * send.len() as u64;
         let got = codec::decode(&t.exchange(next, msg, from)?, recv.len())?;
@@ -79,13 +80,27 @@ pub fn all_gather(
 pub fn allreduce(
     t: &mut dyn Transport,
     data: &mut [i64],
-    bound: u64,
+    bound: &dyn Fn(Range<usize>) -> u64,
     codec: CommCodec,
     stats: &mut CommStats,
 ) -> Result<()> {
     let blocks = even_blocks(data.len(), t.size());
     reduce_scatter(t, data, &blocks, bound, codec, stats)?;
     all_gather(t, data, &blocks, bound, codec, stats)
+}
+
+/// The bound of a range of values cut into segments of `segment` values with `bounds`.
+pub fn segment_bound(bounds: &[u64], segment: usize) -> impl Fn(Range<usize>) -> u64 + '_ {
+    move |r: Range<usize>| {
+        if r.is_empty() || segment == 0 {
+            return 0;
+        }
+        bounds[r.start / segment..=((r.end - 1) / segment).min(bounds.len() - 1)]
+            .iter()
+            .copied()
+            .max()
+            .unwrap_or(0)
+    }
 }
 
 /// Every worker's bytes, by rank, passed around the ring.

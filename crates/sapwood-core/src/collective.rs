@@ -28,6 +28,30 @@ pub trait Collective: Send {
     /// value of every *reduced* element, which lets implementations narrow lanes exactly.
     fn allreduce_sum(&mut self, data: &mut [i64], bound: u64) -> Result<()>;
 
+    /// Sum over workers of consecutive segments of `segment` values (one node's histogram
+    /// each), segment i bounded by `bounds[i]`: tighter bounds allow narrower lanes.
+    fn allreduce_segments(
+        &mut self,
+        data: &mut [i64],
+        segment: usize,
+        bounds: &[u64],
+    ) -> Result<()> {
+        let _ = segment;
+        self.allreduce_sum(data, bounds.iter().copied().max().unwrap_or(0))
+    }
+
+    /// Sum over workers of the ranges `blocks` (one per worker), each worker needing only
+    /// its own: afterwards `data[blocks[rank]]` is the global sum (others are unspecified).
+    fn reduce_scatter(
+        &mut self,
+        data: &mut [i64],
+        blocks: &[std::ops::Range<usize>],
+        bound: u64,
+    ) -> Result<()> {
+        let _ = blocks;
+        self.allreduce_sum(data, bound)
+    }
+
     /// Element-wise maximum over workers, in place.
     fn allreduce_max(&mut self, data: &mut [u64]) -> Result<()>;
 

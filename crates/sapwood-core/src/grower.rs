@@ -10,7 +10,7 @@ use crate::collective::Collective;
 use crate::data::cuts::Cuts;
 use crate::error::Result;
 use crate::params::GrowPolicy;
-use crate::split::{best_split, leaf_weight, NodeView, SplitCandidate, SplitParams, Units};
+use crate::split::{best_split, leaf_weight, pick, NodeView, SplitCandidate, SplitParams, Units};
 use crate::tree::{Node, NodeId, Split, Tree};
 
 /// What the grower needs besides the backend and the collective.
@@ -40,6 +40,8 @@ struct Open {
     count: u64,
     hist: Vec<i64>,
     best: Option<SplitCandidate>,
+    /// only this worker's feature block of `hist` holds global sums
+    owned_only: bool,
 }
 
 struct Grower<'a, 'b> {
@@ -50,6 +52,12 @@ struct Grower<'a, 'b> {
     units: Units,
     bound: u64,
     width: usize,
+    /// largest histogram value one row adds
+    row_max: u64,
+    /// each worker's block of histogram entries (i64 indices within a node)
+    blocks: Vec<std::ops::Range<usize>>,
+    /// this tree's features inside this worker's block
+    own_features: Vec<usize>,
     nodes: Vec<Node>,
     root_local: u64,
 }
@@ -66,9 +74,17 @@ impl Grower<'_, '_> {
         self.cfg.max_depth == 0 || depth < self.cfg.max_depth
     }
 
-    fn evaluate(&self, open: &mut [Open]) {
-        let (cuts, features, units, p) =
-            (self.cfg.cuts, self.features, self.units, &self.cfg.split);
+    /// Finds each node's best split. Nodes whose histograms are reduced only on this
+    /// worker's feature block are evaluated on that block, and the workers' best records
+    /// are gathered and compared (LightGBM's data-parallel scheme).
+    fn evaluate(&mut self, open: &mut [Open]) -> Result<()> {
+        let blocked = open.iter().any(|o| o.owned_only);
+        let features: &[usize] = if blocked {
+            &self.own_features
+        } else {
+            self.features
+        };
+        let (cuts, units, p) = (self.cfg.cuts, self.units, &self.cfg.split);
         let depth_ok: Vec<bool> = open.iter().map(|o| self.can_split_at(o.depth)).collect();
         open.par_iter_mut().zip(depth_ok).for_each(|(o, ok)| {
             o.best = if ok && o.count >= 2 {
@@ -82,6 +98,45 @@ impl Grower<'_, '_> {
                 None
             };
         });
+        if blocked {
+            let mut mine = Vec::new();
+            for o in open.iter() {
+                SplitCandidate::write_option(&o.best, &mut mine);
+            }
+            let all = self.collective.allgather(&mine)?;
+            let mut readers: Vec<&[u8]> = all.iter().map(|b| b.as_slice()).collect();
+            for o in open.iter_mut() {
+                let mut best = None;
+                for r in readers.iter_mut() {
+                    best = pick(best, SplitCandidate::read_option(r)?);
+                }
+                o.best = best;
+            }
+        }
+        Ok(())
+    }
+
+    /// Reduce-scatter of a batch's histograms by feature block: afterwards only this
+    /// worker's block of each node is the global sum.
+    fn reduce_blocks(&mut self, hists: &mut [i64], nodes: usize, bound: u64) -> Result<()> {
+        let w = self.width;
+        let mut permuted = Vec::with_capacity(hists.len());
+        let mut ranges = Vec::with_capacity(self.blocks.len());
+        for b in &self.blocks {
+            let start = permuted.len();
+            for n in 0..nodes {
+                permuted.extend_from_slice(&hists[n * w + b.start..n * w + b.end]);
+            }
+            ranges.push(start..permuted.len());
+        }
+        self.collective
+            .reduce_scatter(&mut permuted, &ranges, bound)?;
+        let own = &self.blocks[self.collective.rank()];
+        let mine = &permuted[ranges[self.collective.rank()].clone()];
+        for (n, part) in mine.chunks_exact(own.len().max(1)).enumerate().take(nodes) {
+            hists[n * w + own.start..n * w + own.end].copy_from_slice(part);
+        }
+        Ok(())
     }
 
     fn set_node(&mut self, id: NodeId, sums: [i64; 2]) {
@@ -117,8 +172,9 @@ impl Grower<'_, '_> {
             count: count[0] as u64,
             hist,
             best: None,
+            owned_only: false,
         }];
-        self.evaluate(&mut open);
+        self.evaluate(&mut open)?;
         let [o] = open;
         Ok(o)
     }
@@ -173,7 +229,25 @@ impl Grower<'_, '_> {
             .collect();
         let mut hists = vec![0i64; small.len() * self.width];
         self.backend.build_histograms(&small, &mut hists)?;
-        self.collective.allreduce_sum(&mut hists, self.bound)?;
+        // a node's bins sum at most its rows' values: a bound per node narrows the lanes
+        let bounds: Vec<u64> = counts
+            .chunks_exact(2)
+            .zip(&small_left)
+            .map(|(c, &l)| {
+                (if l { c[0] } else { c[1] } as u64)
+                    .saturating_mul(self.row_max)
+                    .min(self.bound)
+            })
+            .collect();
+        let blocked = self.collective.world_size() > 1
+            && (batch.iter().any(|o| o.owned_only) || 8 * hists.len() >= BLOCK_THRESHOLD_BYTES);
+        if blocked {
+            let bound = bounds.iter().copied().max().unwrap_or(0);
+            self.reduce_blocks(&mut hists, small.len(), bound)?;
+        } else {
+            self.collective
+                .allreduce_segments(&mut hists, self.width, &bounds)?;
+        }
         let mut children = Vec::with_capacity(2 * batch.len());
         for (i, (parent, small_hist)) in batch
             .into_iter()
@@ -203,10 +277,11 @@ impl Grower<'_, '_> {
                     count: count as u64,
                     hist,
                     best: None,
+                    owned_only: blocked,
                 });
             }
         }
-        self.evaluate(&mut children);
+        self.evaluate(&mut children)?;
         Ok(children)
     }
 
@@ -256,6 +331,36 @@ impl Grower<'_, '_> {
     }
 }
 
+/// Histograms of a batch at least this large (bytes of i64) are reduce-scattered by feature
+/// block instead of all-reduced: each worker then sends half as much, and only best-split
+/// records travel back.
+pub const BLOCK_THRESHOLD_BYTES: usize = 256 * 1024;
+
+/// Contiguous feature blocks balanced by bins, one per worker: the histogram entry ranges
+/// (i64 indices within a node) and this worker's features.
+fn feature_blocks(
+    cuts: &Cuts,
+    workers: usize,
+    rank: usize,
+) -> (Vec<std::ops::Range<usize>>, std::ops::Range<usize>) {
+    let offsets = cuts.offsets();
+    let nf = cuts.n_features();
+    let total = cuts.total_bins();
+    let mut bounds = vec![0usize; workers + 1];
+    let mut f = 0;
+    for (b, slot) in bounds.iter_mut().enumerate().skip(1) {
+        let target = total * b / workers;
+        while f < nf && (offsets[f] as usize) < target {
+            f += 1;
+        }
+        *slot = if b == workers { nf } else { f };
+    }
+    let entries = (0..workers)
+        .map(|b| 2 * offsets[bounds[b]] as usize..2 * offsets[bounds[b + 1]] as usize)
+        .collect();
+    (entries, bounds[rank]..bounds[rank + 1])
+}
+
 /// Grows one tree for `setup.group`, over the features in `features`.
 pub fn grow_tree(
     cfg: &GrowerConfig<'_>,
@@ -276,9 +381,19 @@ pub fn grow_tree(
         },
         bound: setup.scales.hist_bound(cfg.n_total),
         width: 2 * cfg.cuts.total_bins(),
+        row_max: setup.scales.grad.max_value.max(setup.scales.hess.max_value),
+        blocks: Vec::new(),
+        own_features: Vec::new(),
         nodes: Vec::new(),
         root_local,
     };
+    let (blocks, own) = feature_blocks(cfg.cuts, g.collective.world_size(), g.collective.rank());
+    g.blocks = blocks;
+    g.own_features = features
+        .iter()
+        .copied()
+        .filter(|f| own.contains(f))
+        .collect();
     let root = g.root()?;
     let leaves = match cfg.policy {
         GrowPolicy::Depthwise => g.depthwise(root)?,

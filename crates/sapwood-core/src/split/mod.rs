@@ -125,6 +125,81 @@ impl SplitCandidate {
     }
 }
 
+impl SplitCandidate {
+    /// Appends an optional candidate to `out` (for gathering best splits across workers).
+    pub fn write_option(c: &Option<SplitCandidate>, out: &mut Vec<u8>) {
+        let Some(c) = c else {
+            out.push(0);
+            return;
+        };
+        out.push(1);
+        out.extend((c.feature as u32).to_le_bytes());
+        out.push(c.default_left as u8);
+        out.extend(c.gain.to_bits().to_le_bytes());
+        for v in c.left.iter().chain(&c.right) {
+            out.extend(v.to_le_bytes());
+        }
+        match &c.rule {
+            SplitRule::Numeric { bin } => {
+                out.push(0);
+                out.extend(bin.to_le_bytes());
+            }
+            SplitRule::Categorical { left } => {
+                out.push(1);
+                let bins: Vec<u16> = left.iter().collect();
+                out.extend((bins.len() as u32).to_le_bytes());
+                for b in bins {
+                    out.extend(b.to_le_bytes());
+                }
+            }
+        }
+    }
+
+    /// Reads what [`SplitCandidate::write_option`] wrote, advancing `input`.
+    pub fn read_option(input: &mut &[u8]) -> crate::Result<Option<SplitCandidate>> {
+        fn take<'a>(input: &mut &'a [u8], n: usize) -> crate::Result<&'a [u8]> {
+            if input.len() < n {
+                return Err(crate::Error::Collective("truncated split record".into()));
+            }
+            let (a, b) = input.split_at(n);
+            *input = b;
+            Ok(a)
+        }
+        if take(input, 1)?[0] == 0 {
+            return Ok(None);
+        }
+        let feature = u32::from_le_bytes(take(input, 4)?.try_into().unwrap()) as usize;
+        let default_left = take(input, 1)?[0] != 0;
+        let gain = f64::from_bits(u64::from_le_bytes(take(input, 8)?.try_into().unwrap()));
+        let mut sums = [0i64; 4];
+        for s in &mut sums {
+            *s = i64::from_le_bytes(take(input, 8)?.try_into().unwrap());
+        }
+        let rule = if take(input, 1)?[0] == 0 {
+            SplitRule::Numeric {
+                bin: u16::from_le_bytes(take(input, 2)?.try_into().unwrap()),
+            }
+        } else {
+            let n = u32::from_le_bytes(take(input, 4)?.try_into().unwrap()) as usize;
+            let mut bins = Vec::with_capacity(n.min(65_536));
+            for _ in 0..n {
+                bins.push(u16::from_le_bytes(take(input, 2)?.try_into().unwrap()));
+            }
+            SplitRule::Categorical {
+                left: BinSet::from_bins(bins),
+            }
+        };
+        Ok(Some(SplitCandidate {
+            feature,
+            rule,
+            default_left,
+            gain,
+            left: [sums[0], sums[1]],
+            right: [sums[2], sums[3]],
+        }))
+    }
+}
+
 /// Keeps the better of two optional candidates.
 pub fn pick(a: Option<SplitCandidate>, b: Option<SplitCandidate>) -> Option<SplitCandidate> {
     match (a, b) {
