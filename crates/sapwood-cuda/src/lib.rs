@@ -25,7 +25,7 @@
 //! message; it never panics.
 //!
 //! Feature `nccl` adds `nccl::NcclCollective`, which sums histograms between GPUs with NCCL
-//! carrying packed integer lanes ([`lanes`]).
+//! carrying the packed integer lanes of `sapwood_collective::codec`.
 //!
 //! # Environment and tests
 //!
@@ -49,7 +49,6 @@ pub mod device;
 mod encode;
 pub mod factory;
 pub mod kernels;
-pub mod lanes;
 pub mod layout;
 #[cfg(feature = "nccl")]
 pub mod nccl;

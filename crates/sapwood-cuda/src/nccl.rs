@@ -3,9 +3,10 @@
 //! [`NcclCollective`] wraps the job's host collective (the in-process one for several GPUs
 //! in one process): scalars, gathers and broadcasts go through it, while `allreduce_sum` —
 //! the histograms, the bulk of the traffic — packs the i64 values into lanes as narrow as the
-//! proven `bound` allows ([`crate::lanes`]), sums the packed words with one `ncclInt64`
+//! proven `bound` allows (the collective's codec,
+//! `sapwood_collective::codec`: lane i weighted by 2^(w·i)), sums the packed words with one `ncclInt64`
 //! all-reduce on the GPU (an integer sum of packed words is exact), and unpacks. NCCL
-//! therefore moves the compressed words, `64 / lane_bits(bound)` values per 8 bytes.
+//! therefore moves the compressed words, `64 / lane_width(bound)` values per 8 bytes.
 //!
 //! NCCL needs `libnccl.so` on the library path (PyPI's `nvidia-nccl-cu13` ships only
 //! `libnccl.so.2`: add a `libnccl.so` link next to it). Not tested without GPUs.
@@ -18,7 +19,7 @@ use cudarc::nccl::{Comm, Id, ReduceOp};
 use sapwood_core::collective::{Collective, CommStats};
 use sapwood_core::error::{Error, Result};
 
-use crate::lanes::{lane_bits, lanes_per_word, pack, unpack};
+use sapwood_collective::codec::{lane_width, lanes_per_word, pack, unpack};
 
 /// A communicator owned by one worker thread.
 struct OwnedComm(Comm);
@@ -91,7 +92,7 @@ impl Collective for NcclCollective {
         if data.is_empty() {
             return Ok(());
         }
-        let bits = lane_bits(bound);
+        let bits = lane_width(bound);
         let words = pack(data, bits);
         let mut dev = self
             .stream
@@ -105,7 +106,7 @@ impl Collective for NcclCollective {
             .stream
             .clone_dtoh(&dev)
             .map_err(|e| nccl_error("read-back", e))?;
-        unpack(&summed, bits, data);
+        data.copy_from_slice(&unpack(&summed, bits, data.len()));
         self.stats.bytes_sent += 8 * words.len() as u64;
         self.stats.bytes_uncompressed += 8 * data.len() as u64;
         self.stats.allreduce_calls += 1;
