@@ -27,7 +27,7 @@ def convert(name):
         table = pa.Table.from_pandas(df, preserve_index=False)
         table = table.replace_schema_metadata(None)
         pq.write_table(table, os.path.join(d, f"{split}.parquet"), compression="zstd",
-                       row_group_size=4_096)
+                       row_group_size=1_000)
 
 
 if __name__ == "__main__":

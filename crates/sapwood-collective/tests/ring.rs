@@ -1,0 +1,121 @@
+//! Ring algorithms over in-process workers: exact sums for any size and worker count, and a
+//! dead worker stops the others promptly.
+
+use std::time::{Duration, Instant};
+
+use proptest::prelude::*;
+use sapwood_collective::{in_process, RingCollective, Transport};
+use sapwood_core::collective::Collective;
+use sapwood_core::params::CommCodec;
+
+/// Runs `f` on `n` workers (threads) and returns their results by rank.
+fn on_workers<T: Send>(
+    n: usize,
+    codec: CommCodec,
+    f: impl Fn(&mut dyn Collective) -> T + Sync,
+) -> Vec<T> {
+    let f = &f;
+    std::thread::scope(|s| {
+        let hs: Vec<_> = in_process(n, Duration::from_secs(30))
+            .into_iter()
+            .map(|t| s.spawn(move || f(&mut RingCollective::new(t, codec))))
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(40))]
+    #[test]
+    fn ring_allreduce_equals_the_sequential_sum(
+        workers in 1usize..6,
+        len in 0usize..400,
+        bits in 1u32..60,
+        seed in any::<u64>(),
+        codec in prop_oneof![Just(CommCodec::None), Just(CommCodec::Packed), Just(CommCodec::Sparse), Just(CommCodec::Auto)],
+    ) {
+        let per = ((1u64 << bits) / workers as u64) as i64;
+        let value = |w: usize, i: usize| -> i64 {
+            let h = sapwood_core::hash::hash64(seed, sapwood_core::hash::Stream::RowSample, w as u32, i as u64);
+            if h % 3 == 0 { 0 } else { (h % (2 * per as u64 + 1)) as i64 - per }
+        };
+        let want: Vec<i64> = (0..len).map(|i| (0..workers).map(|w| value(w, i)).sum()).collect();
+        let got = on_workers(workers, codec, |c| {
+            let mut v: Vec<i64> = (0..len).map(|i| value(c.rank(), i)).collect();
+            c.allreduce_sum(&mut v, 1u64 << bits).unwrap();
+            v
+        });
+        for g in got {
+            prop_assert_eq!(&g, &want);
+        }
+        // reduce-scatter: each worker's own block is the sum
+        let blocks = sapwood_collective::ring::even_blocks(len, workers);
+        let scattered = on_workers(workers, codec, |c| {
+            let mut v: Vec<i64> = (0..len).map(|i| value(c.rank(), i)).collect();
+            c.reduce_scatter(&mut v, &blocks, 1u64 << bits).unwrap();
+            (c.rank(), v)
+        });
+        for (r, v) in scattered {
+            prop_assert_eq!(&v[blocks[r].clone()], &want[blocks[r].clone()]);
+        }
+    }
+}
+
+#[test]
+fn gather_max_and_broadcast_agree_on_every_worker() {
+    let out = on_workers(4, CommCodec::Auto, |c| {
+        let r = c.rank() as u64;
+        let mut m = [r * 3, 10 - r];
+        c.allreduce_max(&mut m).unwrap();
+        let g = c.allgather(&[r as u8; 3]).unwrap();
+        let mut b = if r == 2 {
+            b"from two".to_vec()
+        } else {
+            Vec::new()
+        };
+        c.broadcast(&mut b, 2).unwrap();
+        (m, g, b)
+    });
+    for (m, g, b) in out {
+        assert_eq!(m, [9, 10]);
+        assert_eq!(g, vec![vec![0; 3], vec![1; 3], vec![2; 3], vec![3; 3]]);
+        assert_eq!(b, b"from two");
+    }
+}
+
+#[test]
+fn a_worker_that_stops_makes_the_others_fail_promptly() {
+    let start = Instant::now();
+    let results = std::thread::scope(|s| {
+        let hs: Vec<_> = in_process(3, Duration::from_secs(120))
+            .into_iter()
+            .map(|t| {
+                s.spawn(move || {
+                    let rank = t.rank();
+                    let mut c = RingCollective::new(t, CommCodec::Auto);
+                    for round in 0..50 {
+                        if rank == 1 && round == 7 {
+                            return Err(sapwood_core::Error::Backend("worker 1 failed".into()));
+                        }
+                        let mut v = vec![1i64; 1000];
+                        c.allreduce_sum(&mut v, 10)?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        hs.into_iter()
+            .map(|h| h.join().unwrap())
+            .collect::<Vec<_>>()
+    });
+    assert!(start.elapsed() < Duration::from_secs(10), "no hang");
+    assert!(results[1]
+        .as_ref()
+        .unwrap_err()
+        .to_string()
+        .contains("worker 1 failed"));
+    for r in [0, 2] {
+        let e = results[r].as_ref().unwrap_err().to_string();
+        assert!(e.contains("has stopped"), "{e}");
+    }
+}
