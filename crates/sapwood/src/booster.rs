@@ -200,6 +200,9 @@ fn factory(params: &Params) -> Result<Box<dyn train::BackendFactory>> {
         Device::Cpu => Ok(Box::new(CpuFactory)),
         #[cfg(feature = "wgpu")]
         Device::Wgpu => Ok(Box::new(sapwood_wgpu::WgpuFactory::new())),
+        #[cfg(feature = "cuda")]
+        Device::Cuda => Ok(Box::new(sapwood_cuda::CudaFactory::new())),
+        #[allow(unreachable_patterns)]
         other => Err(Error::param(
             "device",
             format!("`{other}` is not compiled into this build of sapwood (enable the `{other}` feature)"),
