@@ -308,6 +308,13 @@ class Booster:
         return self._model.best_iteration
 
     @property
+    def comm_stats(self) -> dict[str, Any]:
+        """Bytes exchanged between workers in training: ``bytes_sent``,
+        ``bytes_before_compression``, ``allreduce_calls`` (zeros for one worker) and
+        ``per_round`` (one such dict per round)."""
+        return self._model.comm_stats
+
+    @property
     def interrupted(self) -> bool:
         """Whether a callback stopped training before the last round."""
         return self._model.interrupted

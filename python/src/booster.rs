@@ -131,6 +131,29 @@ impl NativeBooster {
         self.inner.best_iteration()
     }
 
+    /// Bytes this worker exchanged in training: a dict with `bytes_sent`,
+    /// `bytes_before_compression`, `allreduce_calls` (zeros for one worker), and `per_round`,
+    /// one such dict per round.
+    #[getter]
+    fn comm_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let to_dict = |c: sapwood_core::collective::CommStats| -> PyResult<Bound<'py, PyDict>> {
+            let d = PyDict::new(py);
+            d.set_item("bytes_sent", c.bytes_sent)?;
+            d.set_item("bytes_before_compression", c.bytes_uncompressed)?;
+            d.set_item("allreduce_calls", c.allreduce_calls)?;
+            Ok(d)
+        };
+        let out = to_dict(self.inner.comm_stats())?;
+        let rounds = self
+            .inner
+            .comm_history()
+            .iter()
+            .map(|&c| to_dict(c))
+            .collect::<PyResult<Vec<_>>>()?;
+        out.set_item("per_round", rounds)?;
+        Ok(out)
+    }
+
     /// Trees in the model (rounds × groups).
     #[getter]
     fn num_trees(&self) -> usize {

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Bytes on the wire of data-parallel training, per codec, beside XGBoost's baseline.
+
+Trains the synthetic binary task with 4 workers (depth 8, 100 rounds by default), once per
+codec (`none`, `packed`, `sparse`, `auto`) in `exact` and `grad_bits=8` mode, and prints
+bytes sent per tree by one worker, the ratio to the uncompressed i64 (sum g, sum h)
+baseline of a ring allreduce (16 bytes per bin of every histogram built, times 2(P-1)/P:
+what XGBoost sends), and the wall-time cost against `none`. The models of all runs must be
+byte-identical (checked).
+
+With --netem RATE (e.g. 1gbit), the runs are MPI ranks over TCP inside a network namespace
+of their own whose loopback is rate-limited with tc netem (and 0.1 ms delay): there the
+compression shows as speed. Needs root, iproute2 and an MPI build of the CLI
+(cargo build --release -p sapwood-cli --features mpi).
+
+    python3 bench/comm.py --rows 1000000 [--netem 1gbit]
+requires: numpy, pyarrow (the generator)
+"""
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.join(ROOT, "target", "release", "sapwood")
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+
+
+def baseline_bytes_per_tree(model, workers):
+    m = json.load(open(model))
+    bins = sum(len(f["thresholds"]) + 2 if f["kind"] == "numeric" else f["n_bins"] for f in m["features"])
+    trees = m["trees"]
+    built = sum(1 + sum(1 for l in t["left"] if l != -1) for t in trees)
+    return 16 * bins * built * 2 * (workers - 1) / workers / len(trees), bins
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--rounds", type=int, default=100)
+    ap.add_argument("--depth", type=int, default=8)
+    ap.add_argument("--workers", type=int, default=4)
+    ap.add_argument("--netem", help="rate for MPI over a rate-limited loopback, e.g. 1gbit")
+    a = ap.parse_args()
+    data = os.path.join(tempfile.gettempdir(), f"sapwood-synthetic-{a.rows}.parquet")
+    if not os.path.exists(data):
+        run([sys.executable, os.path.join(ROOT, "datasets", "make_synthetic.py"), "--rows", str(a.rows), "--out", data])
+    ns = None
+    if a.netem:
+        ns = "sapwood-bench"
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        run(["ip", "netns", "add", ns])
+        run(["ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up"])
+        run(["ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", "lo", "root", "netem", "rate", a.netem, "delay", "0.1ms"])
+    print(f"synthetic binary task: {a.rows} rows x 28 features, {a.rounds} rounds, depth {a.depth}, "
+          f"{a.workers} {'MPI ranks over loopback limited to ' + a.netem if ns else 'in-process workers'}")
+    print(f"{'mode':<12}{'codec':<8}{'KiB/tree':>10}{'baseline KiB/tree':>19}{'vs baseline':>13}{'train s':>9}{'vs none':>9}")
+    try:
+        for bits in ["0", "8"]:
+            digests, none_time = set(), None
+            for codec in ["none", "packed", "sparse", "auto"]:
+                with tempfile.TemporaryDirectory() as t:
+                    model, summary = os.path.join(t, "m.json"), os.path.join(t, "s.json")
+                    args = [BIN, "train", "--quiet", "--data", data, "--label", "y", "--objective", "binary:logistic",
+                            "--rounds", str(a.rounds), "--max-depth", str(a.depth), "--learning-rate", "0.1",
+                            "--set", f"grad_bits={bits}", "--set", f"comm_codec={codec}",
+                            "--model", model, "--summary", summary]
+                    if ns:
+                        cmd = ["ip", "netns", "exec", ns, "mpirun", "--allow-run-as-root", "--oversubscribe",
+                               "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "lo",
+                               "-np", str(a.workers)] + args + ["--collective", "mpi", "--threads", "1"]
+                    else:
+                        cmd = args + ["--workers", str(a.workers), "--threads", "2"]
+                    run(cmd)
+                    s = json.load(open(summary))
+                    digests.add(hashlib.sha256(open(model, "rb").read()).hexdigest())
+                    base, _ = baseline_bytes_per_tree(model, a.workers)
+                    per_tree = s["communication"]["bytes_sent"] / s["rounds"]
+                    secs = s["train_seconds"]
+                    none_time = none_time or secs
+                    mode = "exact" if bits == "0" else "grad_bits=8"
+                    print(f"{mode:<12}{codec:<8}{per_tree / 1024:>10.0f}{base / 1024:>19.0f}{base / per_tree:>12.1f}x"
+                          f"{secs:>9.2f}{secs / none_time:>8.2f}x")
+            assert len(digests) == 1, "models differ between codecs"
+        print("every codec saved the same model bytes")
+    finally:
+        if ns:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,33 @@
+"""Data-parallel training from Python: `workers=` reaches the engine, models do not change,
+and the booster reports the bytes exchanged."""
+import numpy as np
+
+import sapwood
+
+
+def _data(n=3000, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, 6)).astype(np.float32)
+    y = ((x[:, 0] * x[:, 1] + np.sin(x[:, 2])) > 0).astype(np.float32)
+    return x, y
+
+
+def test_workers_give_the_same_model_and_count_their_bytes():
+    x, y = _data()
+    params = {"objective": "binary:logistic", "max_depth": 5, "grad_bits": 8}
+    one = sapwood.train(params, sapwood.Dataset(x, label=y), num_boost_round=10, verbose_eval=False)
+    four = sapwood.train({**params, "workers": 4}, sapwood.Dataset(x, label=y), num_boost_round=10, verbose_eval=False)
+    assert one.to_json() == four.to_json()
+    assert one.comm_stats["bytes_sent"] == 0
+    stats = four.comm_stats
+    assert stats["bytes_sent"] > 0
+    assert stats["bytes_before_compression"] > stats["bytes_sent"]
+    assert len(stats["per_round"]) == 10
+    assert sum(r["bytes_sent"] for r in stats["per_round"]) <= stats["bytes_sent"]
+
+
+def test_estimator_workers_parameter():
+    x, y = _data(seed=1)
+    a = sapwood.SapwoodClassifier(n_estimators=8, workers=3).fit(x, y)
+    b = sapwood.SapwoodClassifier(n_estimators=8).fit(x, y)
+    np.testing.assert_array_equal(a.predict_proba(x), b.predict_proba(x))
