@@ -47,11 +47,13 @@ def main():
     ap.add_argument("--depth", type=int, default=8)
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--netem", help="rate for MPI over a rate-limited loopback, e.g. 1gbit")
+    ap.add_argument("--mpi", action="store_true", help="MPI ranks over TCP on the plain loopback")
     a = ap.parse_args()
     data = os.path.join(tempfile.gettempdir(), f"sapwood-synthetic-{a.rows}.parquet")
     if not os.path.exists(data):
         run([sys.executable, os.path.join(ROOT, "datasets", "make_synthetic.py"), "--rows", str(a.rows), "--out", data])
     ns = None
+    mpi = a.mpi or bool(a.netem)
     if a.netem:
         ns = "sapwood-bench"
         subprocess.run(["ip", "netns", "del", ns], capture_output=True)
@@ -59,7 +61,7 @@ def main():
         run(["ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up"])
         run(["ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", "lo", "root", "netem", "rate", a.netem, "delay", "0.1ms"])
     print(f"synthetic binary task: {a.rows} rows x 28 features, {a.rounds} rounds, depth {a.depth}, "
-          f"{a.workers} {'MPI ranks over loopback limited to ' + a.netem if ns else 'in-process workers'}")
+          f"{a.workers} " + ("MPI ranks over TCP loopback" + (" limited to " + a.netem if ns else "") if mpi else "in-process workers"))
     print(f"{'mode':<12}{'codec':<8}{'KiB/tree':>10}{'baseline KiB/tree':>19}{'vs baseline':>13}{'train s':>9}{'vs none':>9}")
     try:
         for bits in ["0", "8"]:
@@ -71,8 +73,8 @@ def main():
                             "--rounds", str(a.rounds), "--max-depth", str(a.depth), "--learning-rate", "0.1",
                             "--set", f"grad_bits={bits}", "--set", f"comm_codec={codec}",
                             "--model", model, "--summary", summary]
-                    if ns:
-                        cmd = ["ip", "netns", "exec", ns, "mpirun", "--allow-run-as-root", "--oversubscribe",
+                    if mpi:
+                        cmd = (["ip", "netns", "exec", ns] if ns else []) + ["mpirun", "--allow-run-as-root", "--oversubscribe",
                                "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "lo",
                                "-np", str(a.workers)] + args + ["--collective", "mpi", "--threads", "1"]
                     else:

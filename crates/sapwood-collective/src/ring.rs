@@ -45,10 +45,7 @@ pub fn reduce_scatter(
         let msg = codec::encode(&data[send.clone()], bound(send.clone()), codec);
         stats.bytes_sent += msg.len() as u64;
         stats.bytes_uncompressed += 8 * send.len() as u64;
-        let got = codec::decode(&t.exchange(next, msg, from)?, recv.len())?;
-        for (d, g) in data[recv].iter_mut().zip(got) {
-            *d += g;
-        }
+        codec::decode_into(&t.exchange(next, msg, from)?, &mut data[recv], true)?;
     }
     Ok(())
 }
@@ -70,8 +67,7 @@ pub fn all_gather(
         let msg = codec::encode(&data[send.clone()], bound(send.clone()), codec);
         stats.bytes_sent += msg.len() as u64;
         stats.bytes_uncompressed += 8 * send.len() as u64;
-        let got = codec::decode(&t.exchange(next, msg, from)?, recv.len())?;
-        data[recv].copy_from_slice(&got);
+        codec::decode_into(&t.exchange(next, msg, from)?, &mut data[recv], false)?;
     }
     Ok(())
 }
