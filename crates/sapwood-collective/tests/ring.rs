@@ -37,7 +37,7 @@ proptest! {
         let per = ((1u64 << bits) / workers as u64) as i64;
         let value = |w: usize, i: usize| -> i64 {
             let h = sapwood_core::hash::hash64(seed, sapwood_core::hash::Stream::RowSample, w as u32, i as u64);
-            if h % 3 == 0 { 0 } else { (h % (2 * per as u64 + 1)) as i64 - per }
+            if h.is_multiple_of(3) { 0 } else { (h % (2 * per as u64 + 1)) as i64 - per }
         };
         let want: Vec<i64> = (0..len).map(|i| (0..workers).map(|w| value(w, i)).sum()).collect();
         let got = on_workers(workers, codec, |c| {
