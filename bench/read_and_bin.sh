@@ -23,6 +23,7 @@ binned = rows * s["features"] / 2**20
 print(f"file: {sys.argv[2]} ({size:.0f} MiB, {rows} rows x {s['features']} features)")
 print(f"read + bin (two streamed passes): {s['data_loading_seconds']:.2f} s, "
       f"{rows / s['data_loading_seconds'] / 1e6:.2f} M rows/s")
-print(f"peak memory of the whole run: {s['peak_memory_mib']:.0f} MiB (binned matrix {binned:.0f} MiB, "
-      f"raw f32 values would be {4 * binned:.0f} MiB)")
+print(f"peak memory after reading and binning: {s['data_loading_peak_memory_mib']:.0f} MiB "
+      f"(binned matrix {binned:.0f} MiB; the raw f32 values would be {4 * binned:.0f} MiB)")
+print(f"peak memory of the whole run (one boosting round): {s['peak_memory_mib']:.0f} MiB")
 PY

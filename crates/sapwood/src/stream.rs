@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use sapwood_core::collective::{Collective, SingleWorker};
-use sapwood_core::data::{BinnedMatrix, CutSample, Cuts, FeatureMatrix};
+use sapwood_core::data::{BinnedMatrix, Bins, CutSample, Cuts, FeatureMatrix};
 use sapwood_core::model::select_columns;
 use sapwood_core::params::Params;
 use sapwood_core::train::agree_cuts;
@@ -18,6 +18,7 @@ pub struct CutPass {
     params: Params,
     n_total: u64,
     next_row: u64,
+    first_row: u64,
     sample: Option<CutSample>,
     names: Option<Vec<String>>,
 }
@@ -35,6 +36,7 @@ impl CutPass {
             params: params.clone(),
             n_total,
             next_row: row_offset,
+            first_row: row_offset,
             sample: None,
             names: None,
         }
@@ -86,7 +88,9 @@ impl CutPass {
             .ok_or_else(|| Error::EmptyData("no batch arrived".into()))?;
         let sample = self.sample.expect("set with the names");
         let cuts = agree_cuts(&sample, &self.params, collective)?;
-        Ok(BinPass::with_cuts(names, cuts))
+        let mut pass = BinPass::with_cuts(names, cuts);
+        pass.expected_rows = (self.next_row - self.first_row) as usize;
+        Ok(pass)
     }
 }
 
@@ -95,7 +99,10 @@ impl CutPass {
 pub struct BinPass {
     names: Vec<String>,
     cuts: Cuts,
-    parts: Vec<BinnedMatrix>,
+    /// bins of every batch so far, row-major, in one buffer sized up front
+    bins: Option<Bins>,
+    rows: usize,
+    expected_rows: usize,
     label: Option<Label>,
     weight: Option<Vec<f32>>,
 }
@@ -106,7 +113,9 @@ impl BinPass {
         BinPass {
             names,
             cuts,
-            parts: Vec::new(),
+            bins: None,
+            rows: 0,
+            expected_rows: 0,
             label: None,
             weight: None,
         }
@@ -126,8 +135,29 @@ impl BinPass {
     ) -> Result<()> {
         let n = features.n_rows();
         let m = select_columns(&self.names, &self.cuts, features)?;
-        self.parts.push(BinnedMatrix::new(&m, &self.cuts)?);
-        let first = self.parts.len() == 1;
+        let part = BinnedMatrix::new(&m, &self.cuts)?;
+        let first = self.bins.is_none();
+        let reserve = self.expected_rows.max(n) * self.names.len();
+        match (&mut self.bins, part.bins()) {
+            (slot @ None, Bins::U8(b)) => {
+                let mut v = Vec::with_capacity(reserve);
+                v.extend_from_slice(b);
+                *slot = Some(Bins::U8(v));
+            }
+            (slot @ None, Bins::U16(b)) => {
+                let mut v = Vec::with_capacity(reserve);
+                v.extend_from_slice(b);
+                *slot = Some(Bins::U16(v));
+            }
+            (Some(Bins::U8(v)), Bins::U8(b)) => v.extend_from_slice(b),
+            (Some(Bins::U16(v)), Bins::U16(b)) => v.extend_from_slice(b),
+            _ => {
+                return Err(Error::SchemaMismatch(
+                    "batches were binned to different widths".into(),
+                ))
+            }
+        }
+        self.rows += n;
         match (&mut self.label, label) {
             (slot @ None, Some(l)) if first => *slot = Some(l),
             (Some(Label::Values(a)), Some(Label::Values(b))) => a.extend(b),
@@ -157,13 +187,17 @@ impl BinPass {
     }
 
     fn rows(&self) -> usize {
-        self.parts.iter().map(|p| p.n_rows()).sum()
+        self.rows
     }
 
     /// The binned dataset.
     pub fn finish(self) -> Result<BinnedDataset> {
         Ok(BinnedDataset {
-            binned: Arc::new(BinnedMatrix::concat(self.parts)?),
+            binned: Arc::new(BinnedMatrix::from_bins(
+                self.rows,
+                self.names.len(),
+                self.bins.unwrap_or(Bins::U8(Vec::new())),
+            )?),
             names: self.names,
             cuts: self.cuts,
             label: self.label,

@@ -200,6 +200,7 @@ fn write_outputs(
             "history": history,
             "train_seconds": train_seconds,
             "data_loading_seconds": load_seconds,
+            "data_loading_peak_memory_mib": loading_peak_mib(),
             "peak_memory_mib": super::peak_memory_mib(),
             "device": params.device.to_string(),
             "workers": params.workers,
@@ -214,6 +215,17 @@ fn write_outputs(
         sapwood_core::files::write_atomic(path, text.as_bytes())?;
     }
     Ok(())
+}
+
+/// Peak resident memory once the data is read and binned, before training allocates.
+fn loading_peak_mib() -> Option<f64> {
+    LOADING_PEAK.get().copied().flatten()
+}
+
+static LOADING_PEAK: std::sync::OnceLock<Option<f64>> = std::sync::OnceLock::new();
+
+fn note_loading_peak() {
+    let _ = LOADING_PEAK.set(super::peak_memory_mib());
 }
 
 /// Runs `sapwood train`.
@@ -263,6 +275,7 @@ fn run_mpi(a: TrainArgs) -> Result<()> {
             }
         }
         let load_seconds = load_start.elapsed().as_secs_f64();
+        note_loading_peak();
         let evals: Vec<(&str, &BinnedDataset)> =
             valid.iter().map(|(n, d)| (n.as_str(), d)).collect();
         let mut progress = Progress::new(params.num_rounds, a.quiet || rank != 0);
@@ -318,6 +331,7 @@ fn run_local(a: TrainArgs) -> Result<()> {
         valid.push((name, bin_file(v, &opts, &params, Some(&train))?));
     }
     let load_seconds = load_start.elapsed().as_secs_f64();
+    note_loading_peak();
     let mut progress = Progress::new(params.num_rounds, a.quiet);
     let train_start = Instant::now();
     let evals: Vec<(&str, &BinnedDataset)> = valid.iter().map(|(n, d)| (n.as_str(), d)).collect();
