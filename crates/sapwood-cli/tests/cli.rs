@@ -423,6 +423,44 @@ fn device_wgpu_saves_the_cpu_model_or_says_no_adapter_was_found() {
             std::fs::read(&gpu).unwrap(),
             "wgpu and cpu models differ"
         );
+        // three logical devices on the one adapter, one in-process worker each
+        let three = t.path().join("gpu3.json");
+        let run3 = sapwood()
+            .args([
+                "train",
+                "--quiet",
+                "--label",
+                "species",
+                "--objective",
+                "multi:softprob",
+                "--rounds",
+                "8",
+            ])
+            .args([
+                "--device",
+                "wgpu",
+                "--workers",
+                "3",
+                "--set",
+                "grad_bits=8",
+                "--data",
+            ])
+            .arg(&data)
+            .arg("--model")
+            .arg(&three)
+            .env("XDG_RUNTIME_DIR", t.path())
+            .output()
+            .unwrap();
+        assert!(
+            run3.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run3.stderr)
+        );
+        assert_eq!(
+            std::fs::read(&cpu).unwrap(),
+            std::fs::read(&three).unwrap(),
+            "3 wgpu workers differ"
+        );
     } else {
         // only acceptable without an adapter, and never where the test script installed one
         let err = String::from_utf8_lossy(&out.stderr);
