@@ -14,6 +14,7 @@ use sapwood_core::{Error, Result};
 const PLAIN: u8 = 0;
 const PACKED: u8 = 1;
 const SPARSE: u8 = 2;
+const BITMAP: u8 = 3;
 
 /// Bits of a two's-complement lane that holds every value in [-bound, bound].
 pub fn lane_width(bound: u64) -> u32 {
@@ -126,16 +127,19 @@ fn stats(values: &[i64]) -> (usize, u32, u64) {
     (nnz, shift, max)
 }
 
-/// Size in bytes of each encoding of `values` (plain, packed, and an upper estimate of
-/// sparse from one pass: every value at the largest magnitude's varint length).
-pub fn sizes(values: &[i64], bound: u64) -> [usize; 3] {
+/// Size in bytes of each encoding of `values`: plain, packed, sparse varints (an upper
+/// estimate: every value at the largest magnitude's length) and sparse bitmap, from one pass.
+pub fn sizes(values: &[i64], bound: u64) -> [usize; 4] {
     let plain = 1 + 8 * values.len();
     let packed = 2 + 8 * values.len().div_ceil(lanes_per_word(lane_width(bound)));
     let (nnz, shift, max) = stats(values);
     let gap = varint_len((values.len() / nnz.max(1)) as u64);
-    let sparse =
+    let varints =
         2 + varint_len(nnz as u64) + nnz * (gap + varint_len(zigzag(-((max >> shift) as i64))));
-    [plain, packed, sparse]
+    let w = lane_width(max >> shift);
+    let bitmap =
+        3 + varint_len(nnz as u64) + values.len().div_ceil(8) + 8 * nnz.div_ceil(lanes_per_word(w));
+    [plain, packed, varints, bitmap]
 }
 
 /// Encodes `values`, every one of which (and every sum of them across workers) lies in
@@ -144,10 +148,17 @@ pub fn encode(values: &[i64], bound: u64, codec: CommCodec) -> Vec<u8> {
     let tag = match codec {
         CommCodec::None => PLAIN,
         CommCodec::Packed => PACKED,
-        CommCodec::Sparse => SPARSE,
+        CommCodec::Sparse => {
+            let s = sizes(values, bound);
+            if s[2] < s[3] {
+                SPARSE
+            } else {
+                BITMAP
+            }
+        }
         CommCodec::Auto => {
             let s = sizes(values, bound);
-            [PLAIN, PACKED, SPARSE][(0..3).min_by_key(|&i| (s[i], i)).unwrap()]
+            [PLAIN, PACKED, SPARSE, BITMAP][(0..4).min_by_key(|&i| (s[i], i)).unwrap()]
         }
     };
     let mut out = vec![tag];
@@ -156,6 +167,27 @@ pub fn encode(values: &[i64], bound: u64, codec: CommCodec) -> Vec<u8> {
             out.reserve(8 * values.len());
             for v in values {
                 out.extend(v.to_le_bytes());
+            }
+        }
+        BITMAP => {
+            // zero bins as one bit each, the rest packed at the width their largest needs
+            let (nnz, shift, max) = stats(values);
+            let w = lane_width(max >> shift);
+            put_varint(&mut out, nnz as u64);
+            out.push(shift as u8);
+            out.push(w as u8);
+            let mut bits = vec![0u8; values.len().div_ceil(8)];
+            let mut kept = Vec::with_capacity(nnz);
+            for (i, &v) in values.iter().enumerate() {
+                if v != 0 {
+                    bits[i / 8] |= 1 << (i % 8);
+                    kept.push(v >> shift);
+                }
+            }
+            out.extend_from_slice(&bits);
+            out.reserve(8 * nnz.div_ceil(lanes_per_word(w)));
+            for word in pack(&kept, w) {
+                out.extend(word.to_le_bytes());
             }
         }
         PACKED => {
@@ -257,6 +289,50 @@ pub fn decode_into(bytes: &[u8], dst: &mut [i64], add: bool) -> Result<()> {
             }
             Ok(())
         }
+        BITMAP => {
+            let nnz = r.varint()? as usize;
+            let shift = r.byte()? as u32;
+            let w = r.byte()? as u32;
+            if nnz > len || shift > 62 || !(1..=64).contains(&w) {
+                return Err(Error::Collective(
+                    "malformed bitmap histogram message".into(),
+                ));
+            }
+            let bits_len = len.div_ceil(8);
+            let rest = &bytes[r.pos..];
+            let n_words = nnz.div_ceil(lanes_per_word(w));
+            if rest.len() != bits_len + 8 * n_words {
+                return Err(truncated());
+            }
+            let (bits, words) = rest.split_at(bits_len);
+            let words: Vec<i64> = words
+                .chunks_exact(8)
+                .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
+                .collect();
+            let kept = unpack(&words, w, nnz);
+            if !add {
+                dst.fill(0);
+            }
+            let disagree =
+                || Error::Collective("bitmap and values disagree in a histogram message".into());
+            let mut k = 0usize;
+            for (byte_i, &b) in bits.iter().enumerate() {
+                let mut b = b;
+                while b != 0 {
+                    let i = byte_i * 8 + b.trailing_zeros() as usize;
+                    b &= b - 1;
+                    if i >= len || k >= nnz {
+                        return Err(disagree());
+                    }
+                    dst[i] += kept[k] << shift;
+                    k += 1;
+                }
+            }
+            if k != nnz {
+                return Err(disagree());
+            }
+            Ok(())
+        }
         t => Err(Error::Collective(format!("unknown histogram encoding {t}"))),
     }
 }
@@ -288,7 +364,7 @@ mod tests {
             // auto picks by estimate: never worse than plain, and the estimate bounds sparse
             let s = sizes(&values, bound);
             prop_assert!(encode(&values, bound, CommCodec::Auto).len() <= s[0]);
-            prop_assert!(encode(&values, bound, CommCodec::Sparse).len() <= s[2]);
+            prop_assert!(encode(&values, bound, CommCodec::Sparse).len() <= s[2].max(s[3]));
         }
 
         #[test]
