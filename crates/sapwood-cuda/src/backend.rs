@@ -173,7 +173,7 @@ impl CudaBackend {
             objective: s.objective,
             row_offset: s.row_offset,
             bp,
-            bins: upload(&gpu, &layout.pack(binned), "bins")?,
+            bins: upload(&gpu, &layout.pack(binned, 0, binned.n_rows()), "bins")?,
             offsets: upload(&gpu, &s.offsets, "offsets")?,
             labels: upload(&gpu, &s.labels, "labels")?,
             weights: match &s.weights {

@@ -1,113 +1,13 @@
-//! Host-side encodings the kernels read: bins packed into u32 words, splits, trees and
-//! categorical bin sets.
+//! Host-side encodings the kernels read: shared with the WGSL backend, in sapwood-core.
 
-use sapwood_core::data::{BinnedMatrix, Bins};
-use sapwood_core::split::{BinSet, SplitRule};
-use sapwood_core::tree::Tree;
-
-/// How rows of bins are laid out in u32 words: each row starts on a word.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct BinLayout {
-    /// Bits per bin: 8 or 16.
-    pub bits: u32,
-    /// Words per row.
-    pub row_words: usize,
-}
-
-impl BinLayout {
-    pub(crate) fn of(binned: &BinnedMatrix) -> Self {
-        let bits = match binned.bins() {
-            Bins::U8(_) => 8,
-            Bins::U16(_) => 16,
-        };
-        BinLayout {
-            bits,
-            row_words: binned.n_features().div_ceil((32 / bits) as usize),
-        }
-    }
-
-    /// Every row of `binned`, packed little-end first within each word.
-    pub(crate) fn pack(&self, binned: &BinnedMatrix) -> Vec<u32> {
-        let (n, nf) = (binned.n_rows(), binned.n_features());
-        let per_word = (32 / self.bits) as usize;
-        let mut out = vec![0u32; n * self.row_words];
-        if self.row_words == 0 {
-            return out;
-        }
-        let rows = out.chunks_exact_mut(self.row_words);
-        match binned.bins() {
-            Bins::U8(b) => {
-                for (r, words) in rows.enumerate() {
-                    for (f, &v) in b[r * nf..(r + 1) * nf].iter().enumerate() {
-                        words[f / per_word] |= (v as u32) << ((f % per_word) * 8);
-                    }
-                }
-            }
-            Bins::U16(b) => {
-                for (r, words) in rows.enumerate() {
-                    for (f, &v) in b[r * nf..(r + 1) * nf].iter().enumerate() {
-                        words[f / per_word] |= (v as u32) << ((f % per_word) * 16);
-                    }
-                }
-            }
-        }
-        out
-    }
-}
-
-/// Appends a bin set's words to `cats`; returns (offset, length) in words.
-fn push_set(set: &BinSet, cats: &mut Vec<u32>) -> (u32, u32) {
-    let off = cats.len();
-    for b in set.iter() {
-        let w = off + b as usize / 32;
-        if cats.len() <= w {
-            cats.resize(w + 1, 0);
-        }
-        cats[w] |= 1 << (b % 32);
-    }
-    (off as u32, (cats.len() - off) as u32)
-}
-
-/// (kind, bin, cat_off, cat_len) of a rule: kind 0 numeric, 1 categorical.
-pub(crate) fn rule_words(rule: &SplitRule, cats: &mut Vec<u32>) -> [u32; 4] {
-    match rule {
-        SplitRule::Numeric { bin } => [0, *bin as u32, 0, 0],
-        SplitRule::Categorical { left } => {
-            let (off, len) = push_set(left, cats);
-            [1, 0, off, len]
-        }
-    }
-}
-
-/// A tree as predict.cu reads it: 8 words per node, the values, the categorical sets.
-pub(crate) fn encode_tree(tree: &Tree) -> (Vec<u32>, Vec<f32>, Vec<u32>) {
-    let mut words = Vec::with_capacity(tree.nodes.len() * 8);
-    let mut cats = Vec::new();
-    for node in &tree.nodes {
-        match &node.split {
-            None => words.extend_from_slice(&[0, 2, 0, 0, 0, 0, 0, 0]),
-            Some(s) => {
-                let [kind, bin, off, len] = rule_words(&s.rule, &mut cats);
-                words.extend_from_slice(&[
-                    s.feature as u32,
-                    kind,
-                    s.default_left as u32,
-                    s.left.0,
-                    s.right.0,
-                    bin,
-                    off,
-                    len,
-                ]);
-            }
-        }
-    }
-    let values = tree.nodes.iter().map(|n| n.value).collect();
-    (words, values, cats)
-}
+pub(crate) use sapwood_core::backend::device::{encode_tree, rule_words, BinLayout};
 
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use sapwood_core::data::{BinnedMatrix, Bins};
+    use sapwood_core::split::{BinSet, SplitRule};
+    use sapwood_core::tree::Tree;
     use sapwood_core::tree::{Node, NodeId, Split};
 
     /// bin_of in bins.cuh, on the host.
@@ -142,7 +42,7 @@ pub(crate) mod tests {
             };
             let m = BinnedMatrix::from_bins(n, nf, bins).unwrap();
             let l = BinLayout::of(&m);
-            let words = l.pack(&m);
+            let words = l.pack(&m, 0, n);
             for r in 0..n {
                 for f in 0..nf {
                     assert_eq!(bin_of(&words, &l, r, f), m.bin(r, f));

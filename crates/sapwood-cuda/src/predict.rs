@@ -24,7 +24,7 @@ pub fn predict_binned(
         return Ok(Vec::new());
     }
     let layout = BinLayout::of(binned);
-    let bins = upload(gpu, &layout.pack(binned), "bins")?;
+    let bins = upload(gpu, &layout.pack(binned, 0, binned.n_rows()), "bins")?;
     let start: Vec<f32> = (0..n)
         .flat_map(|_| model.base_margin.iter().copied())
         .collect();

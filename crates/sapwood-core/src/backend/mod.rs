@@ -1,6 +1,7 @@
 //! The `HistBackend` trait: what the grower asks of a device holding a shard of rows.
 
 mod cpu;
+pub mod device;
 mod kernel;
 
 pub use cpu::CpuBackend;

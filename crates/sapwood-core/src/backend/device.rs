@@ -1,0 +1,147 @@
+//! Host-side encodings GPU kernels read (WGSL and CUDA alike): bins packed into u32 words,
+//! splits, trees and categorical bin sets.
+
+use crate::data::{BinnedMatrix, Bins};
+use crate::split::{BinSet, SplitRule};
+use crate::tree::Tree;
+
+/// How rows of bins are laid out in u32 words: each row starts on a word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BinLayout {
+    /// Bits per bin: 8 or 16.
+    pub bits: u32,
+    /// Words per row.
+    pub row_words: usize,
+}
+
+impl BinLayout {
+    /// The layout of `binned`.
+    pub fn of(binned: &BinnedMatrix) -> Self {
+        let nf = binned.n_features();
+        let bits = match binned.bins() {
+            Bins::U8(_) => 8,
+            Bins::U16(_) => 16,
+        };
+        let per_word = (32 / bits) as usize;
+        BinLayout {
+            bits,
+            row_words: nf.div_ceil(per_word),
+        }
+    }
+
+    /// Rows `lo..hi` of `binned`, packed little-end first within each word.
+    pub fn pack(&self, binned: &BinnedMatrix, lo: usize, hi: usize) -> Vec<u32> {
+        let nf = binned.n_features();
+        let mut out = vec![0u32; (hi - lo) * self.row_words];
+        let per_word = (32 / self.bits) as usize;
+        let rows = out.chunks_exact_mut(self.row_words.max(1));
+        match binned.bins() {
+            Bins::U8(b) => {
+                for (r, words) in (lo..hi).zip(rows) {
+                    for (f, &v) in b[r * nf..(r + 1) * nf].iter().enumerate() {
+                        words[f / per_word] |= (v as u32) << ((f % per_word) * 8);
+                    }
+                }
+            }
+            Bins::U16(b) => {
+                for (r, words) in (lo..hi).zip(rows) {
+                    for (f, &v) in b[r * nf..(r + 1) * nf].iter().enumerate() {
+                        words[f / per_word] |= (v as u32) << ((f % per_word) * 16);
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Appends a bin set's words to `cats`; returns (offset, length) in words.
+fn push_set(set: &BinSet, cats: &mut Vec<u32>) -> (u32, u32) {
+    let off = cats.len();
+    for b in set.iter() {
+        let w = off + b as usize / 32;
+        if cats.len() <= w {
+            cats.resize(w + 1, 0);
+        }
+        cats[w] |= 1 << (b % 32);
+    }
+    (off as u32, (cats.len() - off) as u32)
+}
+
+/// (kind, bin, cat_off, cat_len) of a rule: kind 0 numeric, 1 categorical.
+pub fn rule_words(rule: &SplitRule, cats: &mut Vec<u32>) -> [u32; 4] {
+    match rule {
+        SplitRule::Numeric { bin } => [0, *bin as u32, 0, 0],
+        SplitRule::Categorical { left } => {
+            let (off, len) = push_set(left, cats);
+            [1, 0, off, len]
+        }
+    }
+}
+
+/// A tree as the prediction kernels read it: 8 words per node, the values, the categorical sets.
+pub fn encode_tree(tree: &Tree) -> (Vec<u32>, Vec<f32>, Vec<u32>) {
+    let mut words = Vec::with_capacity(tree.nodes.len() * 8);
+    let mut cats = Vec::new();
+    for node in &tree.nodes {
+        match &node.split {
+            None => words.extend_from_slice(&[0, 2, 0, 0, 0, 0, 0, 0]),
+            Some(s) => {
+                let [kind, bin, off, len] = rule_words(&s.rule, &mut cats);
+                words.extend_from_slice(&[
+                    s.feature as u32,
+                    kind,
+                    s.default_left as u32,
+                    s.left.0,
+                    s.right.0,
+                    bin,
+                    off,
+                    len,
+                ]);
+            }
+        }
+    }
+    let values = tree.nodes.iter().map(|n| n.value).collect();
+    (words, values, cats)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packed_bins_read_back_as_the_kernels_read_them() {
+        for wide in [false, true] {
+            let (n, nf) = (7usize, 5usize);
+            let vals: Vec<u16> = (0..n * nf).map(|i| (i * 37 % 251) as u16).collect();
+            let bins = if wide {
+                Bins::U16(vals.iter().map(|&v| v * 200).collect())
+            } else {
+                Bins::U8(vals.iter().map(|&v| v as u8).collect())
+            };
+            let m = BinnedMatrix::from_bins(n, nf, bins).unwrap();
+            let l = BinLayout::of(&m);
+            let words = l.pack(&m, 2, 6);
+            let per_word = (32 / l.bits) as usize;
+            for r in 2..6 {
+                for f in 0..nf {
+                    // bin_of in bins.wgsl
+                    let w = words[(r - 2) * l.row_words + f / per_word];
+                    let b = (w >> ((f % per_word) as u32 * l.bits)) & ((1 << l.bits) - 1);
+                    assert_eq!(b as u16, m.bin(r, f));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bin_sets_become_bit_words() {
+        let mut cats = vec![7];
+        let rule = SplitRule::Categorical {
+            left: BinSet::from_bins([1u16, 33, 70]),
+        };
+        let [kind, _, off, len] = rule_words(&rule, &mut cats);
+        assert_eq!((kind, off, len), (1, 1, 3));
+        assert_eq!(&cats[1..], &[1 << 1, 1 << 1, 1 << 6]);
+    }
+}
