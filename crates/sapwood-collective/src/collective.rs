@@ -161,8 +161,3 @@ impl<T: Transport> Collective for RingCollective<T> {
         self.stats
     }
 }
-
-/// Packed words per value at the width `bound` proves (for reports).
-pub fn packed_ratio(bound: u64) -> f64 {
-    1.0 / lanes_per_word(lane_width(bound)) as f64
-}

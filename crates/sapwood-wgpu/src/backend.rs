@@ -132,7 +132,8 @@ impl WgpuBackend {
             )));
         }
         let bins = DeviceBins::upload(&gpu, binned);
-        let (shared, global) = plan_tiles(&s.offsets, gpu.tile_bins);
+        let plan = plan_tiles(&s.offsets, gpu.tile_bins);
+        let (shared, global) = (plan.shared, plan.global);
         let tiles = |t: &[crate::tiles::Tile]| -> (wgpu::Buffer, u32) {
             let w: Vec<u32> = t.iter().flat_map(|t| t.words()).collect();
             (gpu.storage("tiles", words(&w)), t.len() as u32)

@@ -157,41 +157,6 @@ impl BinnedMatrix {
         })
     }
 
-    /// The rows of several matrices, one after another (for data read in batches).
-    pub fn concat(parts: Vec<BinnedMatrix>) -> Result<Self> {
-        let nf = parts.first().map_or(0, |p| p.n_features);
-        let n_rows = parts.iter().map(|p| p.n_rows).sum();
-        if parts.iter().any(|p| p.n_features != nf) {
-            return Err(Error::SchemaMismatch(
-                "batches have different feature counts".into(),
-            ));
-        }
-        let wide = parts.iter().any(|p| matches!(p.bins, Bins::U16(_)));
-        let bins = if wide {
-            let mut out = Vec::with_capacity(n_rows * nf);
-            for p in parts {
-                match p.bins {
-                    Bins::U8(b) => out.extend(b.into_iter().map(u16::from)),
-                    Bins::U16(b) => out.extend(b),
-                }
-            }
-            Bins::U16(out)
-        } else {
-            let mut out = Vec::with_capacity(n_rows * nf);
-            for p in parts {
-                if let Bins::U8(b) = p.bins {
-                    out.extend(b);
-                }
-            }
-            Bins::U8(out)
-        };
-        Ok(BinnedMatrix {
-            n_rows,
-            n_features: nf,
-            bins,
-        })
-    }
-
     /// A copy of the rows `range`.
     pub fn slice_rows(&self, range: std::ops::Range<usize>) -> BinnedMatrix {
         let nf = self.n_features;
