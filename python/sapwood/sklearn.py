@@ -44,6 +44,7 @@ class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
         max_leaves: int = 0,
         grow_policy: str = "depthwise",
         max_bin: int = 256,
+        min_data_in_bin: int = 1,
         min_child_weight: float = 1.0,
         min_child_samples: int = 0,
         reg_lambda: float = 1.0,
@@ -71,6 +72,7 @@ class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
         self.max_leaves = max_leaves
         self.grow_policy = grow_policy
         self.max_bin = max_bin
+        self.min_data_in_bin = min_data_in_bin
         self.min_child_weight = min_child_weight
         self.min_child_samples = min_child_samples
         self.reg_lambda = reg_lambda
@@ -107,6 +109,7 @@ class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
             "max_leaves": self.max_leaves,
             "grow_policy": self.grow_policy,
             "max_bin": self.max_bin,
+            "min_data_in_bin": self.min_data_in_bin,
             "min_child_weight": self.min_child_weight,
             "min_data_in_leaf": self.min_child_samples,
             "lambda": self.reg_lambda,

@@ -236,6 +236,9 @@ pub struct Params {
     pub cat_l2: f64,
     /// Minimum estimated rows per group of levels in a categorical split.
     pub min_data_per_group: usize,
+    /// Sampled rows a numeric bin must hold before the next bin starts (LightGBM's
+    /// `min_data_in_bin`; 1 gives every distinct value its own bin while they fit).
+    pub min_data_in_bin: usize,
     /// Levels seen fewer times than this in the binning sample share one "other" bin.
     pub min_category_count: usize,
     /// Rows sampled (by hash of the global row index) to compute the cuts.
@@ -287,6 +290,7 @@ impl Default for Params {
             cat_smooth: 0.0,
             cat_l2: 1.0,
             min_data_per_group: 0,
+            min_data_in_bin: 1,
             min_category_count: 1,
             bin_sample_rows: 200_000,
             eval_metric: Vec::new(),
@@ -360,6 +364,9 @@ impl Params {
                 "max_bin",
                 format!("{} must be in 2..=65536", self.max_bin),
             ));
+        }
+        if self.min_data_in_bin == 0 {
+            return Err(Error::param("min_data_in_bin", "must be at least 1"));
         }
         finite_at_least("min_child_weight", self.min_child_weight, 0.0)?;
         finite_at_least("lambda", self.lambda, 0.0)?;
@@ -454,6 +461,7 @@ impl Params {
             "cat_smooth" => self.cat_smooth = num(name, v)?,
             "cat_l2" => self.cat_l2 = num(name, v)?,
             "min_data_per_group" => self.min_data_per_group = num(name, v)?,
+            "min_data_in_bin" => self.min_data_in_bin = num(name, v)?,
             "min_category_count" => self.min_category_count = num(name, v)?,
             "bin_sample_rows" => self.bin_sample_rows = num(name, v)?,
             "eval_metric" => {
@@ -509,6 +517,7 @@ pub const PARAM_NAMES: &[(&str, &[&str])] = &[
     ("cat_smooth", &[]),
     ("cat_l2", &[]),
     ("min_data_per_group", &[]),
+    ("min_data_in_bin", &[]),
     ("min_category_count", &[]),
     ("bin_sample_rows", &["bin_construct_sample_cnt"]),
     ("eval_metric", &["metric"]),

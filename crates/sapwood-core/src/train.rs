@@ -479,7 +479,12 @@ pub fn agree_cuts(
             .map(|b| CutSample::from_bytes(b))
             .collect::<Result<_>>()?,
     )?;
-    Cuts::from_sample(&merged, params.max_bin, params.min_category_count)
+    Cuts::from_sample(
+        &merged,
+        params.max_bin,
+        params.min_data_in_bin,
+        params.min_category_count,
+    )
 }
 
 /// This worker's rows, binned with the agreed cuts.

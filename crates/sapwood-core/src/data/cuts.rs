@@ -129,18 +129,20 @@ impl Cuts {
         self.features.iter().map(|f| f.n_bins()).max().unwrap_or(0)
     }
 
-    /// Computes cuts from a gathered sample. `levels` gives, per feature, the level names of
-    /// a categorical feature (None for numeric ones).
+    /// Computes cuts from a gathered sample: at most `max_bin` bins per feature, numeric bins
+    /// of at least `min_data_in_bin` sampled rows, and categorical levels seen fewer than
+    /// `min_category_count` times sharing one bin.
     pub fn from_sample(
         sample: &CutSample,
         max_bin: usize,
+        min_data_in_bin: usize,
         min_category_count: usize,
     ) -> Result<Self> {
         let features = sample
             .features
             .iter()
             .map(|f| match f {
-                FeatureSample::Numeric(values) => numeric_cuts(values, max_bin),
+                FeatureSample::Numeric(values) => numeric_cuts(values, max_bin, min_data_in_bin),
                 FeatureSample::Categorical(counts) => {
                     categorical_cuts(counts, max_bin, min_category_count)
                 }
@@ -343,27 +345,46 @@ fn midpoint(a: f32, b: f32) -> f32 {
     }
 }
 
-fn numeric_cuts(values: &[(f32, f32)], max_bin: usize) -> Result<FeatureCuts> {
+/// Numeric cuts: one bin per distinct sampled value while they fit, a bin closing only once it
+/// holds `min_data_in_bin` sampled rows (LightGBM's rule, which keeps thresholds off values a
+/// handful of rows own); else bins of balanced weight.
+fn numeric_cuts(
+    values: &[(f32, f32)],
+    max_bin: usize,
+    min_data_in_bin: usize,
+) -> Result<FeatureCuts> {
     let mut v = values.to_vec();
     // a total order on (value, weight) makes the weight sums below independent of which
     // worker contributed which rows
     v.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
-    let mut distinct: Vec<(f32, f64)> = Vec::new();
+    // (value, weight, sampled rows)
+    let mut distinct: Vec<(f32, f64, usize)> = Vec::new();
     for (x, w) in v {
         // -0.0 and 0.0 are one value
         match distinct.last_mut() {
-            Some(last) if last.0 == x => last.1 += w as f64,
-            _ => distinct.push((x, w as f64)),
+            Some(last) if last.0 == x => {
+                last.1 += w as f64;
+                last.2 += 1;
+            }
+            _ => distinct.push((x, w as f64, 1)),
         }
     }
+    let min_rows = min_data_in_bin.max(1);
     let value_bins = max_bin - 1;
     let m = distinct.len();
     let mut thresholds = Vec::new();
     if m <= value_bins {
+        let mut rows = 0;
         for pair in distinct.windows(2) {
-            thresholds.push(midpoint(pair[0].0, pair[1].0));
+            rows += pair[0].2;
+            if rows >= min_rows {
+                thresholds.push(midpoint(pair[0].0, pair[1].0));
+                rows = 0;
+            }
         }
     } else {
+        // as in LightGBM, many distinct values only cap the bin count at rows / min_data_in_bin
+        let value_bins = value_bins.min(values.len() / min_rows).max(2);
         let mut rest: f64 = distinct.iter().map(|d| d.1).sum();
         let mut bins_left = value_bins;
         let mut acc = 0.0;
@@ -448,7 +469,7 @@ mod tests {
     #[test]
     fn few_distinct_values_get_one_bin_each() {
         let cuts =
-            Cuts::from_sample(&sample_of(vec![3.0, 1.0, 2.0, 2.0, f32::NAN]), 256, 1).unwrap();
+            Cuts::from_sample(&sample_of(vec![3.0, 1.0, 2.0, 2.0, f32::NAN]), 256, 1, 1).unwrap();
         let FeatureCuts::Numeric { thresholds } = cuts.feature(0) else {
             panic!()
         };
@@ -460,9 +481,37 @@ mod tests {
     }
 
     #[test]
+    fn min_data_in_bin_merges_rare_values_with_their_neighbours() {
+        // every bin holds at least 3 sampled rows; 5, 6 and 7 share the last one
+        let values = vec![1.0, 2.0, 2.0, 3.0, 4.0, 4.0, 4.0, 5.0, 6.0, 7.0];
+        let cuts = Cuts::from_sample(&sample_of(values.clone()), 256, 3, 1).unwrap();
+        let FeatureCuts::Numeric { thresholds } = cuts.feature(0) else {
+            panic!()
+        };
+        assert_eq!(thresholds, &[2.5, 4.5]);
+        let mut counts = [0usize; 4];
+        for v in &values {
+            counts[FeatureCuts::bin_value(thresholds, *v) as usize] += 1;
+        }
+        assert_eq!(counts, [0, 3, 4, 3]);
+        // above max_bin, the bin count is capped at rows / min_data_in_bin
+        let many: Vec<f32> = (0..1000).map(|i| i as f32).collect();
+        let cuts = Cuts::from_sample(&sample_of(many.clone()), 256, 10, 1).unwrap();
+        let FeatureCuts::Numeric { thresholds } = cuts.feature(0) else {
+            panic!()
+        };
+        assert!(thresholds.len() < 100, "{}", thresholds.len());
+        let mut counts = vec![0usize; thresholds.len() + 2];
+        for v in many {
+            counts[FeatureCuts::bin_value(thresholds, v) as usize] += 1;
+        }
+        assert!(counts[1..].iter().all(|&c| c >= 10), "{counts:?}");
+    }
+
+    #[test]
     fn many_values_respect_max_bin_and_balance() {
         let values: Vec<f32> = (0..10_000).map(|i| ((i * 7919) % 10_000) as f32).collect();
-        let cuts = Cuts::from_sample(&sample_of(values.clone()), 16, 1).unwrap();
+        let cuts = Cuts::from_sample(&sample_of(values.clone()), 16, 1, 1).unwrap();
         assert!(cuts.feature(0).n_bins() <= 16);
         let FeatureCuts::Numeric { thresholds } = cuts.feature(0) else {
             panic!()
@@ -506,8 +555,8 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            Cuts::from_sample(&whole, 64, 1).unwrap(),
-            Cuts::from_sample(&merged, 64, 1).unwrap()
+            Cuts::from_sample(&whole, 64, 1, 1).unwrap(),
+            Cuts::from_sample(&merged, 64, 1, 1).unwrap()
         );
     }
 
@@ -524,7 +573,7 @@ mod tests {
         )
         .unwrap();
         let s = CutSample::collect(&m, None, 0, 8, 0, usize::MAX);
-        let cuts = Cuts::from_sample(&s, 256, 2).unwrap();
+        let cuts = Cuts::from_sample(&s, 256, 1, 2).unwrap();
         let FeatureCuts::Categorical {
             levels,
             level_bins,
