@@ -6,7 +6,8 @@ codec (`none`, `packed`, `sparse`, `auto`) in `exact` and `grad_bits=8` mode, an
 bytes sent per tree by one worker, the ratio to the uncompressed i64 (sum g, sum h)
 baseline of a ring allreduce (16 bytes per bin of every histogram built, times 2(P-1)/P:
 what XGBoost sends), and the wall-time cost against `none`. The models of all runs must be
-byte-identical (checked).
+byte-identical (checked). Each codec runs --repeat times (default 3), interleaved with the
+others so that a slow spell of a shared machine hits all of them; times are medians.
 
 With --netem RATE (e.g. 1gbit), the runs are MPI ranks over TCP inside a network namespace
 of their own whose loopback is rate-limited with tc netem (and 0.1 ms delay): there the
@@ -20,6 +21,7 @@ import argparse
 import hashlib
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -48,6 +50,7 @@ def main():
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--netem", help="rate for MPI over a rate-limited loopback, e.g. 1gbit")
     ap.add_argument("--mpi", action="store_true", help="MPI ranks over TCP on the plain loopback")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per codec; the median time is shown")
     a = ap.parse_args()
     data = os.path.join(tempfile.gettempdir(), f"sapwood-synthetic-{a.rows}.parquet")
     if not os.path.exists(data):
@@ -63,32 +66,37 @@ def main():
     print(f"synthetic binary task: {a.rows} rows x 28 features, {a.rounds} rounds, depth {a.depth}, "
           f"{a.workers} " + ("MPI ranks over TCP loopback" + (" limited to " + a.netem if ns else "") if mpi else "in-process workers"))
     print(f"{'mode':<12}{'codec':<8}{'KiB/tree':>10}{'baseline KiB/tree':>19}{'vs baseline':>13}{'train s':>9}{'vs none':>9}")
+    codecs = ["none", "packed", "sparse", "auto"]
     try:
         for bits in ["0", "8"]:
-            digests, none_time = set(), None
-            for codec in ["none", "packed", "sparse", "auto"]:
-                with tempfile.TemporaryDirectory() as t:
-                    model, summary = os.path.join(t, "m.json"), os.path.join(t, "s.json")
-                    args = [BIN, "train", "--quiet", "--data", data, "--label", "y", "--objective", "binary:logistic",
-                            "--rounds", str(a.rounds), "--max-depth", str(a.depth), "--learning-rate", "0.1",
-                            "--set", f"grad_bits={bits}", "--set", f"comm_codec={codec}",
-                            "--model", model, "--summary", summary]
-                    if mpi:
-                        cmd = (["ip", "netns", "exec", ns] if ns else []) + ["mpirun", "--allow-run-as-root", "--oversubscribe",
-                               "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "lo",
-                               "-np", str(a.workers)] + args + ["--collective", "mpi", "--threads", "1"]
-                    else:
-                        cmd = args + ["--workers", str(a.workers), "--threads", "2"]
-                    run(cmd)
-                    s = json.load(open(summary))
-                    digests.add(hashlib.sha256(open(model, "rb").read()).hexdigest())
-                    base, _ = baseline_bytes_per_tree(model, a.workers)
-                    per_tree = s["communication"]["bytes_sent"] / s["rounds"]
-                    secs = s["train_seconds"]
-                    none_time = none_time or secs
-                    mode = "exact" if bits == "0" else "grad_bits=8"
-                    print(f"{mode:<12}{codec:<8}{per_tree / 1024:>10.0f}{base / 1024:>19.0f}{base / per_tree:>12.1f}x"
-                          f"{secs:>9.2f}{secs / none_time:>8.2f}x")
+            digests, times, sent, base = set(), {c: [] for c in codecs}, {}, {}
+            for _ in range(a.repeat):
+                for codec in codecs:
+                    with tempfile.TemporaryDirectory() as t:
+                        model, summary = os.path.join(t, "m.json"), os.path.join(t, "s.json")
+                        args = [BIN, "train", "--quiet", "--data", data, "--label", "y", "--objective", "binary:logistic",
+                                "--rounds", str(a.rounds), "--max-depth", str(a.depth), "--learning-rate", "0.1",
+                                "--set", f"grad_bits={bits}", "--set", f"comm_codec={codec}",
+                                "--model", model, "--summary", summary]
+                        if mpi:
+                            cmd = (["ip", "netns", "exec", ns] if ns else []) + ["mpirun", "--allow-run-as-root", "--oversubscribe",
+                                   "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "lo",
+                                   "-np", str(a.workers)] + args + ["--collective", "mpi", "--threads", "1"]
+                        else:
+                            cmd = args + ["--workers", str(a.workers), "--threads", "2"]
+                        run(cmd)
+                        s = json.load(open(summary))
+                        digests.add(hashlib.sha256(open(model, "rb").read()).hexdigest())
+                        base[codec], _ = baseline_bytes_per_tree(model, a.workers)
+                        sent[codec] = s["communication"]["bytes_sent"] / s["rounds"]
+                        times[codec].append(s["train_seconds"])
+            median = {c: statistics.median(v) for c, v in times.items()}
+            mode = "exact" if bits == "0" else "grad_bits=8"
+            for codec in codecs:
+                per_tree = sent[codec]
+                print(f"{mode:<12}{codec:<8}{per_tree / 1024:>10.0f}{base[codec] / 1024:>19.0f}{base[codec] / per_tree:>12.1f}x"
+                      f"{median[codec]:>9.2f}{median[codec] / median['none']:>8.2f}x")
+            print(f"{'':<20}all times (s): " + "; ".join(f"{c} " + " ".join(f"{t:.2f}" for t in times[c]) for c in codecs))
             assert len(digests) == 1, "models differ between codecs"
         print("every codec saved the same model bytes")
     finally:

@@ -5,8 +5,8 @@ use sapwood_core::params::CommCodec;
 use sapwood_core::Result;
 
 use crate::codec::{lane_width, lanes_per_word, pack, unpack};
-use crate::ring;
 use crate::transport::Transport;
+use crate::{pairwise, ring};
 
 /// A worker's collective: ring algorithms (or the transport's own integer sum, fed packed
 /// words) over a transport, histograms encoded with a codec, traffic counted.
@@ -105,11 +105,11 @@ impl<T: Transport> Collective for RingCollective<T> {
             return Ok(());
         }
         self.stats.allreduce_calls += 1;
-        ring::reduce_scatter(
+        pairwise::reduce_scatter(
             &mut self.t,
             data,
             blocks,
-            &|_| bound,
+            bound,
             self.codec,
             &mut self.stats,
         )

@@ -3,9 +3,11 @@
 //!
 //! - [`codec`]: exact encodings of i64 blocks: plain, packed lanes (narrowed to the width the
 //!   bound proves, several lanes per 64-bit word so a plain integer sum of packed words is the
-//!   packed sum) and sparse (zero bins suppressed, varints).
+//!   packed sum), and zero-suppressing ones (length-prefixed bytes, bitmap plus bit stream,
+//!   varint pairs) chosen per block by size and speed.
 //! - [`ring`]: ring reduce-scatter and all-gather carrying encoded blocks over any
 //!   [`Transport`].
+//! - [`pairwise`]: reduce-scatter by direct exchange, for the large per-feature-block sums.
 //! - [`inprocess`]: workers as threads in one process (also how several GPUs are driven).
 //! - `mpi` (feature `mpi`): one worker per MPI rank.
 
@@ -14,6 +16,7 @@ pub mod collective;
 pub mod inprocess;
 #[cfg(feature = "mpi")]
 pub mod mpi_transport;
+pub mod pairwise;
 pub mod ring;
 pub mod transport;
 
