@@ -76,7 +76,7 @@ pub fn unpack(words: &[i64], w: u32, len: usize) -> Vec<i64> {
 fn unpack_bytes<const ADD: bool>(bytes: &[u8], w: u32, shift: u32, dst: &mut [i64]) {
     let put = |d: &mut i64, v: i64| {
         if ADD {
-            *d += v << shift;
+            *d = d.wrapping_add(v << shift);
         } else {
             *d = v << shift;
         }
@@ -450,7 +450,7 @@ fn varbyte_values<const ADD: bool>(lens: &[u8], data: &[u8], shift: u32, dst: &m
     let put = |d: &mut i64, u: u64| {
         let v = unzigzag(u) << shift;
         if ADD {
-            *d += v;
+            *d = d.wrapping_add(v);
         } else {
             *d = v;
         }
@@ -534,7 +534,7 @@ fn bitmap_values<const ADD: bool>(bits: &[u8], data: &[u8], w: u32, shift: u32, 
             let v = (stream.at(at) << shift) & -(bit as i64);
             at += w as usize * bit;
             if ADD {
-                *d += v;
+                *d = d.wrapping_add(v);
             } else {
                 *d = v;
             }
@@ -549,7 +549,7 @@ fn stream_values<const ADD: bool>(data: &[u8], w: u32, shift: u32, dst: &mut [i6
     for (k, d) in dst.iter_mut().enumerate() {
         let v = stream.at(k * w as usize) << shift;
         if ADD {
-            *d += v;
+            *d = d.wrapping_add(v);
         } else {
             *d = v;
         }
@@ -564,6 +564,8 @@ pub fn decode(bytes: &[u8], len: usize) -> Result<Vec<i64>> {
 }
 
 /// Decodes a block into `dst`, adding to it when `add` (a reduction step) or overwriting.
+/// Sums of valid messages stay within their bound; additions wrap so that a corrupt one
+/// cannot panic a debug build either.
 pub fn decode_into(bytes: &[u8], dst: &mut [i64], add: bool) -> Result<()> {
     let len = dst.len();
     let mut r = Reader { b: bytes, pos: 0 };
@@ -571,7 +573,7 @@ pub fn decode_into(bytes: &[u8], dst: &mut [i64], add: bool) -> Result<()> {
     let rest = &bytes[1..];
     let put = |d: &mut i64, v: i64| {
         if add {
-            *d += v
+            *d = d.wrapping_add(v)
         } else {
             *d = v
         }
@@ -636,7 +638,7 @@ pub fn decode_into(bytes: &[u8], dst: &mut [i64], add: bool) -> Result<()> {
                     .checked_add(r.varint()? as usize)
                     .filter(|&i| i < len)
                     .ok_or_else(|| Error::Collective("sparse index out of range".into()))?;
-                dst[i] += unzigzag(r.varint()?) << shift;
+                dst[i] = dst[i].wrapping_add(unzigzag(r.varint()?) << shift);
             }
             if r.pos != bytes.len() {
                 return Err(Error::Collective(
