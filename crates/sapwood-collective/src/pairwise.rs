@@ -34,8 +34,8 @@ pub fn reduce_scatter(
     }
     let own = blocks[r].clone();
     let mut received = Vec::with_capacity(p.saturating_sub(1));
-    // round s pairs each worker with the ones s ahead and s behind, so a transport whose
-    // sends block until received (MPI) cannot deadlock
+    // round s pairs each worker with the ones s ahead and s behind; like the ring's steps,
+    // this relies on `exchange` not blocking on its send (MPI's sends are immediate)
     for s in 1..p {
         let (to, from) = ((r + s) % p, (r + p - s) % p);
         let send = blocks[to].clone();
