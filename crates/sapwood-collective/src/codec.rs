@@ -217,10 +217,11 @@ pub fn encode(values: &[i64], bound: u64, codec: CommCodec) -> Vec<u8> {
             }
             let smallest = candidates.iter().map(|c| c.1).min().unwrap();
             let (len, nnz) = (values.len() as f64, st.0 as f64);
+            let w = stream_width(st.2 >> st.1);
             let tag = candidates
                 .iter()
                 .filter(|c| c.1 as f64 <= SIZE_SLACK * smallest as f64)
-                .min_by(|a, b| cost(a.0, len, nnz).total_cmp(&cost(b.0, len, nnz)))
+                .min_by(|a, b| cost(a.0, len, nnz, w).total_cmp(&cost(b.0, len, nnz, w)))
                 .unwrap()
                 .0;
             match tag {
@@ -239,15 +240,16 @@ pub fn encode(values: &[i64], bound: u64, codec: CommCodec) -> Vec<u8> {
 /// more than a few percent more bytes.
 pub const SIZE_SLACK: f64 = 1.25;
 
-/// Rough encode plus decode time in ns of an encoding of `len` values, `nnz` of them nonzero
-/// (from `examples/codec_bench`; only their order matters).
-fn cost(tag: u8, len: f64, nnz: f64) -> f64 {
+/// Rough encode plus decode time in ns of an encoding of `len` values, `nnz` of them nonzero,
+/// whose bit stream would be `w` bits wide (from `examples/codec_bench` and per-encoding
+/// timings on this project's 2-core machine; only their order matters).
+fn cost(tag: u8, len: f64, nnz: f64, w: u32) -> f64 {
     match tag {
         PLAIN => 0.7 * len,
-        VARBYTE => 3.4 * len,
-        TIGHT => 4.0 * len,
-        BITMAP => 3.5 * len + 1.5 * nnz,
-        _ => 0.5 * len + 25.0 * nnz,
+        TIGHT => (1.8 + 0.045 * w as f64) * len,
+        VARBYTE => 3.1 * len,
+        BITMAP => 2.5 * len + 2.0 * nnz,
+        _ => 0.5 * len + 15.0 * nnz,
     }
 }
 
@@ -284,31 +286,37 @@ fn stream_len(n: usize, w: u32) -> usize {
     (n * w as usize).div_ceil(8)
 }
 
-/// Appends `values` (zigzagged) as a little-endian bit stream, `w` bits each. Each step
-/// stores a whole word and advances by the bytes it completed, so there is no branch per
-/// value.
+/// Appends `values` (zigzagged) as a little-endian bit stream, `w` bits each. Eight values
+/// take exactly `w` bytes, so each group of eight is assembled in registers on its own and
+/// stored whole: no chain from one value to the next.
 fn put_stream(values: &[i64], w: u32, shift: u32, out: &mut Vec<u8>) {
     let start = out.len();
     let len = stream_len(values.len(), w);
-    out.resize(start + len + 8, 0);
+    out.resize(start + len + 64, 0);
     let data = &mut out[start..];
-    if w == 64 {
-        for (o, &v) in data.chunks_exact_mut(8).zip(values) {
-            o.copy_from_slice(&zigzag(v >> shift).to_le_bytes());
+    let wu = w as usize;
+    for (g, group) in values.chunks(8).enumerate() {
+        let mut words = [0u64; 8];
+        if w == 64 {
+            for (word, &v) in words.iter_mut().zip(group) {
+                *word = zigzag(v >> shift);
+            }
+        } else {
+            for (j, &v) in group.iter().enumerate() {
+                let u = zigzag(v >> shift);
+                let (i, at) = (j * wu / 64, (j * wu % 64) as u32);
+                words[i] |= u << at;
+                // the same lanes straddle a word boundary in every group: predictable
+                if at + w > 64 {
+                    words[i + 1] |= u >> (64 - at);
+                }
+            }
         }
-    } else {
-        let (mut acc, mut bits, mut pos) = (0u64, 0u32, 0usize);
-        for &v in values {
-            // bits <= 7 and w <= 56, so the value fits beside the pending bits
-            acc |= zigzag(v >> shift) << bits;
-            bits += w;
-            data[pos..pos + 8].copy_from_slice(&acc.to_le_bytes());
-            let done = bits / 8;
-            pos += done as usize;
-            acc = if done == 8 { 0 } else { acc >> (8 * done) };
-            bits -= 8 * done;
+        // whole words; the zero bytes past this group's w are overwritten by the next group
+        let at = g * wu;
+        for (i, word) in words.iter().enumerate().take(wu.div_ceil(8)) {
+            data[at + 8 * i..at + 8 * i + 8].copy_from_slice(&word.to_le_bytes());
         }
-        data[pos..pos + 8].copy_from_slice(&acc.to_le_bytes());
     }
     out.truncate(start + len);
 }
