@@ -67,36 +67,51 @@ fn pack_bytes(values: &[i64], w: u32, shift: u32, out: &mut Vec<u8>) {
 /// Unpacks `len` lanes of width `w` from words (sums of packed words unpack to lane sums).
 pub fn unpack(words: &[i64], w: u32, len: usize) -> Vec<i64> {
     let w = w.clamp(1, 64);
-    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
     let mut out = vec![0i64; len];
-    unpack_bytes::<false>(&bytes, w, 0, &mut out);
+    for (lanes, &word) in out.chunks_mut(lanes_per_word(w)).zip(words) {
+        unpack_word::<false>(word, w, 0, lanes);
+    }
     out
 }
 
 /// Unpacks `dst.len()` lanes of width `w` from little-endian words, shifted left by
 /// `shift`, into `dst` (adding to it when `ADD`).
 fn unpack_bytes<const ADD: bool>(bytes: &[u8], w: u32, shift: u32, dst: &mut [i64]) {
-    let put = |d: &mut i64, v: i64| {
-        if ADD {
-            *d = d.wrapping_add(v << shift);
-        } else {
-            *d = v << shift;
-        }
-    };
-    let k = if w >= 64 { 1 } else { lanes_per_word(w) };
-    for (lanes, word) in dst.chunks_mut(k).zip(bytes.chunks_exact(8)) {
-        let word = i64::from_le_bytes(word.try_into().unwrap());
-        if w >= 64 {
-            put(&mut lanes[0], word);
-        } else {
-            let mut rest = word;
-            for d in lanes {
-                // sign-extend the low lane, then remove it (it may have borrowed from the next)
-                let lane = (rest << (64 - w)) >> (64 - w);
-                put(d, lane);
-                rest = rest.wrapping_sub(lane) >> w;
-            }
-        }
+    for (lanes, word) in dst.chunks_mut(lanes_per_word(w)).zip(bytes.chunks_exact(8)) {
+        unpack_word::<ADD>(
+            i64::from_le_bytes(word.try_into().unwrap()),
+            w,
+            shift,
+            lanes,
+        );
+    }
+}
+
+/// The lanes of one packed word (width `w` in 1..=64), shifted left by `shift`, into
+/// `lanes` (adding when `ADD`).
+#[inline(always)]
+fn unpack_word<const ADD: bool>(word: i64, w: u32, shift: u32, lanes: &mut [i64]) {
+    if w >= 64 {
+        put::<ADD>(&mut lanes[0], word << shift);
+        return;
+    }
+    let mut rest = word;
+    for d in lanes {
+        // sign-extend the low lane, then remove it (it may have borrowed from the next)
+        let lane = (rest << (64 - w)) >> (64 - w);
+        put::<ADD>(d, lane << shift);
+        rest = rest.wrapping_sub(lane) >> w;
+    }
+}
+
+/// Writes `v` into `d`, or adds it when `ADD` (a reduction step). Sums of valid messages
+/// stay within their bound; additions wrap so that a corrupt one cannot panic a debug build.
+#[inline(always)]
+fn put<const ADD: bool>(d: &mut i64, v: i64) {
+    if ADD {
+        *d = d.wrapping_add(v);
+    } else {
+        *d = v;
     }
 }
 
@@ -340,10 +355,8 @@ impl<'a> Stream<'a> {
         let word = match self.data.get(byte..byte + 8) {
             Some(c) => u64::from_le_bytes(c.try_into().unwrap()),
             None => {
-                let mut c = [0u8; 8];
-                let tail = self.data.get(byte..).unwrap_or(&[]);
-                c[..tail.len()].copy_from_slice(tail);
-                u64::from_le_bytes(c)
+                let byte = byte.min(self.data.len());
+                tail_word(self.data, byte, self.data.len() - byte)
             }
         };
         // stream_width keeps bit + w <= 64
@@ -424,7 +437,7 @@ fn encode_varbyte(values: &[i64], shift: u32) -> Vec<u8> {
     out.resize(head, 0);
     // each value is written as a whole word and the unused bytes dropped again: no
     // variable-length copy, and the reservation above means no reallocation either
-    let put = |out: &mut Vec<u8>, u: u64| {
+    let store = |out: &mut Vec<u8>, u: u64| {
         let n = byte_len(u);
         out.extend_from_slice(&u.to_le_bytes());
         out.truncate(out.len() - 8 + n);
@@ -432,12 +445,12 @@ fn encode_varbyte(values: &[i64], shift: u32) -> Vec<u8> {
     };
     let mut pairs = values.chunks_exact(2);
     for (i, pair) in pairs.by_ref().enumerate() {
-        let na = put(&mut out, zigzag(pair[0] >> shift));
-        let nb = put(&mut out, zigzag(pair[1] >> shift));
+        let na = store(&mut out, zigzag(pair[0] >> shift));
+        let nb = store(&mut out, zigzag(pair[1] >> shift));
         out[2 + i] = na | nb << 4;
     }
     if let [v] = pairs.remainder() {
-        out[head - 1] = put(&mut out, zigzag(v >> shift));
+        out[head - 1] = store(&mut out, zigzag(v >> shift));
     }
     out
 }
@@ -458,14 +471,7 @@ const BYTE_MASKS: [u64; 9] = [
 /// Reads the values of a validated length-prefixed message into `dst` (adding when `ADD`).
 #[inline(always)]
 fn varbyte_values<const ADD: bool>(lens: &[u8], data: &[u8], shift: u32, dst: &mut [i64]) {
-    let put = |d: &mut i64, u: u64| {
-        let v = unzigzag(u) << shift;
-        if ADD {
-            *d = d.wrapping_add(v);
-        } else {
-            *d = v;
-        }
-    };
+    let take = |d: &mut i64, u: u64| put::<ADD>(d, unzigzag(u) << shift);
     let mut pos = 0usize;
     let mut pairs = dst.chunks_exact_mut(2);
     let mut lens = lens.iter();
@@ -477,16 +483,16 @@ fn varbyte_values<const ADD: bool>(lens: &[u8], data: &[u8], shift: u32, dst: &m
             let (a, b) = (a.min(8), b.min(8));
             let wa = u64::from_le_bytes(words[..8].try_into().unwrap());
             let wb = u64::from_le_bytes(words[a..a + 8].try_into().unwrap());
-            put(&mut pair[0], wa & BYTE_MASKS[a]);
-            put(&mut pair[1], wb & BYTE_MASKS[b]);
+            take(&mut pair[0], wa & BYTE_MASKS[a]);
+            take(&mut pair[1], wb & BYTE_MASKS[b]);
         } else {
-            put(&mut pair[0], tail_word(data, pos, a));
-            put(&mut pair[1], tail_word(data, pos + a, b));
+            take(&mut pair[0], tail_word(data, pos, a));
+            take(&mut pair[1], tail_word(data, pos + a, b));
         }
         pos += a + b;
     }
     if let ([last], Some(&l)) = (pairs.into_remainder(), lens.next()) {
-        put(last, tail_word(data, pos, (l & 15) as usize));
+        take(last, tail_word(data, pos, (l & 15) as usize));
     }
 }
 
@@ -497,7 +503,7 @@ fn tail_word(data: &[u8], pos: usize, n: usize) -> u64 {
     u64::from_le_bytes(w)
 }
 
-fn decode_varbyte(bytes: &[u8], dst: &mut [i64], add: bool) -> Result<()> {
+fn decode_varbyte<const ADD: bool>(bytes: &[u8], dst: &mut [i64]) -> Result<()> {
     let len = dst.len();
     let head = varbyte_header(len);
     if bytes.len() < head {
@@ -524,11 +530,7 @@ fn decode_varbyte(bytes: &[u8], dst: &mut [i64], add: bool) -> Result<()> {
     if total != data.len() {
         return Err(truncated());
     }
-    if add {
-        varbyte_values::<true>(lens, data, shift, dst);
-    } else {
-        varbyte_values::<false>(lens, data, shift, dst);
-    }
+    varbyte_values::<ADD>(lens, data, shift, dst);
     Ok(())
 }
 
@@ -542,13 +544,8 @@ fn bitmap_values<const ADD: bool>(bits: &[u8], data: &[u8], w: u32, shift: u32, 
     for (chunk, &b) in dst.chunks_mut(8).zip(bits) {
         for (j, d) in chunk.iter_mut().enumerate() {
             let bit = ((b >> j) & 1) as usize;
-            let v = (stream.at(at) << shift) & -(bit as i64);
+            put::<ADD>(d, (stream.at(at) << shift) & -(bit as i64));
             at += w as usize * bit;
-            if ADD {
-                *d = d.wrapping_add(v);
-            } else {
-                *d = v;
-            }
         }
     }
 }
@@ -558,12 +555,7 @@ fn bitmap_values<const ADD: bool>(bits: &[u8], data: &[u8], w: u32, shift: u32, 
 fn stream_values<const ADD: bool>(data: &[u8], w: u32, shift: u32, dst: &mut [i64]) {
     let stream = Stream::new(data, w);
     for (k, d) in dst.iter_mut().enumerate() {
-        let v = stream.at(k * w as usize) << shift;
-        if ADD {
-            *d = d.wrapping_add(v);
-        } else {
-            *d = v;
-        }
+        put::<ADD>(d, stream.at(k * w as usize) << shift);
     }
 }
 
@@ -575,27 +567,26 @@ pub fn decode(bytes: &[u8], len: usize) -> Result<Vec<i64>> {
 }
 
 /// Decodes a block into `dst`, adding to it when `add` (a reduction step) or overwriting.
-/// Sums of valid messages stay within their bound; additions wrap so that a corrupt one
-/// cannot panic a debug build either.
 pub fn decode_into(bytes: &[u8], dst: &mut [i64], add: bool) -> Result<()> {
+    if add {
+        decode_with::<true>(bytes, dst)
+    } else {
+        decode_with::<false>(bytes, dst)
+    }
+}
+
+fn decode_with<const ADD: bool>(bytes: &[u8], dst: &mut [i64]) -> Result<()> {
     let len = dst.len();
     let mut r = Reader { b: bytes, pos: 0 };
     let tag = r.byte()?;
     let rest = &bytes[1..];
-    let put = |d: &mut i64, v: i64| {
-        if add {
-            *d = d.wrapping_add(v)
-        } else {
-            *d = v
-        }
-    };
     match tag {
         PLAIN => {
             if rest.len() != 8 * len {
                 return Err(truncated());
             }
             for (d, c) in dst.iter_mut().zip(rest.chunks_exact(8)) {
-                put(d, i64::from_le_bytes(c.try_into().unwrap()));
+                put::<ADD>(d, i64::from_le_bytes(c.try_into().unwrap()));
             }
             Ok(())
         }
@@ -608,11 +599,7 @@ pub fn decode_into(bytes: &[u8], dst: &mut [i64], add: bool) -> Result<()> {
             if words.len() != 8 * len.div_ceil(lanes_per_word(w)) {
                 return Err(truncated());
             }
-            if add {
-                unpack_bytes::<true>(words, w, 0, dst);
-            } else {
-                unpack_bytes::<false>(words, w, 0, dst);
-            }
+            unpack_bytes::<ADD>(words, w, 0, dst);
             Ok(())
         }
         TIGHT => {
@@ -627,11 +614,7 @@ pub fn decode_into(bytes: &[u8], dst: &mut [i64], add: bool) -> Result<()> {
             if data.len() != stream_len(len, w) {
                 return Err(truncated());
             }
-            if add {
-                stream_values::<true>(data, w, shift, dst);
-            } else {
-                stream_values::<false>(data, w, shift, dst);
-            }
+            stream_values::<ADD>(data, w, shift, dst);
             Ok(())
         }
         SPARSE => {
@@ -642,7 +625,7 @@ pub fn decode_into(bytes: &[u8], dst: &mut [i64], add: bool) -> Result<()> {
                     "malformed sparse histogram message".into(),
                 ));
             }
-            if !add {
+            if !ADD {
                 dst.fill(0);
             }
             let mut i = 0usize;
@@ -651,7 +634,7 @@ pub fn decode_into(bytes: &[u8], dst: &mut [i64], add: bool) -> Result<()> {
                     .checked_add(r.varint()? as usize)
                     .filter(|&i| i < len)
                     .ok_or_else(|| Error::Collective("sparse index out of range".into()))?;
-                dst[i] = dst[i].wrapping_add(unzigzag(r.varint()?) << shift);
+                put::<true>(&mut dst[i], unzigzag(r.varint()?) << shift);
             }
             if r.pos != bytes.len() {
                 return Err(Error::Collective(
@@ -683,14 +666,10 @@ pub fn decode_into(bytes: &[u8], dst: &mut [i64], add: bool) -> Result<()> {
                     "bitmap and values disagree in a histogram message".into(),
                 ));
             }
-            if add {
-                bitmap_values::<true>(bits, data, w, shift, dst);
-            } else {
-                bitmap_values::<false>(bits, data, w, shift, dst);
-            }
+            bitmap_values::<ADD>(bits, data, w, shift, dst);
             Ok(())
         }
-        VARBYTE => decode_varbyte(bytes, dst, add),
+        VARBYTE => decode_varbyte::<ADD>(bytes, dst),
         t => Err(Error::Collective(format!("unknown histogram encoding {t}"))),
     }
 }
