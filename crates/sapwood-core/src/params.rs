@@ -645,6 +645,13 @@ mod tests {
                 },
                 "max_depth",
             ),
+            (
+                Params {
+                    min_data_in_bin: 0,
+                    ..Default::default()
+                },
+                "min_data_in_bin",
+            ),
         ];
         for (p, name) in cases {
             let err = p.validate().unwrap_err().to_string();
