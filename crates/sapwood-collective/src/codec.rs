@@ -6,16 +6,16 @@
 //! plain integer sum of packed words is the packed form of the lane-wise sums, so a transport
 //! that can only add 64-bit integers (MPI, NCCL) reduces compressed data.
 //!
-//! The other encodings first remove the trailing zero bits every value of the block shares,
-//! then zigzag the values and write them
-//! - in as many bytes as each needs, with a 4-bit length per value (zero bins cost half a
-//!   byte; no branch per value in either direction),
-//! - as a bit stream at the width the block's largest needs,
-//! - as a bitmap of the nonzero bins and a bit stream of those, or
+//! The other encodings remove the trailing zero bits values share (quantised sums are
+//! multiples of a power of two), zigzag the values and write them
+//! - in groups of 32, each group at its own shift and width, empty groups as one byte and
+//!   mostly empty ones as a bitmap plus their nonzero values (`groups`; what `auto` sends),
+//! - as a bitmap of the block's nonzero bins and a bit stream of those, or
 //! - as (index gap, value) varint pairs, for blocks that are almost all zero.
 //!
-//! `sparse` and `auto` pick per block: among the encodings within [`SIZE_SLACK`] of the
-//! smallest, the cheapest to encode and decode.
+//! `sparse` chooses between the last two per block (among those within [`SIZE_SLACK`] of
+//! the smaller, the cheaper to encode and decode); `auto` sends groups, or varint pairs for a
+//! block that is almost all zero when they are smaller.
 
 use sapwood_core::params::CommCodec;
 use sapwood_core::{Error, Result};
@@ -24,8 +24,9 @@ const PLAIN: u8 = 0;
 const PACKED: u8 = 1;
 const SPARSE: u8 = 2;
 const BITMAP: u8 = 3;
-const VARBYTE: u8 = 4;
-const TIGHT: u8 = 5;
+const GROUPS: u8 = 6;
+
+mod groups;
 
 /// Bits of a two's-complement lane that holds every value in [-bound, bound].
 pub fn lane_width(bound: u64) -> u32 {
@@ -183,14 +184,13 @@ fn stats(values: &[i64]) -> (usize, u32, u64) {
 }
 
 /// Size in bytes of encodings of `values`, from one pass: plain, packed at the bound's width,
-/// sparse varints (an upper estimate: every value at the largest magnitude's length), sparse
-/// bitmap, and packed at the block's own width. (The length-prefixed encoding's size needs
-/// a second pass.)
-pub fn sizes(values: &[i64], bound: u64) -> [usize; 5] {
+/// sparse varints (an upper estimate: every value at the largest magnitude's length) and
+/// sparse bitmap. (The group encoding's size is known only by encoding.)
+pub fn sizes(values: &[i64], bound: u64) -> [usize; 4] {
     sizes_from(values.len(), bound, stats(values))
 }
 
-fn sizes_from(len: usize, bound: u64, (nnz, shift, max): (usize, u32, u64)) -> [usize; 5] {
+fn sizes_from(len: usize, bound: u64, (nnz, shift, max): (usize, u32, u64)) -> [usize; 4] {
     let plain = 1 + 8 * len;
     let packed = 2 + 8 * len.div_ceil(lanes_per_word(lane_width(bound)));
     // an upper bound: no gap exceeds the block, no value twice the largest magnitude
@@ -199,89 +199,122 @@ fn sizes_from(len: usize, bound: u64, (nnz, shift, max): (usize, u32, u64)) -> [
         2 + varint_len(nnz as u64) + nnz * (gap + varint_len((max >> shift).saturating_mul(2)));
     let w = stream_width(max >> shift);
     let bitmap = 3 + varint_len(nnz as u64) + len.div_ceil(8) + stream_len(nnz, w);
-    let tight = 3 + stream_len(len, w);
-    [plain, packed, varints, bitmap, tight]
-}
-
-/// Bytes of the length-prefixed encoding's header and length nibbles for `len` values.
-fn varbyte_header(len: usize) -> usize {
-    2 + len.div_ceil(2)
+    [plain, packed, varints, bitmap]
 }
 
 /// Encodes `values`, every one of which (and every sum of them across workers) lies in
-/// [-bound, bound], with `codec` (`Sparse`: one of the zero-suppressing encodings; `Auto`:
-/// any; both choose by size and speed).
+/// [-bound, bound], with `codec` (`Sparse`: a zero-suppressing encoding chosen by size and
+/// speed; `Auto`: groups, or varint pairs when a block is almost all zero and they are
+/// smaller).
 pub fn encode(values: &[i64], bound: u64, codec: CommCodec) -> Vec<u8> {
-    match codec {
-        CommCodec::None => encode_plain(values),
-        CommCodec::Packed => encode_packed(values, bound),
-        CommCodec::Sparse | CommCodec::Auto => {
-            let st = stats(values);
-            let s = sizes_from(values.len(), bound, st);
-            let mut candidates = if codec == CommCodec::Auto {
-                vec![(PLAIN, s[0]), (TIGHT, s[4]), (SPARSE, s[2]), (BITMAP, s[3])]
-            } else {
-                vec![(SPARSE, s[2]), (BITMAP, s[3])]
-            };
-            let smallest = candidates.iter().map(|c| c.1).min().unwrap();
-            // the length-prefixed encoding's size needs a pass of its own, made only when
-            // its lower bound (a byte per nonzero value) leaves it in the running
-            let head = varbyte_header(values.len());
-            if (head + st.0) as f64 <= SIZE_SLACK * smallest as f64 {
-                candidates.push((VARBYTE, head + varbyte_data_len(values, st.1)));
+    Encoder::new(codec).encode(values, bound)
+}
+
+/// Messages an encoder keeps for reuse; more than a worker has in flight at once is waste.
+const SPARE_MESSAGES: usize = 16;
+
+/// Encodes blocks with one codec into the memory of messages already decoded: a fresh
+/// buffer for every message would fault in new pages every time (the group encoding's
+/// buffer is sized for its worst case, since its size is known only once it is written).
+#[derive(Debug)]
+pub struct Encoder {
+    codec: CommCodec,
+    spare: Vec<Vec<u8>>,
+}
+
+impl Encoder {
+    /// An encoder for `codec`.
+    pub fn new(codec: CommCodec) -> Self {
+        Encoder {
+            codec,
+            spare: Vec::new(),
+        }
+    }
+
+    /// The codec it encodes with.
+    pub fn codec(&self) -> CommCodec {
+        self.codec
+    }
+
+    /// Takes back a message once it has been decoded, to carry a later one.
+    pub fn recycle(&mut self, msg: Vec<u8>) {
+        if self.spare.len() < SPARE_MESSAGES {
+            self.spare.push(msg);
+        }
+    }
+
+    /// Encodes `values`, every one of which (and every sum of them across workers) lies in
+    /// [-bound, bound], as [`encode`] describes.
+    pub fn encode(&mut self, values: &[i64], bound: u64) -> Vec<u8> {
+        let mut out = self.spare.pop().unwrap_or_default();
+        out.clear();
+        match self.codec {
+            CommCodec::None => encode_plain(values, &mut out),
+            CommCodec::Packed => encode_packed(values, bound, &mut out),
+            CommCodec::Sparse => {
+                let st = stats(values);
+                let s = sizes_from(values.len(), bound, st);
+                let candidates = [(SPARSE, s[2]), (BITMAP, s[3])];
+                let smallest = s[2].min(s[3]);
+                let (len, nnz) = (values.len() as f64, st.0 as f64);
+                let tag = candidates
+                    .iter()
+                    .filter(|c| c.1 as f64 <= SIZE_SLACK * smallest as f64)
+                    .min_by(|a, b| cost(a.0, len, nnz).total_cmp(&cost(b.0, len, nnz)))
+                    .unwrap()
+                    .0;
+                match tag {
+                    SPARSE => encode_sparse(values, st, &mut out),
+                    _ => encode_bitmap(values, st, &mut out),
+                }
             }
-            let smallest = candidates.iter().map(|c| c.1).min().unwrap();
-            let (len, nnz) = (values.len() as f64, st.0 as f64);
-            let w = stream_width(st.2 >> st.1);
-            let tag = candidates
-                .iter()
-                .filter(|c| c.1 as f64 <= SIZE_SLACK * smallest as f64)
-                .min_by(|a, b| cost(a.0, len, nnz, w).total_cmp(&cost(b.0, len, nnz, w)))
-                .unwrap()
-                .0;
-            match tag {
-                PLAIN => encode_plain(values),
-                TIGHT => encode_tight(values, st),
-                SPARSE => encode_sparse(values, st),
-                VARBYTE => encode_varbyte(values, st.1),
-                _ => encode_bitmap(values, st),
+            CommCodec::Auto => {
+                out.push(GROUPS);
+                let seen = groups::encode(values, &mut out);
+                // a block almost all zero costs the groups a byte per 32 bins; pairs may
+                // be less
+                if seen.nnz * 8 < values.len() {
+                    let st = stats(values);
+                    if sizes_from(values.len(), bound, st)[2] < out.len() {
+                        out.clear();
+                        encode_sparse(values, st, &mut out);
+                    }
+                }
             }
         }
+        out
     }
 }
 
-/// Within this factor of the smallest encoding, the cheapest to encode and decode is sent:
+/// Within this factor of the smaller zero-suppressing encoding, the cheaper to encode and
+/// decode is sent:
 /// the exchange is on every worker's critical path, and on fast links a slower codec costs
 /// more than a few percent more bytes.
 pub const SIZE_SLACK: f64 = 1.25;
 
-/// Rough encode plus decode time in ns of an encoding of `len` values, `nnz` of them nonzero,
-/// whose bit stream would be `w` bits wide (from `examples/codec_bench` and per-encoding
-/// timings on this project's 2-core machine; only their order matters).
-fn cost(tag: u8, len: f64, nnz: f64, w: u32) -> f64 {
+/// Rough encode plus decode time in ns of a zero-suppressing encoding of `len` values, `nnz`
+/// of them nonzero (from per-encoding timings on this project's 2-core machine; only their
+/// order matters).
+fn cost(tag: u8, len: f64, nnz: f64) -> f64 {
     match tag {
-        PLAIN => 0.7 * len,
-        TIGHT => (1.8 + 0.045 * w as f64) * len,
-        VARBYTE => 3.1 * len,
         BITMAP => 2.5 * len + 2.0 * nnz,
         _ => 0.5 * len + 15.0 * nnz,
     }
 }
 
-fn encode_plain(values: &[i64]) -> Vec<u8> {
-    let mut out = vec![0u8; 1 + 8 * values.len()];
-    out[0] = PLAIN;
-    for (o, v) in out[1..].chunks_exact_mut(8).zip(values) {
+fn encode_plain(values: &[i64], out: &mut Vec<u8>) {
+    out.push(PLAIN);
+    let at = out.len();
+    out.resize(at + 8 * values.len(), 0);
+    for (o, v) in out[at..].chunks_exact_mut(8).zip(values) {
         o.copy_from_slice(&v.to_le_bytes());
     }
-    out
 }
 
-fn encode_packed(values: &[i64], bound: u64) -> Vec<u8> {
+fn encode_packed(values: &[i64], bound: u64, out: &mut Vec<u8>) {
     let w = lane_width(bound);
-    let mut out = vec![PACKED, w as u8];
-    pack_bytes(values, w, 0, &mut out);
-    out
+    out.extend_from_slice(&[PACKED, w as u8]);
+    pack_bytes(values, w, 0, out);
 }
 
 /// Width in bits of the zigzagged values of a bit stream whose largest magnitude (after the
@@ -364,20 +397,11 @@ impl<'a> Stream<'a> {
     }
 }
 
-/// Every value at the width the block's largest needs after removing the shared trailing
-/// zeros (rather than the width the bound proves), as a bit stream.
-fn encode_tight(values: &[i64], (_, shift, max): (usize, u32, u64)) -> Vec<u8> {
-    let w = stream_width(max >> shift);
-    let mut out = vec![TIGHT, shift as u8, w as u8];
-    put_stream(values, w, shift, &mut out);
-    out
-}
-
 /// Zero bins as one bit each, the rest as a bit stream at the width their largest needs.
-fn encode_bitmap(values: &[i64], (nnz, shift, max): (usize, u32, u64)) -> Vec<u8> {
+fn encode_bitmap(values: &[i64], (nnz, shift, max): (usize, u32, u64), out: &mut Vec<u8>) {
     let w = stream_width(max >> shift);
-    let mut out = vec![BITMAP];
-    put_varint(&mut out, nnz as u64);
+    out.push(BITMAP);
+    put_varint(out, nnz as u64);
     out.push(shift as u8);
     out.push(w as u8);
     // compaction without a branch per value: every value is written, only nonzero ones
@@ -396,103 +420,22 @@ fn encode_bitmap(values: &[i64], (nnz, shift, max): (usize, u32, u64)) -> Vec<u8
         }
         *byte = b;
     }
-    put_stream(&kept[..k], w, shift, &mut out);
-    out
+    put_stream(&kept[..k], w, shift, out);
 }
 
 /// (index gap, value) varint pairs of the nonzero bins.
-fn encode_sparse(values: &[i64], (nnz, shift, _): (usize, u32, u64)) -> Vec<u8> {
-    let mut out = vec![SPARSE];
+fn encode_sparse(values: &[i64], (nnz, shift, _): (usize, u32, u64), out: &mut Vec<u8>) {
+    out.push(SPARSE);
     out.reserve(2 + 4 * nnz);
-    put_varint(&mut out, nnz as u64);
+    put_varint(out, nnz as u64);
     out.push(shift as u8);
     let mut last = 0usize;
     for (i, &v) in values.iter().enumerate() {
         if v != 0 {
-            put_varint(&mut out, (i - last) as u64);
-            put_varint(&mut out, zigzag(v >> shift));
+            put_varint(out, (i - last) as u64);
+            put_varint(out, zigzag(v >> shift));
             last = i;
         }
-    }
-    out
-}
-
-/// Bytes a zigzagged value needs (0 for zero).
-#[inline(always)]
-fn byte_len(u: u64) -> usize {
-    ((71 - u.leading_zeros()) / 8) as usize
-}
-
-/// Bytes of the values of the length-prefixed encoding.
-fn varbyte_data_len(values: &[i64], shift: u32) -> usize {
-    values.iter().map(|&v| byte_len(zigzag(v >> shift))).sum()
-}
-
-/// Each value (shifted, zigzagged) as its low `n` bytes, with the `n` of two values per
-/// byte in a header: both loops are free of per-value branches.
-fn encode_varbyte(values: &[i64], shift: u32) -> Vec<u8> {
-    let head = varbyte_header(values.len());
-    let mut out = Vec::with_capacity(head + 8 * values.len() + 8);
-    out.extend_from_slice(&[VARBYTE, shift as u8]);
-    out.resize(head, 0);
-    // each value is written as a whole word and the unused bytes dropped again: no
-    // variable-length copy, and the reservation above means no reallocation either
-    let store = |out: &mut Vec<u8>, u: u64| {
-        let n = byte_len(u);
-        out.extend_from_slice(&u.to_le_bytes());
-        out.truncate(out.len() - 8 + n);
-        n as u8
-    };
-    let mut pairs = values.chunks_exact(2);
-    for (i, pair) in pairs.by_ref().enumerate() {
-        let na = store(&mut out, zigzag(pair[0] >> shift));
-        let nb = store(&mut out, zigzag(pair[1] >> shift));
-        out[2 + i] = na | nb << 4;
-    }
-    if let [v] = pairs.remainder() {
-        out[head - 1] = store(&mut out, zigzag(v >> shift));
-    }
-    out
-}
-
-/// Masks keeping the low `n` bytes of a word, by `n`.
-const BYTE_MASKS: [u64; 9] = [
-    0,
-    0xff,
-    0xffff,
-    0xff_ffff,
-    0xffff_ffff,
-    0xff_ffff_ffff,
-    0xffff_ffff_ffff,
-    0xff_ffff_ffff_ffff,
-    u64::MAX,
-];
-
-/// Reads the values of a validated length-prefixed message into `dst` (adding when `ADD`).
-#[inline(always)]
-fn varbyte_values<const ADD: bool>(lens: &[u8], data: &[u8], shift: u32, dst: &mut [i64]) {
-    let take = |d: &mut i64, u: u64| put::<ADD>(d, unzigzag(u) << shift);
-    let mut pos = 0usize;
-    let mut pairs = dst.chunks_exact_mut(2);
-    let mut lens = lens.iter();
-    // whole-word loads while two of them fit, then byte copies for the tail
-    for (pair, &l) in pairs.by_ref().zip(lens.by_ref()) {
-        let (a, b) = ((l & 15) as usize, (l >> 4) as usize);
-        if let Some(words) = data.get(pos..pos + 16) {
-            // lengths were validated (<= 8); min() lets the compiler see it too
-            let (a, b) = (a.min(8), b.min(8));
-            let wa = u64::from_le_bytes(words[..8].try_into().unwrap());
-            let wb = u64::from_le_bytes(words[a..a + 8].try_into().unwrap());
-            take(&mut pair[0], wa & BYTE_MASKS[a]);
-            take(&mut pair[1], wb & BYTE_MASKS[b]);
-        } else {
-            take(&mut pair[0], tail_word(data, pos, a));
-            take(&mut pair[1], tail_word(data, pos + a, b));
-        }
-        pos += a + b;
-    }
-    if let ([last], Some(&l)) = (pairs.into_remainder(), lens.next()) {
-        take(last, tail_word(data, pos, (l & 15) as usize));
     }
 }
 
@@ -501,37 +444,6 @@ fn tail_word(data: &[u8], pos: usize, n: usize) -> u64 {
     let mut w = [0u8; 8];
     w[..n].copy_from_slice(&data[pos..pos + n]);
     u64::from_le_bytes(w)
-}
-
-fn decode_varbyte<const ADD: bool>(bytes: &[u8], dst: &mut [i64]) -> Result<()> {
-    let len = dst.len();
-    let head = varbyte_header(len);
-    if bytes.len() < head {
-        return Err(truncated());
-    }
-    let shift = bytes[1] as u32;
-    let (lens, data) = bytes[2..].split_at(head - 2);
-    // validate every length once, so the loop below needs no checks but its bounds
-    let mut total = 0usize;
-    let mut bad = shift > 62;
-    for &l in lens {
-        let (a, b) = ((l & 15) as usize, (l >> 4) as usize);
-        bad |= a > 8 || b > 8;
-        total += a + b;
-    }
-    if len % 2 == 1 {
-        bad |= lens.last().is_some_and(|&l| l >> 4 != 0);
-    }
-    if bad {
-        return Err(Error::Collective(
-            "malformed length-prefixed histogram message".into(),
-        ));
-    }
-    if total != data.len() {
-        return Err(truncated());
-    }
-    varbyte_values::<ADD>(lens, data, shift, dst);
-    Ok(())
 }
 
 /// Scatters the stream values of a validated bitmap message to the marked bins of `dst`
@@ -547,15 +459,6 @@ fn bitmap_values<const ADD: bool>(bits: &[u8], data: &[u8], w: u32, shift: u32, 
             put::<ADD>(d, (stream.at(at) << shift) & -(bit as i64));
             at += w as usize * bit;
         }
-    }
-}
-
-/// Reads a validated bit stream of `dst.len()` values into `dst` (adding when `ADD`).
-#[inline(always)]
-fn stream_values<const ADD: bool>(data: &[u8], w: u32, shift: u32, dst: &mut [i64]) {
-    let stream = Stream::new(data, w);
-    for (k, d) in dst.iter_mut().enumerate() {
-        put::<ADD>(d, stream.at(k * w as usize) << shift);
     }
 }
 
@@ -602,21 +505,7 @@ fn decode_with<const ADD: bool>(bytes: &[u8], dst: &mut [i64]) -> Result<()> {
             unpack_bytes::<ADD>(words, w, 0, dst);
             Ok(())
         }
-        TIGHT => {
-            let shift = r.byte()? as u32;
-            let w = r.byte()? as u32;
-            if !(1..=56).contains(&w) && w != 64 || shift > 62 {
-                return Err(Error::Collective(format!(
-                    "bad stream width {w} or shift {shift}"
-                )));
-            }
-            let data = &bytes[r.pos..];
-            if data.len() != stream_len(len, w) {
-                return Err(truncated());
-            }
-            stream_values::<ADD>(data, w, shift, dst);
-            Ok(())
-        }
+        GROUPS => groups::decode::<ADD>(rest, dst),
         SPARSE => {
             let nnz = r.varint()? as usize;
             let shift = r.byte()? as u32;
@@ -669,7 +558,6 @@ fn decode_with<const ADD: bool>(bytes: &[u8], dst: &mut [i64]) -> Result<()> {
             bitmap_values::<ADD>(bits, data, w, shift, dst);
             Ok(())
         }
-        VARBYTE => decode_varbyte::<ADD>(bytes, dst),
         t => Err(Error::Collective(format!("unknown histogram encoding {t}"))),
     }
 }
@@ -700,14 +588,58 @@ mod tests {
     /// Every encoding of `values`, by name.
     fn every_encoding(values: &[i64], bound: u64) -> Vec<(&'static str, Vec<u8>)> {
         let st = stats(values);
+        let with = |f: &dyn Fn(&mut Vec<u8>)| {
+            let mut out = Vec::new();
+            f(&mut out);
+            out
+        };
         vec![
-            ("plain", encode_plain(values)),
-            ("packed", encode_packed(values, bound)),
-            ("tight", encode_tight(values, st)),
-            ("bitmap", encode_bitmap(values, st)),
-            ("sparse", encode_sparse(values, st)),
-            ("varbyte", encode_varbyte(values, st.1)),
+            ("plain", with(&|o| encode_plain(values, o))),
+            ("packed", with(&|o| encode_packed(values, bound, o))),
+            ("bitmap", with(&|o| encode_bitmap(values, st, o))),
+            ("sparse", with(&|o| encode_sparse(values, st, o))),
+            (
+                "groups",
+                with(&|o| {
+                    o.push(GROUPS);
+                    groups::encode(values, o);
+                }),
+            ),
         ]
+    }
+
+    /// The size of the group encoding worked out value by value: per 32 values, one byte if
+    /// all are zero, else two (plus four for a bitmap, used when it saves a fifth) and the
+    /// values at the smallest width and largest shift that hold them all.
+    fn reference_groups_len(values: &[i64]) -> usize {
+        1 + values
+            .chunks(32)
+            .map(|g| {
+                let nonzero: Vec<i64> = g.iter().copied().filter(|&v| v != 0).collect();
+                if nonzero.is_empty() {
+                    return 1;
+                }
+                let shift = (0..64)
+                    .rev()
+                    .find(|&s| {
+                        nonzero
+                            .iter()
+                            .all(|&v| v % (1i128 << s) as i64 == 0 || s == 63 && v == i64::MIN)
+                    })
+                    .unwrap();
+                let w = nonzero
+                    .iter()
+                    .map(|&v| 64 - zigzag(v >> shift).leading_zeros() as usize)
+                    .max()
+                    .unwrap();
+                let k = nonzero.len();
+                if 5 * (32 + k * w) <= 4 * 32 * w {
+                    6 + (k * w).div_ceil(8)
+                } else {
+                    2 + 4 * w
+                }
+            })
+            .sum::<usize>()
     }
 
     proptest! {
@@ -718,13 +650,14 @@ mod tests {
                 let bytes = encode(&values, bound, codec);
                 prop_assert_eq!(decode(&bytes, len).unwrap(), values.clone(), "{:?}", codec);
             }
-            // auto is within the slack of the smallest size it can know before encoding
-            // (the varint pairs' is an upper bound), so never far above plain
+            // auto sends groups or smaller varint pairs, never more than a sparse group's 6
+            // header bytes per 32 values above plain, and the sparse codec stays within the slack of its smaller option
             let shown = sizes(&values, bound);
-            let varbyte = varbyte_header(len) + varbyte_data_len(&values, stats(&values).1);
-            let smallest = [shown[0], shown[2], shown[3], shown[4], varbyte].into_iter().min().unwrap();
             let auto = encode(&values, bound, CommCodec::Auto).len();
-            prop_assert!(auto as f64 <= SIZE_SLACK * smallest as f64, "{} vs {}", auto, smallest);
+            prop_assert!(auto <= reference_groups_len(&values));
+            prop_assert!(auto <= shown[0] + 6 * len.div_ceil(32), "{} vs {}", auto, shown[0]);
+            let sparse = encode(&values, bound, CommCodec::Sparse).len();
+            prop_assert!(sparse as f64 <= SIZE_SLACK * shown[2].min(shown[3]) as f64);
         }
 
         #[test]
@@ -749,8 +682,7 @@ mod tests {
                     "packed" => prop_assert_eq!(bytes.len(), shown[1]),
                     "sparse" => prop_assert!(bytes.len() <= shown[2]),
                     "bitmap" => prop_assert_eq!(bytes.len(), shown[3]),
-                    "tight" => prop_assert_eq!(bytes.len(), shown[4]),
-                    _ => prop_assert_eq!(bytes.len(), varbyte_header(len) + varbyte_data_len(&values, stats(&values).1)),
+                    _ => prop_assert_eq!(bytes.len(), reference_groups_len(&values)),
                 }
             }
         }
@@ -787,19 +719,28 @@ mod tests {
             for cut in 0..b.len() {
                 assert!(decode(&b[..cut], v.len()).is_err(), "{name} prefix {cut}");
             }
-            // a message for another length is refused, not misread (varint pairs carry
-            // indices only, so a longer block is a valid reading of them)
+            // a message for a longer block is refused, not misread (varint pairs carry
+            // indices only, so a longer block is a valid reading of them; groups pad their
+            // last group with zeros, so only lengths past it are told apart)
             if name != "sparse" {
-                assert!(decode(&b, v.len() + 9).is_err(), "{name} longer");
+                assert!(decode(&b, v.len() + 32).is_err(), "{name} longer");
             }
         }
         assert!(decode(&[9, 0, 0], 1).is_err());
-        // a length nibble over 8 bytes
-        let mut b = encode_varbyte(&v, 0);
-        b[2] |= 0x0f;
-        assert!(decode(&b, v.len()).is_err());
+        // groups: a width over 64, a shift over 63, a sparse group of width 0, a bitmap
+        // marking bins past the end, trailing bytes
+        assert!(decode(&[GROUPS, 65, 0], 32).is_err());
+        assert!(decode(&[GROUPS, 1, 64, 0, 0, 0, 0], 32).is_err());
+        assert!(decode(&[GROUPS, 0x80], 32).is_err());
+        assert!(decode(&[GROUPS, 0x81, 0, 0x80, 0, 0, 0, 1], 7).is_err());
+        assert!(decode(&[GROUPS, 0x81, 0, 0x40, 0, 0, 0, 1], 7).is_ok());
+        assert!(decode(&[GROUPS, 0, 0], 32).is_err());
+        // a dense last group with a value in its padding
+        assert!(decode(&[GROUPS, 1, 0, 0, 0, 0, 0x80], 31).is_err());
+        assert!(decode(&[GROUPS, 1, 0, 0, 0, 0, 0x40], 31).is_ok());
         // a bitmap marking more bins than it has values for
-        let mut b = encode_bitmap(&v, stats(&v));
+        let mut b = Vec::new();
+        encode_bitmap(&v, stats(&v), &mut b);
         let at = b.len() - stream_len(3, stream_width(7)) - 1;
         b[at] |= 0x02;
         assert!(decode(&b, v.len()).is_err());
@@ -816,14 +757,9 @@ mod tests {
             for (name, b) in every_encoding(&v, u64::MAX) {
                 assert_eq!(decode(&b, v.len()).unwrap(), v, "{name}");
             }
-            let shown = sizes(&v, u64::MAX);
-            let smallest = [shown[0], shown[2], shown[3], shown[4]]
-                .into_iter()
-                .min()
-                .unwrap();
             let auto = encode(&v, u64::MAX, CommCodec::Auto);
             assert_eq!(decode(&auto, v.len()).unwrap(), v);
-            assert!(auto.len() as f64 <= SIZE_SLACK * smallest as f64);
+            assert!(auto.len() <= reference_groups_len(&v));
         }
     }
 

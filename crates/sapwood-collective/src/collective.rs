@@ -4,7 +4,7 @@ use sapwood_core::collective::{Collective, CommStats};
 use sapwood_core::params::CommCodec;
 use sapwood_core::Result;
 
-use crate::codec::{lane_width, lanes_per_word, pack, unpack};
+use crate::codec::{lane_width, lanes_per_word, pack, unpack, Encoder};
 use crate::transport::Transport;
 use crate::{pairwise, ring};
 
@@ -12,7 +12,7 @@ use crate::{pairwise, ring};
 /// words) over a transport, histograms encoded with a codec, traffic counted.
 pub struct RingCollective<T: Transport> {
     t: T,
-    codec: CommCodec,
+    enc: Encoder,
     stats: CommStats,
 }
 
@@ -21,7 +21,7 @@ impl<T: Transport> RingCollective<T> {
     pub fn new(transport: T, codec: CommCodec) -> Self {
         RingCollective {
             t: transport,
-            codec,
+            enc: Encoder::new(codec),
             stats: CommStats::default(),
         }
     }
@@ -66,7 +66,7 @@ impl<T: Transport> Collective for RingCollective<T> {
         self.stats.allreduce_calls += 1;
         // `auto` stays on the ring, where sparse blocks can win; `packed` uses the transport's
         // own integer sum when it has one
-        if self.codec == CommCodec::Packed {
+        if self.enc.codec() == CommCodec::Packed {
             // a transport that adds 64-bit integers reduces packed words directly; each
             // segment is packed at its own proven width
             let widths: Vec<u32> = bounds.iter().map(|&b| lane_width(b)).collect();
@@ -92,7 +92,7 @@ impl<T: Transport> Collective for RingCollective<T> {
             }
         }
         let bound = ring::segment_bound(bounds, segment.max(1));
-        ring::allreduce(&mut self.t, data, &bound, self.codec, &mut self.stats)
+        ring::allreduce(&mut self.t, data, &bound, &mut self.enc, &mut self.stats)
     }
 
     fn reduce_scatter(
@@ -110,7 +110,7 @@ impl<T: Transport> Collective for RingCollective<T> {
             data,
             blocks,
             bound,
-            self.codec,
+            &mut self.enc,
             &mut self.stats,
         )
     }

@@ -3,8 +3,8 @@
 //!
 //! - [`codec`]: exact encodings of i64 blocks: plain, packed lanes (narrowed to the width the
 //!   bound proves, several lanes per 64-bit word so a plain integer sum of packed words is the
-//!   packed sum), and zero-suppressing ones (length-prefixed bytes, bitmap plus bit stream,
-//!   varint pairs) chosen per block by size and speed.
+//!   packed sum), and zero-suppressing ones: groups of 32 values each at its own shift and
+//!   width (what `auto` sends), bitmap plus bit stream, varint pairs.
 //! - [`ring`]: ring reduce-scatter and all-gather carrying encoded blocks over any
 //!   [`Transport`].
 //! - [`pairwise`]: reduce-scatter by direct exchange, for the large per-feature-block sums.

@@ -9,10 +9,9 @@
 use std::ops::Range;
 
 use sapwood_core::collective::CommStats;
-use sapwood_core::params::CommCodec;
 use sapwood_core::{Error, Result};
 
-use crate::codec;
+use crate::codec::{self, Encoder};
 use crate::transport::Transport;
 
 /// Afterwards `data[blocks[rank]]` holds the sum over all workers (other blocks are left as
@@ -22,7 +21,7 @@ pub fn reduce_scatter(
     data: &mut [i64],
     blocks: &[Range<usize>],
     bound: u64,
-    codec: CommCodec,
+    enc: &mut Encoder,
     stats: &mut CommStats,
 ) -> Result<()> {
     let (r, p) = (t.rank(), t.size());
@@ -39,7 +38,7 @@ pub fn reduce_scatter(
     for s in 1..p {
         let (to, from) = ((r + s) % p, (r + p - s) % p);
         let send = blocks[to].clone();
-        let msg = codec::encode(&data[send.clone()], bound, codec);
+        let msg = enc.encode(&data[send.clone()], bound);
         stats.bytes_sent += msg.len() as u64;
         stats.bytes_uncompressed += 8 * send.len() as u64;
         received.push(t.exchange(to, msg, from)?);
@@ -47,6 +46,7 @@ pub fn reduce_scatter(
     // decoding after the exchange keeps it off every peer's path
     for msg in received {
         codec::decode_into(&msg, &mut data[own.clone()], true)?;
+        enc.recycle(msg);
     }
     Ok(())
 }

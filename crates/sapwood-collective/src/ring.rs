@@ -3,10 +3,9 @@
 use std::ops::Range;
 
 use sapwood_core::collective::CommStats;
-use sapwood_core::params::CommCodec;
 use sapwood_core::{Error, Result};
 
-use crate::codec;
+use crate::codec::{self, Encoder};
 use crate::transport::Transport;
 
 /// `parts` near-equal contiguous ranges covering `0..len`.
@@ -28,7 +27,7 @@ pub fn reduce_scatter(
     data: &mut [i64],
     blocks: &[Range<usize>],
     bound: &dyn Fn(Range<usize>) -> u64,
-    codec: CommCodec,
+    enc: &mut Encoder,
     stats: &mut CommStats,
 ) -> Result<()> {
     let (r, p) = (t.rank(), t.size());
@@ -42,10 +41,12 @@ pub fn reduce_scatter(
     for s in 0..p.saturating_sub(1) {
         let send = &blocks[prev(r, s + 1, p)];
         let recv = blocks[prev(r, s + 2, p)].clone();
-        let msg = codec::encode(&data[send.clone()], bound(send.clone()), codec);
+        let msg = enc.encode(&data[send.clone()], bound(send.clone()));
         stats.bytes_sent += msg.len() as u64;
         stats.bytes_uncompressed += 8 * send.len() as u64;
-        codec::decode_into(&t.exchange(next, msg, from)?, &mut data[recv], true)?;
+        let got = t.exchange(next, msg, from)?;
+        codec::decode_into(&got, &mut data[recv], true)?;
+        enc.recycle(got);
     }
     Ok(())
 }
@@ -56,7 +57,7 @@ pub fn all_gather(
     data: &mut [i64],
     blocks: &[Range<usize>],
     bound: &dyn Fn(Range<usize>) -> u64,
-    codec: CommCodec,
+    enc: &mut Encoder,
     stats: &mut CommStats,
 ) -> Result<()> {
     let (r, p) = (t.rank(), t.size());
@@ -68,13 +69,16 @@ pub fn all_gather(
         // a block received in the last step is passed on as it came, not encoded again
         let msg = match forward.take() {
             Some(msg) => msg,
-            None => codec::encode(&data[send.clone()], bound(send.clone()), codec),
+            None => enc.encode(&data[send.clone()], bound(send.clone())),
         };
         stats.bytes_sent += msg.len() as u64;
         stats.bytes_uncompressed += 8 * send.len() as u64;
         let got = t.exchange(next, msg, from)?;
         codec::decode_into(&got, &mut data[recv], false)?;
         forward = Some(got);
+    }
+    if let Some(msg) = forward {
+        enc.recycle(msg);
     }
     Ok(())
 }
@@ -84,12 +88,12 @@ pub fn allreduce(
     t: &mut dyn Transport,
     data: &mut [i64],
     bound: &dyn Fn(Range<usize>) -> u64,
-    codec: CommCodec,
+    enc: &mut Encoder,
     stats: &mut CommStats,
 ) -> Result<()> {
     let blocks = even_blocks(data.len(), t.size());
-    reduce_scatter(t, data, &blocks, bound, codec, stats)?;
-    all_gather(t, data, &blocks, bound, codec, stats)
+    reduce_scatter(t, data, &blocks, bound, enc, stats)?;
+    all_gather(t, data, &blocks, bound, enc, stats)
 }
 
 /// The bound of a range of values cut into segments of `segment` values with `bounds`.
