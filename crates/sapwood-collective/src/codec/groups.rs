@@ -8,7 +8,8 @@
 //! - unless `w` is 0 (an all-zero group, nothing more): one byte, the trailing zero bits all
 //!   its values share (quantised sums are multiples of a power of two);
 //! - for a sparse group, 32 bits marking its nonzero values, then only those;
-//! - the values as a little-endian bit stream, `w` bits each (32 values are exactly 4w bytes).
+//! - the values as a little-endian bit stream, `w` bits each (32 values are exactly 4w bytes;
+//!   a shorter last group takes the bytes of its own values only).
 //!
 //! Packing and unpacking have one routine per width, chosen once per group, so inside a
 //! group every bit position is a constant: no branch and no dependence from one value to the
@@ -60,13 +61,13 @@ pub(super) fn encode(values: &[i64], out: &mut Vec<u8>) -> Seen {
     let mut seen = Seen::default();
     let mut groups = values.chunks_exact(GROUP);
     for group in groups.by_ref() {
-        encode_group(group.try_into().unwrap(), out, &mut seen);
+        encode_group(group.try_into().unwrap(), GROUP, out, &mut seen);
     }
     let tail = groups.remainder();
     if !tail.is_empty() {
         let mut padded = [0i64; GROUP];
         padded[..tail.len()].copy_from_slice(tail);
-        encode_group(&padded, out, &mut seen);
+        encode_group(&padded, tail.len(), out, &mut seen);
     }
     seen
 }
@@ -77,7 +78,9 @@ type Packer = fn(&[u64; GROUP], &mut Vec<u8>);
 const PACKERS: [Packer; 65] = per_width!(pack);
 
 #[inline(always)]
-fn encode_group(group: &[i64; GROUP], out: &mut Vec<u8>, seen: &mut Seen) {
+/// Encodes a group whose first `len` values are the block's (the rest are zero padding).
+fn encode_group(group: &[i64; GROUP], len: usize, out: &mut Vec<u8>, seen: &mut Seen) {
+    // (a count rather than the bitmap: this loop vectorises, and most groups are dense)
     let (mut or, mut or_zigzag, mut nnz) = (0u64, 0u64, 0usize);
     for &v in group {
         or |= v as u64;
@@ -95,14 +98,16 @@ fn encode_group(group: &[i64; GROUP], out: &mut Vec<u8>, seen: &mut Seen) {
     let w = 64 - (or_zigzag >> shift).leading_zeros();
     let (wu, k) = (w as usize, nnz);
     // a sparse group when its bitmap saves at least a fifth: the dense path is faster
-    if 5 * (GROUP + k * wu) <= 4 * GROUP * wu {
-        let (mut kept, mut mask, mut at) = ([0u64; GROUP], 0u32, 0usize);
-        for (j, &v) in group.iter().enumerate() {
-            // every value is written, only nonzero ones advance: no branch per value
-            let nz = (v != 0) as usize;
-            kept[at] = zigzag(v) >> shift;
-            at += nz;
-            mask |= (nz as u32) << j;
+    if 5 * (GROUP + k * wu) <= 4 * len * wu {
+        let mask = group
+            .iter()
+            .enumerate()
+            .fold(0u32, |m, (j, &v)| m | ((v != 0) as u32) << j);
+        // visit the marked values only, lowest first
+        let (mut kept, mut m) = ([0u64; GROUP], mask);
+        for slot in kept.iter_mut().take(k) {
+            *slot = zigzag(group[m.trailing_zeros() as usize % GROUP]) >> shift;
+            m &= m - 1;
         }
         out.extend_from_slice(&[w as u8 | SPARSE_GROUP, shift as u8]);
         out.extend_from_slice(&mask.to_le_bytes());
@@ -115,6 +120,8 @@ fn encode_group(group: &[i64; GROUP], out: &mut Vec<u8>, seen: &mut Seen) {
         }
         out.extend_from_slice(&[w as u8, shift as u8]);
         PACKERS[wu](&u, out);
+        // a short last group keeps the bytes of its own values only
+        out.truncate(out.len() - 4 * wu + (len * wu).div_ceil(8));
     }
 }
 
@@ -214,49 +221,46 @@ pub(super) fn decode<const ADD: bool>(data: &[u8], dst: &mut [i64]) -> Result<()
         if shift > 63 {
             return Err(malformed(&format!("a group shifted by {shift}")));
         }
-        let mask = if head & SPARSE_GROUP != 0 {
+        // which bins of the group have a value in the message, and how many
+        let len = group.len();
+        let (mask, count) = if head & SPARSE_GROUP != 0 {
             let m = data.get(pos..pos + 4).ok_or_else(truncated)?;
             pos += 4;
-            u32::from_le_bytes(m.try_into().unwrap())
+            let mask = u32::from_le_bytes(m.try_into().unwrap());
+            if mask.checked_shr(len as u32).unwrap_or(0) != 0 {
+                return Err(malformed("a group marking values past the block's end"));
+            }
+            (mask, mask.count_ones() as usize)
         } else {
-            u32::MAX
+            (u32::MAX.checked_shr((GROUP - len) as u32).unwrap_or(0), len)
         };
-        let k = mask.count_ones() as usize;
-        let n = (k * w).div_ceil(8);
+        let n = (count * w).div_ceil(8);
         let bytes = data.get(pos..pos + n).ok_or_else(truncated)?;
         // a whole window of the message when it has one, else a copy of the group's bytes
         // (what follows them is never part of a kept value: no need to clear it)
         let src: &[u8; MAX_DATA + 8] = match data.get(pos..pos + MAX_DATA + 8) {
-            Some(s) if k == GROUP => s.try_into().unwrap(),
+            Some(s) if count == GROUP => s.try_into().unwrap(),
             _ => {
                 window[..n].copy_from_slice(bytes);
                 &window
             }
         };
         pos += n;
-        let full = group.len() == GROUP;
-        if k == GROUP && full {
+        if count == GROUP {
+            // (only a whole group has 32 values)
             into[w](src, shift, group.try_into().unwrap());
             continue;
         }
+        // a sparse group, or a short last one: unpack, then put each value in its bin
         let mut values = [0i64; GROUP];
         UNPACK_PUT[w](src, shift, &mut values);
-        if k < GROUP && mask.checked_shr(group.len() as u32).unwrap_or(0) != 0 {
-            return Err(malformed("a group marking values past the block's end"));
+        if !ADD {
+            group.fill(0);
         }
-        // scatter the kept values to the marked bins without a branch per bin
-        let mut at = 0usize;
-        let mut scattered = [0i64; GROUP];
-        for (j, s) in scattered.iter_mut().enumerate() {
-            let bit = ((mask >> j) & 1) as usize;
-            *s = values[at.min(GROUP - 1)] & -(bit as i64);
-            at += bit;
-        }
-        if scattered[group.len()..].iter().any(|&v| v != 0) {
-            return Err(malformed("nonzero values past the block's end"));
-        }
-        for (d, &v) in group.iter_mut().zip(&scattered) {
-            put::<ADD>(d, v);
+        let mut m = mask;
+        for &v in values.iter().take(count) {
+            put::<ADD>(&mut group[m.trailing_zeros() as usize], v);
+            m &= m - 1;
         }
     }
     if pos != data.len() {
