@@ -160,11 +160,7 @@ fn pack<const W: u32>(u: &[u64; GROUP], out: &mut Vec<u8>) {
 /// Reads 32 values at width `W` from the start of `src` (which may run past the group),
 /// unzigzags and shifts them into `dst` (adding when `ADD`).
 #[inline(always)]
-fn unpack<const W: u32, const ADD: bool>(
-    src: &[u8; MAX_DATA + 8],
-    shift: u32,
-    dst: &mut [i64; GROUP],
-) {
+fn unpack<const W: u32, const ADD: bool>(src: &[u8; MAX_DATA], shift: u32, dst: &mut [i64; GROUP]) {
     let word = |i: usize| u64::from_le_bytes(src[8 * i..8 * i + 8].try_into().unwrap());
     let mask = if W >= 64 { u64::MAX } else { (1u64 << W) - 1 };
     macro_rules! take_value {
@@ -181,13 +177,13 @@ fn unpack<const W: u32, const ADD: bool>(
 }
 
 /// Unpacks 32 values of one width into a group of the destination.
-type Unpacker = fn(&[u8; MAX_DATA + 8], u32, &mut [i64; GROUP]);
+type Unpacker = fn(&[u8; MAX_DATA], u32, &mut [i64; GROUP]);
 
-fn unpack_add<const W: u32>(src: &[u8; MAX_DATA + 8], shift: u32, dst: &mut [i64; GROUP]) {
+fn unpack_add<const W: u32>(src: &[u8; MAX_DATA], shift: u32, dst: &mut [i64; GROUP]) {
     unpack::<W, true>(src, shift, dst)
 }
 
-fn unpack_put<const W: u32>(src: &[u8; MAX_DATA + 8], shift: u32, dst: &mut [i64; GROUP]) {
+fn unpack_put<const W: u32>(src: &[u8; MAX_DATA], shift: u32, dst: &mut [i64; GROUP]) {
     unpack::<W, false>(src, shift, dst)
 }
 
@@ -199,7 +195,7 @@ pub(super) fn decode<const ADD: bool>(data: &[u8], dst: &mut [i64]) -> Result<()
     let into = if ADD { &UNPACK_ADD } else { &UNPACK_PUT };
     let mut pos = 0usize;
     let mut groups = dst.chunks_mut(GROUP);
-    let mut window = [0u8; MAX_DATA + 8];
+    let mut window = [0u8; MAX_DATA];
     for group in groups.by_ref() {
         let head = *data.get(pos).ok_or_else(truncated)?;
         pos += 1;
@@ -238,7 +234,7 @@ pub(super) fn decode<const ADD: bool>(data: &[u8], dst: &mut [i64]) -> Result<()
         let bytes = data.get(pos..pos + n).ok_or_else(truncated)?;
         // a whole window of the message when it has one, else a copy of the group's bytes
         // (what follows them is never part of a kept value: no need to clear it)
-        let src: &[u8; MAX_DATA + 8] = match data.get(pos..pos + MAX_DATA + 8) {
+        let src: &[u8; MAX_DATA] = match data.get(pos..pos + MAX_DATA) {
             Some(s) if count == GROUP => s.try_into().unwrap(),
             _ => {
                 window[..n].copy_from_slice(bytes);
