@@ -43,25 +43,25 @@ pub fn pack(values: &[i64], w: u32) -> Vec<i64> {
     let w = w.clamp(1, 64);
     values
         .chunks(lanes_per_word(w))
-        .map(|lanes| pack_word(lanes, w, 0))
+        .map(|lanes| pack_word(lanes, w))
         .collect()
 }
 
-/// One word holding `lanes` (each `v >> shift`) as a signed mixed-radix number.
+/// One word holding `lanes` as a signed mixed-radix number.
 #[inline(always)]
-fn pack_word(lanes: &[i64], w: u32, shift: u32) -> i64 {
+fn pack_word(lanes: &[i64], w: u32) -> i64 {
     lanes.iter().enumerate().fold(0i64, |acc, (i, &v)| {
-        acc.wrapping_add((v >> shift).wrapping_shl(w * i as u32))
+        acc.wrapping_add(v.wrapping_shl(w * i as u32))
     })
 }
 
-/// Appends the words packing `values >> shift` at width `w`, little-endian.
-fn pack_bytes(values: &[i64], w: u32, shift: u32, out: &mut Vec<u8>) {
+/// Appends the words packing `values` at width `w`, little-endian.
+fn pack_bytes(values: &[i64], w: u32, out: &mut Vec<u8>) {
     let k = lanes_per_word(w);
     let at = out.len();
     out.resize(at + 8 * values.len().div_ceil(k), 0);
     for (o, lanes) in out[at..].chunks_exact_mut(8).zip(values.chunks(k)) {
-        o.copy_from_slice(&pack_word(lanes, w, shift).to_le_bytes());
+        o.copy_from_slice(&pack_word(lanes, w).to_le_bytes());
     }
 }
 
@@ -70,37 +70,31 @@ pub fn unpack(words: &[i64], w: u32, len: usize) -> Vec<i64> {
     let w = w.clamp(1, 64);
     let mut out = vec![0i64; len];
     for (lanes, &word) in out.chunks_mut(lanes_per_word(w)).zip(words) {
-        unpack_word::<false>(word, w, 0, lanes);
+        unpack_word::<false>(word, w, lanes);
     }
     out
 }
 
-/// Unpacks `dst.len()` lanes of width `w` from little-endian words, shifted left by
-/// `shift`, into `dst` (adding to it when `ADD`).
-fn unpack_bytes<const ADD: bool>(bytes: &[u8], w: u32, shift: u32, dst: &mut [i64]) {
+/// Unpacks `dst.len()` lanes of width `w` from little-endian words into `dst` (adding to
+/// it when `ADD`).
+fn unpack_bytes<const ADD: bool>(bytes: &[u8], w: u32, dst: &mut [i64]) {
     for (lanes, word) in dst.chunks_mut(lanes_per_word(w)).zip(bytes.chunks_exact(8)) {
-        unpack_word::<ADD>(
-            i64::from_le_bytes(word.try_into().unwrap()),
-            w,
-            shift,
-            lanes,
-        );
+        unpack_word::<ADD>(i64::from_le_bytes(word.try_into().unwrap()), w, lanes);
     }
 }
 
-/// The lanes of one packed word (width `w` in 1..=64), shifted left by `shift`, into
-/// `lanes` (adding when `ADD`).
+/// The lanes of one packed word (width `w` in 1..=64) into `lanes` (adding when `ADD`).
 #[inline(always)]
-fn unpack_word<const ADD: bool>(word: i64, w: u32, shift: u32, lanes: &mut [i64]) {
+fn unpack_word<const ADD: bool>(word: i64, w: u32, lanes: &mut [i64]) {
     if w >= 64 {
-        put::<ADD>(&mut lanes[0], word << shift);
+        put::<ADD>(&mut lanes[0], word);
         return;
     }
     let mut rest = word;
     for d in lanes {
         // sign-extend the low lane, then remove it (it may have borrowed from the next)
         let lane = (rest << (64 - w)) >> (64 - w);
-        put::<ADD>(d, lane << shift);
+        put::<ADD>(d, lane);
         rest = rest.wrapping_sub(lane) >> w;
     }
 }
@@ -270,10 +264,10 @@ impl Encoder {
             }
             CommCodec::Auto => {
                 out.push(GROUPS);
-                let seen = groups::encode(values, &mut out);
+                let nnz = groups::encode(values, &mut out);
                 // a block almost all zero costs the groups a byte per 32 bins; pairs may
                 // be less
-                if seen.nnz * 8 < values.len() {
+                if nnz * 8 < values.len() {
                     let st = stats(values);
                     if sizes_from(values.len(), bound, st)[2] < out.len() {
                         out.clear();
@@ -287,9 +281,8 @@ impl Encoder {
 }
 
 /// Within this factor of the smaller zero-suppressing encoding, the cheaper to encode and
-/// decode is sent:
-/// the exchange is on every worker's critical path, and on fast links a slower codec costs
-/// more than a few percent more bytes.
+/// decode is sent: the exchange is on every worker's critical path, and on fast links a
+/// slower codec costs more than a few percent more bytes.
 pub const SIZE_SLACK: f64 = 1.25;
 
 /// Rough encode plus decode time in ns of a zero-suppressing encoding of `len` values, `nnz`
@@ -314,7 +307,7 @@ fn encode_plain(values: &[i64], out: &mut Vec<u8>) {
 fn encode_packed(values: &[i64], bound: u64, out: &mut Vec<u8>) {
     let w = lane_width(bound);
     out.extend_from_slice(&[PACKED, w as u8]);
-    pack_bytes(values, w, 0, out);
+    pack_bytes(values, w, out);
 }
 
 /// Width in bits of the zigzagged values of a bit stream whose largest magnitude (after the
@@ -502,7 +495,7 @@ fn decode_with<const ADD: bool>(bytes: &[u8], dst: &mut [i64]) -> Result<()> {
             if words.len() != 8 * len.div_ceil(lanes_per_word(w)) {
                 return Err(truncated());
             }
-            unpack_bytes::<ADD>(words, w, 0, dst);
+            unpack_bytes::<ADD>(words, w, dst);
             Ok(())
         }
         GROUPS => groups::decode::<ADD>(rest, dst),

@@ -9,9 +9,10 @@
 use std::ops::Range;
 
 use sapwood_core::collective::CommStats;
-use sapwood_core::{Error, Result};
+use sapwood_core::Result;
 
 use crate::codec::{self, Encoder};
+use crate::ring;
 use crate::transport::Transport;
 
 /// Afterwards `data[blocks[rank]]` holds the sum over all workers (other blocks are left as
@@ -25,12 +26,7 @@ pub fn reduce_scatter(
     stats: &mut CommStats,
 ) -> Result<()> {
     let (r, p) = (t.rank(), t.size());
-    if blocks.len() != p {
-        return Err(Error::Collective(format!(
-            "{} blocks for {p} workers",
-            blocks.len()
-        )));
-    }
+    ring::one_block_per_worker(blocks, p)?;
     let own = blocks[r].clone();
     let mut received = Vec::with_capacity(p.saturating_sub(1));
     // round s pairs each worker with the ones s ahead and s behind; like the ring's steps,

@@ -19,6 +19,18 @@ fn prev(r: usize, s: usize, p: usize) -> usize {
     (r + p - s % p) % p
 }
 
+/// An error unless there is one block for each of the `p` workers.
+pub(crate) fn one_block_per_worker(blocks: &[Range<usize>], p: usize) -> Result<()> {
+    if blocks.len() == p {
+        Ok(())
+    } else {
+        Err(Error::Collective(format!(
+            "{} blocks for {p} workers",
+            blocks.len()
+        )))
+    }
+}
+
 /// Ring reduce-scatter: afterwards `data[blocks[rank]]` holds the sum over all workers
 /// (other blocks hold partial sums). `bound` gives, for a range, a bound on every partial
 /// and full sum in it.
@@ -31,12 +43,7 @@ pub fn reduce_scatter(
     stats: &mut CommStats,
 ) -> Result<()> {
     let (r, p) = (t.rank(), t.size());
-    if blocks.len() != p {
-        return Err(Error::Collective(format!(
-            "{} blocks for {p} workers",
-            blocks.len()
-        )));
-    }
+    one_block_per_worker(blocks, p)?;
     let (next, from) = ((r + 1) % p, prev(r, 1, p));
     for s in 0..p.saturating_sub(1) {
         let send = &blocks[prev(r, s + 1, p)];

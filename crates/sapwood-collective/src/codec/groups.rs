@@ -44,32 +44,23 @@ const SPARSE_GROUP: u8 = 0x80;
 /// Most bytes a group's values take (32 values at 64 bits).
 const MAX_DATA: usize = 4 * 64;
 
-/// What an encoding learnt about the block on the way.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(super) struct Seen {
-    /// Nonzero values.
-    pub nnz: usize,
-    /// The OR of every zigzagged value (its bit length is the widest value's).
-    pub or: u64,
-}
-
-/// Appends the group encoding of `values` to `out`.
-pub(super) fn encode(values: &[i64], out: &mut Vec<u8>) -> Seen {
+/// Appends the group encoding of `values` to `out`; returns how many values are nonzero.
+pub(super) fn encode(values: &[i64], out: &mut Vec<u8>) -> usize {
     // the worst case (6 header bytes and 4w = 256 data bytes a group), so that no group
     // reallocates; the caller keeps the buffer from one message to the next
     out.reserve(values.len().div_ceil(GROUP) * (6 + MAX_DATA));
-    let mut seen = Seen::default();
+    let mut nnz = 0;
     let mut groups = values.chunks_exact(GROUP);
     for group in groups.by_ref() {
-        encode_group(group.try_into().unwrap(), GROUP, out, &mut seen);
+        nnz += encode_group(group.try_into().unwrap(), GROUP, out);
     }
     let tail = groups.remainder();
     if !tail.is_empty() {
         let mut padded = [0i64; GROUP];
         padded[..tail.len()].copy_from_slice(tail);
-        encode_group(&padded, tail.len(), out, &mut seen);
+        nnz += encode_group(&padded, tail.len(), out);
     }
-    seen
+    nnz
 }
 
 /// Packs 32 values below 2^w as 4w bytes onto the end of a vector.
@@ -77,9 +68,10 @@ type Packer = fn(&[u64; GROUP], &mut Vec<u8>);
 
 const PACKERS: [Packer; 65] = per_width!(pack);
 
+/// Encodes a group whose first `len` values are the block's (the rest are zero padding);
+/// returns how many are nonzero.
 #[inline(always)]
-/// Encodes a group whose first `len` values are the block's (the rest are zero padding).
-fn encode_group(group: &[i64; GROUP], len: usize, out: &mut Vec<u8>, seen: &mut Seen) {
+fn encode_group(group: &[i64; GROUP], len: usize, out: &mut Vec<u8>) -> usize {
     // (a count rather than the bitmap: this loop vectorises, and most groups are dense)
     let (mut or, mut or_zigzag, mut nnz) = (0u64, 0u64, 0usize);
     for &v in group {
@@ -87,11 +79,9 @@ fn encode_group(group: &[i64; GROUP], len: usize, out: &mut Vec<u8>, seen: &mut 
         or_zigzag |= zigzag(v);
         nnz += (v != 0) as usize;
     }
-    seen.nnz += nnz;
-    seen.or |= or_zigzag;
     if or == 0 {
         out.push(0);
-        return;
+        return 0;
     }
     let shift = or.trailing_zeros();
     // with the low `shift` bits of v zero, zigzag(v) >> shift == zigzag(v >> shift)
@@ -123,6 +113,7 @@ fn encode_group(group: &[i64; GROUP], len: usize, out: &mut Vec<u8>, seen: &mut 
         // a short last group keeps the bytes of its own values only
         out.truncate(out.len() - 4 * wu + (len * wu).div_ceil(8));
     }
+    nnz
 }
 
 /// Value `j` of a group at width `W` starts at bit `j·W`: the word it starts in, the bit in
@@ -194,9 +185,8 @@ const UNPACK_PUT: [Unpacker; 65] = per_width!(unpack_put);
 pub(super) fn decode<const ADD: bool>(data: &[u8], dst: &mut [i64]) -> Result<()> {
     let into = if ADD { &UNPACK_ADD } else { &UNPACK_PUT };
     let mut pos = 0usize;
-    let mut groups = dst.chunks_mut(GROUP);
     let mut window = [0u8; MAX_DATA];
-    for group in groups.by_ref() {
+    for group in dst.chunks_mut(GROUP) {
         let head = *data.get(pos).ok_or_else(truncated)?;
         pos += 1;
         let w = (head & !SPARSE_GROUP) as usize;
