@@ -1,0 +1,142 @@
+//! Golden model files: models written by an earlier version keep loading, re-save to the same
+//! bytes and predict the same values; training the same job today writes the same bytes.
+//!
+//! `tests/golden/models/<case>.json` is the model and `<case>.pred.json` its predictions on
+//! the dataset's test split. They were written by the version that introduced them; a change
+//! that alters a model's bytes on purpose must say so and rewrite them with
+//! `SAPWOOD_WRITE_GOLDEN=1 cargo test --release -p sapwood-tests --test golden_models`.
+
+use std::path::PathBuf;
+
+use sapwood::{Booster, Params, PredictOptions};
+use sapwood_tests::{bundled, repo_root, Bundled};
+
+/// (file name, bundled dataset, parameters as `key=value`).
+const CASES: &[(&str, &str, &[(&str, &str)])] = &[
+    ("breast_cancer_depthwise", "breast_cancer", &[]),
+    (
+        "diabetes_lossguide_l1_subsample",
+        "diabetes",
+        &[
+            ("grow_policy", "lossguide"),
+            ("max_leaves", "12"),
+            ("max_depth", "0"),
+            ("alpha", "0.5"),
+            ("subsample", "0.8"),
+            ("colsample_bytree", "0.7"),
+            ("seed", "5"),
+        ],
+    ),
+    (
+        "penguins_softprob_categorical",
+        "penguins",
+        &[("max_cat_to_onehot", "2"), ("learning_rate", "0.2")],
+    ),
+    (
+        "chile_binary_categorical_gradbits8",
+        "chile",
+        &[
+            ("grad_bits", "8"),
+            ("max_depth", "5"),
+            ("min_data_in_bin", "3"),
+        ],
+    ),
+    (
+        "txhousing_regression_categorical_maxbin",
+        "txhousing",
+        &[
+            ("max_bin", "32"),
+            ("min_child_weight", "3"),
+            ("gamma", "0.1"),
+        ],
+    ),
+];
+
+fn golden_dir() -> PathBuf {
+    repo_root().join("tests/golden/models")
+}
+
+fn params_of(set: &Bundled, pairs: &[(&str, &str)]) -> Params {
+    let mut p = Params {
+        objective: set.objective(),
+        num_rounds: 20,
+        ..Default::default()
+    };
+    for (k, v) in pairs {
+        p.set(k, v).unwrap();
+    }
+    p
+}
+
+fn predictions(b: &Booster, data: &sapwood::Dataset<'_>) -> Vec<f32> {
+    let mut v = b.predict(data).unwrap().values;
+    let margins = b
+        .predict_with(
+            data,
+            PredictOptions {
+                output_margin: true,
+                ..Default::default()
+            },
+        )
+        .unwrap()
+        .values;
+    v.extend(margins);
+    v
+}
+
+fn writing() -> bool {
+    std::env::var_os("SAPWOOD_WRITE_GOLDEN").is_some()
+}
+
+#[test]
+fn training_today_writes_the_golden_model_bytes() {
+    for (case, data, pairs) in CASES {
+        let set = bundled(data);
+        let b = Booster::train(&params_of(&set, pairs), &set.train, &[]).unwrap();
+        let text = b.to_json();
+        let path = golden_dir().join(format!("{case}.json"));
+        if writing() {
+            std::fs::create_dir_all(golden_dir()).unwrap();
+            std::fs::write(&path, &text).unwrap();
+            let pred = serde_json::to_string(&predictions(&b, &set.test)).unwrap();
+            std::fs::write(golden_dir().join(format!("{case}.pred.json")), pred).unwrap();
+            continue;
+        }
+        let want = std::fs::read_to_string(&path).unwrap();
+        if let Some(i) = text.bytes().zip(want.bytes()).position(|(a, b)| a != b) {
+            panic!(
+                "{case}: the model trained today differs from the golden file at byte {i}: \
+                 {:?} vs {:?}",
+                &text[i.saturating_sub(60)..(i + 40).min(text.len())],
+                &want[i.saturating_sub(60)..(i + 40).min(want.len())]
+            );
+        }
+        assert_eq!(text.len(), want.len(), "{case}: length differs");
+    }
+}
+
+#[test]
+fn golden_models_load_resave_and_predict_as_when_written() {
+    if writing() {
+        return;
+    }
+    for (case, data, _) in CASES {
+        let set = bundled(data);
+        let text = std::fs::read_to_string(golden_dir().join(format!("{case}.json"))).unwrap();
+        let b = Booster::from_json(&text).unwrap();
+        assert_eq!(b.to_json(), text, "{case}: re-saved bytes differ");
+        let want: Vec<f32> = serde_json::from_str(
+            &std::fs::read_to_string(golden_dir().join(format!("{case}.pred.json"))).unwrap(),
+        )
+        .unwrap();
+        let got = predictions(&b, &set.test);
+        assert_eq!(got.len(), want.len(), "{case}");
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(
+                g.to_bits(),
+                w.to_bits(),
+                "{case}: prediction {i}: {g} vs {w}"
+            );
+        }
+    }
+}
