@@ -43,6 +43,14 @@ fn sar64(a: vec2<u32>, s: u32) -> vec2<u32> {
     return vec2<u32>((a.x >> s) | (a.y << (32u - s)), u32(i32(a.y) >> s));
 }
 
+// An exact 64-bit atomic add of v to a (lo, hi) pair of u32 atomics is `atomicAdd(lo, v.x)`,
+// then adding this word (v.y plus lo's carry, from lo's old value) to hi, skipped when 0.
+// Only the arithmetic is shared: WGSL (and naga) reject storage and workgroup pointer
+// parameters, so the atomics stay at the call sites.
+fn carry_into_hi(old_lo: u32, v: vec2<u32>) -> u32 {
+    return v.y + select(0u, 1u, old_lo + v.x < old_lo);
+}
+
 // The core's `hash::mix32` (lowbias32).
 fn mix32(x0: u32) -> u32 {
     var x = x0;

@@ -12,8 +12,7 @@
 @group(0) @binding(7) var<storage, read_write> hist: array<atomic<u32>>;
 
 fn add_at(j: u32, v: vec2<u32>) {
-    let o = atomicAdd(&hist[j], v.x);
-    let c = v.y + select(0u, 1u, o + v.x < o);
+    let c = carry_into_hi(atomicAdd(&hist[j], v.x), v);
     if (c != 0u) {
         atomicAdd(&hist[j + 1u], c);
     }

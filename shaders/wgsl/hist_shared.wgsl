@@ -48,13 +48,11 @@ fn main(
         let h = vec2<u32>(gh[4u * r + 2u], gh[4u * r + 3u]);
         for (var f = f0; f < f1; f = f + 1u) {
             let j = 4u * (offsets[f] + bin_of(local, f) - b0);
-            let og = atomicAdd(&tile[j], g.x);
-            let cg = g.y + select(0u, 1u, og + g.x < og);
+            let cg = carry_into_hi(atomicAdd(&tile[j], g.x), g);
             if (cg != 0u) {
                 atomicAdd(&tile[j + 1u], cg);
             }
-            let oh = atomicAdd(&tile[j + 2u], h.x);
-            let ch = h.y + select(0u, 1u, oh + h.x < oh);
+            let ch = carry_into_hi(atomicAdd(&tile[j + 2u], h.x), h);
             if (ch != 0u) {
                 atomicAdd(&tile[j + 3u], ch);
             }
@@ -67,8 +65,7 @@ fn main(
         let hi = atomicLoad(&tile[2u * e + 1u]);
         if ((lo | hi) != 0u) {
             let j = out + 2u * e;
-            let o = atomicAdd(&hist[j], lo);
-            let c = hi + select(0u, 1u, o + lo < o);
+            let c = carry_into_hi(atomicAdd(&hist[j], lo), vec2<u32>(lo, hi));
             if (c != 0u) {
                 atomicAdd(&hist[j + 1u], c);
             }

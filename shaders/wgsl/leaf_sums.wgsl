@@ -9,8 +9,7 @@
 @group(0) @binding(3) var<storage, read_write> sums: array<atomic<u32>>;
 
 fn add_at(j: u32, v: vec2<u32>) {
-    let o = atomicAdd(&sums[j], v.x);
-    let c = v.y + select(0u, 1u, o + v.x < o);
+    let c = carry_into_hi(atomicAdd(&sums[j], v.x), v);
     if (c != 0u) {
         atomicAdd(&sums[j + 1u], c);
     }
