@@ -4,8 +4,8 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use assert_cmd::Command;
+use sapwood::Column;
 use sapwood::{Booster, Dataset};
-use sapwood_core::data::Column;
 use sapwood_io::{read_parquet, ReadOptions};
 
 fn repo() -> PathBuf {

@@ -11,33 +11,20 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use sapwood_core::backend::{HistBackend, TreeSetup};
+use sapwood_core::backend::{BackendFactory, CpuFactory, HistBackend, ShardData, TreeSetup};
 use sapwood_core::collective::SingleWorker;
 use sapwood_core::data::{BinnedMatrix, Bins, Column, FeatureMatrix};
 use sapwood_core::hash::SampleRate;
-use sapwood_core::objective::Objective;
-use sapwood_core::params::{GrowPolicy, ObjectiveKind, Params, Quantisation};
+use sapwood_core::objective::{Objective, ObjectiveKind};
+use sapwood_core::params::{GrowPolicy, Params, Quantisation};
 use sapwood_core::quantise::{GroupScales, Scale};
-use sapwood_core::train::{self, CpuFactory, Quiet, Shard, ShardData};
+use sapwood_core::train::{self, Quiet, Shard};
 use sapwood_core::tree::NodeId;
 use sapwood_cuda::{CudaBackend, CudaFactory};
+use sapwood_testkit::Rng;
 
 const FEATURES: usize = 28;
 const PEAK_GBS: f64 = 4800.0;
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn unit(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 24) as f32
-    }
-}
 
 /// A HIGGS-like problem: 28 numeric features, a nonlinear logistic target.
 fn data(n: usize, seed: u64) -> (FeatureMatrix<'static>, Vec<f32>) {
@@ -60,7 +47,7 @@ fn data(n: usize, seed: u64) -> (FeatureMatrix<'static>, Vec<f32>) {
     (FeatureMatrix::new(names, columns).unwrap(), y)
 }
 
-fn train_time(params: &Params, n: usize, factory: &dyn train::BackendFactory) -> (String, f64) {
+fn train_time(params: &Params, n: usize, factory: &dyn BackendFactory) -> (String, f64) {
     let (features, y) = data(n, 7);
     let shard = Shard {
         features: features.slice_rows(0..n),
@@ -85,11 +72,11 @@ fn train_time(params: &Params, n: usize, factory: &dyn train::BackendFactory) ->
 fn hist_throughput(n: usize) {
     let mut rng = Rng(3);
     let bins: Vec<u8> = (0..n * FEATURES)
-        .map(|_| (rng.next() % 256) as u8)
+        .map(|_| (rng.next_u64() % 256) as u8)
         .collect();
     let binned = BinnedMatrix::from_bins(n, FEATURES, Bins::U8(bins)).unwrap();
     let offsets: Vec<u32> = (0..=FEATURES as u32).map(|f| f * 256).collect();
-    let labels: Vec<f32> = (0..n).map(|_| (rng.next() % 2) as f32).collect();
+    let labels: Vec<f32> = (0..n).map(|_| (rng.next_u64() % 2) as f32).collect();
     let objective = Objective::new(ObjectiveKind::Logistic, 1).unwrap();
     let gpu = CudaFactory::new().open_device().unwrap();
     let mut b = CudaBackend::new(
@@ -118,7 +105,7 @@ fn hist_throughput(n: usize) {
         },
     };
     b.start_tree(&setup).unwrap();
-    let mut out = vec![0i64; 2 * 256 * FEATURES];
+    let mut out = vec![[0i64; 2]; 256 * FEATURES];
     b.build_histograms(&[NodeId::ROOT], &mut out).unwrap();
     let reps = 20;
     let t = Instant::now();

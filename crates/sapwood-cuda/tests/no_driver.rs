@@ -1,25 +1,8 @@
 //! Without the NVIDIA driver, asking for the CUDA backend is a clear error, never a panic.
 
-use std::sync::Arc;
-
-use sapwood_core::data::{BinnedMatrix, Bins};
-use sapwood_core::objective::Objective;
-use sapwood_core::params::ObjectiveKind;
-use sapwood_core::train::{BackendFactory, ShardData};
+use sapwood_core::backend::BackendFactory;
 use sapwood_cuda::{CudaFactory, CudaOptions};
-
-fn shard() -> ShardData {
-    let binned = BinnedMatrix::from_bins(3, 1, Bins::U8(vec![1, 2, 0])).unwrap();
-    ShardData {
-        binned: Arc::new(binned),
-        offsets: vec![0, 3],
-        labels: vec![0.0, 1.0, 0.5],
-        weights: None,
-        objective: Objective::new(ObjectiveKind::SquaredError, 1).unwrap(),
-        base_margin: vec![0.0],
-        row_offset: 0,
-    }
-}
+use sapwood_testkit::data::tiny_shard;
 
 #[test]
 #[cfg_attr(not(sapwood_no_cuda), ignore = "libcuda is installed here")]
@@ -35,7 +18,7 @@ fn without_libcuda_create_is_a_backend_error() {
             tile_bins: None,
         }),
     ] {
-        let err = match factory.create(shard()) {
+        let err = match factory.create(tiny_shard()) {
             Ok(_) => panic!("a backend without a driver"),
             Err(e) => e,
         };

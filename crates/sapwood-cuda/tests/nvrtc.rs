@@ -5,8 +5,8 @@
 //! Ignored where the build script found no NVRTC; `SAPWOOD_REQUIRE_NVRTC=1` makes them run
 //! and fail instead.
 
-use sapwood_cuda::kernels::{self, compile, compile_source, Kernel, Target};
-use sapwood_cuda::layout;
+use sapwood_cuda::kernels::{self, compile, compile_source, Target};
+use sapwood_cuda::{layout, CudaSource, Kernel};
 
 fn require_nvrtc() {
     assert!(

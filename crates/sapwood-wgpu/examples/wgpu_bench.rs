@@ -6,14 +6,14 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use sapwood_core::backend::TreeSetup;
+use sapwood_core::backend::{BackendFactory, CpuFactory, ShardData, TreeSetup};
 use sapwood_core::collective::SingleWorker;
 use sapwood_core::data::{BinnedMatrix, Bins, Column, FeatureMatrix};
 use sapwood_core::hash::SampleRate;
-use sapwood_core::objective::Objective;
-use sapwood_core::params::{ObjectiveKind, Params, Quantisation};
+use sapwood_core::objective::{Objective, ObjectiveKind};
+use sapwood_core::params::{Params, Quantisation};
 use sapwood_core::quantise::{GroupScales, Scale};
-use sapwood_core::train::{self, BackendFactory, CpuFactory, Quiet, Shard, ShardData};
+use sapwood_core::train::{self, Quiet, Shard};
 use sapwood_core::tree::NodeId;
 use sapwood_wgpu::WgpuFactory;
 
@@ -57,7 +57,7 @@ fn hist_throughput(factory: &dyn BackendFactory, n: usize, nf: usize) -> sapwood
             hess: Scale::agree(max[0][1], n as u64, Quantisation::Exact),
         },
     })?;
-    let mut out = vec![0i64; 2 * 256 * nf];
+    let mut out = vec![[0i64; 2]; 256 * nf];
     b.build_histograms(&[NodeId::ROOT], &mut out)?;
     let reps = 5;
     let t = Instant::now();
