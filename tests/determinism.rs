@@ -1,15 +1,24 @@
 //! The determinism contract on one machine: thread counts never change the saved model.
 
-use sapwood::{Booster, GrowPolicy, ObjectiveKind, Params, Quantisation};
+use sapwood::{Booster, GrowPolicy, ObjectiveKind, Params, Quantisation, Quiet, RunOptions};
 use sapwood_tests::synthetic;
+
+fn train_as(
+    params: &Params,
+    run: RunOptions,
+    d: &sapwood::Dataset<'_>,
+    evals: &[(&str, &sapwood::Dataset<'_>)],
+) -> sapwood::Result<Booster> {
+    Booster::train_with(params, &run, d, evals, &mut Quiet)
+}
 
 fn model_with_threads(params: &Params, task: &str, threads: usize) -> String {
     let d = synthetic(6_000, task, 5);
-    let p = Params {
+    let run = RunOptions {
         threads,
-        ..params.clone()
+        ..Default::default()
     };
-    Booster::train(&p, &d, &[]).unwrap().to_json()
+    train_as(params, run, &d, &[]).unwrap().to_json()
 }
 
 #[test]
@@ -90,13 +99,13 @@ fn one_to_four_in_process_workers_save_identical_models_with_every_codec() {
                     CommCodec::Sparse,
                     CommCodec::Auto,
                 ] {
-                    let p = Params {
+                    let run = RunOptions {
                         workers,
                         comm_codec,
                         threads: 2,
-                        ..base.clone()
+                        ..Default::default()
                     };
-                    let b = Booster::train(&p, &d, &[("train", &d)]).unwrap();
+                    let b = train_as(&base, run, &d, &[("train", &d)]).unwrap();
                     assert!(
                         b.to_json() == reference,
                         "{objective} {quantisation:?} {workers} workers {comm_codec:?}: model differs"
@@ -112,16 +121,13 @@ fn one_to_four_in_process_workers_save_identical_models_with_every_codec() {
 #[test]
 fn workers_beyond_the_rows_are_refused_and_empty_shards_are_not_needed() {
     let d = synthetic(3, "regression", 1);
-    let e = Booster::train(
-        &Params {
-            workers: 4,
-            ..Default::default()
-        },
-        &d,
-        &[],
-    )
-    .unwrap_err()
-    .to_string();
+    let four = RunOptions {
+        workers: 4,
+        ..Default::default()
+    };
+    let e = train_as(&Params::default(), four, &d, &[])
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("workers") && e.contains("3 rows"), "{e}");
     // exactly one row per worker still trains the same model
     let one = Booster::train(
@@ -134,10 +140,13 @@ fn workers_beyond_the_rows_are_refused_and_empty_shards_are_not_needed() {
         &[],
     )
     .unwrap();
-    let three = Booster::train(
+    let three = train_as(
         &Params {
             num_rounds: 2,
             min_child_weight: 0.0,
+            ..Default::default()
+        },
+        RunOptions {
             workers: 3,
             ..Default::default()
         },

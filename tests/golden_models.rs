@@ -11,8 +11,11 @@ use std::path::PathBuf;
 use sapwood::{Booster, Params, PredictOptions};
 use sapwood_tests::{bundled, repo_root, Bundled};
 
-/// (file name, bundled dataset, parameters as `key=value`).
-const CASES: &[(&str, &str, &[(&str, &str)])] = &[
+/// A golden case: file name, bundled dataset, parameters as (key, value).
+type Case = (&'static str, &'static str, &'static [(&'static str, &'static str)]);
+
+/// The golden cases.
+const CASES: &[Case] = &[
     ("breast_cancer_depthwise", "breast_cancer", &[]),
     (
         "diabetes_lossguide_l1_subsample",

@@ -423,6 +423,7 @@ fn an_observer_can_stop_training_and_keep_the_rounds() {
             num_rounds: 50,
             ..Default::default()
         },
+        &sapwood::RunOptions::default(),
         &d,
         &[],
         &mut StopAfter(4),
@@ -462,6 +463,13 @@ fn batched_two_pass_training_equals_in_memory_training() {
         .unwrap();
     }
     let binned = bin.finish().unwrap();
-    let streamed = Booster::train_binned(&params, &binned, &[], &mut sapwood::Quiet).unwrap();
+    let streamed = Booster::train_binned(
+        &params,
+        &sapwood::RunOptions::default(),
+        &binned,
+        &[],
+        &mut sapwood::Quiet,
+    )
+    .unwrap();
     assert_eq!(streamed.to_json(), whole.to_json());
 }

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use numpy::{IntoPyArray, PyArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use sapwood::FeatureCuts;
 use sapwood::{Booster, ClassLabel, Importance, PredictOptions};
-use sapwood_core::data::FeatureCuts;
 
 use crate::data::NativeData;
 use crate::errors::{guarded, Kind, OrRaise};
@@ -136,7 +136,7 @@ impl NativeBooster {
     /// one such dict per round.
     #[getter]
     fn comm_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let to_dict = |c: sapwood_core::collective::CommStats| -> PyResult<Bound<'py, PyDict>> {
+        let to_dict = |c: sapwood::CommStats| -> PyResult<Bound<'py, PyDict>> {
             let d = PyDict::new(py);
             d.set_item("bytes_sent", c.bytes_sent)?;
             d.set_item("bytes_before_compression", c.bytes_uncompressed)?;

@@ -7,7 +7,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use pyo3::prelude::*;
-use sapwood::{Booster, Control, Dataset, Params, RoundReport, TrainObserver};
+use sapwood::{Booster, Control, Dataset, RoundReport, Settings, TrainObserver};
 
 use crate::booster::NativeBooster;
 use crate::data::NativeData;
@@ -64,7 +64,7 @@ type Outcome = (sapwood::Result<Booster>, Option<PyErr>);
 /// after the current round, and its exception (`KeyboardInterrupt`) is raised.
 fn train_interruptibly(
     py: Python<'_>,
-    params: &Params,
+    settings: &Settings,
     train: &Dataset<'_>,
     evals: &[(&str, &Dataset<'_>)],
     callback: Option<&Py<PyAny>>,
@@ -81,7 +81,13 @@ fn train_interruptibly(
                         stop,
                         error: None,
                     };
-                    let booster = Booster::train_with(params, train, evals, &mut observer);
+                    let booster = Booster::train_with(
+                        &settings.params,
+                        &settings.run,
+                        train,
+                        evals,
+                        &mut observer,
+                    );
                     (booster, observer.error)
                 }));
                 // The receiver only goes away after this thread is joined.

@@ -91,10 +91,11 @@ pub struct TrainArgs {
     /// In-process workers.
     #[arg(long)]
     pub workers: Option<usize>,
-    /// How workers communicate: threads of this process, or one MPI rank each
-    /// (`mpirun -np N sapwood train ... --collective mpi`).
-    #[arg(long, value_enum, default_value = "in-process")]
-    pub collective: CollectiveKind,
+    /// How workers communicate: `in-process` (threads of this process, the default) or
+    /// `mpi`, one worker per MPI rank (`mpirun -np N sapwood train ... --collective mpi`):
+    /// each rank reads only its row groups, rank 0 writes.
+    #[arg(long)]
+    pub collective: Option<String>,
     /// Any parameter as key=value (repeatable), e.g. --set lambda=2 --set grad_bits=8.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
@@ -110,15 +111,6 @@ pub struct TrainArgs {
     /// No progress output.
     #[arg(long)]
     pub quiet: bool,
-}
-
-/// Where the workers of a training job run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum CollectiveKind {
-    /// Threads of this process (`--workers N`).
-    InProcess,
-    /// One worker per MPI rank; each rank reads only its row groups, rank 0 writes.
-    Mpi,
 }
 
 /// `sapwood predict`.

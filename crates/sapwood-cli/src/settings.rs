@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use sapwood::Params;
+use sapwood::Settings;
 
 /// A malformed `--set` or config file (exit code 2).
 #[derive(Debug)]
@@ -31,8 +31,8 @@ fn toml_value_text(v: &toml::Value) -> Option<String> {
     })
 }
 
-/// Applies a TOML file of `key = value` parameters.
-pub fn apply_config(params: &mut Params, path: &Path) -> anyhow::Result<()> {
+/// Applies a TOML file of `key = value` parameters and run options.
+pub fn apply_config(settings: &mut Settings, path: &Path) -> anyhow::Result<()> {
     let text =
         std::fs::read_to_string(path).map_err(|e| Error(format!("{}: {e}", path.display())))?;
     let table: toml::Table = text
@@ -45,7 +45,7 @@ pub fn apply_config(params: &mut Params, path: &Path) -> anyhow::Result<()> {
                 path.display()
             ))
         })?;
-        params
+        settings
             .set(key, &text)
             .map_err(|e| anyhow::Error::new(e).context(format!("{}", path.display())))?;
     }
@@ -53,12 +53,12 @@ pub fn apply_config(params: &mut Params, path: &Path) -> anyhow::Result<()> {
 }
 
 /// Applies `key=value` assignments from `--set`.
-pub fn apply_sets(params: &mut Params, sets: &[String]) -> anyhow::Result<()> {
+pub fn apply_sets(settings: &mut Settings, sets: &[String]) -> anyhow::Result<()> {
     for s in sets {
         let (k, v) = s
             .split_once('=')
             .ok_or_else(|| Error(format!("--set `{s}` is not key=value")))?;
-        params.set(k.trim(), v.trim())?;
+        settings.set(k.trim(), v.trim())?;
     }
     Ok(())
 }

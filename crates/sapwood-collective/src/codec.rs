@@ -18,6 +18,7 @@
 //! block that is almost all zero when they are smaller.
 
 use sapwood_core::params::CommCodec;
+use sapwood_core::wire::{varint_len, ByteReader, PutBytes};
 use sapwood_core::{Error, Result};
 
 const PLAIN: u8 = 0;
@@ -110,18 +111,6 @@ fn put<const ADD: bool>(d: &mut i64, v: i64) {
     }
 }
 
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-fn varint_len(v: u64) -> usize {
-    ((64 - v.leading_zeros()).max(1) as usize).div_ceil(7)
-}
-
 fn zigzag(v: i64) -> u64 {
     ((v << 1) ^ (v >> 63)) as u64
 }
@@ -130,34 +119,11 @@ fn unzigzag(u: u64) -> i64 {
     ((u >> 1) as i64) ^ -((u & 1) as i64)
 }
 
-struct Reader<'a> {
-    b: &'a [u8],
-    pos: usize,
-}
-
-impl Reader<'_> {
-    fn byte(&mut self) -> Result<u8> {
-        let v = *self.b.get(self.pos).ok_or_else(truncated)?;
-        self.pos += 1;
-        Ok(v)
-    }
-    fn varint(&mut self) -> Result<u64> {
-        let mut v = 0u64;
-        for shift in (0..64).step_by(7) {
-            let byte = self.byte()?;
-            v |= ((byte & 0x7f) as u64) << shift;
-            if byte < 0x80 {
-                return Ok(v);
-            }
-        }
-        Err(Error::Collective(
-            "malformed varint in a histogram message".into(),
-        ))
-    }
-}
+/// What a histogram message is called in errors.
+const MESSAGE: &str = "histogram message";
 
 fn truncated() -> Error {
-    Error::Collective("truncated histogram message".into())
+    Error::Collective(format!("truncated {MESSAGE}"))
 }
 
 /// One pass over a block: nonzero count, shared trailing zeros, and a number with the bit
@@ -394,7 +360,7 @@ impl<'a> Stream<'a> {
 fn encode_bitmap(values: &[i64], (nnz, shift, max): (usize, u32, u64), out: &mut Vec<u8>) {
     let w = stream_width(max >> shift);
     out.push(BITMAP);
-    put_varint(out, nnz as u64);
+    out.put_varint(nnz as u64);
     out.push(shift as u8);
     out.push(w as u8);
     // compaction without a branch per value: every value is written, only nonzero ones
@@ -420,13 +386,13 @@ fn encode_bitmap(values: &[i64], (nnz, shift, max): (usize, u32, u64), out: &mut
 fn encode_sparse(values: &[i64], (nnz, shift, _): (usize, u32, u64), out: &mut Vec<u8>) {
     out.push(SPARSE);
     out.reserve(2 + 4 * nnz);
-    put_varint(out, nnz as u64);
+    out.put_varint(nnz as u64);
     out.push(shift as u8);
     let mut last = 0usize;
     for (i, &v) in values.iter().enumerate() {
         if v != 0 {
-            put_varint(out, (i - last) as u64);
-            put_varint(out, zigzag(v >> shift));
+            out.put_varint((i - last) as u64);
+            out.put_varint(zigzag(v >> shift));
             last = i;
         }
     }
@@ -473,8 +439,8 @@ pub fn decode_into(bytes: &[u8], dst: &mut [i64], add: bool) -> Result<()> {
 
 fn decode_with<const ADD: bool>(bytes: &[u8], dst: &mut [i64]) -> Result<()> {
     let len = dst.len();
-    let mut r = Reader { b: bytes, pos: 0 };
-    let tag = r.byte()?;
+    let mut r = ByteReader::new(bytes, MESSAGE);
+    let tag = r.u8()?;
     let rest = &bytes[1..];
     match tag {
         PLAIN => {
@@ -487,11 +453,11 @@ fn decode_with<const ADD: bool>(bytes: &[u8], dst: &mut [i64]) -> Result<()> {
             Ok(())
         }
         PACKED => {
-            let w = r.byte()? as u32;
+            let w = r.u8()? as u32;
             if !(1..=64).contains(&w) {
                 return Err(Error::Collective(format!("bad lane width {w}")));
             }
-            let words = &bytes[r.pos..];
+            let words = r.rest();
             if words.len() != 8 * len.div_ceil(lanes_per_word(w)) {
                 return Err(truncated());
             }
@@ -501,7 +467,7 @@ fn decode_with<const ADD: bool>(bytes: &[u8], dst: &mut [i64]) -> Result<()> {
         GROUPS => groups::decode::<ADD>(rest, dst),
         SPARSE => {
             let nnz = r.varint()? as usize;
-            let shift = r.byte()? as u32;
+            let shift = r.u8()? as u32;
             if nnz > len || shift > 62 {
                 return Err(Error::Collective(
                     "malformed sparse histogram message".into(),
@@ -518,7 +484,7 @@ fn decode_with<const ADD: bool>(bytes: &[u8], dst: &mut [i64]) -> Result<()> {
                     .ok_or_else(|| Error::Collective("sparse index out of range".into()))?;
                 put::<true>(&mut dst[i], unzigzag(r.varint()?) << shift);
             }
-            if r.pos != bytes.len() {
+            if !r.is_empty() {
                 return Err(Error::Collective(
                     "trailing bytes in a histogram message".into(),
                 ));
@@ -527,15 +493,15 @@ fn decode_with<const ADD: bool>(bytes: &[u8], dst: &mut [i64]) -> Result<()> {
         }
         BITMAP => {
             let nnz = r.varint()? as usize;
-            let shift = r.byte()? as u32;
-            let w = r.byte()? as u32;
+            let shift = r.u8()? as u32;
+            let w = r.u8()? as u32;
             if nnz > len || shift > 62 || !(1..=56).contains(&w) && w != 64 {
                 return Err(Error::Collective(
                     "malformed bitmap histogram message".into(),
                 ));
             }
             let bits_len = len.div_ceil(8);
-            let rest = &bytes[r.pos..];
+            let rest = r.rest();
             if rest.len() != bits_len + stream_len(nnz, w) {
                 return Err(truncated());
             }

@@ -3,6 +3,14 @@
 //!
 //! Gradients are quantised to integers with a globally agreed scale, so every histogram sum
 //! is exact in any order: any backend and any number of workers produce the same model.
+//!
+//! A histogram's path: [`train`] agrees on cuts and scales and runs the boosting loop;
+//! [`grower`] grows each tree from three parts (which nodes expand, the histogram store, the
+//! histogram sync between workers); a [`backend`] builds histograms and partitions rows (the
+//! CPU backend here, GPU backends on the shared [`backend::shard`] core); [`split`] finds
+//! splits with pure functions every backend shares. [`params`] keeps what defines a model
+//! ([`params::Params`]) apart from how a job runs ([`params::RunOptions`]); the public crate
+//! `sapwood` validates both before they reach this crate.
 
 pub mod backend;
 pub mod collective;
@@ -12,6 +20,7 @@ pub mod error;
 pub mod files;
 pub mod grower;
 pub mod hash;
+pub mod hist;
 pub mod metric;
 pub mod model;
 pub mod objective;
@@ -20,5 +29,6 @@ pub mod quantise;
 pub mod split;
 pub mod train;
 pub mod tree;
+pub mod wire;
 
 pub use error::{Error, Result};

@@ -6,7 +6,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::params::ObjectiveKind;
+use crate::objective::ObjectiveKind;
 
 /// A metric reported on evaluation sets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -42,6 +42,15 @@ impl Metric {
             Metric::Auc => "auc",
             Metric::MLogLoss => "mlogloss",
             Metric::MError => "merror",
+        }
+    }
+
+    /// The metric reported for `objective` when none is asked for.
+    pub fn default_for(objective: ObjectiveKind) -> Metric {
+        match objective {
+            ObjectiveKind::SquaredError => Metric::Rmse,
+            ObjectiveKind::Logistic => Metric::LogLoss,
+            ObjectiveKind::Softprob => Metric::MLogLoss,
         }
     }
 

@@ -13,8 +13,9 @@ use crate::data::binned::BinnedMatrix;
 use crate::data::cuts::{Cuts, FeatureCuts};
 use crate::data::matrix::{Column, FeatureMatrix};
 use crate::error::{Error, Result};
+use crate::objective::ObjectiveKind;
 use crate::objective::{ftz, Objective};
-use crate::params::{ObjectiveKind, Params};
+use crate::params::Params;
 use crate::split::{BinSet, SplitRule};
 use crate::tree::{Node, NodeId, Split, Tree};
 

@@ -6,11 +6,62 @@
 //! same on every machine. The WGSL and CUDA kernels upload the same tables. Subnormal inputs
 //! and results are flushed to zero explicitly, so a GPU that flushes them agrees too.
 
+use std::fmt;
+use std::str::FromStr;
 use std::sync::LazyLock;
+
+use serde::{Deserialize, Serialize};
 
 use crate::detmath;
 use crate::error::{Error, Result};
-use crate::params::ObjectiveKind;
+
+/// The loss being minimised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ObjectiveKind {
+    /// `reg:squarederror`: squared error on a real label.
+    #[serde(rename = "reg:squarederror")]
+    SquaredError,
+    /// `binary:logistic`: log loss on a 0/1 (or probability) label; outputs probabilities.
+    #[serde(rename = "binary:logistic")]
+    Logistic,
+    /// `multi:softprob`: softmax cross-entropy; one tree per class per round.
+    #[serde(rename = "multi:softprob")]
+    Softprob,
+}
+
+impl ObjectiveKind {
+    /// The XGBoost-style name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ObjectiveKind::SquaredError => "reg:squarederror",
+            ObjectiveKind::Logistic => "binary:logistic",
+            ObjectiveKind::Softprob => "multi:softprob",
+        }
+    }
+
+    /// Whether labels are class indices.
+    pub fn is_classification(self) -> bool {
+        !matches!(self, ObjectiveKind::SquaredError)
+    }
+}
+
+impl fmt::Display for ObjectiveKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for ObjectiveKind {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "reg:squarederror" | "regression" | "l2" => Ok(ObjectiveKind::SquaredError),
+            "binary:logistic" | "binary" => Ok(ObjectiveKind::Logistic),
+            "multi:softprob" | "multi:softmax" | "multiclass" => Ok(ObjectiveKind::Softprob),
+            other => Err(Error::UnknownObjective(other.to_string())),
+        }
+    }
+}
 
 /// Fractional bits of the fixed-point margin used to index the tables.
 pub const MARGIN_FRAC_BITS: u32 = 24;

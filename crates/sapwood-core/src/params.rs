@@ -7,63 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::metric::Metric;
-
-/// The loss being minimised.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum ObjectiveKind {
-    /// `reg:squarederror`: squared error on a real label.
-    #[serde(rename = "reg:squarederror")]
-    SquaredError,
-    /// `binary:logistic`: log loss on a 0/1 (or probability) label; outputs probabilities.
-    #[serde(rename = "binary:logistic")]
-    Logistic,
-    /// `multi:softprob`: softmax cross-entropy; one tree per class per round.
-    #[serde(rename = "multi:softprob")]
-    Softprob,
-}
-
-impl ObjectiveKind {
-    /// The XGBoost-style name.
-    pub fn name(self) -> &'static str {
-        match self {
-            ObjectiveKind::SquaredError => "reg:squarederror",
-            ObjectiveKind::Logistic => "binary:logistic",
-            ObjectiveKind::Softprob => "multi:softprob",
-        }
-    }
-
-    /// The metric reported when none is asked for.
-    pub fn default_metric(self) -> Metric {
-        match self {
-            ObjectiveKind::SquaredError => Metric::Rmse,
-            ObjectiveKind::Logistic => Metric::LogLoss,
-            ObjectiveKind::Softprob => Metric::MLogLoss,
-        }
-    }
-
-    /// Whether labels are class indices.
-    pub fn is_classification(self) -> bool {
-        !matches!(self, ObjectiveKind::SquaredError)
-    }
-}
-
-impl fmt::Display for ObjectiveKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for ObjectiveKind {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "reg:squarederror" | "regression" | "l2" => Ok(ObjectiveKind::SquaredError),
-            "binary:logistic" | "binary" => Ok(ObjectiveKind::Logistic),
-            "multi:softprob" | "multi:softmax" | "multiclass" => Ok(ObjectiveKind::Softprob),
-            other => Err(Error::UnknownObjective(other.to_string())),
-        }
-    }
-}
+use crate::objective::ObjectiveKind;
 
 /// How trees grow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -184,7 +128,8 @@ impl FromStr for CommCodec {
     }
 }
 
-/// Every training parameter, with XGBoost's defaults where it has the same parameter.
+/// What defines a model, with XGBoost's defaults where it has the same parameter. Saved
+/// with the model; how training runs (threads, device, workers) is [`RunOptions`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Params {
@@ -247,18 +192,6 @@ pub struct Params {
     pub eval_metric: Vec<Metric>,
     /// Stop when the last metric of the last evaluation set has not improved for this many rounds.
     pub early_stopping_rounds: Option<usize>,
-    /// Threads for the CPU backend; 0 means all cores. Never changes the model.
-    #[serde(skip)]
-    pub threads: usize,
-    /// Where histograms are built. Never changes the model.
-    #[serde(skip)]
-    pub device: Device,
-    /// In-process workers, each with its own shard and backend. Never changes the model.
-    #[serde(skip)]
-    pub workers: usize,
-    /// Encoding of exchanged histograms. Never changes the model.
-    #[serde(skip)]
-    pub comm_codec: CommCodec,
 }
 
 impl Default for Params {
@@ -295,11 +228,113 @@ impl Default for Params {
             bin_sample_rows: 200_000,
             eval_metric: Vec::new(),
             early_stopping_rounds: None,
+        }
+    }
+}
+
+/// Which transport carries the workers' exchanges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CollectiveKind {
+    /// Workers are threads of this process (`workers`).
+    #[default]
+    InProcess,
+    /// One worker per MPI rank, launched by `mpirun`.
+    Mpi,
+}
+
+impl FromStr for CollectiveKind {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "in-process" | "inprocess" | "in_process" => Ok(CollectiveKind::InProcess),
+            "mpi" => Ok(CollectiveKind::Mpi),
+            other => Err(Error::param(
+                "collective",
+                format!("`{other}` is not in-process or mpi"),
+            )),
+        }
+    }
+}
+
+/// How a training job runs: never saved, and never changes a bit of the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunOptions {
+    /// Threads for the CPU backend (per process, shared by its workers); 0 means all cores.
+    pub threads: usize,
+    /// Where histograms are built.
+    pub device: Device,
+    /// In-process workers, each with its own shard and backend.
+    pub workers: usize,
+    /// The transport between workers.
+    pub collective: CollectiveKind,
+    /// Encoding of exchanged histograms.
+    pub comm_codec: CommCodec,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
             threads: 0,
             device: Device::Cpu,
             workers: 1,
+            collective: CollectiveKind::InProcess,
             comm_codec: CommCodec::Auto,
         }
+    }
+}
+
+impl RunOptions {
+    /// Checks every option's range.
+    pub fn validate(&self) -> Result<()> {
+        if self.workers == 0 {
+            return Err(Error::param("workers", "must be at least 1"));
+        }
+        Ok(())
+    }
+
+    /// Sets one option from text, by its name or an alias (`nthread`, `n_jobs`, ...).
+    pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        let v = value.trim();
+        match canonical(key)? {
+            Setting::Run("threads") => self.threads = num("threads", v)?,
+            Setting::Run("device") => self.device = v.parse()?,
+            Setting::Run("workers") => self.workers = num("workers", v)?,
+            Setting::Run("collective") => self.collective = v.parse()?,
+            Setting::Run("comm_codec") => self.comm_codec = v.parse()?,
+            Setting::Run(_) => unreachable!("RUN_OPTION_NAMES lists only names handled here"),
+            Setting::Param(name) => {
+                return Err(Error::param(
+                    name,
+                    "is a model parameter, not a run option: set it on Params",
+                ))
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Model parameters and run options together, as the front ends take them by name.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Settings {
+    /// What defines the model.
+    pub params: Params,
+    /// How training runs.
+    pub run: RunOptions,
+}
+
+impl Settings {
+    /// Sets a model parameter or a run option by its name or alias.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        match canonical(key)? {
+            Setting::Param(name) => self.params.set_canonical(name, value.trim()),
+            Setting::Run(_) => self.run.set(key, value),
+        }
+    }
+
+    /// Checks both halves.
+    pub fn validate(&self) -> Result<()> {
+        self.params.validate()?;
+        self.run.validate()
     }
 }
 
@@ -410,32 +445,23 @@ impl Params {
         for m in &self.eval_metric {
             m.check_objective(self.objective)?;
         }
-        if self.workers == 0 {
-            return Err(Error::param("workers", "must be at least 1"));
-        }
         Ok(())
     }
 
     /// Sets one parameter from text, by its name or an XGBoost/LightGBM alias
     /// (`eta`, `reg_lambda`, `num_leaves`, `n_estimators`, ...). An unknown name is an
-    /// error suggesting the closest known one.
+    /// error suggesting the closest known one; a run option's name is an error saying so.
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
-        let v = value.trim();
-        let name = canonical_name(key).ok_or_else(|| Error::UnknownParam {
-            name: key.to_string(),
-            suggestion: closest_name(key),
-        })?;
-        fn num<T: FromStr>(name: &'static str, v: &str) -> Result<T> {
-            v.parse::<T>()
-                .map_err(|_| Error::param(name, format!("`{v}` is not a valid number")))
+        match canonical(key)? {
+            Setting::Param(name) => self.set_canonical(name, value.trim()),
+            Setting::Run(name) => Err(Error::param(
+                name,
+                "is a run option (it never changes the model): set it on RunOptions",
+            )),
         }
-        fn opt<T: FromStr>(name: &'static str, v: &str) -> Result<Option<T>> {
-            if v.is_empty() || v == "none" || v == "null" {
-                Ok(None)
-            } else {
-                num(name, v).map(Some)
-            }
-        }
+    }
+
+    fn set_canonical(&mut self, name: &'static str, v: &str) -> Result<()> {
         match name {
             "objective" => self.objective = v.parse()?,
             "num_class" => self.num_class = opt(name, v)?,
@@ -473,17 +499,26 @@ impl Params {
                     .collect::<Result<_>>()?
             }
             "early_stopping_rounds" => self.early_stopping_rounds = opt(name, v)?,
-            "threads" => self.threads = num(name, v)?,
-            "device" => self.device = v.parse()?,
-            "workers" => self.workers = num(name, v)?,
-            "comm_codec" => self.comm_codec = v.parse()?,
-            _ => unreachable!("canonical_name only returns names handled here"),
+            _ => unreachable!("PARAM_NAMES lists only names handled here"),
         }
         Ok(())
     }
 }
 
-/// Canonical parameter names and the aliases users bring from XGBoost and LightGBM.
+fn num<T: FromStr>(name: &'static str, v: &str) -> Result<T> {
+    v.parse::<T>()
+        .map_err(|_| Error::param(name, format!("`{v}` is not a valid number")))
+}
+
+fn opt<T: FromStr>(name: &'static str, v: &str) -> Result<Option<T>> {
+    if v.is_empty() || v == "none" || v == "null" {
+        Ok(None)
+    } else {
+        num(name, v).map(Some)
+    }
+}
+
+/// Canonical model parameter names and the aliases users bring from XGBoost and LightGBM.
 pub const PARAM_NAMES: &[(&str, &[&str])] = &[
     ("objective", &["objective_type"]),
     ("num_class", &["num_classes"]),
@@ -522,18 +557,45 @@ pub const PARAM_NAMES: &[(&str, &[&str])] = &[
     ("bin_sample_rows", &["bin_construct_sample_cnt"]),
     ("eval_metric", &["metric"]),
     ("early_stopping_rounds", &["early_stopping"]),
+];
+
+/// Canonical run option names and their aliases.
+pub const RUN_OPTION_NAMES: &[(&str, &[&str])] = &[
     ("threads", &["nthread", "n_jobs", "num_threads"]),
     ("device", &[]),
     ("workers", &[]),
+    ("collective", &[]),
     ("comm_codec", &[]),
 ];
 
-fn canonical_name(key: &str) -> Option<&'static str> {
-    let key = key.trim().replace('-', "_");
-    PARAM_NAMES
-        .iter()
-        .find(|(n, aliases)| *n == key || aliases.contains(&key.as_str()))
-        .map(|(n, _)| *n)
+/// A known name, resolved to its canonical form and its kind.
+enum Setting {
+    Param(&'static str),
+    Run(&'static str),
+}
+
+fn all_names() -> impl Iterator<Item = &'static (&'static str, &'static [&'static str])> {
+    PARAM_NAMES.iter().chain(RUN_OPTION_NAMES)
+}
+
+fn canonical(key: &str) -> Result<Setting> {
+    let k = key.trim().replace('-', "_");
+    let find = |table: &'static [(&'static str, &'static [&'static str])]| {
+        table
+            .iter()
+            .find(|(n, aliases)| *n == k || aliases.contains(&k.as_str()))
+            .map(|(n, _)| *n)
+    };
+    if let Some(n) = find(PARAM_NAMES) {
+        return Ok(Setting::Param(n));
+    }
+    if let Some(n) = find(RUN_OPTION_NAMES) {
+        return Ok(Setting::Run(n));
+    }
+    Err(Error::UnknownParam {
+        name: key.to_string(),
+        suggestion: closest_name(key),
+    })
 }
 
 fn edit_distance(a: &str, b: &str) -> usize {
@@ -556,8 +618,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
 /// The known name (or alias) closest to `key`, if any is reasonably close.
 fn closest_name(key: &str) -> Option<String> {
     let key = key.trim().replace('-', "_");
-    PARAM_NAMES
-        .iter()
+    all_names()
         .flat_map(|(n, a)| std::iter::once(*n).chain(a.iter().copied()))
         .map(|n| (edit_distance(&key, n), n))
         .min()
@@ -569,7 +630,7 @@ impl Params {
     /// The metrics reported for every evaluation set.
     pub fn metrics(&self) -> Vec<Metric> {
         if self.eval_metric.is_empty() {
-            vec![self.objective.default_metric()]
+            vec![Metric::default_for(self.objective)]
         } else {
             self.eval_metric.clone()
         }
@@ -680,10 +741,54 @@ mod tests {
         assert_eq!(p.quantisation, Quantisation::Bits(8));
         assert_eq!(p.eval_metric, vec![Metric::Auc, Metric::LogLoss]);
         assert_eq!(p.lambda, 2.0);
+        let e = p.set("nthread", "3").unwrap_err().to_string();
+        assert!(e.contains("threads") && e.contains("run option"), "{e}");
         let e = p.set("max_dept", "3").unwrap_err().to_string();
         assert!(e.contains("max_dept") && e.contains("max_depth"), "{e}");
         let e = p.set("max_depth", "deep").unwrap_err().to_string();
         assert!(e.contains("max_depth") && e.contains("deep"), "{e}");
+    }
+
+    #[test]
+    fn settings_route_names_to_params_or_run_options() {
+        let mut s = Settings::default();
+        for (k, v) in [
+            ("n_jobs", "3"),
+            ("device", "wgpu"),
+            ("workers", "2"),
+            ("collective", "mpi"),
+            ("comm_codec", "sparse"),
+            ("eta", "0.1"),
+        ] {
+            s.set(k, v).unwrap();
+        }
+        assert_eq!(
+            s.run,
+            RunOptions {
+                threads: 3,
+                device: Device::Wgpu,
+                workers: 2,
+                collective: CollectiveKind::Mpi,
+                comm_codec: CommCodec::Sparse,
+            }
+        );
+        assert_eq!(s.params.learning_rate, 0.1);
+        assert_eq!(
+            s.params,
+            Params {
+                learning_rate: 0.1,
+                ..Default::default()
+            }
+        );
+        let e = s.run.set("eta", "1").unwrap_err().to_string();
+        assert!(
+            e.contains("learning_rate") && e.contains("model parameter"),
+            "{e}"
+        );
+        let e = s.set("worker", "1").unwrap_err().to_string();
+        assert!(e.contains("workers"), "{e}");
+        s.run.workers = 0;
+        assert!(s.validate().unwrap_err().to_string().contains("workers"));
     }
 
     #[test]

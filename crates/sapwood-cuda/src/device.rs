@@ -11,7 +11,7 @@ use cudarc::driver::{CudaContext, CudaFunction, CudaStream, DriverError};
 use cudarc::nvrtc::Ptx;
 use sapwood_core::error::{Error, Result};
 
-use crate::kernels::{self, Kernel, Target};
+use crate::kernels::{self, CudaSource, Kernel, Target};
 use crate::tiles::DEFAULT_SHARED_BYTES;
 
 /// Whether the CUDA driver library (`libcuda.so`) can be loaded. cudarc panics when a

@@ -4,8 +4,8 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use sapwood_core::backend::HistBackend;
+use sapwood_core::backend::{BackendFactory, ShardData};
 use sapwood_core::error::{Error, Result};
-use sapwood_core::train::{BackendFactory, ShardData};
 
 use crate::backend::CudaBackend;
 use crate::device::{device_count, Gpu};

@@ -33,89 +33,57 @@ pub const NVRTC_OPTIONS: [&str; 5] = [
     "--std=c++17",
 ];
 
-/// Every compute kernel of the backend.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Kernel {
-    /// Gradients and hessians from margins, with per-group maxima.
-    Gradients,
-    /// Fixed-point (and low-bit) histogram values.
-    Quantise,
-    /// In-bag rows of a tree.
-    SampleRows,
-    /// Histograms in shared memory, one feature tile per block row.
-    HistShared,
-    /// Histograms in global memory for features wider than a tile.
-    HistGlobal,
-    /// Row partition of a batch of splits.
-    Partition,
-    /// Exact (Σg, Σh) per node.
-    LeafSums,
-    /// Adds a tree's leaf values to the margins.
-    Predict,
-}
+pub use sapwood_core::backend::shard::kernels::{Helper, Kernel};
 
-impl Kernel {
-    /// All kernels.
-    pub const ALL: [Kernel; 8] = [
-        Kernel::Gradients,
-        Kernel::Quantise,
-        Kernel::SampleRows,
-        Kernel::HistShared,
-        Kernel::HistGlobal,
-        Kernel::Partition,
-        Kernel::LeafSums,
-        Kernel::Predict,
-    ];
-
-    /// The entry point's name (and the file's stem).
-    pub fn entry(self) -> &'static str {
-        match self {
-            Kernel::Gradients => "gradients",
-            Kernel::Quantise => "quantise",
-            Kernel::SampleRows => "sample_rows",
-            Kernel::HistShared => "hist_shared",
-            Kernel::HistGlobal => "hist_global",
-            Kernel::Partition => "partition",
-            Kernel::LeafSums => "leaf_sums",
-            Kernel::Predict => "predict",
-        }
-    }
-
+/// The CUDA text of a kernel (the kernel list itself is the core's, shared with WGSL).
+pub trait CudaSource: Copy {
+    /// The entry point's name.
+    fn entry(self) -> &'static str;
     /// The kernel's file name in `shaders/cuda/`.
-    pub fn file(self) -> String {
-        format!("{}.cu", self.entry())
-    }
-
-    fn body(self) -> &'static str {
-        match self {
-            Kernel::Gradients => include_str!("../../../shaders/cuda/gradients.cu"),
-            Kernel::Quantise => include_str!("../../../shaders/cuda/quantise.cu"),
-            Kernel::SampleRows => include_str!("../../../shaders/cuda/sample_rows.cu"),
-            Kernel::HistShared => include_str!("../../../shaders/cuda/hist_shared.cu"),
-            Kernel::HistGlobal => include_str!("../../../shaders/cuda/hist_global.cu"),
-            Kernel::Partition => include_str!("../../../shaders/cuda/partition.cu"),
-            Kernel::LeafSums => include_str!("../../../shaders/cuda/leaf_sums.cu"),
-            Kernel::Predict => include_str!("../../../shaders/cuda/predict.cu"),
-        }
-    }
-
-    fn includes(self) -> &'static [(&'static str, &'static str)] {
-        match self {
-            Kernel::HistShared | Kernel::HistGlobal => &[COMMON, PARAMS, BINS],
-            Kernel::Partition | Kernel::Predict => &[COMMON, PARAMS, BINS, ROUTE],
-            Kernel::LeafSums => &[COMMON],
-            _ => &[COMMON, PARAMS],
-        }
-    }
-
+    fn file(self) -> String;
     /// The complete translation unit, with `#line` markers so compiler messages name the
     /// file and line in `shaders/cuda/`.
-    pub fn source(self) -> String {
+    fn source(self) -> String;
+}
+
+fn helper_file(h: Helper) -> (&'static str, &'static str) {
+    match h {
+        Helper::Common => COMMON,
+        Helper::Params => PARAMS,
+        Helper::Bins => BINS,
+        Helper::Route => ROUTE,
+    }
+}
+
+fn body(k: Kernel) -> &'static str {
+    match k {
+        Kernel::Gradients => include_str!("../../../shaders/cuda/gradients.cu"),
+        Kernel::Quantise => include_str!("../../../shaders/cuda/quantise.cu"),
+        Kernel::SampleRows => include_str!("../../../shaders/cuda/sample_rows.cu"),
+        Kernel::HistShared => include_str!("../../../shaders/cuda/hist_shared.cu"),
+        Kernel::HistGlobal => include_str!("../../../shaders/cuda/hist_global.cu"),
+        Kernel::Partition => include_str!("../../../shaders/cuda/partition.cu"),
+        Kernel::LeafSums => include_str!("../../../shaders/cuda/leaf_sums.cu"),
+        Kernel::Predict => include_str!("../../../shaders/cuda/predict.cu"),
+    }
+}
+
+impl CudaSource for Kernel {
+    fn entry(self) -> &'static str {
+        self.stem()
+    }
+
+    fn file(self) -> String {
+        format!("{}.cu", self.stem())
+    }
+
+    fn source(self) -> String {
         let mut s = String::new();
-        for (name, text) in self.includes() {
+        for &h in self.helpers() {
+            let (name, text) = helper_file(h);
             push_file(&mut s, name, text);
         }
-        push_file(&mut s, &self.file(), self.body());
+        push_file(&mut s, &self.file(), body(self));
         s
     }
 }

@@ -5,6 +5,9 @@
 //! these Rust layouts: a mismatch fails a test instead of corrupting a launch.
 #![allow(unsafe_code)]
 
+use sapwood_core::backend::shard::kernels::{GradScalars, QuantScalars, SampleScalars};
+use sapwood_core::detmath::pow2;
+
 macro_rules! kernel_struct {
     ($(#[doc = $doc:literal])* $name:ident { $($field:ident : $ty:ty),* $(,)? }) => {
         $(#[doc = $doc])*
@@ -58,6 +61,50 @@ kernel_struct! {
 kernel_struct! {
     /// Parameters of the kernels that read bins.
     BinParams { n_rows: u32, row_words: u32, bin_bits: u32, total_bins: u32, k: u32, group: u32 }
+}
+
+impl From<GradScalars> for GradParams {
+    fn from(s: GradScalars) -> Self {
+        GradParams {
+            n: s.n,
+            k: s.k,
+            kind: s.kind,
+            has_weights: s.has_weights,
+            sigmoid_len: s.sigmoid_len,
+            exp_len: s.exp_len,
+        }
+    }
+}
+
+impl From<QuantScalars> for QuantParams {
+    /// CUDA multiplies by the scale 2^shift in f64 (exact for every shift in use).
+    fn from(s: QuantScalars) -> Self {
+        QuantParams {
+            n: s.n,
+            k: s.k,
+            group: s.group,
+            lowbit: s.lowbit,
+            g_scale: pow2(s.g_shift),
+            h_scale: pow2(s.h_shift),
+            g_drop: s.g_drop,
+            h_drop: s.h_drop,
+            g_key: s.g_key,
+            h_key: s.h_key,
+            row_offset: s.row_offset,
+        }
+    }
+}
+
+impl From<SampleScalars> for SampleParams {
+    fn from(s: SampleScalars) -> Self {
+        SampleParams {
+            n: s.n,
+            key: s.key,
+            threshold: s.threshold,
+            keep_all: s.keep_all,
+            row_offset: s.row_offset,
+        }
+    }
 }
 
 /// A field of a parameter block.

@@ -18,7 +18,12 @@
 //! keep IEEE division and square root, and every float operation of the bit-exact contract
 //! is an explicit round-to-nearest intrinsic.
 //!
-//! Use [`CudaFactory`] wherever a [`sapwood_core::train::BackendFactory`] is expected: each
+//! What a shard is apart from its kernels (validation, node row spans, the kernel list and
+//! their scalars, split and tree encodings) is `sapwood_core::backend::shard` and
+//! `gpu_layout`, shared with the WGSL backend; this crate holds contexts, allocations,
+//! launches and read-backs.
+//!
+//! Use [`CudaFactory`] wherever a [`sapwood_core::backend::BackendFactory`] is expected: each
 //! backend it creates is a logical device (a stream of its own), spread round-robin over the
 //! GPUs, so several workers may share one GPU. Without the NVIDIA driver (`libcuda.so`
 //! absent) or without a GPU, `create` returns [`sapwood_core::Error::Backend`] with a clear
@@ -46,7 +51,6 @@
 
 pub mod backend;
 pub mod device;
-mod encode;
 pub mod factory;
 pub mod kernels;
 pub mod layout;
@@ -58,7 +62,7 @@ pub mod tiles;
 pub use backend::CudaBackend;
 pub use device::{device_count, driver_present, Gpu};
 pub use factory::{CudaFactory, CudaOptions};
-pub use kernels::{nvrtc_present, Kernel, Target};
+pub use kernels::{nvrtc_present, CudaSource, Kernel, Target};
 pub use predict::predict_binned;
 
 /// The helper headers followed by one probe kernel per parameter field, for the layout

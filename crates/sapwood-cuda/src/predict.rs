@@ -7,8 +7,8 @@ use sapwood_core::model::Model;
 
 use crate::backend::{add_tree, upload};
 use crate::device::{driver_error, Gpu};
-use crate::encode::BinLayout;
 use crate::layout::BinParams;
+use sapwood_core::backend::gpu_layout::BinLayout;
 
 /// Margins (`groups` per row) of binned rows using the model's first `rounds` rounds,
 /// computed on `gpu`; bit-identical to `Model::predict_binned`.

@@ -4,9 +4,9 @@
 
 use sapwood_core::data::BinnedMatrix;
 
-use crate::encode::BinLayout;
 use crate::gpu::Gpu;
 use crate::layout::BinParams;
+use sapwood_core::backend::gpu_layout::BinLayout;
 
 /// Rows `lo..hi` of the bins.
 pub(crate) struct Chunk {

@@ -4,9 +4,8 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use sapwood_core::backend::HistBackend;
+use sapwood_core::backend::{BackendFactory, HistBackend, ShardData};
 use sapwood_core::error::{Error, Result};
-use sapwood_core::train::{BackendFactory, ShardData};
 
 use crate::adapters::find_adapters;
 use crate::backend::WgpuBackend;

@@ -8,7 +8,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use sapwood_core::error::{Error, Result};
 use wgpu::util::DeviceExt;
 
-use crate::shaders::Kernel;
+use crate::shaders::{Kernel, Wgsl};
 
 /// Rows per workgroup that justify another workgroup (more only adds zeroing and flushing).
 pub(crate) const ROWS_PER_GROUP: usize = 4096;
@@ -212,12 +212,12 @@ impl Gpu {
             })
             .collect();
         let bind = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some(k.name()),
+            label: Some(&k.name()),
             layout: &pipeline.get_bind_group_layout(0),
             entries: &entries,
         });
         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some(k.name()),
+            label: Some(&k.name()),
             timestamp_writes: None,
         });
         pass.set_pipeline(pipeline);
@@ -300,11 +300,11 @@ fn compile(device: &wgpu::Device, k: Kernel, tile_words: u32) -> Result<wgpu::Co
     let internal = device.push_error_scope(wgpu::ErrorFilter::Internal);
     let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
     let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-        label: Some(k.name()),
+        label: Some(&k.name()),
         source: wgpu::ShaderSource::Wgsl(Cow::Owned(k.source(tile_words))),
     });
     let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-        label: Some(k.name()),
+        label: Some(&k.name()),
         layout: None,
         module: &module,
         entry_point: Some("main"),

@@ -3,6 +3,7 @@
 //! layout of the WGSL, so a mismatch fails a test instead of corrupting a dispatch.
 
 use bytemuck::{Pod, Zeroable};
+use sapwood_core::backend::shard::kernels::{GradScalars, QuantScalars, SampleScalars};
 
 macro_rules! gpu_struct {
     ($(#[doc = $doc:literal])* $name:ident { $($field:ident : $ty:ty),* $(,)? }) => {
@@ -50,6 +51,60 @@ gpu_struct! {
     BinParams {
         n_features: u32, row_words: u32, bin_bits: u32, total_bins: u32, chunk_lo: u32,
         chunk_hi: u32, k: u32, group: u32,
+    }
+}
+
+impl From<GradScalars> for GradParams {
+    fn from(s: GradScalars) -> Self {
+        GradParams {
+            n: s.n,
+            k: s.k,
+            kind: s.kind,
+            has_weights: s.has_weights,
+            sigmoid_len: s.sigmoid_len,
+            exp_len: s.exp_len,
+            ..Default::default()
+        }
+    }
+}
+
+/// A 64-bit row offset as the (lo, hi) words portable WGSL reads.
+fn words64(v: u64) -> (u32, u32) {
+    (v as u32, (v >> 32) as u32)
+}
+
+impl From<QuantScalars> for QuantParams {
+    fn from(s: QuantScalars) -> Self {
+        let (row_lo, row_hi) = words64(s.row_offset);
+        QuantParams {
+            n: s.n,
+            k: s.k,
+            group: s.group,
+            lowbit: s.lowbit,
+            g_shift: s.g_shift,
+            h_shift: s.h_shift,
+            g_drop: s.g_drop,
+            h_drop: s.h_drop,
+            g_key: s.g_key,
+            h_key: s.h_key,
+            row_lo,
+            row_hi,
+        }
+    }
+}
+
+impl From<SampleScalars> for SampleParams {
+    fn from(s: SampleScalars) -> Self {
+        let (row_lo, row_hi) = words64(s.row_offset);
+        SampleParams {
+            n: s.n,
+            key: s.key,
+            threshold: s.threshold,
+            keep_all: s.keep_all,
+            row_lo,
+            row_hi,
+            ..Default::default()
+        }
     }
 }
 

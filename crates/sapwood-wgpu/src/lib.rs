@@ -8,7 +8,12 @@
 //! (lo, hi) pairs of u32 with a carry into the high word, so any adapter gives the same
 //! integers as the CPU, in any order.
 //!
-//! Use [`WgpuFactory`] wherever a [`sapwood_core::train::BackendFactory`] is expected. Each
+//! What a shard is apart from its kernels (validation, node row spans, the kernel list and
+//! their scalars, split and tree encodings) is `sapwood_core::backend::shard` and
+//! `gpu_layout`, shared with the CUDA backend; this crate holds the device, buffers,
+//! dispatches and read-backs.
+//!
+//! Use [`WgpuFactory`] wherever a [`sapwood_core::backend::BackendFactory`] is expected. Each
 //! backend it creates is a new logical device, spread round-robin over the adapters found,
 //! so several workers may share one adapter.
 //!
@@ -34,16 +39,14 @@
 mod adapters;
 mod backend;
 mod chunks;
-mod encode;
 mod factory;
 mod gpu;
 mod layout;
 mod predict;
 mod shaders;
-mod tiles;
 
 pub use backend::WgpuBackend;
 pub use factory::{WgpuFactory, WgpuOptions};
 pub use gpu::Gpu;
 pub use predict::predict_binned;
-pub use tiles::{plan_tiles, Tile};
+pub use sapwood_core::backend::gpu_layout::{plan_tiles, Tile};

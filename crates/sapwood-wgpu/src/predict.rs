@@ -7,9 +7,9 @@ use sapwood_core::model::Model;
 use sapwood_core::tree::Tree;
 
 use crate::chunks::DeviceBins;
-use crate::encode::encode_tree;
 use crate::gpu::{Gpu, WG};
 use crate::shaders::Kernel;
+use sapwood_core::backend::gpu_layout::encode_tree;
 
 /// Adds one tree's leaf values to the margins of `group` (no read-back).
 pub(crate) fn add_tree(

@@ -9,44 +9,30 @@ const ROUTE: &str = include_str!("../../../shaders/wgsl/route.wgsl");
 /// The declaration the loader rewrites with the adapter's tile size.
 pub(crate) const TILE_DECL: &str = "const TILE_WORDS: u32 = 4096u;";
 
-/// Every compute kernel of the backend.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kernel {
-    Gradients,
-    Quantise,
-    SampleRows,
-    HistShared,
-    HistGlobal,
-    Partition,
-    LeafSums,
-    Predict,
+pub(crate) use sapwood_core::backend::shard::kernels::{Helper, Kernel};
+
+/// The WGSL text of a kernel (the kernel list itself is the core's, shared with CUDA).
+pub(crate) trait Wgsl: Copy {
+    /// The kernel's file name, used as its label.
+    fn name(self) -> String;
+    /// The kernel's own file.
+    fn body(self) -> &'static str;
+    /// The complete WGSL module; `tile_words` sizes the shared histogram tile.
+    fn source(self, tile_words: u32) -> String;
 }
 
-impl Kernel {
-    /// All kernels, for pipeline creation and validation.
-    pub(crate) const ALL: [Kernel; 8] = [
-        Kernel::Gradients,
-        Kernel::Quantise,
-        Kernel::SampleRows,
-        Kernel::HistShared,
-        Kernel::HistGlobal,
-        Kernel::Partition,
-        Kernel::LeafSums,
-        Kernel::Predict,
-    ];
+fn helper_text(h: Helper) -> &'static str {
+    match h {
+        Helper::Common => COMMON,
+        Helper::Params => PARAMS,
+        Helper::Bins => BINS,
+        Helper::Route => ROUTE,
+    }
+}
 
-    /// The kernel's file name, used as its label.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Kernel::Gradients => "gradients.wgsl",
-            Kernel::Quantise => "quantise.wgsl",
-            Kernel::SampleRows => "sample_rows.wgsl",
-            Kernel::HistShared => "hist_shared.wgsl",
-            Kernel::HistGlobal => "hist_global.wgsl",
-            Kernel::Partition => "partition.wgsl",
-            Kernel::LeafSums => "leaf_sums.wgsl",
-            Kernel::Predict => "predict.wgsl",
-        }
+impl Wgsl for Kernel {
+    fn name(self) -> String {
+        format!("{}.wgsl", self.stem())
     }
 
     fn body(self) -> &'static str {
@@ -62,20 +48,10 @@ impl Kernel {
         }
     }
 
-    /// The helper files the kernel uses, in order.
-    fn includes(self) -> &'static [&'static str] {
-        match self {
-            Kernel::HistShared | Kernel::HistGlobal => &[COMMON, PARAMS, BINS],
-            Kernel::Partition | Kernel::Predict => &[COMMON, PARAMS, BINS, ROUTE],
-            _ => &[COMMON, PARAMS],
-        }
-    }
-
-    /// The complete WGSL module; `tile_words` sizes the shared histogram tile.
-    pub(crate) fn source(self, tile_words: u32) -> String {
+    fn source(self, tile_words: u32) -> String {
         let mut s = String::new();
-        for inc in self.includes() {
-            s.push_str(inc);
+        for &h in self.helpers() {
+            s.push_str(helper_text(h));
             s.push('\n');
         }
         let body = self.body();
@@ -116,7 +92,7 @@ mod tests {
         // the smallest tile (16 KiB of workgroup storage) and a large one (32 KiB)
         for tile_words in [1024, 2048 * 4] {
             for k in Kernel::ALL {
-                let m = module(&k.source(tile_words), k.name());
+                let m = module(&k.source(tile_words), &k.name());
                 assert!(
                     m.entry_points.iter().any(|e| e.name == "main"),
                     "{} has no main",

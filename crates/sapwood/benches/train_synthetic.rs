@@ -8,7 +8,9 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use sapwood::{Booster, Dataset, GrowPolicy, Metric, ObjectiveKind, Params, Quantisation};
+use sapwood::{
+    Booster, Dataset, GrowPolicy, Metric, ObjectiveKind, Params, Quantisation, RunOptions,
+};
 use sapwood_core::hash::{hash32, Stream};
 
 struct Args {
@@ -153,13 +155,16 @@ fn main() {
         },
         learning_rate: 0.1,
         max_bin: 256,
-        threads: a.threads,
         quantisation: Quantisation::from_grad_bits(a.grad_bits).unwrap(),
         eval_metric: vec![Metric::Auc],
         ..Default::default()
     };
     let start = Instant::now();
-    let booster = Booster::train(&params, &train, &[]).unwrap();
+    let run = RunOptions {
+        threads: a.threads,
+        ..Default::default()
+    };
+    let booster = Booster::train_with(&params, &run, &train, &[], &mut sapwood::Quiet).unwrap();
     let seconds = start.elapsed().as_secs_f64();
     let p = booster.predict(&test).unwrap();
     let Some(sapwood::Label::Values(labels)) = test.label() else {

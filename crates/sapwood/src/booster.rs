@@ -7,11 +7,13 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use sapwood_collective::{in_process, RingCollective, Transport};
+use sapwood_core::backend::{BackendFactory, CpuFactory};
 use sapwood_core::collective::{Collective, CommStats, SingleWorker};
 use sapwood_core::model::{ClassLabel, Model};
-use sapwood_core::params::{Device, ObjectiveKind, Params};
+use sapwood_core::objective::ObjectiveKind;
+use sapwood_core::params::{CollectiveKind, Device, Params, RunOptions};
 use sapwood_core::train::{
-    self, BinnedShard, CpuFactory, EvalInput, EvalResult, EvalSet, Quiet, Shard, TrainObserver,
+    self, BinnedJob, BinnedShard, EvalInput, EvalResult, EvalSet, Quiet, Shard, TrainObserver,
 };
 
 use crate::dataset::{Dataset, Label};
@@ -61,6 +63,20 @@ pub enum Importance {
     Cover,
 }
 
+/// One rank's part of a distributed job, for [`Booster::train_shard`].
+#[derive(Debug, Clone)]
+pub struct RankShard<'a> {
+    /// This rank's rows, binned with cuts agreed through the collective
+    /// ([`crate::CutPass::finish_with`]).
+    pub local: &'a BinnedDataset,
+    /// Global index of its first row.
+    pub row_offset: u64,
+    /// Rows over all ranks.
+    pub n_total: u64,
+    /// The job's classes, from [`crate::global_classes`].
+    pub classes: Option<Vec<ClassLabel>>,
+}
+
 /// A trained model with its evaluation history.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Booster {
@@ -71,13 +87,22 @@ pub struct Booster {
     comm_rounds: Vec<CommStats>,
 }
 
-/// Validates the parameters and encodes the training labels; fills `num_class` from them.
+/// Validates the parameters and run options (the one place they are checked before
+/// training) and encodes the training labels; fills `num_class` from them.
 fn prepare(
     params: &Params,
+    run: &RunOptions,
     label: Option<&Label>,
     n_rows: usize,
 ) -> Result<(Params, labels::Encoded)> {
     params.validate()?;
+    run.validate()?;
+    if run.collective != CollectiveKind::InProcess {
+        return Err(Error::param(
+            "collective",
+            "this call trains in-process workers; a distributed rank trains with Booster::train_shard",
+        ));
+    }
     let label =
         label.ok_or_else(|| Error::EmptyData("the training dataset has no label".into()))?;
     if n_rows == 0 {
@@ -114,7 +139,7 @@ fn eval_labels(
 /// each) and returns rank 0's result. Worker failures stop the others (their collectives
 /// fail), and the first real cause is reported rather than the peers' "has stopped".
 fn run_workers<F>(
-    params: &Params,
+    run: &RunOptions,
     n_rows: usize,
     observer: &mut dyn TrainObserver,
     work: F,
@@ -123,10 +148,9 @@ where
     F: Fn(Range<usize>, &mut dyn Collective, &mut dyn TrainObserver) -> Result<train::Trained>
         + Sync,
 {
-    let workers = params.workers;
+    let workers = run.workers;
     if workers <= 1 {
-        return thread_pool(params.threads)?
-            .install(|| work(0..n_rows, &mut SingleWorker, observer));
+        return thread_pool(run.threads)?.install(|| work(0..n_rows, &mut SingleWorker, observer));
     }
     if workers > n_rows {
         return Err(Error::param(
@@ -134,10 +158,10 @@ where
             format!("{workers} workers for {n_rows} rows: every worker needs a row"),
         ));
     }
-    let total_threads = if params.threads == 0 {
+    let total_threads = if run.threads == 0 {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     } else {
-        params.threads
+        run.threads
     };
     let per_worker = (total_threads / workers).max(1);
     let transports = in_process(workers, WORKER_TIMEOUT);
@@ -150,7 +174,7 @@ where
             .zip(blocks)
             .map(|(t, rows)| {
                 let obs = if t.rank() == 0 { observer.take() } else { None };
-                let codec = params.comm_codec;
+                let codec = run.comm_codec;
                 scope.spawn(move || {
                     let mut collective = RingCollective::new(t, codec);
                     let mut quiet = Quiet;
@@ -194,9 +218,9 @@ where
 
 /// How long a worker waits for a peer before calling it dead.
 const WORKER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
-/// The backend factory for the parameters' device.
-fn factory(params: &Params) -> Result<Box<dyn train::BackendFactory>> {
-    match params.device {
+/// The backend factory for the run's device.
+fn factory(run: &RunOptions) -> Result<Box<dyn BackendFactory>> {
+    match run.device {
         Device::Cpu => Ok(Box::new(CpuFactory)),
         #[cfg(feature = "wgpu")]
         Device::Wgpu => Ok(Box::new(sapwood_wgpu::WgpuFactory::new())),
@@ -218,24 +242,27 @@ fn thread_pool(threads: usize) -> Result<rayon::ThreadPool> {
 }
 
 impl Booster {
-    /// Trains on `train`, reporting metrics on `evals` (name, dataset).
+    /// Trains on `train` with the default run options (all cores, CPU, one worker),
+    /// reporting metrics on `evals` (name, dataset).
     pub fn train(
         params: &Params,
         train: &Dataset<'_>,
         evals: &[(&str, &Dataset<'_>)],
     ) -> Result<Booster> {
-        Self::train_with(params, train, evals, &mut Quiet)
+        Self::train_with(params, &RunOptions::default(), train, evals, &mut Quiet)
     }
 
-    /// Trains like [`Booster::train`], telling `observer` about every round; the observer
-    /// can stop training (the rounds so far are kept).
+    /// Trains like [`Booster::train`] as `run` says (threads, device, workers, codec),
+    /// telling `observer` about every round; the observer can stop training (the rounds so
+    /// far are kept). The model does not depend on `run`.
     pub fn train_with(
         params: &Params,
+        run: &RunOptions,
         train: &Dataset<'_>,
         evals: &[(&str, &Dataset<'_>)],
         observer: &mut dyn TrainObserver,
     ) -> Result<Booster> {
-        let (params, encoded) = prepare(params, train.label.as_ref(), train.n_rows())?;
+        let (params, encoded) = prepare(params, run, train.label.as_ref(), train.n_rows())?;
         let mut eval_inputs = Vec::with_capacity(evals.len());
         for (name, d) in evals {
             eval_inputs.push(EvalInput {
@@ -246,9 +273,9 @@ impl Booster {
             });
         }
         let eval_inputs = std::sync::Mutex::new(Some(eval_inputs));
-        let factory = factory(&params)?;
+        let factory = factory(run)?;
         let trained = run_workers(
-            &params,
+            run,
             train.n_rows(),
             observer,
             |rows, collective, observer| {
@@ -281,11 +308,12 @@ impl Booster {
     /// be binned with the training set's cuts.
     pub fn train_binned(
         params: &Params,
+        run: &RunOptions,
         train: &BinnedDataset,
         evals: &[(&str, &BinnedDataset)],
         observer: &mut dyn TrainObserver,
     ) -> Result<Booster> {
-        let (params, encoded) = prepare(params, train.label.as_ref(), train.n_rows())?;
+        let (params, encoded) = prepare(params, run, train.label.as_ref(), train.n_rows())?;
         let mut eval_sets = Vec::with_capacity(evals.len());
         for (name, d) in evals {
             if d.cuts != train.cuts || d.names != train.names {
@@ -301,9 +329,9 @@ impl Booster {
             ));
         }
         let eval_sets = std::sync::Mutex::new(Some(eval_sets));
-        let factory = factory(&params)?;
+        let factory = factory(run)?;
         let n = train.n_rows();
-        let trained = run_workers(&params, n, observer, |rows, collective, observer| {
+        let trained = run_workers(run, n, observer, |rows, collective, observer| {
             let binned = if rows.len() == n {
                 train.binned.clone()
             } else {
@@ -320,37 +348,38 @@ impl Booster {
             } else {
                 Vec::new()
             };
-            train::train_binned(
-                &params,
-                train.names.clone(),
-                train.cuts.clone(),
+            let job = BinnedJob {
+                feature_names: train.names.clone(),
+                cuts: train.cuts.clone(),
                 shard,
-                n as u64,
+                n_total: n as u64,
                 evals,
-                collective,
-                factory.as_ref(),
-                observer,
-            )
+            };
+            train::train_binned(&params, job, collective, factory.as_ref(), observer)
         })?;
         Ok(Booster::finish(trained, encoded.classes))
     }
 
-    /// Trains this worker's shard of a distributed job (e.g. one MPI rank): `local` holds
-    /// the rows from global index `row_offset` among `n_total`, binned with cuts agreed
-    /// through `collective` ([`crate::CutPass::finish_with`]); `classes` come from
-    /// [`crate::global_classes`]. Evaluation sets matter on rank 0 only.
-    #[allow(clippy::too_many_arguments)]
+    /// Trains this worker's shard of a distributed job (e.g. one MPI rank, see
+    /// [`RankShard`]) through `collective`, as `run` says (threads, device, codec; its
+    /// `workers` is ignored: the collective defines the workers). Evaluation sets matter on
+    /// rank 0 only.
     pub fn train_shard(
         params: &Params,
-        local: &BinnedDataset,
-        row_offset: u64,
-        n_total: u64,
-        classes: Option<Vec<ClassLabel>>,
+        run: &RunOptions,
+        shard: RankShard<'_>,
         evals: &[(&str, &BinnedDataset)],
         collective: &mut dyn Collective,
         observer: &mut dyn TrainObserver,
     ) -> Result<Booster> {
         params.validate()?;
+        run.validate()?;
+        let RankShard {
+            local,
+            row_offset,
+            n_total,
+            classes,
+        } = shard;
         let label = local
             .label
             .as_ref()
@@ -380,19 +409,16 @@ impl Booster {
             weights: local.weight.clone(),
             row_offset,
         };
-        let factory = factory(&params)?;
-        let trained = thread_pool(params.threads)?.install(|| {
-            train::train_binned(
-                &params,
-                local.names.clone(),
-                local.cuts.clone(),
-                shard,
-                n_total,
-                eval_sets,
-                collective,
-                factory.as_ref(),
-                observer,
-            )
+        let factory = factory(run)?;
+        let job = BinnedJob {
+            feature_names: local.names.clone(),
+            cuts: local.cuts.clone(),
+            shard,
+            n_total,
+            evals: eval_sets,
+        };
+        let trained = thread_pool(run.threads)?.install(|| {
+            train::train_binned(&params, job, collective, factory.as_ref(), observer)
         })?;
         Ok(Booster::finish(trained, encoded.classes))
     }

@@ -1,7 +1,7 @@
 //! Labels to the numbers an objective trains on, and the classes kept in the model.
 
 use sapwood_core::model::ClassLabel;
-use sapwood_core::params::ObjectiveKind;
+use sapwood_core::objective::ObjectiveKind;
 
 use crate::dataset::Label;
 use crate::{Error, Result};

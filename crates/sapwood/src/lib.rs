@@ -5,19 +5,25 @@ mod dataset;
 mod labels;
 mod stream;
 
-pub use booster::{Booster, Importance, PredictOptions, Predictions};
+pub use booster::{Booster, Importance, PredictOptions, Predictions, RankShard};
 pub use dataset::{Dataset, DatasetBuilder, Label};
 pub use labels::{
     encode as encode_labels, encode_with as encode_labels_with, global_classes,
     Encoded as EncodedLabels,
 };
 pub use sapwood_collective as collective;
-pub use sapwood_core::data::{Column, FeatureMatrix, MISSING_CATEGORY};
-pub use sapwood_core::metric::Metric;
+pub use sapwood_core::collective::{Collective, CommStats, SingleWorker};
+pub use sapwood_core::data::{Column, FeatureCuts, FeatureMatrix, MISSING_CATEGORY};
+pub use sapwood_core::files::write_atomic;
+pub use sapwood_core::metric::{argmax, Metric};
 pub use sapwood_core::model::{ClassLabel, Model};
+pub use sapwood_core::objective::ObjectiveKind;
 pub use sapwood_core::params::{
-    CommCodec, Device, GrowPolicy, ObjectiveKind, Params, Quantisation, PARAM_NAMES,
+    CollectiveKind, CommCodec, Device, GrowPolicy, Params, Quantisation, RunOptions, Settings,
+    PARAM_NAMES, RUN_OPTION_NAMES,
 };
+pub use sapwood_core::split::{BinSet, SplitRule};
 pub use sapwood_core::train::{Control, EvalResult, Quiet, RoundReport, TrainObserver};
+pub use sapwood_core::tree::{Node, NodeId, Split, Tree};
 pub use sapwood_core::{Error, Result};
 pub use stream::{BinPass, BinnedDataset, CutPass};

@@ -1,10 +1,10 @@
 //! `sapwood inspect`: what a model holds.
 
 use anyhow::Result;
+use sapwood::FeatureCuts;
+use sapwood::SplitRule;
 use sapwood::{Booster, Importance};
-use sapwood_core::data::FeatureCuts;
-use sapwood_core::split::SplitRule;
-use sapwood_core::tree::{NodeId, Tree};
+use sapwood::{NodeId, Tree};
 
 use crate::cli::InspectArgs;
 

@@ -6,8 +6,8 @@ mod predict;
 mod train;
 
 use anyhow::Result;
+use sapwood::FeatureCuts;
 use sapwood::Model;
-use sapwood_core::data::FeatureCuts;
 
 use crate::cli::{Cli, Command};
 

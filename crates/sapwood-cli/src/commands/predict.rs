@@ -113,10 +113,7 @@ pub fn run(a: PredictArgs) -> Result<()> {
             } else {
                 objective.transform(&margins)
             };
-            let best: Vec<usize> = margins
-                .chunks_exact(k)
-                .map(sapwood_core::metric::argmax)
-                .collect();
+            let best: Vec<usize> = margins.chunks_exact(k).map(sapwood::argmax).collect();
             arrays.push(labels_array(model, &best));
             for c in 0..k {
                 arrays.push(Arc::new(Float32Array::from_iter_values(

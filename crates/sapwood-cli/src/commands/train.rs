@@ -4,22 +4,26 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use sapwood::{BinnedDataset, Booster, CutPass, Label, Params};
-use sapwood_core::collective::{Collective, SingleWorker};
+use sapwood::{
+    BinnedDataset, Booster, Collective, CollectiveKind, CutPass, Label, Params, RunOptions,
+    Settings, SingleWorker,
+};
 use sapwood_io::ReadOptions;
 use serde_json::json;
 
-use crate::cli::{CollectiveKind, TrainArgs};
+use crate::cli::TrainArgs;
 use crate::input::{label_of, Shard, Source};
 use crate::progress::Progress;
 use crate::settings::{self, apply_config, apply_sets};
 
-fn params_of(a: &TrainArgs) -> Result<Params> {
-    let mut p = Params::default();
+/// Parameters and run options from the config file, the flags and `--set`, checked before
+/// any data is read.
+fn settings_of(a: &TrainArgs) -> Result<Settings> {
+    let mut p = Settings::default();
     if let Some(c) = &a.config {
         apply_config(&mut p, c)?;
     }
-    let flags: [(&str, Option<String>); 10] = [
+    let flags: [(&str, Option<String>); 11] = [
         ("objective", a.objective.clone()),
         ("num_rounds", a.rounds.map(|v| v.to_string())),
         ("learning_rate", a.learning_rate.map(|v| v.to_string())),
@@ -33,6 +37,7 @@ fn params_of(a: &TrainArgs) -> Result<Params> {
         ("threads", a.threads.map(|v| v.to_string())),
         ("device", a.device.clone()),
         ("workers", a.workers.map(|v| v.to_string())),
+        ("collective", a.collective.clone()),
     ];
     for (k, v) in flags {
         if let Some(v) = v {
@@ -137,7 +142,7 @@ fn check_group(a: &TrainArgs) -> Result<()> {
 /// Writes the model (and summary) of a finished run; says so when Ctrl-C stopped it.
 fn write_outputs(
     a: &TrainArgs,
-    params: &Params,
+    run: &RunOptions,
     booster: &mut Booster,
     rows: usize,
     features: usize,
@@ -202,8 +207,8 @@ fn write_outputs(
             "data_loading_seconds": load_seconds,
             "data_loading_peak_memory_mib": loading_peak_mib(),
             "peak_memory_mib": super::peak_memory_mib(),
-            "device": params.device.to_string(),
-            "workers": params.workers,
+            "device": run.device.to_string(),
+            "workers": run.workers,
             "communication": {
                 "bytes_sent": comm.bytes_sent,
                 "bytes_before_compression": comm.bytes_uncompressed,
@@ -212,7 +217,7 @@ fn write_outputs(
             },
         });
         let text = serde_json::to_string_pretty(&summary)?;
-        sapwood_core::files::write_atomic(path, text.as_bytes())?;
+        sapwood::write_atomic(path, text.as_bytes())?;
     }
     Ok(())
 }
@@ -230,14 +235,15 @@ fn note_loading_peak() {
 
 /// Runs `sapwood train`.
 pub fn run(a: TrainArgs) -> Result<()> {
-    match a.collective {
-        CollectiveKind::InProcess => run_local(a),
-        CollectiveKind::Mpi => run_mpi(a),
+    let settings = settings_of(&a)?;
+    match settings.run.collective {
+        CollectiveKind::InProcess => run_local(a, settings),
+        CollectiveKind::Mpi => run_mpi(a, settings),
     }
 }
 
 #[cfg(not(feature = "mpi"))]
-fn run_mpi(_a: TrainArgs) -> Result<()> {
+fn run_mpi(_a: TrainArgs, _settings: Settings) -> Result<()> {
     Err(settings::Error(
         "--collective mpi: this build of sapwood has no MPI support (build with --features mpi)"
             .into(),
@@ -246,14 +252,14 @@ fn run_mpi(_a: TrainArgs) -> Result<()> {
 }
 
 #[cfg(feature = "mpi")]
-fn run_mpi(a: TrainArgs) -> Result<()> {
+fn run_mpi(a: TrainArgs, settings: Settings) -> Result<()> {
     use sapwood::collective::mpi_transport::MpiTransport;
     use sapwood::collective::{RingCollective, Transport};
-    let params = params_of(&a)?;
+    let Settings { params, run } = settings;
     check_group(&a)?;
     let transport = MpiTransport::init()?;
     let (rank, size) = (transport.rank(), transport.size());
-    let mut coll = RingCollective::new(transport, params.comm_codec);
+    let mut coll = RingCollective::new(transport, run.comm_codec);
     let result = (|| -> Result<()> {
         let load_start = Instant::now();
         let opts = read_options(&a);
@@ -280,26 +286,24 @@ fn run_mpi(a: TrainArgs) -> Result<()> {
             valid.iter().map(|(n, d)| (n.as_str(), d)).collect();
         let mut progress = Progress::new(params.num_rounds, a.quiet || rank != 0);
         let start = Instant::now();
-        let trained = Booster::train_shard(
-            &params,
-            &local,
-            shard.rows.start,
-            source.num_rows(),
+        let rank_shard = sapwood::RankShard {
+            local: &local,
+            row_offset: shard.rows.start,
+            n_total: source.num_rows(),
             classes,
-            &evals,
-            &mut coll,
-            &mut progress,
-        );
+        };
+        let trained =
+            Booster::train_shard(&params, &run, rank_shard, &evals, &mut coll, &mut progress);
         progress.finish();
         let mut booster = trained?;
         if rank == 0 {
-            let p = Params {
+            let run = RunOptions {
                 workers: size,
-                ..params.clone()
+                ..run
             };
             write_outputs(
                 &a,
-                &p,
+                &run,
                 &mut booster,
                 source.num_rows() as usize,
                 local.names().len(),
@@ -317,8 +321,8 @@ fn run_mpi(a: TrainArgs) -> Result<()> {
     Ok(())
 }
 
-fn run_local(a: TrainArgs) -> Result<()> {
-    let params = params_of(&a)?;
+fn run_local(a: TrainArgs, settings: Settings) -> Result<()> {
+    let Settings { params, run } = settings;
     check_group(&a)?;
     let load_start = Instant::now();
     let opts = read_options(&a);
@@ -335,13 +339,13 @@ fn run_local(a: TrainArgs) -> Result<()> {
     let mut progress = Progress::new(params.num_rounds, a.quiet);
     let train_start = Instant::now();
     let evals: Vec<(&str, &BinnedDataset)> = valid.iter().map(|(n, d)| (n.as_str(), d)).collect();
-    let result = Booster::train_binned(&params, &train, &evals, &mut progress);
+    let result = Booster::train_binned(&params, &run, &train, &evals, &mut progress);
     progress.finish();
     let mut booster = result?;
     let train_seconds = train_start.elapsed().as_secs_f64();
     write_outputs(
         &a,
-        &params,
+        &run,
         &mut booster,
         train.n_rows(),
         train.names().len(),

@@ -5,10 +5,12 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use super::kernel::{self, BinValue, HistValue};
-use super::{HistBackend, NodeSplit, TreeSetup};
+use super::shard::{self, NodeSpans, ShardLimits};
+use super::{HistBackend, NodeSplit, ShardData, TreeSetup};
 use crate::data::binned::{BinnedMatrix, Bins};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::hash::{HashKey, Stream};
+use crate::hist::HistBin;
 use crate::objective::{ftz, Objective};
 use crate::quantise::quantise_exact;
 use crate::tree::{NodeId, Tree};
@@ -37,98 +39,42 @@ pub struct CpuBackend {
     exact: Option<Vec<[i64; 2]>>,
     /// low-bit (g, h) packed in one i64 when the shard's sums fit 32 bits each
     packed: Option<Vec<i64>>,
-    /// in-bag rows grouped by node: node n owns rows[ranges[n].0 .. +ranges[n].1]
+    /// in-bag rows grouped by node (see [`NodeSpans`])
     rows: Vec<u32>,
-    ranges: Vec<(usize, usize)>,
+    spans: NodeSpans,
     all_in_bag: bool,
 }
 
 impl CpuBackend {
-    /// A backend over `binned` (global rows `row_offset..`), with histogram `offsets` from
-    /// the cuts and margins starting at `base_margin` (one per group).
-    pub fn new(
-        binned: Arc<BinnedMatrix>,
-        offsets: Vec<u32>,
-        labels: Vec<f32>,
-        weights: Option<Vec<f32>>,
-        objective: Objective,
-        base_margin: &[f32],
-        row_offset: u64,
-    ) -> Result<Self> {
-        let n = binned.n_rows();
-        if labels.len() != n {
-            return Err(Error::LengthMismatch {
-                column: "label".into(),
-                got: labels.len(),
-                expected: n,
-            });
-        }
-        if let Some(w) = &weights {
-            if w.len() != n {
-                return Err(Error::LengthMismatch {
-                    column: "weight".into(),
-                    got: w.len(),
-                    expected: n,
-                });
-            }
-        }
-        let k = objective.groups();
-        if base_margin.len() != k {
-            return Err(Error::Backend(format!(
-                "{} base margins for {k} groups",
-                base_margin.len()
-            )));
-        }
-        let total_bins = *offsets.last().unwrap_or(&0) as usize;
-        let nf = binned.n_features();
-        if offsets.len() != nf + 1 {
-            return Err(Error::Backend(format!(
-                "{} offsets for {nf} features",
-                offsets.len()
-            )));
-        }
-        // the histogram kernel indexes without checks: every bin must be inside its feature
-        let widths: Vec<usize> = offsets
-            .windows(2)
-            .map(|w| w[1].saturating_sub(w[0]) as usize)
-            .collect();
-        let ok = match binned.bins() {
-            Bins::U8(b) => bins_in_range(b, &widths),
-            Bins::U16(b) => bins_in_range(b, &widths),
-        };
-        if !ok {
-            return Err(Error::Backend(
-                "a bin lies outside its feature's histogram".into(),
-            ));
-        }
-        let columns = transpose(binned.bins(), n, nf);
-        let margins = (0..n).flat_map(|_| base_margin.iter().copied()).collect();
+    /// A backend over `s.binned` (global rows `s.row_offset..`), margins starting at the
+    /// base margin of each group.
+    pub fn new(s: ShardData) -> Result<Self> {
+        let shape = shard::validate(&s, ShardLimits::default())?;
+        let (n, k) = (shape.n, shape.k);
+        let columns = transpose(s.binned.bins(), n, shape.nf);
+        let margins = (0..n).flat_map(|_| s.base_margin.iter().copied()).collect();
         Ok(CpuBackend {
-            binned,
+            binned: s.binned,
             columns,
-            offsets,
-            total_bins,
-            labels,
-            weights,
-            objective,
-            row_offset,
+            offsets: s.offsets,
+            total_bins: shape.total_bins,
+            labels: s.labels,
+            weights: s.weights,
+            objective: s.objective,
+            row_offset: s.row_offset,
             margins,
             grad: vec![[0.0; 2]; n * k],
             gh: vec![[0; 2]; n],
             exact: None,
             packed: None,
             rows: Vec::new(),
-            ranges: Vec::new(),
+            spans: NodeSpans::new(),
             all_in_bag: true,
         })
     }
 
     fn node_rows(&self, node: NodeId) -> Result<&[u32]> {
-        let &(start, len) = self
-            .ranges
-            .get(node.index())
-            .ok_or_else(|| Error::Backend(format!("unknown node {}", node.0)))?;
-        Ok(&self.rows[start..start + len])
+        Ok(&self.rows[self.spans.get(node)?.range()])
     }
 }
 
@@ -224,11 +170,6 @@ fn partition(rows: &mut [u32], left: impl Fn(u32) -> bool + Sync) -> usize {
     n_left
 }
 
-fn bins_in_range<B: BinValue>(bins: &[B], widths: &[usize]) -> bool {
-    bins.par_chunks(widths.len().max(1))
-        .all(|row| row.iter().zip(widths).all(|(b, &w)| b.index() < w))
-}
-
 fn transpose(bins: &Bins, n: usize, nf: usize) -> Bins {
     fn t<B: Copy + Default + Send + Sync>(b: &[B], n: usize, nf: usize) -> Vec<B> {
         let mut out = vec![B::default(); n * nf];
@@ -290,9 +231,7 @@ impl HistBackend for CpuBackend {
 
     fn start_tree(&mut self, s: &TreeSetup) -> Result<u64> {
         let k = self.objective.groups();
-        if s.group >= k {
-            return Err(Error::Backend(format!("group {} of {k}", s.group)));
-        }
+        shard::check_group(s.group, k)?;
         let (grad, offset) = (&self.grad, self.row_offset);
         let lowbit = s.scales.grad.drop.is_some();
         let grad_key = HashKey::new(s.seed, Stream::GradNoise, s.tree_index);
@@ -349,20 +288,13 @@ impl HistBackend for CpuBackend {
                 .filter(|&i| s.row_sample.keeps(row_key.hash32(offset + i as u64)))
                 .collect()
         };
-        self.ranges.clear();
-        self.ranges.push((0, self.rows.len()));
+        self.spans.reset(self.rows.len() as u32);
         Ok(self.rows.len() as u64)
     }
 
-    fn build_histograms(&mut self, nodes: &[NodeId], out: &mut [i64]) -> Result<()> {
-        let width = 2 * self.total_bins;
-        if out.len() != nodes.len() * width {
-            return Err(Error::Backend(format!(
-                "histogram buffer of {} for {} nodes of {width}",
-                out.len(),
-                nodes.len()
-            )));
-        }
+    fn build_histograms(&mut self, nodes: &[NodeId], out: &mut [HistBin]) -> Result<()> {
+        let width = self.total_bins;
+        shard::check_hist_len(out.len(), nodes.len(), width)?;
         let row_sets = nodes
             .iter()
             .map(|&n| self.node_rows(n))
@@ -377,53 +309,43 @@ impl HistBackend for CpuBackend {
                 let dense = rows.len() == n;
                 match packed {
                     Some(p) => {
-                        let mut h = vec![0i64; width / 2];
+                        let mut h = vec![0i64; width];
                         match bins {
                             Bins::U8(b) => build_one(rows, dense, b, offsets, p, &mut h),
                             Bins::U16(b) => build_one(rows, dense, b, offsets, p, &mut h),
                         }
-                        for (pair, &v) in o.chunks_exact_mut(2).zip(&h) {
-                            pair.copy_from_slice(&kernel::unpack(v));
+                        for (bin, &v) in o.iter_mut().zip(&h) {
+                            *bin = kernel::unpack(v);
                         }
                     }
-                    None => {
-                        let (hist, _) = o.as_chunks_mut::<2>();
-                        match bins {
-                            Bins::U8(b) => build_one(rows, dense, b, offsets, gh, hist),
-                            Bins::U16(b) => build_one(rows, dense, b, offsets, gh, hist),
-                        }
-                    }
+                    None => match bins {
+                        Bins::U8(b) => build_one(rows, dense, b, offsets, gh, o),
+                        Bins::U16(b) => build_one(rows, dense, b, offsets, gh, o),
+                    },
                 }
             });
         Ok(())
     }
 
     fn apply_splits(&mut self, splits: &[NodeSplit]) -> Result<Vec<[u64; 2]>> {
-        let mut jobs = Vec::with_capacity(splits.len());
-        for (i, s) in splits.iter().enumerate() {
-            let &(start, len) = self
-                .ranges
-                .get(s.node.index())
-                .ok_or_else(|| Error::Backend(format!("unknown node {}", s.node.0)))?;
-            jobs.push((start, len, i));
-        }
-        // node ranges are disjoint: carve the row array into one slice per split
-        jobs.sort_unstable();
-        let mut slices = Vec::with_capacity(jobs.len());
+        let spans = self.spans.for_splits(splits, self.binned.n_features())?;
+        // node spans are disjoint (checked): carve the row array into one slice per split
+        let mut order: Vec<usize> = (0..splits.len()).collect();
+        order.sort_unstable_by_key(|&i| spans[i]);
+        let mut slices = Vec::with_capacity(splits.len());
         let mut rest: &mut [u32] = &mut self.rows;
         let mut consumed = 0;
-        for &(start, len, i) in &jobs {
-            if start < consumed {
-                return Err(Error::Backend("two splits share rows".into()));
-            }
-            let (_, tail) = rest.split_at_mut(start - consumed);
-            let (mine, tail) = tail.split_at_mut(len);
+        for &i in &order {
+            let r = spans[i].range();
+            let (_, tail) = std::mem::take(&mut rest).split_at_mut(r.start - consumed);
+            let (mine, tail) = tail.split_at_mut(r.len());
             slices.push((mine, i));
             rest = tail;
-            consumed = start + len;
+            consumed = r.end;
         }
         let n = self.binned.n_rows();
         let columns = &self.columns;
+        let mut moved = vec![[0u32; 2]; splits.len()];
         let lefts: Vec<(usize, usize)> = slices
             .into_par_iter()
             .map(|(rows, i)| {
@@ -443,21 +365,13 @@ impl HistBackend for CpuBackend {
                 (i, n_left)
             })
             .collect();
-        let mut counts = vec![[0u64; 2]; splits.len()];
-        for ((start, len, _), (i, n_left)) in jobs.into_iter().zip(lefts) {
-            let s = &splits[i];
-            let need = s.left.index().max(s.right.index()) + 1;
-            if self.ranges.len() < need {
-                self.ranges.resize(need, (0, 0));
-            }
-            self.ranges[s.left.index()] = (start, n_left);
-            self.ranges[s.right.index()] = (start + n_left, len - n_left);
-            counts[i] = [n_left as u64, (len - n_left) as u64];
+        for (i, n_left) in lefts {
+            moved[i] = [n_left as u32, spans[i].len - n_left as u32];
         }
-        Ok(counts)
+        self.spans.record(splits, &spans, &moved)
     }
 
-    fn exact_sums(&mut self, nodes: &[NodeId]) -> Result<Vec<[i64; 2]>> {
+    fn exact_sums(&mut self, nodes: &[NodeId]) -> Result<Vec<HistBin>> {
         let values = self.exact.as_ref().unwrap_or(&self.gh);
         nodes
             .iter()
@@ -475,14 +389,11 @@ impl HistBackend for CpuBackend {
         let k = self.objective.groups();
         let n = self.num_rows();
         let mut leaf_of = vec![u32::MAX; n];
-        for (id, node) in tree.nodes.iter().enumerate() {
-            if node.split.is_none() {
-                if let Some(&(start, len)) = self.ranges.get(id) {
-                    for &r in &self.rows[start..start + len] {
-                        leaf_of[r as usize] = id as u32;
-                    }
-                }
-            }
+        let entries = self.spans.leaf_of_entries(self.rows.len(), |id| {
+            tree.nodes.get(id).is_some_and(|n| n.split.is_none())
+        });
+        for (&r, &leaf) in self.rows.iter().zip(&entries) {
+            leaf_of[r as usize] = leaf;
         }
         let binned = &self.binned;
         self.margins

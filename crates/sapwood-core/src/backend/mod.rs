@@ -1,13 +1,25 @@
-//! The `HistBackend` trait: what the grower asks of a device holding a shard of rows.
+//! Backends: a device holding a shard of rows, and what every backend shares.
+//!
+//! - [`HistBackend`]: what the grower asks of a backend (gradients, histograms, partition);
+//! - [`factory`]: [`ShardData`] and the factories that build a worker's backend from it;
+//! - [`shard`]: everything about a shard that is not a kernel launch (validation, node row
+//!   spans, kernel list, scalars and encodings kernels read), shared by every backend;
+//! - [`gpu_layout`]: the data layouts GPU kernels read (packed bins, splits, trees, tiles);
+//! - the CPU backend ([`CpuBackend`]), the reference every other backend must match bit for
+//!   bit. A GPU backend is allocation, launches and read-backs on top of [`shard`].
 
 mod cpu;
-pub mod device;
+pub mod factory;
+pub mod gpu_layout;
 mod kernel;
+pub mod shard;
 
 pub use cpu::CpuBackend;
+pub use factory::{BackendFactory, CpuFactory, ShardData};
 
 use crate::error::Result;
 use crate::hash::SampleRate;
+use crate::hist::HistBin;
 use crate::quantise::GroupScales;
 use crate::split::SplitRule;
 use crate::tree::{NodeId, Tree};
@@ -47,7 +59,7 @@ pub struct TreeSetup {
 /// A device holding one shard of the binned rows, its gradients and its row partition.
 ///
 /// The CPU backend is the reference; every other backend must give the same integers.
-/// Histograms are `2 * total_bins` i64 per node: (Σg, Σh) per bin, interleaved.
+/// A node's histogram is `total_bins` [`HistBin`]s.
 pub trait HistBackend: Send {
     /// Rows in this shard.
     fn num_rows(&self) -> usize;
@@ -60,14 +72,15 @@ pub trait HistBackend: Send {
     /// returns the rows in the root on this shard.
     fn start_tree(&mut self, setup: &TreeSetup) -> Result<u64>;
 
-    /// Histograms of `nodes`, written one after another into `out`.
-    fn build_histograms(&mut self, nodes: &[NodeId], out: &mut [i64]) -> Result<()>;
+    /// Histograms of `nodes`, written one after another into `out` (every entry is
+    /// overwritten).
+    fn build_histograms(&mut self, nodes: &[NodeId], out: &mut [HistBin]) -> Result<()>;
 
     /// Moves each split node's rows to its children; returns (left, right) rows per split.
     fn apply_splits(&mut self, splits: &[NodeSplit]) -> Result<Vec<[u64; 2]>>;
 
     /// Exact fixed-point (Σg, Σh) of each node's rows, for refitting leaves in low-bit mode.
-    fn exact_sums(&mut self, nodes: &[NodeId]) -> Result<Vec<[i64; 2]>>;
+    fn exact_sums(&mut self, nodes: &[NodeId]) -> Result<Vec<HistBin>>;
 
     /// Adds the finished tree's leaf values to the group's margins.
     fn update_margins(&mut self, tree: &Tree, group: usize) -> Result<()>;

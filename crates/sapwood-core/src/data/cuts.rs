@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::data::matrix::{Column, FeatureMatrix, MISSING_CATEGORY};
 use crate::error::{Error, Result};
 use crate::hash::{hash32, SampleRate, Stream};
+use crate::wire::{ByteReader, PutBytes};
 
 /// Bin boundaries of one feature. Bin 0 is always the missing-value bin.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -257,24 +258,24 @@ impl CutSample {
     /// A compact byte encoding, for gathering samples across workers.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::new();
-        out.extend((self.features.len() as u64).to_le_bytes());
+        out.put_u64(self.features.len() as u64);
         for f in &self.features {
             match f {
                 FeatureSample::Numeric(v) => {
-                    out.push(0);
-                    out.extend((v.len() as u64).to_le_bytes());
-                    for (x, w) in v {
-                        out.extend(x.to_le_bytes());
-                        out.extend(w.to_le_bytes());
+                    out.put_u8(0);
+                    out.put_u64(v.len() as u64);
+                    for &(x, w) in v {
+                        out.put_f32(x);
+                        out.put_f32(w);
                     }
                 }
                 FeatureSample::Categorical(counts) => {
-                    out.push(1);
-                    out.extend((counts.len() as u64).to_le_bytes());
-                    for (l, c) in counts {
-                        out.extend((l.len() as u64).to_le_bytes());
-                        out.extend(l.as_bytes());
-                        out.extend(c.to_le_bytes());
+                    out.put_u8(1);
+                    out.put_u64(counts.len() as u64);
+                    for (l, &c) in counts {
+                        out.put_u64(l.len() as u64);
+                        out.extend_from_slice(l.as_bytes());
+                        out.put_u64(c);
                     }
                 }
             }
@@ -284,17 +285,17 @@ impl CutSample {
 
     /// Decodes [`CutSample::to_bytes`]; malformed input is an error.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
-        let mut r = Reader { bytes, pos: 0 };
+        let mut r = ByteReader::new(bytes, "cut sample");
         let n = r.u64()? as usize;
         let mut features = Vec::with_capacity(n.min(1 << 20));
         for _ in 0..n {
-            match r.take(1)?[0] {
+            match r.u8()? {
                 0 => {
                     let len = r.u64()? as usize;
                     let mut v = Vec::with_capacity(len.min(1 << 24));
                     for _ in 0..len {
-                        let x = f32::from_le_bytes(r.take(4)?.try_into().unwrap());
-                        let w = f32::from_le_bytes(r.take(4)?.try_into().unwrap());
+                        let x = r.f32()?;
+                        let w = r.f32()?;
                         v.push((x, w));
                     }
                     features.push(FeatureSample::Numeric(v));
@@ -306,32 +307,15 @@ impl CutSample {
                         let l = r.u64()? as usize;
                         let s = String::from_utf8(r.take(l)?.to_vec())
                             .map_err(|_| Error::Collective("sample level is not UTF-8".into()))?;
-                        counts.insert(s, u64::from_le_bytes(r.take(8)?.try_into().unwrap()));
+                        counts.insert(s, r.u64()?);
                     }
                     features.push(FeatureSample::Categorical(counts));
                 }
                 t => return Err(Error::Collective(format!("bad sample tag {t}"))),
             }
         }
+        r.finish()?;
         Ok(CutSample { features })
-    }
-}
-
-struct Reader<'a> {
-    bytes: &'a [u8],
-    pos: usize,
-}
-
-impl Reader<'_> {
-    fn take(&mut self, n: usize) -> Result<&[u8]> {
-        let end = self.pos.checked_add(n).filter(|&e| e <= self.bytes.len());
-        let end = end.ok_or_else(|| Error::Collective("truncated cut sample".into()))?;
-        let s = &self.bytes[self.pos..end];
-        self.pos = end;
-        Ok(s)
-    }
-    fn u64(&mut self) -> Result<u64> {
-        Ok(u64::from_le_bytes(self.take(8)?.try_into().unwrap()))
     }
 }
 

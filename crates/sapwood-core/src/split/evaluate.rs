@@ -3,6 +3,7 @@
 use super::gain::{leaf_gain, SplitParams, MIN_SPLIT_GAIN};
 use super::{pick, BinSet, SplitCandidate, SplitRule};
 use crate::data::cuts::{Cuts, FeatureCuts};
+use crate::hist::{add, HistBin};
 
 /// Factors from histogram integers to real gradient and hessian units.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -16,8 +17,8 @@ pub struct Units {
 /// What split finding knows about a node.
 #[derive(Debug, Clone, Copy)]
 pub struct NodeView<'a> {
-    /// The node's histogram: (Σg, Σh) per bin over all features, interleaved.
-    pub hist: &'a [i64],
+    /// The node's histogram over all features.
+    pub hist: &'a [HistBin],
     /// The node's (Σg, Σh).
     pub sums: [i64; 2],
     /// Global rows in the node.
@@ -66,18 +67,14 @@ impl Ctx<'_> {
     }
 }
 
-fn add(a: [i64; 2], h: &[i64], bin: usize) -> [i64; 2] {
-    [a[0] + h[2 * bin], a[1] + h[2 * bin + 1]]
-}
-
-fn numeric(feature: usize, h: &[i64], ctx: &Ctx<'_>) -> Option<SplitCandidate> {
-    let nb = h.len() / 2;
-    let miss = [h[0], h[1]];
+fn numeric(feature: usize, h: &[HistBin], ctx: &Ctx<'_>) -> Option<SplitCandidate> {
+    let nb = h.len();
+    let miss = h[0];
     let has_missing = miss != [0, 0];
     let mut best: Option<SplitCandidate> = None;
     let mut acc = [0i64; 2];
-    for b in 1..nb {
-        acc = add(acc, h, b);
+    for (b, &bin) in h.iter().enumerate().skip(1) {
+        acc = add(acc, bin);
         let all_values = b == nb - 1;
         for default_left in [false, true] {
             if (default_left && !has_missing) || (all_values && (default_left || !has_missing)) {
@@ -105,8 +102,8 @@ fn numeric(feature: usize, h: &[i64], ctx: &Ctx<'_>) -> Option<SplitCandidate> {
     best
 }
 
-fn categorical(feature: usize, h: &[i64], ctx: &Ctx<'_>) -> Option<SplitCandidate> {
-    let nb = h.len() / 2;
+fn categorical(feature: usize, h: &[HistBin], ctx: &Ctx<'_>) -> Option<SplitCandidate> {
+    let nb = h.len();
     let levels = nb - 1;
     let mut best: Option<SplitCandidate> = None;
     let mut consider = |left_bins: &[u16], left: [i64; 2], lambda: f64| {
@@ -126,9 +123,9 @@ fn categorical(feature: usize, h: &[i64], ctx: &Ctx<'_>) -> Option<SplitCandidat
         }
     };
     if levels <= ctx.p.max_cat_to_onehot {
-        for b in 1..nb {
-            if h[2 * b + 1] > 0 {
-                consider(&[b as u16], [h[2 * b], h[2 * b + 1]], ctx.p.lambda);
+        for (b, &bin) in h.iter().enumerate().skip(1) {
+            if bin[1] > 0 {
+                consider(&[b as u16], bin, ctx.p.lambda);
             }
         }
         return best;
@@ -137,10 +134,10 @@ fn categorical(feature: usize, h: &[i64], ctx: &Ctx<'_>) -> Option<SplitCandidat
     // prefixes from both ends
     let smooth = ctx.p.cat_smooth;
     let mut used: Vec<usize> = (1..nb)
-        .filter(|&b| h[2 * b + 1] > 0 && ctx.est_count(h[2 * b + 1]) >= smooth)
+        .filter(|&b| h[b][1] > 0 && ctx.est_count(h[b][1]) >= smooth)
         .collect();
     let ratio = |b: usize| {
-        let (g, hh) = ctx.real([h[2 * b], h[2 * b + 1]]);
+        let (g, hh) = ctx.real(h[b]);
         g / (hh + smooth)
     };
     used.sort_by(|&a, &b| ratio(a).total_cmp(&ratio(b)).then(a.cmp(&b)));
@@ -160,8 +157,8 @@ fn categorical(feature: usize, h: &[i64], ctx: &Ctx<'_>) -> Option<SplitCandidat
             .iter()
             .take(max_levels.min(order.len().saturating_sub(1)).max(1))
         {
-            left = add(left, h, b);
-            group += ctx.est_count(h[2 * b + 1]);
+            left = add(left, h[b]);
+            group += ctx.est_count(h[b][1]);
             bins.push(b as u16);
             if group < min_group {
                 continue;
@@ -203,7 +200,7 @@ pub fn best_split(
     let offsets = cuts.offsets();
     let mut best = None;
     for &f in features {
-        let h = &node.hist[2 * offsets[f] as usize..2 * offsets[f + 1] as usize];
+        let h = &node.hist[offsets[f] as usize..offsets[f + 1] as usize];
         let cand = match cuts.feature(f) {
             FeatureCuts::Numeric { .. } => numeric(f, h, &ctx),
             FeatureCuts::Categorical { .. } => categorical(f, h, &ctx),
@@ -273,10 +270,9 @@ mod tests {
         ) {
             let nb = 6;
             let cuts = Cuts::new(vec![FeatureCuts::Numeric { thresholds: vec![1.0, 2.0, 3.0, 4.0] }]);
-            let mut hist = vec![0i64; 2 * nb];
+            let mut hist = vec![[0i64; 2]; nb];
             for &(b, g, h) in &rows {
-                hist[2 * b as usize] += g;
-                hist[2 * b as usize + 1] += h;
+                hist[b as usize] = add(hist[b as usize], [g, h]);
             }
             let sums = rows.iter().fold([0, 0], |a, &(_, g, h)| [a[0] + g, a[1] + h]);
             let p = SplitParams { lambda, min_child_weight: mcw, ..SplitParams::from_params(&Params::default()) };
@@ -306,10 +302,9 @@ mod tests {
             rows in proptest::collection::vec((0u16..4, -50i64..50, 1i64..20), 2..60),
         ) {
             let cuts = Cuts::new(vec![FeatureCuts::Categorical { levels: vec!["a".into(), "b".into(), "c".into()], level_bins: vec![1, 2, 3], n_bins: 4 }]);
-            let mut hist = vec![0i64; 8];
+            let mut hist = vec![[0i64; 2]; 4];
             for &(b, g, h) in &rows {
-                hist[2 * b as usize] += g;
-                hist[2 * b as usize + 1] += h;
+                hist[b as usize] = add(hist[b as usize], [g, h]);
             }
             let sums = rows.iter().fold([0, 0], |a, &(_, g, h)| [a[0] + g, a[1] + h]);
             let p = SplitParams { min_child_weight: 0.0, ..SplitParams::from_params(&Params::default()) };
@@ -343,8 +338,8 @@ mod tests {
             },
         ]);
         // identical histograms for both features
-        let f = [0i64, 0, -10, 5, 10, 5];
-        let hist: Vec<i64> = f.iter().chain(f.iter()).copied().collect();
+        let f = [[0i64, 0], [-10, 5], [10, 5]];
+        let hist: Vec<HistBin> = f.iter().chain(f.iter()).copied().collect();
         let p = SplitParams::from_params(&Params::default());
         let c = best_split(
             NodeView {

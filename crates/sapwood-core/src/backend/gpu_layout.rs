@@ -1,6 +1,8 @@
-//! Host-side layouts GPU kernels read (WGSL and CUDA alike): bins packed into u32 words,
+//! The data layouts GPU kernels read (WGSL and CUDA alike): bins packed into u32 words,
 //! splits, trees, categorical bin sets, and the tiling of features into shared memory.
 
+use super::shard::Span;
+use super::NodeSplit;
 use crate::data::{BinnedMatrix, Bins};
 use crate::split::{BinSet, SplitRule};
 use crate::tree::Tree;
@@ -77,6 +79,28 @@ pub fn rule_words(rule: &SplitRule, cats: &mut Vec<u32>) -> [u32; 4] {
             [1, 0, off, len]
         }
     }
+}
+
+/// A batch of splits as the partition kernel reads it: 8 words per split (start, len,
+/// feature, then the rule's kind, default_left, bin, set offset, set length), and the words
+/// of the categorical bin sets.
+pub fn encode_splits(splits: &[NodeSplit], spans: &[Span]) -> (Vec<u32>, Vec<u32>) {
+    let mut cats = Vec::new();
+    let mut words = Vec::with_capacity(splits.len() * 8);
+    for (s, span) in splits.iter().zip(spans) {
+        let [kind, bin, off, len] = rule_words(&s.rule, &mut cats);
+        words.extend_from_slice(&[
+            span.start,
+            span.len,
+            s.feature as u32,
+            kind,
+            s.default_left as u32,
+            bin,
+            off,
+            len,
+        ]);
+    }
+    (words, cats)
 }
 
 /// A tree as the prediction kernels read it: 8 words per node, the values, the categorical sets.
@@ -193,6 +217,7 @@ pub fn plan_tiles(offsets: &[u32], capacity: u32) -> TilePlan {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tree::{Node, NodeId, Split};
 
     #[test]
     fn packed_bins_read_back_as_the_kernels_read_them() {
@@ -217,6 +242,77 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// goes_left in route.cuh and route.wgsl, on the host.
+    fn goes_left(cats: &[u32], bin: u32, w: &[u32]) -> bool {
+        let (kind, default_left, split_bin, off, len) = (w[0], w[1], w[2], w[3], w[4]);
+        if bin == 0 {
+            return default_left != 0;
+        }
+        if kind == 0 {
+            return bin <= split_bin;
+        }
+        let word = bin >> 5;
+        word < len && (cats[(off + word) as usize] >> (bin & 31)) & 1 != 0
+    }
+
+    #[test]
+    fn encoded_rules_route_as_the_core_does() {
+        let rules = [
+            SplitRule::Numeric { bin: 5 },
+            SplitRule::Categorical {
+                left: BinSet::from_bins([1u16, 33, 70, 255]),
+            },
+        ];
+        for rule in &rules {
+            for default_left in [false, true] {
+                let mut cats = vec![0xdead_beef];
+                let [kind, bin, off, len] = rule_words(rule, &mut cats);
+                for b in 0..300u16 {
+                    let w = [kind, default_left as u32, bin, off, len];
+                    assert_eq!(
+                        goes_left(&cats, b as u32, &w),
+                        rule.goes_left(b, default_left),
+                        "{rule:?} bin {b}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn trees_encode_eight_words_per_node() {
+        let leaf = |v: f32| Node {
+            split: None,
+            value: v,
+            cover: 1.0,
+        };
+        let tree = Tree {
+            nodes: vec![
+                Node {
+                    split: Some(Split {
+                        feature: 2,
+                        rule: SplitRule::Categorical {
+                            left: BinSet::from_bins([3u16]),
+                        },
+                        default_left: true,
+                        left: NodeId(1),
+                        right: NodeId(2),
+                        gain: 1.0,
+                    }),
+                    value: 0.0,
+                    cover: 2.0,
+                },
+                leaf(0.5),
+                leaf(-0.25),
+            ],
+        };
+        let (words, values, cats) = encode_tree(&tree);
+        assert_eq!(&words[..8], &[2, 1, 1, 1, 2, 0, 0, 1]);
+        assert_eq!(words[9], 2);
+        assert_eq!(values, vec![0.0, 0.5, -0.25]);
+        assert_eq!(cats, vec![1 << 3]);
     }
 
     #[test]

@@ -1,0 +1,204 @@
+//! The GPU kernels every device backend implements (one file per kernel in each shader
+//! language, named by [`Kernel::stem`]), the helpers each one includes, and the scalars each
+//! is launched with, computed once from the shard and the tree so that every backend passes
+//! the same values, whatever its parameter-block layout.
+
+use super::ShardShape;
+use crate::backend::TreeSetup;
+use crate::hash::{HashKey, Stream};
+use crate::objective::{exp_table, sigmoid_table, Objective, ObjectiveKind};
+
+/// A compute kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kernel {
+    /// Gradients and hessians from margins, with per-group maxima.
+    Gradients,
+    /// Fixed-point (and low-bit) histogram values.
+    Quantise,
+    /// In-bag rows of a tree.
+    SampleRows,
+    /// Histograms in shared memory, one feature tile per block row.
+    HistShared,
+    /// Histograms in global memory for features wider than a tile.
+    HistGlobal,
+    /// Row partition of a batch of splits.
+    Partition,
+    /// Exact (Σg, Σh) per node.
+    LeafSums,
+    /// Adds a tree's leaf values to the margins.
+    Predict,
+}
+
+/// A helper file kernels include, in this order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Helper {
+    /// Integer and bit helpers, 64-bit pair arithmetic, hashing.
+    Common,
+    /// The parameter blocks.
+    Params,
+    /// Reading a row's bin of a feature.
+    Bins,
+    /// Routing a bin through a split.
+    Route,
+}
+
+impl Kernel {
+    /// Every kernel.
+    pub const ALL: [Kernel; 8] = [
+        Kernel::Gradients,
+        Kernel::Quantise,
+        Kernel::SampleRows,
+        Kernel::HistShared,
+        Kernel::HistGlobal,
+        Kernel::Partition,
+        Kernel::LeafSums,
+        Kernel::Predict,
+    ];
+
+    /// The file stem in every shader language (and the CUDA entry point).
+    pub fn stem(self) -> &'static str {
+        match self {
+            Kernel::Gradients => "gradients",
+            Kernel::Quantise => "quantise",
+            Kernel::SampleRows => "sample_rows",
+            Kernel::HistShared => "hist_shared",
+            Kernel::HistGlobal => "hist_global",
+            Kernel::Partition => "partition",
+            Kernel::LeafSums => "leaf_sums",
+            Kernel::Predict => "predict",
+        }
+    }
+
+    /// The helpers the kernel includes, in order.
+    pub fn helpers(self) -> &'static [Helper] {
+        use Helper::*;
+        match self {
+            Kernel::HistShared | Kernel::HistGlobal => &[Common, Params, Bins],
+            Kernel::Partition | Kernel::Predict => &[Common, Params, Bins, Route],
+            Kernel::LeafSums => &[Common],
+            _ => &[Common, Params],
+        }
+    }
+}
+
+/// The objective's code in the gradient kernels.
+pub fn objective_code(kind: ObjectiveKind) -> u32 {
+    match kind {
+        ObjectiveKind::SquaredError => 0,
+        ObjectiveKind::Logistic => 1,
+        ObjectiveKind::Softprob => 2,
+    }
+}
+
+/// Scalars of the gradient kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GradScalars {
+    /// Rows.
+    pub n: u32,
+    /// Groups.
+    pub k: u32,
+    /// [`objective_code`].
+    pub kind: u32,
+    /// 1 when rows carry weights.
+    pub has_weights: u32,
+    /// Entries of the logistic table.
+    pub sigmoid_len: u32,
+    /// Entries of the exponential table.
+    pub exp_len: u32,
+}
+
+impl GradScalars {
+    /// The gradient kernel's scalars for a shard.
+    pub fn of(shape: &ShardShape, objective: &Objective, has_weights: bool) -> Self {
+        GradScalars {
+            n: shape.n as u32,
+            k: shape.k as u32,
+            kind: objective_code(objective.kind()),
+            has_weights: has_weights as u32,
+            sigmoid_len: sigmoid_table().len() as u32,
+            exp_len: exp_table().len() as u32,
+        }
+    }
+}
+
+/// Scalars of the quantisation kernel for one tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QuantScalars {
+    /// Rows.
+    pub n: u32,
+    /// Groups.
+    pub k: u32,
+    /// The tree's group.
+    pub group: u32,
+    /// 1 in low-bit mode (an exact copy is kept for leaf refits).
+    pub lowbit: u32,
+    /// Fixed-point shift of gradients.
+    pub g_shift: i32,
+    /// Fixed-point shift of hessians.
+    pub h_shift: i32,
+    /// Low bits dropped from gradients (low-bit mode).
+    pub g_drop: u32,
+    /// Low bits dropped from hessians (low-bit mode).
+    pub h_drop: u32,
+    /// Key of the gradients' rounding noise.
+    pub g_key: u32,
+    /// Key of the hessians' rounding noise.
+    pub h_key: u32,
+    /// Global index of the shard's first row.
+    pub row_offset: u64,
+}
+
+impl QuantScalars {
+    /// The quantisation kernel's scalars for tree `s`.
+    pub fn of(shape: &ShardShape, s: &TreeSetup, row_offset: u64) -> Self {
+        QuantScalars {
+            n: shape.n as u32,
+            k: shape.k as u32,
+            group: s.group as u32,
+            lowbit: s.scales.grad.drop.is_some() as u32,
+            g_shift: s.scales.grad.shift,
+            h_shift: s.scales.hess.shift,
+            g_drop: s.scales.grad.drop.unwrap_or(0),
+            h_drop: s.scales.hess.drop.unwrap_or(0),
+            g_key: HashKey::new(s.seed, Stream::GradNoise, s.tree_index).0,
+            h_key: HashKey::new(s.seed, Stream::HessNoise, s.tree_index).0,
+            row_offset,
+        }
+    }
+}
+
+/// Scalars of the row-sampling kernel for one tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SampleScalars {
+    /// Rows.
+    pub n: u32,
+    /// Key of the sampling hash.
+    pub key: u32,
+    /// A row is kept when its hash is below this.
+    pub threshold: u32,
+    /// 1 when every row is kept (no hashing).
+    pub keep_all: u32,
+    /// Global index of the shard's first row.
+    pub row_offset: u64,
+}
+
+impl SampleScalars {
+    /// The sampling kernel's scalars for tree `s`.
+    pub fn of(shape: &ShardShape, s: &TreeSetup, row_offset: u64) -> Self {
+        SampleScalars {
+            n: shape.n as u32,
+            key: HashKey::new(s.seed, Stream::RowSample, s.tree_index).0,
+            threshold: s.row_sample.threshold().min(u32::MAX as u64) as u32,
+            keep_all: s.row_sample.keeps_all() as u32,
+            row_offset,
+        }
+    }
+}
+
+/// The gradient kernel's per-group maxima, read back as (|g|, h) f32 bit patterns.
+pub fn maxima_from_bits(words: &[u32]) -> Vec<[f32; 2]> {
+    words
+        .chunks_exact(2)
+        .map(|m| [f32::from_bits(m[0]), f32::from_bits(m[1])])
+        .collect()
+}

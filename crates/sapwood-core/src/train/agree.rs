@@ -1,0 +1,118 @@
+//! What the workers of a job agree on before boosting, each through the collective: row
+//! count, cuts, classes, base margin. Every result is the same on every worker however rows
+//! are sharded.
+
+use crate::collective::Collective;
+use crate::data::cuts::{CutSample, Cuts};
+use crate::detmath;
+use crate::error::{Error, Result};
+use crate::objective::{Objective, ObjectiveKind};
+use crate::params::Params;
+use crate::quantise::{exact_shift, quantise_exact};
+
+/// Σ values over all workers, exactly (fixed point), so the result is the same however rows
+/// are sharded.
+pub fn exact_sum(values: &[f32], n_total: u64, collective: &mut dyn Collective) -> Result<f64> {
+    let local_max = values.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    let mut max = [local_max.to_bits() as u64];
+    collective.allreduce_max(&mut max)?;
+    let shift = exact_shift(f32::from_bits(max[0] as u32), n_total);
+    let mut sum = [values
+        .iter()
+        .map(|&v| quantise_exact(v, shift))
+        .sum::<i64>()];
+    collective.allreduce_sum(&mut sum, 1 << crate::quantise::EXACT_SUM_BITS)?;
+    Ok(sum[0] as f64 * detmath::pow2(-shift))
+}
+
+/// The initial margin of each group: from `base_score`, or estimated from the labels.
+pub fn base_margin(
+    params: &Params,
+    objective: &Objective,
+    labels: &[f32],
+    weights: Option<&[f32]>,
+    n_total: u64,
+    collective: &mut dyn Collective,
+) -> Result<Vec<f32>> {
+    if let Some(b) = params.base_score {
+        return Ok(objective.base_margin_from_score(b));
+    }
+    let w: Vec<f32> = match weights {
+        Some(w) => w.to_vec(),
+        None => vec![1.0; labels.len()],
+    };
+    let total_w = exact_sum(&w, n_total, collective)?;
+    if total_w.is_nan() || total_w <= 0.0 {
+        return Err(Error::EmptyData("the sample weights sum to zero".into()));
+    }
+    let weighted_mean = |hit: &dyn Fn(f32) -> f32, c: &mut dyn Collective| -> Result<f64> {
+        let v: Vec<f32> = labels.iter().zip(&w).map(|(&y, &wi)| hit(y) * wi).collect();
+        Ok(exact_sum(&v, n_total, c)? / total_w)
+    };
+    Ok(match objective.kind() {
+        ObjectiveKind::SquaredError => vec![weighted_mean(&|y| y, collective)? as f32],
+        ObjectiveKind::Logistic => {
+            let p = weighted_mean(&|y| y, collective)?.clamp(1e-6, 1.0 - 1e-6);
+            vec![detmath::ln(p / (1.0 - p)) as f32]
+        }
+        ObjectiveKind::Softprob => {
+            let mut m = Vec::with_capacity(objective.groups());
+            for k in 0..objective.groups() {
+                let p = weighted_mean(&|y| if y as usize == k { 1.0 } else { 0.0 }, collective)?;
+                m.push(detmath::ln(p.max(1e-6)) as f32);
+            }
+            m
+        }
+    })
+}
+
+/// Rows over all workers.
+pub fn total_rows(n_local: usize, collective: &mut dyn Collective) -> Result<u64> {
+    let mut n = [n_local as i64];
+    collective.allreduce_sum(&mut n, u32::MAX as u64 * 1024)?;
+    Ok(n[0] as u64)
+}
+
+/// Gathers every worker's cut sample and computes the cuts they all share.
+pub fn agree_cuts(
+    local: &CutSample,
+    params: &Params,
+    collective: &mut dyn Collective,
+) -> Result<Cuts> {
+    let gathered = collective.allgather(&local.to_bytes())?;
+    let merged = CutSample::merge(
+        gathered
+            .iter()
+            .map(|b| CutSample::from_bytes(b))
+            .collect::<Result<_>>()?,
+    )?;
+    Cuts::from_sample(
+        &merged,
+        params.max_bin,
+        params.min_data_in_bin,
+        params.min_category_count,
+    )
+}
+
+/// Classes of a softmax job: `num_class`, or one more than the largest label over all
+/// workers (at least 2); 1 for other objectives.
+pub fn agree_num_class(
+    params: &Params,
+    labels: &[f32],
+    collective: &mut dyn Collective,
+) -> Result<usize> {
+    Ok(match params.objective {
+        ObjectiveKind::Softprob => match params.num_class {
+            Some(k) => k,
+            None => {
+                let local = labels
+                    .iter()
+                    .fold(0.0f32, |m, &y| if y.is_finite() { m.max(y) } else { m });
+                let mut max = [local as u64];
+                collective.allreduce_max(&mut max)?;
+                (max[0] as usize + 1).max(2)
+            }
+        },
+        _ => 1,
+    })
+}

@@ -1,0 +1,256 @@
+//! The boosting loop: gradients, agreed scales, one tree per group, evaluation, early
+//! stopping.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use rayon::prelude::*;
+
+use super::observer::{Control, EvalResult, RoundReport, TrainObserver};
+use crate::backend::{HistBackend, TreeSetup};
+use crate::collective::{Collective, CommStats};
+use crate::data::binned::BinnedMatrix;
+use crate::data::cuts::Cuts;
+use crate::error::Result;
+use crate::grower::store::HistStore;
+use crate::grower::{grow_tree, GrowerConfig};
+use crate::hash::{hash32, SampleRate, Stream};
+use crate::metric::Metric;
+use crate::objective::{ftz, Objective};
+use crate::params::Params;
+use crate::quantise::{GroupScales, Scale};
+use crate::split::SplitParams;
+use crate::tree::Tree;
+
+/// A named evaluation set, binned with the training cuts.
+pub struct EvalSet {
+    /// Name used in reports.
+    pub name: String,
+    /// Rows binned with the training cuts.
+    pub binned: Arc<BinnedMatrix>,
+    /// Labels (class indices for multiclass).
+    pub labels: Vec<f32>,
+    /// Optional weights.
+    pub weights: Option<Vec<f32>>,
+    margins: Vec<f32>,
+}
+
+impl EvalSet {
+    /// An evaluation set; its margins start at the model's base margin.
+    pub fn new(
+        name: impl Into<String>,
+        binned: Arc<BinnedMatrix>,
+        labels: Vec<f32>,
+        weights: Option<Vec<f32>>,
+    ) -> Self {
+        EvalSet {
+            name: name.into(),
+            binned,
+            labels,
+            weights,
+            margins: Vec::new(),
+        }
+    }
+}
+
+/// What boosting produced.
+#[derive(Debug, Clone)]
+pub struct BoostOutcome {
+    /// Trees, round-major.
+    pub trees: Vec<Tree>,
+    /// Best round under early stopping.
+    pub best_iteration: Option<usize>,
+    /// Metrics after every round (rank 0).
+    pub history: Vec<Vec<EvalResult>>,
+    /// Whether the observer asked to stop.
+    pub interrupted: bool,
+    /// This worker's traffic in each round.
+    pub comm_rounds: Vec<CommStats>,
+}
+
+/// The features a tree may split on (`colsample_bytree`), ascending.
+pub fn sample_features(n_features: usize, rate: f64, seed: u64, tree_index: u32) -> Vec<usize> {
+    if rate >= 1.0 {
+        return (0..n_features).collect();
+    }
+    let k = ((rate * n_features as f64).round() as usize).clamp(1, n_features);
+    let mut f: Vec<usize> = (0..n_features).collect();
+    f.sort_by_key(|&j| (hash32(seed, Stream::ColSample, tree_index, j as u64), j));
+    f.truncate(k);
+    f.sort_unstable();
+    f
+}
+
+fn metrics_of(set: &EvalSet, groups: usize, metrics: &[Metric]) -> Vec<EvalResult> {
+    metrics
+        .iter()
+        .map(|&metric| EvalResult {
+            dataset: set.name.clone(),
+            metric,
+            value: metric.evaluate(&set.margins, groups, &set.labels, set.weights.as_deref()),
+        })
+        .collect()
+}
+
+/// What every worker of a job has agreed on when boosting starts.
+#[derive(Debug, Clone, Copy)]
+pub struct BoostSetup<'a> {
+    /// The model parameters (validated).
+    pub params: &'a Params,
+    /// The loss with its number of groups.
+    pub objective: &'a Objective,
+    /// The agreed cuts.
+    pub cuts: &'a Cuts,
+    /// Initial margin of each group.
+    pub base_margin: &'a [f32],
+    /// Rows over all workers.
+    pub n_total: u64,
+}
+
+/// Boosts `params.num_rounds` rounds on this worker's backend. Evaluation sets are only
+/// evaluated on rank 0, which broadcasts the decision to stop.
+pub fn boost(
+    setup: &BoostSetup<'_>,
+    backend: &mut dyn HistBackend,
+    collective: &mut dyn Collective,
+    evals: &mut [EvalSet],
+    observer: &mut dyn TrainObserver,
+) -> Result<BoostOutcome> {
+    let BoostSetup {
+        params,
+        objective,
+        cuts,
+        base_margin,
+        n_total,
+    } = *setup;
+    let start = Instant::now();
+    let k = objective.groups();
+    for e in evals.iter_mut() {
+        e.margins = (0..e.binned.n_rows())
+            .flat_map(|_| base_margin.iter().copied())
+            .collect();
+    }
+    let cfg = GrowerConfig {
+        cuts,
+        split: SplitParams::from_params(params),
+        policy: params.grow_policy,
+        max_depth: params.max_depth,
+        max_leaves: params.max_leaves,
+        learning_rate: params.learning_rate,
+        n_total,
+    };
+    let metrics = params.metrics();
+    let row_sample = SampleRate::new(params.subsample);
+    let mut trees = Vec::with_capacity(params.num_rounds * k);
+    let mut history = Vec::new();
+    let mut best: Option<(usize, f64)> = None;
+    let mut interrupted = false;
+    let watch = metrics.last().copied();
+    let mut comm_rounds = Vec::with_capacity(params.num_rounds);
+    let mut last_comm = collective.stats();
+    let mut store = HistStore::new();
+    for round in 0..params.num_rounds {
+        let local = backend.compute_gradients()?;
+        let mut max: Vec<u64> = local
+            .iter()
+            .flat_map(|m| [m[0].to_bits() as u64, m[1].to_bits() as u64])
+            .collect();
+        collective.allreduce_max(&mut max)?;
+        for group in 0..k {
+            let scales = GroupScales {
+                grad: Scale::agree(
+                    f32::from_bits(max[2 * group] as u32),
+                    n_total,
+                    params.quantisation,
+                ),
+                hess: Scale::agree(
+                    f32::from_bits(max[2 * group + 1] as u32),
+                    n_total,
+                    params.quantisation,
+                ),
+            };
+            let tree_index = (round * k + group) as u32;
+            let setup = TreeSetup {
+                tree_index,
+                group,
+                seed: params.seed,
+                row_sample,
+                scales,
+            };
+            let features = sample_features(
+                cuts.n_features(),
+                params.colsample_bytree,
+                params.seed,
+                tree_index,
+            );
+            let tree = grow_tree(&cfg, backend, collective, &setup, &features, &mut store)?;
+            backend.update_margins(&tree, group)?;
+            for e in evals.iter_mut() {
+                let binned = &e.binned;
+                e.margins
+                    .par_chunks_mut(k)
+                    .enumerate()
+                    .for_each(|(row, m)| {
+                        let leaf = tree.leaf_of_binned(binned, row);
+                        m[group] = ftz(m[group] + tree.value(leaf));
+                    });
+            }
+            trees.push(tree);
+        }
+        let results: Vec<EvalResult> = evals
+            .iter()
+            .flat_map(|e| metrics_of(e, k, &metrics))
+            .collect();
+        let mut stop = false;
+        if let (Some(esr), Some(m), Some(last)) =
+            (params.early_stopping_rounds, watch, results.last())
+        {
+            let better = |a: f64, b: f64| if m.higher_is_better() { a > b } else { a < b };
+            match best {
+                Some((_, v)) if !better(last.value, v) => {}
+                _ => best = Some((round, last.value)),
+            }
+            if let Some((r, _)) = best {
+                stop = round - r >= esr;
+            }
+        }
+        let report = RoundReport {
+            round,
+            num_rounds: params.num_rounds,
+            metrics: &results,
+            elapsed: start.elapsed().as_secs_f64(),
+            comm: collective.stats(),
+        };
+        if observer.on_round(&report) == Control::Stop {
+            interrupted = true;
+            stop = true;
+        }
+        history.push(results);
+        let now = collective.stats();
+        comm_rounds.push(CommStats {
+            bytes_sent: now.bytes_sent - last_comm.bytes_sent,
+            bytes_uncompressed: now.bytes_uncompressed - last_comm.bytes_uncompressed,
+            allreduce_calls: now.allreduce_calls - last_comm.allreduce_calls,
+        });
+        last_comm = now;
+        if collective.world_size() > 1 {
+            let mut flag = vec![stop as u8];
+            collective.broadcast(&mut flag, 0)?;
+            stop = flag.first() == Some(&1);
+        }
+        if stop {
+            break;
+        }
+    }
+    Ok(BoostOutcome {
+        trees,
+        best_iteration: if params.early_stopping_rounds.is_some() {
+            best.map(|(r, _)| r)
+        } else {
+            None
+        },
+        history,
+        interrupted,
+        comm_rounds,
+    })
+}

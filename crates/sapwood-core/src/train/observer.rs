@@ -1,0 +1,55 @@
+//! What front ends learn after each round, and how they stop training.
+
+use crate::collective::CommStats;
+use crate::metric::Metric;
+
+/// One metric on one evaluation set after one round.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EvalResult {
+    /// The evaluation set's name.
+    pub dataset: String,
+    /// The metric.
+    pub metric: Metric,
+    /// Its value.
+    pub value: f64,
+}
+
+/// What an observer learns after each round.
+#[derive(Debug, Clone)]
+pub struct RoundReport<'a> {
+    /// Zero-based round just completed.
+    pub round: usize,
+    /// Rounds requested.
+    pub num_rounds: usize,
+    /// Metrics of every evaluation set (empty on workers other than rank 0).
+    pub metrics: &'a [EvalResult],
+    /// Seconds since training started.
+    pub elapsed: f64,
+    /// This worker's traffic so far.
+    pub comm: CommStats,
+}
+
+/// Whether training goes on after a round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Control {
+    /// Train the next round.
+    Continue,
+    /// Stop now and keep the rounds trained so far.
+    Stop,
+}
+
+/// Receives per-round progress (front ends draw progress bars, check for Ctrl-C, log).
+pub trait TrainObserver: Send {
+    /// Called after every round on every worker.
+    fn on_round(&mut self, report: &RoundReport<'_>) -> Control;
+}
+
+/// An observer that ignores everything.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Quiet;
+
+impl TrainObserver for Quiet {
+    fn on_round(&mut self, _report: &RoundReport<'_>) -> Control {
+        Control::Continue
+    }
+}
