@@ -1,6 +1,16 @@
-//! Training parameters, named as XGBoost names them where it has the same one.
+//! What defines a model ([`Params`], saved with it) and how a job runs ([`RunOptions`],
+//! never saved): parameters named as XGBoost names them where it has the same one.
+//!
+//! - [`run`]: the run options (threads, device, workers, collective, codec);
+//! - [`names`]: every name and alias users write, and [`Settings`], which routes each to its
+//!   half.
 
-use std::fmt;
+mod names;
+mod run;
+
+pub use names::{Settings, PARAM_NAMES, RUN_OPTION_NAMES};
+pub use run::{CollectiveKind, CommCodec, Device, RunOptions};
+
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
@@ -8,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::metric::Metric;
 use crate::objective::ObjectiveKind;
+use names::{canonical, num, opt, Setting};
 
 /// How trees grow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -54,75 +65,6 @@ impl Quantisation {
             _ => Err(Error::param(
                 "grad_bits",
                 format!("{bits} is not 0 (exact) or 2..=16"),
-            )),
-        }
-    }
-}
-
-/// Where histograms are built.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Device {
-    /// The CPU backend (rayon threads).
-    #[default]
-    Cpu,
-    /// The WGSL backend through wgpu (Vulkan, Metal, DX12).
-    Wgpu,
-    /// The CUDA backend through cudarc.
-    Cuda,
-}
-
-impl FromStr for Device {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "cpu" => Ok(Device::Cpu),
-            "wgpu" | "gpu-wgsl" => Ok(Device::Wgpu),
-            "cuda" | "gpu" => Ok(Device::Cuda),
-            other => Err(Error::param(
-                "device",
-                format!("`{other}` is not cpu, wgpu or cuda"),
-            )),
-        }
-    }
-}
-
-impl fmt::Display for Device {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Device::Cpu => "cpu",
-            Device::Wgpu => "wgpu",
-            Device::Cuda => "cuda",
-        })
-    }
-}
-
-/// How histograms exchanged between workers are encoded (always exactly).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CommCodec {
-    /// Plain 64-bit integers.
-    None,
-    /// Lanes narrowed to proven widths and packed several per 64-bit word.
-    Packed,
-    /// Zero bins suppressed, values varint-coded.
-    Sparse,
-    /// Chosen per message by size.
-    #[default]
-    Auto,
-}
-
-impl FromStr for CommCodec {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "none" => Ok(CommCodec::None),
-            "packed" => Ok(CommCodec::Packed),
-            "sparse" => Ok(CommCodec::Sparse),
-            "auto" => Ok(CommCodec::Auto),
-            other => Err(Error::param(
-                "comm_codec",
-                format!("`{other}` is not none, packed, sparse or auto"),
             )),
         }
     }
@@ -229,112 +171,6 @@ impl Default for Params {
             eval_metric: Vec::new(),
             early_stopping_rounds: None,
         }
-    }
-}
-
-/// Which transport carries the workers' exchanges.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum CollectiveKind {
-    /// Workers are threads of this process (`workers`).
-    #[default]
-    InProcess,
-    /// One worker per MPI rank, launched by `mpirun`.
-    Mpi,
-}
-
-impl FromStr for CollectiveKind {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "in-process" | "inprocess" | "in_process" => Ok(CollectiveKind::InProcess),
-            "mpi" => Ok(CollectiveKind::Mpi),
-            other => Err(Error::param(
-                "collective",
-                format!("`{other}` is not in-process or mpi"),
-            )),
-        }
-    }
-}
-
-/// How a training job runs: never saved, and never changes a bit of the model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RunOptions {
-    /// Threads for the CPU backend (per process, shared by its workers); 0 means all cores.
-    pub threads: usize,
-    /// Where histograms are built.
-    pub device: Device,
-    /// In-process workers, each with its own shard and backend.
-    pub workers: usize,
-    /// The transport between workers.
-    pub collective: CollectiveKind,
-    /// Encoding of exchanged histograms.
-    pub comm_codec: CommCodec,
-}
-
-impl Default for RunOptions {
-    fn default() -> Self {
-        RunOptions {
-            threads: 0,
-            device: Device::Cpu,
-            workers: 1,
-            collective: CollectiveKind::InProcess,
-            comm_codec: CommCodec::Auto,
-        }
-    }
-}
-
-impl RunOptions {
-    /// Checks every option's range.
-    pub fn validate(&self) -> Result<()> {
-        if self.workers == 0 {
-            return Err(Error::param("workers", "must be at least 1"));
-        }
-        Ok(())
-    }
-
-    /// Sets one option from text, by its name or an alias (`nthread`, `n_jobs`, ...).
-    pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
-        let v = value.trim();
-        match canonical(key)? {
-            Setting::Run("threads") => self.threads = num("threads", v)?,
-            Setting::Run("device") => self.device = v.parse()?,
-            Setting::Run("workers") => self.workers = num("workers", v)?,
-            Setting::Run("collective") => self.collective = v.parse()?,
-            Setting::Run("comm_codec") => self.comm_codec = v.parse()?,
-            Setting::Run(_) => unreachable!("RUN_OPTION_NAMES lists only names handled here"),
-            Setting::Param(name) => {
-                return Err(Error::param(
-                    name,
-                    "is a model parameter, not a run option: set it on Params",
-                ))
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Model parameters and run options together, as the front ends take them by name.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Settings {
-    /// What defines the model.
-    pub params: Params,
-    /// How training runs.
-    pub run: RunOptions,
-}
-
-impl Settings {
-    /// Sets a model parameter or a run option by its name or alias.
-    pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
-        match canonical(key)? {
-            Setting::Param(name) => self.params.set_canonical(name, value.trim()),
-            Setting::Run(_) => self.run.set(key, value),
-        }
-    }
-
-    /// Checks both halves.
-    pub fn validate(&self) -> Result<()> {
-        self.params.validate()?;
-        self.run.validate()
     }
 }
 
@@ -461,7 +297,7 @@ impl Params {
         }
     }
 
-    fn set_canonical(&mut self, name: &'static str, v: &str) -> Result<()> {
+    pub(super) fn set_canonical(&mut self, name: &'static str, v: &str) -> Result<()> {
         match name {
             "objective" => self.objective = v.parse()?,
             "num_class" => self.num_class = opt(name, v)?,
@@ -503,127 +339,6 @@ impl Params {
         }
         Ok(())
     }
-}
-
-fn num<T: FromStr>(name: &'static str, v: &str) -> Result<T> {
-    v.parse::<T>()
-        .map_err(|_| Error::param(name, format!("`{v}` is not a valid number")))
-}
-
-fn opt<T: FromStr>(name: &'static str, v: &str) -> Result<Option<T>> {
-    if v.is_empty() || v == "none" || v == "null" {
-        Ok(None)
-    } else {
-        num(name, v).map(Some)
-    }
-}
-
-/// Canonical model parameter names and the aliases users bring from XGBoost and LightGBM.
-pub const PARAM_NAMES: &[(&str, &[&str])] = &[
-    ("objective", &["objective_type"]),
-    ("num_class", &["num_classes"]),
-    (
-        "num_rounds",
-        &[
-            "num_boost_round",
-            "n_estimators",
-            "num_iterations",
-            "rounds",
-        ],
-    ),
-    ("learning_rate", &["eta", "shrinkage_rate"]),
-    ("max_depth", &[]),
-    ("max_leaves", &["num_leaves"]),
-    ("grow_policy", &[]),
-    ("max_bin", &["max_bins"]),
-    ("min_child_weight", &["min_sum_hessian_in_leaf"]),
-    ("lambda", &["reg_lambda", "lambda_l2"]),
-    ("alpha", &["reg_alpha", "lambda_l1"]),
-    ("gamma", &["min_split_loss", "min_gain_to_split"]),
-    ("max_delta_step", &[]),
-    ("min_data_in_leaf", &["min_child_samples"]),
-    ("subsample", &["bagging_fraction"]),
-    ("colsample_bytree", &["feature_fraction"]),
-    ("seed", &["random_state"]),
-    ("grad_bits", &[]),
-    ("base_score", &[]),
-    ("max_cat_to_onehot", &[]),
-    ("max_cat_threshold", &[]),
-    ("cat_smooth", &[]),
-    ("cat_l2", &[]),
-    ("min_data_per_group", &[]),
-    ("min_data_in_bin", &[]),
-    ("min_category_count", &[]),
-    ("bin_sample_rows", &["bin_construct_sample_cnt"]),
-    ("eval_metric", &["metric"]),
-    ("early_stopping_rounds", &["early_stopping"]),
-];
-
-/// Canonical run option names and their aliases.
-pub const RUN_OPTION_NAMES: &[(&str, &[&str])] = &[
-    ("threads", &["nthread", "n_jobs", "num_threads"]),
-    ("device", &[]),
-    ("workers", &[]),
-    ("collective", &[]),
-    ("comm_codec", &[]),
-];
-
-/// A known name, resolved to its canonical form and its kind.
-enum Setting {
-    Param(&'static str),
-    Run(&'static str),
-}
-
-fn all_names() -> impl Iterator<Item = &'static (&'static str, &'static [&'static str])> {
-    PARAM_NAMES.iter().chain(RUN_OPTION_NAMES)
-}
-
-fn canonical(key: &str) -> Result<Setting> {
-    let k = key.trim().replace('-', "_");
-    let find = |table: &'static [(&'static str, &'static [&'static str])]| {
-        table
-            .iter()
-            .find(|(n, aliases)| *n == k || aliases.contains(&k.as_str()))
-            .map(|(n, _)| *n)
-    };
-    if let Some(n) = find(PARAM_NAMES) {
-        return Ok(Setting::Param(n));
-    }
-    if let Some(n) = find(RUN_OPTION_NAMES) {
-        return Ok(Setting::Run(n));
-    }
-    Err(Error::UnknownParam {
-        name: key.to_string(),
-        suggestion: closest_name(key),
-    })
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, &cb) in b.iter().enumerate() {
-            cur.push(
-                (prev[j] + (ca != cb) as usize)
-                    .min(prev[j + 1] + 1)
-                    .min(cur[j] + 1),
-            );
-        }
-        prev = cur;
-    }
-    prev[b.len()]
-}
-
-/// The known name (or alias) closest to `key`, if any is reasonably close.
-fn closest_name(key: &str) -> Option<String> {
-    let key = key.trim().replace('-', "_");
-    all_names()
-        .flat_map(|(n, a)| std::iter::once(*n).chain(a.iter().copied()))
-        .map(|n| (edit_distance(&key, n), n))
-        .min()
-        .filter(|(d, n)| *d <= (n.len() / 2).max(2))
-        .map(|(_, n)| n.to_string())
 }
 
 impl Params {
@@ -747,48 +462,6 @@ mod tests {
         assert!(e.contains("max_dept") && e.contains("max_depth"), "{e}");
         let e = p.set("max_depth", "deep").unwrap_err().to_string();
         assert!(e.contains("max_depth") && e.contains("deep"), "{e}");
-    }
-
-    #[test]
-    fn settings_route_names_to_params_or_run_options() {
-        let mut s = Settings::default();
-        for (k, v) in [
-            ("n_jobs", "3"),
-            ("device", "wgpu"),
-            ("workers", "2"),
-            ("collective", "mpi"),
-            ("comm_codec", "sparse"),
-            ("eta", "0.1"),
-        ] {
-            s.set(k, v).unwrap();
-        }
-        assert_eq!(
-            s.run,
-            RunOptions {
-                threads: 3,
-                device: Device::Wgpu,
-                workers: 2,
-                collective: CollectiveKind::Mpi,
-                comm_codec: CommCodec::Sparse,
-            }
-        );
-        assert_eq!(s.params.learning_rate, 0.1);
-        assert_eq!(
-            s.params,
-            Params {
-                learning_rate: 0.1,
-                ..Default::default()
-            }
-        );
-        let e = s.run.set("eta", "1").unwrap_err().to_string();
-        assert!(
-            e.contains("learning_rate") && e.contains("model parameter"),
-            "{e}"
-        );
-        let e = s.set("worker", "1").unwrap_err().to_string();
-        assert!(e.contains("workers"), "{e}");
-        s.run.workers = 0;
-        assert!(s.validate().unwrap_err().to_string().contains("workers"));
     }
 
     #[test]

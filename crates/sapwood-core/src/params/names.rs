@@ -1,0 +1,201 @@
+//! The names users write: canonical names, XGBoost/LightGBM aliases, "did you mean", and
+//! [`Settings`], which sends each name to the model parameters or the run options.
+
+use std::str::FromStr;
+
+use super::{Params, RunOptions};
+use crate::error::{Error, Result};
+
+/// Canonical model parameter names and the aliases users bring from XGBoost and LightGBM.
+pub const PARAM_NAMES: &[(&str, &[&str])] = &[
+    ("objective", &["objective_type"]),
+    ("num_class", &["num_classes"]),
+    (
+        "num_rounds",
+        &[
+            "num_boost_round",
+            "n_estimators",
+            "num_iterations",
+            "rounds",
+        ],
+    ),
+    ("learning_rate", &["eta", "shrinkage_rate"]),
+    ("max_depth", &[]),
+    ("max_leaves", &["num_leaves"]),
+    ("grow_policy", &[]),
+    ("max_bin", &["max_bins"]),
+    ("min_child_weight", &["min_sum_hessian_in_leaf"]),
+    ("lambda", &["reg_lambda", "lambda_l2"]),
+    ("alpha", &["reg_alpha", "lambda_l1"]),
+    ("gamma", &["min_split_loss", "min_gain_to_split"]),
+    ("max_delta_step", &[]),
+    ("min_data_in_leaf", &["min_child_samples"]),
+    ("subsample", &["bagging_fraction"]),
+    ("colsample_bytree", &["feature_fraction"]),
+    ("seed", &["random_state"]),
+    ("grad_bits", &[]),
+    ("base_score", &[]),
+    ("max_cat_to_onehot", &[]),
+    ("max_cat_threshold", &[]),
+    ("cat_smooth", &[]),
+    ("cat_l2", &[]),
+    ("min_data_per_group", &[]),
+    ("min_data_in_bin", &[]),
+    ("min_category_count", &[]),
+    ("bin_sample_rows", &["bin_construct_sample_cnt"]),
+    ("eval_metric", &["metric"]),
+    ("early_stopping_rounds", &["early_stopping"]),
+];
+
+/// Canonical run option names and their aliases.
+pub const RUN_OPTION_NAMES: &[(&str, &[&str])] = &[
+    ("threads", &["nthread", "n_jobs", "num_threads"]),
+    ("device", &[]),
+    ("workers", &[]),
+    ("collective", &[]),
+    ("comm_codec", &[]),
+];
+
+/// A known name, resolved to its canonical form and its kind.
+pub(super) enum Setting {
+    Param(&'static str),
+    Run(&'static str),
+}
+
+fn all_names() -> impl Iterator<Item = &'static (&'static str, &'static [&'static str])> {
+    PARAM_NAMES.iter().chain(RUN_OPTION_NAMES)
+}
+
+pub(super) fn canonical(key: &str) -> Result<Setting> {
+    let k = key.trim().replace('-', "_");
+    let find = |table: &'static [(&'static str, &'static [&'static str])]| {
+        table
+            .iter()
+            .find(|(n, aliases)| *n == k || aliases.contains(&k.as_str()))
+            .map(|(n, _)| *n)
+    };
+    if let Some(n) = find(PARAM_NAMES) {
+        return Ok(Setting::Param(n));
+    }
+    if let Some(n) = find(RUN_OPTION_NAMES) {
+        return Ok(Setting::Run(n));
+    }
+    Err(Error::UnknownParam {
+        name: key.to_string(),
+        suggestion: closest_name(key),
+    })
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, &cb) in b.iter().enumerate() {
+            cur.push(
+                (prev[j] + (ca != cb) as usize)
+                    .min(prev[j + 1] + 1)
+                    .min(cur[j] + 1),
+            );
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// The known name (or alias) closest to `key`, if any is reasonably close.
+fn closest_name(key: &str) -> Option<String> {
+    let key = key.trim().replace('-', "_");
+    all_names()
+        .flat_map(|(n, a)| std::iter::once(*n).chain(a.iter().copied()))
+        .map(|n| (edit_distance(&key, n), n))
+        .min()
+        .filter(|(d, n)| *d <= (n.len() / 2).max(2))
+        .map(|(_, n)| n.to_string())
+}
+
+pub(super) fn num<T: FromStr>(name: &'static str, v: &str) -> Result<T> {
+    v.parse::<T>()
+        .map_err(|_| Error::param(name, format!("`{v}` is not a valid number")))
+}
+
+pub(super) fn opt<T: FromStr>(name: &'static str, v: &str) -> Result<Option<T>> {
+    if v.is_empty() || v == "none" || v == "null" {
+        Ok(None)
+    } else {
+        num(name, v).map(Some)
+    }
+}
+
+/// Model parameters and run options together, as the front ends take them by name.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Settings {
+    /// What defines the model.
+    pub params: Params,
+    /// How training runs.
+    pub run: RunOptions,
+}
+
+impl Settings {
+    /// Sets a model parameter or a run option by its name or alias.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        match canonical(key)? {
+            Setting::Param(name) => self.params.set_canonical(name, value.trim()),
+            Setting::Run(_) => self.run.set(key, value),
+        }
+    }
+
+    /// Checks both halves.
+    pub fn validate(&self) -> Result<()> {
+        self.params.validate()?;
+        self.run.validate()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::{CollectiveKind, CommCodec, Device};
+
+    #[test]
+    fn settings_route_names_to_params_or_run_options() {
+        let mut s = Settings::default();
+        for (k, v) in [
+            ("n_jobs", "3"),
+            ("device", "wgpu"),
+            ("workers", "2"),
+            ("collective", "mpi"),
+            ("comm_codec", "sparse"),
+            ("eta", "0.1"),
+        ] {
+            s.set(k, v).unwrap();
+        }
+        assert_eq!(
+            s.run,
+            RunOptions {
+                threads: 3,
+                device: Device::Wgpu,
+                workers: 2,
+                collective: CollectiveKind::Mpi,
+                comm_codec: CommCodec::Sparse,
+            }
+        );
+        assert_eq!(s.params.learning_rate, 0.1);
+        assert_eq!(
+            s.params,
+            Params {
+                learning_rate: 0.1,
+                ..Default::default()
+            }
+        );
+        let e = s.run.set("eta", "1").unwrap_err().to_string();
+        assert!(
+            e.contains("learning_rate") && e.contains("model parameter"),
+            "{e}"
+        );
+        let e = s.set("worker", "1").unwrap_err().to_string();
+        assert!(e.contains("workers"), "{e}");
+        s.run.workers = 0;
+        assert!(s.validate().unwrap_err().to_string().contains("workers"));
+    }
+}
