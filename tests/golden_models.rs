@@ -12,7 +12,11 @@ use sapwood::{Booster, Params, PredictOptions};
 use sapwood_tests::{bundled, repo_root, Bundled};
 
 /// A golden case: file name, bundled dataset, parameters as (key, value).
-type Case = (&'static str, &'static str, &'static [(&'static str, &'static str)]);
+type Case = (
+    &'static str,
+    &'static str,
+    &'static [(&'static str, &'static str)],
+);
 
 /// The golden cases.
 const CASES: &[Case] = &[
