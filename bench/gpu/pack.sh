@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Packs everything the GPU run needs into one git-ignored folder (default .gpu-kit), built
+# here in release: the CLI with `cuda` and `wgpu`, the sapwood-cuda and sapwood-wgpu test
+# binaries (compiled to run, not ignored, on a machine with a GPU), the CUDA benchmark, the
+# Vulkan loader as Debian packages (NVIDIA's machines may lack it), all stripped. The data
+# generator and the run script come with the repository. Prints the folder's size, which
+# must stay under 60 MiB.
+#
+#   bash bench/gpu/pack.sh [DIR]      then, on the GPU machine: bash bench/gpu/run.sh OUT
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+kit="${1:-.gpu-kit}"
+limit_mib=60
+
+rm -rf "$kit"
+mkdir -p "$kit/bin" "$kit/tests" "$kit/debs"
+
+# the tests must be compiled to run: a GPU test that sees no driver at build time is ignored
+export SAPWOOD_REQUIRE_CUDA=1 SAPWOOD_REQUIRE_ADAPTER=1 SAPWOOD_REQUIRE_NVRTC=1
+
+echo "pack: building the CLI (cuda, wgpu) and the CUDA benchmark" >&2
+cargo build --release --locked -p sapwood-cli
+cp target/release/sapwood "$kit/bin/"
+cargo build --release --locked -p sapwood-cuda --features nccl --example cuda_bench
+cp target/release/examples/cuda_bench "$kit/bin/"
+
+echo "pack: building the GPU crates' test binaries" >&2
+cargo test --release --locked -p sapwood-cuda -p sapwood-wgpu --features sapwood-cuda/nccl \
+    --no-run --message-format=json 2>/dev/null |
+    python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
+        name = m["target"]["name"]
+        crate = m["package_id"].split("#")[0].rsplit("/", 1)[-1]
+        print(m["executable"], crate + "-" + name)
+' | while read -r exe name; do
+    case "$name" in
+        # the no-device paths (ignored where a device answers) and the WGSL validation unit
+        # tests (they need no device) run in CI; here they would only cost room
+        *-no_adapter | *-no_driver | sapwood-wgpu-sapwood_wgpu) continue ;;
+    esac
+    cp "$exe" "$kit/tests/$name"
+done
+
+strip "$kit/bin/"* "$kit/tests/"*
+
+echo "pack: fetching the Vulkan loader packages" >&2
+if command -v apt-get >/dev/null; then
+    (cd "$kit/debs" && apt-get download libvulkan1 >/dev/null 2>&1) ||
+        echo "pack: could not download libvulkan1 (the wgpu runs need the GPU machine's own loader)" >&2
+fi
+
+size_kib=$(du -sk "$kit" | cut -f1)
+echo "pack: $kit holds $(ls "$kit/tests" | wc -l) test binaries, $(ls "$kit/bin" | wc -l) programs, $(ls "$kit/debs" | wc -l) packages: $((size_kib / 1024)) MiB"
+ls -l "$kit/bin" "$kit/tests" | awk 'NF > 5 {printf "  %8.1f MiB  %s\n", $5 / 1048576, $9}'
+if [ "$size_kib" -gt $((limit_mib * 1024)) ]; then
+    echo "pack: $kit is over $limit_mib MiB" >&2
+    exit 1
+fi
