@@ -163,3 +163,75 @@ fn a_missing_file_names_the_path() {
         .to_string();
     assert!(e.contains("/no/such/model.json"), "{e}");
 }
+
+/// A regression model whose first tree is a chain `depth` splits deep (each split's left
+/// child a leaf), built on a trained model's features.
+fn deep_model(depth: usize) -> String {
+    let (b, _) = trained(ObjectiveKind::SquaredError, "regression");
+    mutate(&b.to_json(), |v| {
+        let f = v["features"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .position(|f| f["thresholds"].as_array().is_some_and(|t| !t.is_empty()))
+            .unwrap();
+        let n = 2 * depth + 1;
+        let (mut left, mut right, mut feature) = (vec![-1i64; n], vec![-1i64; n], vec![-1i64; n]);
+        let mut split_bin = vec![0u32; n];
+        for j in 0..depth {
+            let i = 2 * j;
+            left[i] = (i + 1) as i64;
+            right[i] = (i + 2) as i64;
+            feature[i] = f as i64;
+            split_bin[i] = 1;
+        }
+        v["trees"][0] = serde_json::json!({
+            "group": 0, "left": left, "right": right, "feature": feature,
+            "split_bin": split_bin, "default_left": vec![false; n], "categories": [],
+            "value": vec![0.5f32; n], "gain": vec![1.0f64; n], "cover": vec![1.0f64; n],
+        });
+    })
+}
+
+#[test]
+fn a_30000_deep_tree_loads_measures_and_predicts_without_recursion() {
+    let json = deep_model(30_000);
+    // on a small stack, as a deep recursion would overflow it
+    let handle = std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(move || {
+            let b = Booster::from_json(&json).unwrap();
+            let t = &b.model().trees[0];
+            (
+                t.depth(),
+                t.num_leaves(),
+                b.feature_importance(sapwood::Importance::Split),
+            )
+        })
+        .unwrap();
+    let (depth, leaves, splits) = handle.join().expect("no stack overflow");
+    assert_eq!(depth, 30_000);
+    assert_eq!(leaves, 30_001);
+    assert!(splits.values().sum::<f64>() >= 30_000.0);
+    let (_, d) = trained(ObjectiveKind::SquaredError, "regression");
+    let b = Booster::from_json(&deep_model(30_000)).unwrap();
+    assert_eq!(b.predict(&d).unwrap().n_rows(), d.n_rows());
+}
+
+#[test]
+fn unsorted_or_repeated_classes_and_non_finite_values_are_refused() {
+    let (b, _) = trained(ObjectiveKind::Softprob, "multiclass");
+    let json = b.to_json();
+    let k = b.model().groups;
+    for classes in [(0..k as i64).rev().collect::<Vec<_>>(), vec![0; k]] {
+        let bad = mutate(&json, |v| v["classes"] = serde_json::json!(classes));
+        let e = Booster::from_json(&bad).unwrap_err().to_string();
+        assert!(e.contains("sorted and distinct"), "{e}");
+    }
+    // a model holding NaN is never written (JSON would say `null`, which nothing reads)
+    let mut m = b.model().clone();
+    assert!(m.check_finite().is_ok());
+    m.trees[1].nodes[0].value = f32::NAN;
+    let e = m.check_finite().unwrap_err().to_string();
+    assert!(e.contains("tree 1") && e.contains("node 0"), "{e}");
+}

@@ -473,3 +473,179 @@ fn batched_two_pass_training_equals_in_memory_training() {
     .unwrap();
     assert_eq!(streamed.to_json(), whole.to_json());
 }
+
+#[test]
+fn a_diverging_run_stops_with_an_error_naming_round_and_tree_on_any_worker_count() {
+    // learning rate 5 on squared error overshoots 4x per round until f32 overflows
+    let d = synthetic(2_000, "regression", 4);
+    let params = Params {
+        learning_rate: 5.0,
+        num_rounds: 500,
+        ..Default::default()
+    };
+    let errors: Vec<String> = [1usize, 3]
+        .iter()
+        .map(|&workers| {
+            let run = sapwood::RunOptions {
+                workers,
+                ..Default::default()
+            };
+            let e = Booster::train_with(&params, &run, &d, &[], &mut sapwood::Quiet).unwrap_err();
+            assert!(
+                matches!(e, Error::Diverged { .. }),
+                "{workers} workers: {e}"
+            );
+            e.to_string()
+        })
+        .collect();
+    assert!(
+        errors[0].contains("diverged in round") && errors[0].contains("tree"),
+        "{}",
+        errors[0]
+    );
+    assert_eq!(
+        errors[0], errors[1],
+        "1 and 3 workers stop at the same tree"
+    );
+    // a sane learning rate on the same data trains
+    let ok = Params {
+        learning_rate: 0.3,
+        num_rounds: 20,
+        ..Default::default()
+    };
+    assert!(Booster::train(&ok, &d, &[]).is_ok());
+}
+
+#[test]
+fn contradictory_settings_are_refused() {
+    let d = synthetic(300, "binary", 5);
+    let msg = |params: &Params, evals: &[(&str, &Dataset<'_>)]| {
+        Booster::train(params, &d, evals).unwrap_err().to_string()
+    };
+    let e = msg(
+        &Params {
+            objective: ObjectiveKind::Logistic,
+            num_class: Some(3),
+            ..Default::default()
+        },
+        &[],
+    );
+    assert!(
+        e.contains("num_class") && e.contains("multi:softprob"),
+        "{e}"
+    );
+    let e = msg(
+        &Params {
+            objective: ObjectiveKind::Logistic,
+            early_stopping_rounds: Some(5),
+            ..Default::default()
+        },
+        &[],
+    );
+    assert!(e.contains("early_stopping_rounds"), "{e}");
+    // with an evaluation set the same early stopping is fine
+    let p = Params {
+        objective: ObjectiveKind::Logistic,
+        early_stopping_rounds: Some(5),
+        num_rounds: 10,
+        ..Default::default()
+    };
+    assert!(Booster::train(&p, &d, &[("d", &d)]).is_ok());
+    // predicting with zero rounds is an error, not the base margin
+    let b = Booster::train(
+        &Params {
+            objective: ObjectiveKind::Logistic,
+            num_rounds: 3,
+            ..Default::default()
+        },
+        &d,
+        &[],
+    )
+    .unwrap();
+    let e = b
+        .predict_with(
+            &d,
+            PredictOptions {
+                rounds: Some(0),
+                ..Default::default()
+            },
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("0 rounds"), "{e}");
+}
+
+#[test]
+fn in_process_workers_are_bounded_by_the_cores() {
+    let d = synthetic(20_000, "regression", 6);
+    let run = sapwood::RunOptions {
+        workers: 10_000,
+        ..Default::default()
+    };
+    let start = std::time::Instant::now();
+    let e = Booster::train_with(&Params::default(), &run, &d, &[], &mut sapwood::Quiet)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("workers") && e.contains("cores") && e.contains("at most"),
+        "{e}"
+    );
+    assert!(start.elapsed().as_secs() < 30, "refused before training");
+}
+
+#[test]
+fn evaluation_set_label_errors_name_the_set_and_rows_are_global() {
+    let train = synthetic(400, "binary", 7);
+    // the training columns, two rows, and a label of 7 where binary labels are 0 or 1
+    let mut b = Dataset::builder();
+    for (j, n) in train.features().names().iter().enumerate() {
+        match train.features().column(j) {
+            sapwood::Column::Numeric(_) => b = b.numeric(n.clone(), vec![1.0, 2.0]),
+            sapwood::Column::Categorical { levels, .. } => {
+                b = b.categorical(n.clone(), vec![0u32, 0], levels.clone())
+            }
+        }
+    }
+    let bad = b.label(vec![0.0, 7.0]).build().unwrap();
+    let e = Booster::train(
+        &Params {
+            objective: ObjectiveKind::Logistic,
+            ..Default::default()
+        },
+        &train,
+        &[("holdout", &bad)],
+    )
+    .unwrap_err();
+    assert!(matches!(e, Error::InDataset { .. }), "{e}");
+    let e = e.to_string();
+    assert!(
+        e.contains("evaluation set `holdout`") && e.contains("row 1"),
+        "{e}"
+    );
+    // training labels on a later worker's shard are reported by their global row
+    let mut labels: Vec<f32> = vec![0.0; 400];
+    labels[350] = f32::NAN;
+    let data = Dataset::from_parts(
+        train.features().clone(),
+        Some(sapwood::Label::Values(labels)),
+        None,
+    )
+    .unwrap();
+    let run = sapwood::RunOptions {
+        workers: 2,
+        ..Default::default()
+    };
+    let e = Booster::train_with(
+        &Params {
+            objective: ObjectiveKind::Logistic,
+            ..Default::default()
+        },
+        &run,
+        &data,
+        &[],
+        &mut sapwood::Quiet,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("row 350"), "{e}");
+}

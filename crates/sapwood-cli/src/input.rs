@@ -4,6 +4,9 @@ use std::path::Path;
 
 use anyhow::Result;
 use sapwood::{ClassLabel, Label};
+use std::sync::Arc;
+
+use sapwood_io::arrow_array::{ArrayRef, Float32Array, RecordBatch, StringArray};
 use sapwood_io::{LabelColumn, ParquetSource, ReadOptions, Table};
 
 /// A data file, read batch by batch (Parquet, by row group) or whole (CSV).
@@ -51,10 +54,25 @@ impl Source {
         shard: &Shard,
         mut f: impl FnMut(Table) -> Result<()>,
     ) -> Result<()> {
+        self.for_each_copying(opts, shard, &[], |t, _| f(t))
+    }
+
+    /// Like [`Source::for_each_in`], also handing `f` a copy of the feature columns named
+    /// in `copies` as they are in the file (Parquet) or as read (CSV: numbers or text): a
+    /// reader gives every column one role, and a feature may also be wanted as itself
+    /// (`predict --keep` of a feature column).
+    pub fn for_each_copying(
+        &self,
+        opts: &ReadOptions,
+        shard: &Shard,
+        copies: &[String],
+        mut f: impl FnMut(Table, Vec<(String, ArrayRef)>) -> Result<()>,
+    ) -> Result<()> {
         match self {
             Source::Csv(t) => {
                 if shard.rows.start == 0 && shard.rows.end == t.n_rows() as u64 {
-                    return f(t.clone());
+                    let c = copies_of_features(t, copies);
+                    return f(t.clone(), c);
                 }
                 let rows = shard.rows.start as usize..shard.rows.end as usize;
                 let features = t.features.slice_rows(rows.clone());
@@ -76,7 +94,7 @@ impl Source {
                         })
                         .collect(),
                 )?;
-                f(Table {
+                let part = Table {
                     features,
                     label: t.label.as_ref().map(|l| match l {
                         LabelColumn::Numeric(v) => LabelColumn::Numeric(v[rows.clone()].to_vec()),
@@ -88,20 +106,27 @@ impl Source {
                         .iter()
                         .map(|(n, a)| (n.clone(), a.slice(rows.start, rows.len())))
                         .collect(),
-                })
+                };
+                let c = copies_of_features(&part, copies);
+                f(part, c)
             }
             Source::Parquet(p) => {
                 let mut conv = p.converter(opts)?;
                 let mut any = false;
+                let raw = |batch: &RecordBatch| -> Vec<(String, ArrayRef)> {
+                    copies
+                        .iter()
+                        .filter_map(|n| Some((n.clone(), batch.column_by_name(n)?.clone())))
+                        .collect()
+                };
                 for batch in p.batches(&conv.columns(), shard.row_groups.clone())? {
                     any = true;
-                    f(conv.convert(&batch?)?)?;
+                    let batch = batch?;
+                    f(conv.convert(&batch)?, raw(&batch))?;
                 }
                 if !any {
-                    let empty = sapwood_io::arrow_array::RecordBatch::new_empty(
-                        std::sync::Arc::new(p.schema().clone()),
-                    );
-                    f(conv.convert(&empty)?)?;
+                    let empty = RecordBatch::new_empty(std::sync::Arc::new(p.schema().clone()));
+                    f(conv.convert(&empty)?, raw(&empty))?;
                 }
                 Ok(())
             }
@@ -141,6 +166,88 @@ impl Source {
             }
         }
     }
+}
+
+/// The feature columns of `t` named in `names`, as Arrow arrays: numbers as Float32, text
+/// as Utf8, missing values as nulls.
+fn copies_of_features(t: &Table, names: &[String]) -> Vec<(String, ArrayRef)> {
+    names
+        .iter()
+        .filter_map(|n| {
+            let j = t.features.names().iter().position(|m| m == n)?;
+            let a: ArrayRef = match t.features.column(j) {
+                sapwood::Column::Numeric(v) => Arc::new(Float32Array::from_iter(
+                    v.iter().map(|&x| (!x.is_nan()).then_some(x)),
+                )),
+                sapwood::Column::Categorical { codes, levels } => Arc::new(StringArray::from_iter(
+                    codes.iter().map(|&c| levels.get(c as usize)),
+                )),
+            };
+            Some((n.clone(), a))
+        })
+        .collect()
+}
+
+/// The column names of a file in order, duplicates included (CSV: its header line).
+pub fn column_names(path: &Path, source: &Source) -> Result<Vec<String>> {
+    match source {
+        Source::Parquet(p) => Ok(p
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect()),
+        Source::Csv(_) => {
+            use std::io::BufRead;
+            let file = std::fs::File::open(path).map_err(|source| sapwood_io::IoError::Io {
+                path: path.to_path_buf(),
+                source,
+            })?;
+            let mut header = String::new();
+            for line in std::io::BufReader::new(file).lines() {
+                let line = line.map_err(|source| sapwood_io::IoError::Io {
+                    path: path.to_path_buf(),
+                    source,
+                })?;
+                if !line.trim().is_empty() {
+                    header = line;
+                    break;
+                }
+            }
+            Ok(split_header(header.trim_start_matches('\u{feff}')))
+        }
+    }
+}
+
+/// Splits a CSV header line on commas outside double quotes.
+fn split_header(line: &str) -> Vec<String> {
+    let (mut names, mut cur, mut quoted) = (Vec::new(), String::new(), false);
+    for c in line.chars() {
+        match c {
+            '"' => quoted = !quoted,
+            ',' if !quoted => names.push(std::mem::take(&mut cur).trim().to_string()),
+            c => cur.push(c),
+        }
+    }
+    names.push(cur.trim().to_string());
+    names
+}
+
+/// Refuses a file where a column given a role (label, weight, kept column) is named twice:
+/// which one is meant would be a guess.
+pub fn check_unique_columns(path: &Path, source: &Source, roles: &[(&str, &str)]) -> Result<()> {
+    let names = column_names(path, source)?;
+    for (role, name) in roles {
+        let n = names.iter().filter(|c| c == name).count();
+        if n > 1 {
+            return Err(crate::settings::Error(format!(
+                "{}: {role} column `{name}` appears {n} times; rename the columns so it is one",
+                path.display()
+            ))
+            .into());
+        }
+    }
+    Ok(())
 }
 
 /// One worker's rows of a file.

@@ -154,6 +154,9 @@ fn bad_input_exits_2_with_one_line_and_no_output() {
     write("inf.csv", "x,y\n1,0\n2,inf\n3,0\n");
     write("allnull.csv", "x,y\n1,\n2,\n3,\n");
     write("oneclass.csv", "x,y\n1,a\n2,a\n3,a\n");
+    write("badvalid.csv", "x,y\n1,0\n2,inf\n");
+    write("negw.csv", "x,y,w\n1,0,1\n2,1,-1\n3,0,1\n");
+    write("twolabels.csv", "x,y,y\n1,0,1\n2,1,0\n3,0,1\n");
     write("notmodel.json", "{\"hello\": \"world\"}");
     write("junk.parquet", "definitely not parquet");
     let parquet = std::fs::read(repo().join("datasets/chile/train.parquet")).unwrap();
@@ -173,8 +176,41 @@ fn bad_input_exits_2_with_one_line_and_no_output() {
         (train(&p("cut.parquet"), &[]), "cut.parquet"),
         (train(&p("nolabel.csv"), &[]), "no column `y`"),
         (train(&p("allnull.csv"), &[]), "all null"),
+        (train(&p("nan.csv"), &[]), "nan.csv: label column `y`"),
         (train(&p("nan.csv"), &[]), "row 1"),
         (train(&p("inf.csv"), &[]), "row 1"),
+        (
+            train(&p("ok.csv"), &["--valid", &p("badvalid.csv")]),
+            "badvalid.csv: label column `y`",
+        ),
+        (
+            train(&p("negw.csv"), &["--weight", "w"]),
+            "negw.csv: weight column `w`",
+        ),
+        (
+            train(&p("twolabels.csv"), &[]),
+            "label column `y` appears 2 times",
+        ),
+        (train(&p("ok.csv"), &["--early-stopping", "3"]), "--valid"),
+        (
+            train(
+                &p("ok.csv"),
+                &["--objective", "binary:logistic", "--set", "num_class=3"],
+            ),
+            "num_class",
+        ),
+        (
+            train(
+                &p("ok.csv"),
+                &["--learning-rate", "0.1", "--set", "eta=0.2"],
+            ),
+            "`learning_rate` is given twice",
+        ),
+        (train(&p("ok.csv"), &["--workers", "2000"]), "at most"),
+        (
+            train(&p("ok.csv"), &["--learning-rate", "5", "--rounds", "500"]),
+            "diverged in round",
+        ),
         (
             train(&p("oneclass.csv"), &["--objective", "binary:logistic"]),
             "two classes",
@@ -250,10 +286,15 @@ fn ctrl_c_saves_the_model_trained_so_far() {
     assert!(status.success());
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
+    assert_eq!(out.status.code(), Some(130), "saved, then exit 130: {err}");
     assert!(err.contains("interrupted: saved the"), "{err}");
     let b = Booster::load(&model).unwrap();
     assert!(b.num_rounds() > 0 && b.num_rounds() < 1_000_000);
+    assert_eq!(
+        b.model().params.num_rounds,
+        b.num_rounds(),
+        "the model records the rounds actually trained"
+    );
 }
 
 #[test]
@@ -471,4 +512,312 @@ fn device_wgpu_saves_the_cpu_model_or_says_no_adapter_was_found() {
             "an adapter was required: {err}"
         );
     }
+}
+
+/// Trains a small model on `csv` with `extra` flags and returns its path.
+fn train_csv(dir: &Path, csv: &str, text: &str, extra: &[&str]) -> (PathBuf, PathBuf) {
+    let data = dir.join(csv);
+    std::fs::write(&data, text).unwrap();
+    let model = dir.join(format!("{csv}.json"));
+    sapwood()
+        .args(["train", "--quiet", "--rounds", "3", "--label", "y"])
+        .args(extra)
+        .arg("--data")
+        .arg(&data)
+        .arg("--model")
+        .arg(&model)
+        .assert()
+        .success();
+    (data, model)
+}
+
+fn stderr_of(a: &assert_cmd::assert::Assert) -> String {
+    String::from_utf8(a.get_output().stderr.clone()).unwrap()
+}
+
+#[test]
+fn outputs_are_checked_before_training_and_inputs_are_never_overwritten() {
+    let t = tempfile::tempdir().unwrap();
+    let mut text = String::from("x,y\n");
+    for i in 0..50 {
+        text += &format!("{i},{}\n", i % 7);
+    }
+    let data = t.path().join("d.csv");
+    std::fs::write(&data, &text).unwrap();
+    let model = t.path().join("m.json");
+    // a model or summary in a missing directory fails before any training, leaving nothing
+    for (flag, target) in [
+        ("--model", "missing/m.json"),
+        ("--summary", "missing/s.json"),
+    ] {
+        let mut cmd = sapwood();
+        cmd.args(["train", "--quiet", "--label", "y", "--data"])
+            .arg(&data);
+        if flag == "--model" {
+            cmd.arg("--model").arg(t.path().join(target));
+        } else {
+            cmd.arg("--model")
+                .arg(&model)
+                .arg("--summary")
+                .arg(t.path().join(target));
+        }
+        let a = cmd.assert().code(2);
+        let err = stderr_of(&a);
+        assert!(
+            err.contains("missing") && err.contains("cannot create"),
+            "{err}"
+        );
+        assert!(!model.exists(), "{flag}: no model written");
+    }
+    sapwood()
+        .args([
+            "train", "--quiet", "--rounds", "2", "--label", "y", "--data",
+        ])
+        .arg(&data)
+        .arg("--model")
+        .arg(&model)
+        .assert()
+        .success();
+    let before = std::fs::read(&data).unwrap();
+    let a = sapwood()
+        .args(["predict", "--model"])
+        .arg(&model)
+        .arg("--data")
+        .arg(&data)
+        .arg("--out")
+        .arg(t.path().join(".").join("d.csv"))
+        .assert()
+        .code(2);
+    assert!(stderr_of(&a).contains("--data file"), "{}", stderr_of(&a));
+    assert_eq!(std::fs::read(&data).unwrap(), before, "the input is intact");
+    // a temporary file of a killed predict (its process is gone) is removed by the next run
+    let out = t.path().join("p.parquet");
+    let stale = t.path().join(".p.parquet.4194305.tmp");
+    std::fs::write(&stale, "partial").unwrap();
+    sapwood()
+        .args(["predict", "--model"])
+        .arg(&model)
+        .arg("--data")
+        .arg(&data)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .success();
+    assert!(out.exists());
+    assert!(!stale.exists(), "the orphaned temporary file is cleaned up");
+    // zero rounds is refused rather than writing base margins
+    let a = sapwood()
+        .args(["predict", "--rounds", "0", "--model"])
+        .arg(&model)
+        .arg("--data")
+        .arg(&data)
+        .arg("--out")
+        .arg(t.path().join("zero.parquet"))
+        .assert()
+        .code(2);
+    assert!(stderr_of(&a).contains("--rounds 0"), "{}", stderr_of(&a));
+}
+
+#[test]
+fn features_can_be_kept_and_be_the_eval_label_and_column_names_are_unique() {
+    let t = tempfile::tempdir().unwrap();
+    let mut text = String::from("id,x,y\n");
+    for i in 0..60 {
+        text += &format!("{},{i},{}\n", 1000 + i, (i % 3) as f32 * 1.5);
+    }
+    let (data, model) = train_csv(t.path(), "d.csv", &text, &[]);
+    // keeping a feature column copies it out next to the predictions
+    let out = t.path().join("p.parquet");
+    sapwood()
+        .args(["predict", "--keep", "x,id", "--model"])
+        .arg(&model)
+        .arg("--data")
+        .arg(&data)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .success();
+    let got = read_parquet(&out, &ReadOptions::default()).unwrap();
+    assert_eq!(got.features.names(), ["x", "id", "prediction"]);
+    assert_eq!(numeric_column(&got, "x")[59], 59.0);
+    // --keep prediction would give two columns of one name
+    let a = sapwood()
+        .args(["predict", "--keep", "prediction", "--model"])
+        .arg(&model)
+        .arg("--data")
+        .arg(&data)
+        .arg("--out")
+        .arg(t.path().join("q.parquet"))
+        .assert()
+        .code(2);
+    assert!(
+        stderr_of(&a).contains("--keep prediction"),
+        "{}",
+        stderr_of(&a)
+    );
+    assert!(!t.path().join("q.parquet").exists());
+    // eval where the label is also a feature: a model trained on x to predict y, evaluated
+    // with --label x, reads x both ways
+    let a = sapwood()
+        .args(["eval", "--label", "x", "--model"])
+        .arg(&model)
+        .arg("--data")
+        .arg(&data)
+        .assert()
+        .success();
+    let text = String::from_utf8(a.get_output().stdout.clone()).unwrap();
+    assert!(text.starts_with("rmse: "), "{text}");
+    // eval on a file without rows is an error, not NaN
+    let empty = t.path().join("empty.csv");
+    std::fs::write(&empty, "id,x,y\n").unwrap();
+    let a = sapwood()
+        .args(["eval", "--model"])
+        .arg(&model)
+        .arg("--data")
+        .arg(&empty)
+        .assert()
+        .code(2);
+    assert!(!stderr_of(&a).contains("NaN"), "{}", stderr_of(&a));
+    assert!(stderr_of(&a).contains("empty.csv"), "{}", stderr_of(&a));
+}
+
+#[test]
+fn mixed_type_classes_get_distinct_columns_and_integers_are_not_taken_for_strings() {
+    use sapwood::{ClassLabel, ObjectiveKind, Params};
+    let t = tempfile::tempdir().unwrap();
+    let n = 90;
+    let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let classes: Vec<ClassLabel> = (0..n)
+        .map(|i| match i * 3 / n {
+            0 => ClassLabel::Int(1),
+            1 => ClassLabel::Str("1".into()),
+            _ => ClassLabel::Int(2),
+        })
+        .collect();
+    let d = Dataset::builder()
+        .numeric("x", x)
+        .class_labels(classes)
+        .build()
+        .unwrap();
+    let params = Params {
+        objective: ObjectiveKind::Softprob,
+        num_rounds: 5,
+        ..Default::default()
+    };
+    let model = t.path().join("mixed.json");
+    Booster::train(&params, &d, &[])
+        .unwrap()
+        .save(&model)
+        .unwrap();
+    let data = t.path().join("x.csv");
+    let mut text = String::from("x\n");
+    for i in 0..n {
+        text += &format!("{i}\n");
+    }
+    std::fs::write(&data, text).unwrap();
+    let out = t.path().join("p.parquet");
+    sapwood()
+        .args(["predict", "--model"])
+        .arg(&model)
+        .arg("--data")
+        .arg(&data)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .success();
+    let got = read_parquet(&out, &ReadOptions::default()).unwrap();
+    assert_eq!(
+        got.features.names(),
+        ["prediction", "prob_int:1", "prob_int:2", "prob_str:1"]
+    );
+    match got.features.column(0) {
+        Column::Categorical { levels, .. } => {
+            assert!(levels.iter().all(|l| l.contains(':')), "{levels:?}")
+        }
+        Column::Numeric(_) => panic!("mixed classes are written as text, not bool or int"),
+    }
+    // a string feature in training, integers at prediction: refused, naming the column
+    let mut text = String::from("c,y\n");
+    for i in 0..40 {
+        text += &format!("{},{}\n", ["red", "green"][i % 2], i % 2);
+    }
+    let (_, model) = train_csv(t.path(), "s.csv", &text, &[]);
+    let ints = t.path().join("ints.csv");
+    std::fs::write(&ints, "c\n1\n2\n").unwrap();
+    let a = sapwood()
+        .args(["predict", "--model"])
+        .arg(&model)
+        .arg("--data")
+        .arg(&ints)
+        .arg("--out")
+        .arg(t.path().join("q.parquet"))
+        .assert()
+        .code(2);
+    let err = stderr_of(&a);
+    assert!(
+        err.contains("column `c`") && err.contains("ints.csv"),
+        "{err}"
+    );
+}
+
+/// The JSON of a model whose first tree is a chain `depth` splits deep.
+fn deep_model_json(dir: &Path, depth: usize) -> PathBuf {
+    let mut text = String::from("x,y\n");
+    for i in 0..40 {
+        text += &format!("{i},{}\n", i % 5);
+    }
+    let (_, model) = train_csv(dir, "deep.csv", &text, &[]);
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&model).unwrap()).unwrap();
+    let n = 2 * depth + 1;
+    let (mut left, mut right, mut feature) = (vec![-1i64; n], vec![-1i64; n], vec![-1i64; n]);
+    let mut split_bin = vec![0u32; n];
+    for j in 0..depth {
+        left[2 * j] = (2 * j + 1) as i64;
+        right[2 * j] = (2 * j + 2) as i64;
+        feature[2 * j] = 0;
+        split_bin[2 * j] = 1;
+    }
+    v["trees"][0] = serde_json::json!({
+        "group": 0, "left": left, "right": right, "feature": feature,
+        "split_bin": split_bin, "default_left": vec![false; n], "categories": [],
+        "value": vec![0.5f32; n], "gain": vec![1.0f64; n], "cover": vec![1.0f64; n],
+    });
+    let path = dir.join("deep.json");
+    std::fs::write(&path, v.to_string()).unwrap();
+    path
+}
+
+#[test]
+fn inspect_prints_a_30000_deep_tree_and_stops_quietly_on_a_closed_pipe() {
+    use std::io::Read;
+    let t = tempfile::tempdir().unwrap();
+    let model = deep_model_json(t.path(), 30_000);
+    let a = sapwood()
+        .arg("inspect")
+        .arg(&model)
+        .args(["--trees", "1"])
+        .assert()
+        .success();
+    let text = String::from_utf8(a.get_output().stdout.clone()).unwrap();
+    assert!(text.contains("deepest tree: 30000"), "{}", &text[..500]);
+    assert!(
+        text.contains("[depth 30000] leaf 60000"),
+        "the last leaf is printed"
+    );
+    // `sapwood inspect ... | head`: the reader goes away after a few bytes
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("sapwood"))
+        .arg("inspect")
+        .arg(&model)
+        .args(["--trees", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut head = [0u8; 64];
+    child.stdout.take().unwrap().read_exact(&mut head).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(out.status.success(), "{err}");
 }

@@ -89,6 +89,24 @@ pub enum Error {
     /// A histogram backend failed.
     #[error("backend: {0}")]
     Backend(String),
+    /// Training diverged: a gradient, leaf value or margin left the finite f32 range.
+    #[error("training diverged in round {round}, tree {tree}: {what}; lower learning_rate (or raise lambda, or set max_delta_step)")]
+    Diverged {
+        /// The round (0-based).
+        round: usize,
+        /// The tree's index in the model (round × groups + group).
+        tree: usize,
+        /// What became non-finite.
+        what: String,
+    },
+    /// An error in one named dataset (e.g. an evaluation set), so front ends can name its file.
+    #[error("{dataset}: {source}")]
+    InDataset {
+        /// The dataset's name as the caller gave it.
+        dataset: String,
+        /// What is wrong with it.
+        source: Box<Error>,
+    },
 }
 
 /// Result with the core's error.

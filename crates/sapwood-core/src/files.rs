@@ -35,3 +35,73 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         }
     })
 }
+
+/// Checks, before any work, that `path` can be written: its directory exists and takes a
+/// new file, and `path` is not a directory. Nothing is left behind.
+pub fn check_writable(path: &Path) -> Result<()> {
+    let err = |source| Error::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    if path.is_dir() {
+        return Err(err(std::io::Error::new(
+            std::io::ErrorKind::IsADirectory,
+            "is a directory, not a file name",
+        )));
+    }
+    let tmp = temporary_beside(path);
+    std::fs::File::create(&tmp).map_err(|e| {
+        let dir = tmp
+            .parent()
+            .map_or(String::new(), |d| d.display().to_string());
+        err(std::io::Error::new(
+            e.kind(),
+            format!("cannot create a file in `{dir}`: {e}"),
+        ))
+    })?;
+    let _ = std::fs::remove_file(&tmp);
+    Ok(())
+}
+
+/// Removes temporaries of `path` left by writers that were killed (their process is gone),
+/// so an interrupted run does not leave hidden files behind forever. Returns how many.
+pub fn remove_stale_temporaries(path: &Path) -> usize {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+        return 0;
+    };
+    let prefix = format!(".{name}.");
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for e in entries.flatten() {
+        let file = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = file
+            .strip_prefix(&prefix)
+            .and_then(|r| r.strip_suffix(".tmp"))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid != std::process::id()
+            && !process_alive(pid)
+            && std::fs::remove_file(e.path()).is_ok()
+        {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// Whether process `pid` runs; where that cannot be told, it is assumed to (nothing removed).
+fn process_alive(pid: u32) -> bool {
+    if cfg!(target_os = "linux") {
+        Path::new("/proc").join(pid.to_string()).exists()
+    } else {
+        true
+    }
+}

@@ -392,6 +392,29 @@ impl Model {
         Objective::new(self.params.objective, self.groups).expect("groups validated")
     }
 
+    /// Refuses a model holding a non-finite number (JSON would write `null`, which no
+    /// reader accepts back): base margins, leaf values, covers and gains.
+    pub fn check_finite(&self) -> Result<()> {
+        if let Some(m) = self.base_margin.iter().find(|m| !m.is_finite()) {
+            return Err(bad(format!("base_margin holds {m}")));
+        }
+        for (t, tree) in self.trees.iter().enumerate() {
+            for (i, n) in tree.nodes.iter().enumerate() {
+                let gain = n.split.as_ref().map_or(0.0, |s| s.gain);
+                if !(n.value.is_finite() && n.cover.is_finite() && gain.is_finite()) {
+                    return Err(bad(format!(
+                        "tree {t} (round {}), node {i}: value {}, cover {}, gain {gain}: \
+                         models with non-finite numbers are not saved",
+                        t / self.groups.max(1),
+                        n.value,
+                        n.cover
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The model as JSON text (deterministic: identical models give identical bytes).
     pub fn to_json(&self) -> String {
         let file = ModelFile {
@@ -483,6 +506,13 @@ impl Model {
             if c.len() != want {
                 return Err(bad(format!("{} classes for {want} expected", c.len())));
             }
+            // labels are encoded by binary search, and each class names an output column
+            if let Some(w) = c.windows(2).find(|w| w[0] >= w[1]) {
+                return Err(bad(format!(
+                    "classes must be sorted and distinct, but `{}` comes before `{}`",
+                    w[0], w[1]
+                )));
+            }
         }
         let feature_names: Vec<String> = file.features.iter().map(|f| f.name.clone()).collect();
         let cuts = Cuts::new(file.features.into_iter().map(|f| f.cuts).collect());
@@ -565,6 +595,10 @@ impl Model {
     fn check_rounds(&self, rounds: Option<usize>) -> Result<usize> {
         match rounds {
             None => Ok(self.default_rounds()),
+            Some(0) => Err(Error::param(
+                "iteration_range",
+                "0 rounds asked: use at least 1 (or none for the default)",
+            )),
             Some(r) if r <= self.num_rounds() => Ok(r),
             Some(r) => Err(Error::param(
                 "iteration_range",

@@ -94,6 +94,7 @@ fn prepare(
     run: &RunOptions,
     label: Option<&Label>,
     n_rows: usize,
+    n_evals: usize,
 ) -> Result<(Params, labels::Encoded)> {
     params.validate()?;
     run.validate()?;
@@ -101,6 +102,13 @@ fn prepare(
         return Err(Error::param(
             "collective",
             "this call trains in-process workers; a distributed rank trains with Booster::train_shard",
+        ));
+    }
+    check_param_combinations(params)?;
+    if params.early_stopping_rounds.is_some() && n_evals == 0 {
+        return Err(Error::param(
+            "early_stopping_rounds",
+            "early stopping watches an evaluation set, but none was given",
         ));
     }
     let label =
@@ -124,6 +132,23 @@ fn prepare(
     Ok((params, encoded))
 }
 
+/// Parameters that validate alone but contradict each other.
+fn check_param_combinations(params: &Params) -> Result<()> {
+    if let (Some(k), false) = (
+        params.num_class,
+        params.objective == ObjectiveKind::Softprob,
+    ) {
+        return Err(Error::param(
+            "num_class",
+            format!(
+                "{k} given but {} has one output; num_class is for multi:softprob",
+                params.objective
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn eval_labels(
     params: &Params,
     name: &str,
@@ -132,7 +157,12 @@ fn eval_labels(
 ) -> Result<Vec<f32>> {
     let l =
         label.ok_or_else(|| Error::EmptyData(format!("evaluation set `{name}` has no label")))?;
-    labels::encode_with(params.objective, l, encoded.classes.as_deref())
+    labels::encode_with(params.objective, l, encoded.classes.as_deref()).map_err(|source| {
+        Error::InDataset {
+            dataset: format!("evaluation set `{name}`"),
+            source: Box::new(source),
+        }
+    })
 }
 
 /// Runs `work` on every in-process worker (one thread, thread pool, shard and collective
@@ -152,17 +182,25 @@ where
     if workers <= 1 {
         return thread_pool(run.threads)?.install(|| work(0..n_rows, &mut SingleWorker, observer));
     }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let most = max_workers(cores);
+    if workers > most {
+        return Err(Error::param(
+            "workers",
+            format!(
+                "{workers} in-process workers on {cores} cores: at most {most} are allowed \
+                 ({MAX_WORKERS_PER_CORE} per core, at least {MIN_WORKER_CAP}); every worker \
+                 is a thread with its own pool and histograms"
+            ),
+        ));
+    }
     if workers > n_rows {
         return Err(Error::param(
             "workers",
             format!("{workers} workers for {n_rows} rows: every worker needs a row"),
         ));
     }
-    let total_threads = if run.threads == 0 {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
-    } else {
-        run.threads
-    };
+    let total_threads = if run.threads == 0 { cores } else { run.threads };
     let per_worker = (total_threads / workers).max(1);
     let transports = in_process(workers, WORKER_TIMEOUT);
     let blocks = sapwood_collective::ring::even_blocks(n_rows, workers);
@@ -216,6 +254,16 @@ where
     }
 }
 
+/// In-process workers allowed per core: more only add threads, memory and traffic.
+const MAX_WORKERS_PER_CORE: usize = 4;
+/// In-process workers always allowed, however few the cores (tests of worker counts).
+const MIN_WORKER_CAP: usize = 16;
+
+/// The most in-process workers allowed on `cores` cores.
+fn max_workers(cores: usize) -> usize {
+    (MAX_WORKERS_PER_CORE * cores).max(MIN_WORKER_CAP)
+}
+
 /// How long a worker waits for a peer before calling it dead.
 const WORKER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
 /// The backend factory for the run's device.
@@ -262,7 +310,13 @@ impl Booster {
         evals: &[(&str, &Dataset<'_>)],
         observer: &mut dyn TrainObserver,
     ) -> Result<Booster> {
-        let (params, encoded) = prepare(params, run, train.label.as_ref(), train.n_rows())?;
+        let (params, encoded) = prepare(
+            params,
+            run,
+            train.label.as_ref(),
+            train.n_rows(),
+            evals.len(),
+        )?;
         let mut eval_inputs = Vec::with_capacity(evals.len());
         for (name, d) in evals {
             eval_inputs.push(EvalInput {
@@ -313,7 +367,13 @@ impl Booster {
         evals: &[(&str, &BinnedDataset)],
         observer: &mut dyn TrainObserver,
     ) -> Result<Booster> {
-        let (params, encoded) = prepare(params, run, train.label.as_ref(), train.n_rows())?;
+        let (params, encoded) = prepare(
+            params,
+            run,
+            train.label.as_ref(),
+            train.n_rows(),
+            evals.len(),
+        )?;
         let mut eval_sets = Vec::with_capacity(evals.len());
         for (name, d) in evals {
             if d.cuts != train.cuts || d.names != train.names {
@@ -374,6 +434,7 @@ impl Booster {
     ) -> Result<Booster> {
         params.validate()?;
         run.validate()?;
+        check_param_combinations(params)?;
         let RankShard {
             local,
             row_offset,
@@ -426,6 +487,10 @@ impl Booster {
     fn finish(trained: train::Trained, classes: Option<Vec<ClassLabel>>) -> Booster {
         let mut model = trained.model;
         model.classes = classes;
+        if trained.interrupted {
+            // record the rounds actually trained, so the saved parameters reproduce the model
+            model.params.num_rounds = model.num_rounds();
+        }
         Booster {
             model,
             history: trained.history,
@@ -492,7 +557,14 @@ impl Booster {
     }
 
     /// Writes the model to `path` through a temporary file, so a failure leaves nothing behind.
+    /// Models holding non-finite numbers are refused: they could not be read back.
     pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
+        self.model.check_finite().map_err(|e| match e {
+            Error::InvalidModel(m) => {
+                Error::InvalidModel(format!("{}: not saved: {m}", path.as_ref().display()))
+            }
+            e => e,
+        })?;
         sapwood_core::files::write_atomic(path.as_ref(), self.to_json().as_bytes())
     }
 

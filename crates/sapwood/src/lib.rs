@@ -14,7 +14,7 @@ pub use labels::{
 pub use sapwood_collective as collective;
 pub use sapwood_core::collective::{Collective, CommStats, SingleWorker};
 pub use sapwood_core::data::{Column, FeatureCuts, FeatureMatrix, MISSING_CATEGORY};
-pub use sapwood_core::files::write_atomic;
+pub use sapwood_core::files::{check_writable, remove_stale_temporaries, write_atomic};
 pub use sapwood_core::metric::{argmax, Metric};
 pub use sapwood_core::model::{ClassLabel, Model};
 pub use sapwood_core::objective::ObjectiveKind;

@@ -1,13 +1,45 @@
 //! `sapwood eval`: metrics of a model on labelled data.
 
-use anyhow::{anyhow, Result};
-use sapwood::{encode_labels_with, Booster, Label, Metric};
-use sapwood_io::ReadOptions;
+use std::io::Write;
 
-use super::categorical_features;
+use anyhow::{anyhow, Context, Result};
+use sapwood::{encode_labels_with, Booster, ClassLabel, Column, Label, Metric, Model};
+use sapwood_io::{LabelColumn, ReadOptions};
+
+use super::{categorical_features, check_categorical_types, check_rounds};
 use crate::cli::EvalArgs;
-use crate::input::{label_of, Source};
+use crate::input::{check_unique_columns, label_of, Source};
 use crate::settings;
+
+/// A label column that the model also uses as a feature, taken from its feature column (a
+/// reader gives every column one role): numbers stay numbers; text stays text unless the
+/// model's classes are numbers and every level is one.
+fn label_from_feature(model: &Model, col: &Column<'_>) -> LabelColumn {
+    match col {
+        Column::Numeric(v) => LabelColumn::Numeric(v.to_vec()),
+        Column::Categorical { codes, levels } => {
+            let text_classes = model
+                .classes
+                .as_ref()
+                .is_some_and(|c| c.iter().any(|c| matches!(c, ClassLabel::Str(_))));
+            let numbers: Option<Vec<f32>> = levels.iter().map(|l| l.trim().parse().ok()).collect();
+            match numbers {
+                Some(n) if !text_classes => LabelColumn::Numeric(
+                    codes
+                        .iter()
+                        .map(|&c| n.get(c as usize).copied().unwrap_or(f32::NAN))
+                        .collect(),
+                ),
+                _ => LabelColumn::Strings(
+                    codes
+                        .iter()
+                        .map(|&c| levels.get(c as usize).cloned())
+                        .collect(),
+                ),
+            }
+        }
+    }
+}
 
 /// Runs `sapwood eval`.
 pub fn run(a: EvalArgs) -> Result<()> {
@@ -33,43 +65,102 @@ pub fn run(a: EvalArgs) -> Result<()> {
     for m in &metrics {
         m.check_objective(model.params.objective)?;
     }
+    let rounds = check_rounds(a.rounds, model)?;
+    let label_is_feature = model.feature_names.contains(&label_name);
+    if a.weight
+        .as_ref()
+        .is_some_and(|w| model.feature_names.contains(w))
+    {
+        return Err(settings::Error(format!(
+            "--weight {}: that column is one of the model's features",
+            a.weight.as_deref().unwrap_or_default()
+        ))
+        .into());
+    }
     let opts = ReadOptions {
         features: model.feature_names.clone(),
         categorical: categorical_features(model),
-        label: Some(label_name.clone()),
+        label: (!label_is_feature).then(|| label_name.clone()),
         weight: a.weight.clone(),
         ..Default::default()
     };
     let source = Source::open(&a.data, &opts)?;
-    let rounds = Some(a.rounds.unwrap_or_else(|| model.default_rounds()));
+    let mut roles = vec![("label", label_name.as_str())];
+    if let Some(w) = &a.weight {
+        roles.push(("weight", w.as_str()));
+    }
+    check_unique_columns(&a.data, &source, &roles)?;
     let (mut margins, mut labels, mut weights) = (Vec::new(), Vec::new(), Vec::new());
+    let label_context = || format!("{}: label column `{label_name}`", a.data.display());
     source.for_each(&opts, |t| {
+        check_categorical_types(model, &t.features, &a.data)?;
         let first = labels.len();
         margins.extend(model.predict_margins(&t.features, rounds)?);
-        let label: Label = label_of(
-            t.label.ok_or_else(|| anyhow!("no label column"))?,
-            first,
-            &label_name,
-        )?;
-        labels.extend(encode_labels_with(
-            model.params.objective,
-            &label,
-            model.classes.as_deref(),
-        )?);
+        let col = if label_is_feature {
+            let j = t
+                .features
+                .names()
+                .iter()
+                .position(|n| *n == label_name)
+                .ok_or_else(|| anyhow!("{}: no column `{label_name}`", a.data.display()))?;
+            label_from_feature(model, t.features.column(j))
+        } else {
+            t.label.ok_or_else(|| anyhow!("no label column"))?
+        };
+        let label: Label = label_of(col, first, &label_name).with_context(label_context)?;
+        let encoded = encode_labels_with(model.params.objective, &label, model.classes.as_deref())
+            .map_err(|e| match e {
+                sapwood::Error::InvalidLabel { row, value, reason } => {
+                    sapwood::Error::InvalidLabel {
+                        row: first + row,
+                        value,
+                        reason,
+                    }
+                }
+                e => e,
+            })
+            .with_context(label_context)?;
+        labels.extend(encoded);
         weights.extend(t.weight.unwrap_or_default());
         Ok(())
     })?;
+    if labels.is_empty() {
+        return Err(sapwood::Error::EmptyData(format!(
+            "{}: no rows to evaluate",
+            a.data.display()
+        ))
+        .into());
+    }
     if let Some(row) = labels.iter().position(|y: &f32| !y.is_finite()) {
-        return Err(sapwood::Error::InvalidLabel {
+        return Err(anyhow::Error::new(sapwood::Error::InvalidLabel {
             row,
             value: labels[row].to_string(),
             reason: "labels must be finite numbers".into(),
-        }
-        .into());
+        })
+        .context(label_context()));
+    }
+    if let Some(row) = weights
+        .iter()
+        .position(|w: &f32| !(w.is_finite() && *w >= 0.0))
+    {
+        return Err(anyhow::Error::new(sapwood::Error::InvalidWeight {
+            row,
+            value: weights[row],
+        })
+        .context(format!(
+            "{}: weight column `{}`",
+            a.data.display(),
+            a.weight.as_deref().unwrap_or_default()
+        )));
     }
     let w = (!weights.is_empty()).then_some(weights.as_slice());
+    let mut out = std::io::stdout().lock();
     for m in metrics {
-        println!("{m}: {:.6}", m.evaluate(&margins, model.groups, &labels, w));
+        writeln!(
+            out,
+            "{m}: {:.6}",
+            m.evaluate(&margins, model.groups, &labels, w)
+        )?;
     }
     Ok(())
 }

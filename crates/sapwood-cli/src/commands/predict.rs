@@ -1,5 +1,6 @@
 //! `sapwood predict`: streams the data by row group and writes Parquet predictions.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Result;
@@ -8,9 +9,10 @@ use sapwood_io::arrow_array::{ArrayRef, BooleanArray, Float32Array, Int64Array, 
 use sapwood_io::arrow_schema::DataType;
 use sapwood_io::{PredictionWriter, ReadOptions};
 
-use super::categorical_features;
+use super::{categorical_features, check_categorical_types, check_rounds};
 use crate::cli::PredictArgs;
-use crate::input::Source;
+use crate::input::{check_unique_columns, Shard, Source};
+use crate::settings;
 
 /// The output columns after the kept ones: names and types.
 fn output_fields(model: &Model, raw: bool) -> Vec<(String, DataType)> {
@@ -30,15 +32,44 @@ fn output_fields(model: &Model, raw: bool) -> Vec<(String, DataType)> {
     f
 }
 
-fn class_names(model: &Model) -> Vec<String> {
-    match &model.classes {
-        Some(c) => c.iter().map(|c| c.to_string()).collect(),
-        None => (0..model.groups).map(|c| c.to_string()).collect(),
+fn kind_of(c: &ClassLabel) -> &'static str {
+    match c {
+        ClassLabel::Bool(_) => "bool",
+        ClassLabel::Int(_) => "int",
+        ClassLabel::Str(_) => "str",
     }
 }
 
+/// One distinct name per class: the class as written, or, when two classes of different
+/// types write alike (`1` and "1"), every class prefixed with its type (`int:1`, `str:1`).
+fn class_names(model: &Model) -> Vec<String> {
+    let Some(classes) = &model.classes else {
+        return (0..model.groups).map(|c| c.to_string()).collect();
+    };
+    let plain: Vec<String> = classes.iter().map(|c| c.to_string()).collect();
+    let mut sorted = plain.clone();
+    sorted.sort();
+    sorted.dedup();
+    if sorted.len() == plain.len() {
+        return plain;
+    }
+    classes
+        .iter()
+        .map(|c| format!("{}:{c}", kind_of(c)))
+        .collect()
+}
+
+/// The type of the `prediction` column: the classes' type, or text (the class names) when
+/// the classes mix types.
 fn label_type(model: &Model) -> DataType {
-    match model.classes.as_ref().and_then(|c| c.first()) {
+    let Some(classes) = &model.classes else {
+        return DataType::Int64;
+    };
+    let first = classes.first().map(kind_of);
+    if classes.iter().any(|c| Some(kind_of(c)) != first) {
+        return DataType::Utf8;
+    }
+    match classes.first() {
         Some(ClassLabel::Str(_)) => DataType::Utf8,
         Some(ClassLabel::Bool(_)) => DataType::Boolean,
         _ => DataType::Int64,
@@ -46,7 +77,7 @@ fn label_type(model: &Model) -> DataType {
 }
 
 /// The class label column of a batch of argmax class indices.
-fn labels_array(model: &Model, best: &[usize]) -> ArrayRef {
+fn labels_array(model: &Model, names: &[String], best: &[usize]) -> ArrayRef {
     let class = |i: usize| {
         model
             .classes
@@ -56,7 +87,7 @@ fn labels_array(model: &Model, best: &[usize]) -> ArrayRef {
     };
     match label_type(model) {
         DataType::Utf8 => Arc::new(StringArray::from_iter_values(
-            best.iter().map(|&i| class(i).to_string()),
+            best.iter().map(|&i| names[i].as_str()),
         )),
         DataType::Boolean => Arc::new(BooleanArray::from_iter(
             best.iter()
@@ -71,33 +102,108 @@ fn labels_array(model: &Model, best: &[usize]) -> ArrayRef {
     }
 }
 
+/// The same file, whether or not the second exists yet (it is compared by its directory).
+fn same_file(a: &Path, b: &Path) -> bool {
+    let full = |p: &Path| -> Option<std::path::PathBuf> {
+        if let Ok(c) = p.canonicalize() {
+            return Some(c);
+        }
+        let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
+        let dir = dir.unwrap_or(Path::new(".")).canonicalize().ok()?;
+        Some(dir.join(p.file_name()?))
+    };
+    matches!((full(a), full(b)), (Some(x), Some(y)) if x == y)
+}
+
+/// Refuses outputs that would overwrite an input.
+pub(crate) fn check_not_input(out: &Path, inputs: &[(&str, &Path)], flag: &str) -> Result<()> {
+    for (what, input) in inputs {
+        if same_file(out, input) {
+            return Err(settings::Error(format!(
+                "{flag} {}: that is the {what}; write the output to another file",
+                out.display()
+            ))
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// Refuses `--keep` lists that name a column twice or an output column.
+fn check_keep(keep: &[String], outputs: &[(String, DataType)]) -> Result<()> {
+    for (i, k) in keep.iter().enumerate() {
+        if keep[..i].contains(k) {
+            return Err(settings::Error(format!("--keep names `{k}` twice")).into());
+        }
+        if outputs.iter().any(|(n, _)| n == k) {
+            return Err(settings::Error(format!(
+                "--keep {k}: the output already has a column `{k}` (the predictions); \
+                 rename the input column"
+            ))
+            .into());
+        }
+    }
+    Ok(())
+}
+
 /// Runs `sapwood predict`.
 pub fn run(a: PredictArgs) -> Result<()> {
+    check_not_input(
+        &a.out,
+        &[("--data file", &a.data), ("--model file", &a.model)],
+        "--out",
+    )?;
     let booster = Booster::load(&a.model)?;
     let model = booster.model();
+    let rounds = check_rounds(a.rounds, model)?;
+    let outputs = output_fields(model, a.raw);
+    check_keep(&a.keep, &outputs)?;
+    // a kept column that is also a feature is read as a feature and copied out
+    let (copies, keep): (Vec<String>, Vec<String>) = a
+        .keep
+        .iter()
+        .cloned()
+        .partition(|k| model.feature_names.contains(k));
     let opts = ReadOptions {
         features: model.feature_names.clone(),
         categorical: categorical_features(model),
-        keep: a.keep.clone(),
+        keep,
         ..Default::default()
     };
     let source = Source::open(&a.data, &opts)?;
+    let roles: Vec<(&str, &str)> = a.keep.iter().map(|k| ("kept", k.as_str())).collect();
+    check_unique_columns(&a.data, &source, &roles)?;
+    sapwood::check_writable(&a.out)?;
+    sapwood::remove_stale_temporaries(&a.out);
     let objective = model.objective();
     let k = model.groups;
-    let rounds = Some(a.rounds.unwrap_or_else(|| model.default_rounds()));
+    let names = class_names(model);
     let mut writer: Option<PredictionWriter> = None;
     let mut rows = 0usize;
-    source.for_each(&opts, |t| {
+    let whole = Shard::whole(source.num_rows());
+    source.for_each_copying(&opts, &whole, &copies, |t, copied| {
+        check_categorical_types(model, &t.features, &a.data)?;
         let margins = model.predict_margins(&t.features, rounds)?;
         let n = t.n_rows();
-        let mut arrays: Vec<ArrayRef> = t.kept.iter().map(|(_, a)| a.clone()).collect();
+        // kept columns in the order --keep gave them
+        let kept: Vec<(String, ArrayRef)> = a
+            .keep
+            .iter()
+            .filter_map(|name| {
+                t.kept
+                    .iter()
+                    .chain(&copied)
+                    .find(|(n, _)| n == name)
+                    .cloned()
+            })
+            .collect();
+        let mut arrays: Vec<ArrayRef> = kept.iter().map(|(_, a)| a.clone()).collect();
         if writer.is_none() {
-            let mut fields: Vec<(String, DataType)> = t
-                .kept
+            let mut fields: Vec<(String, DataType)> = kept
                 .iter()
                 .map(|(n, a)| (n.clone(), a.data_type().clone()))
                 .collect();
-            fields.extend(output_fields(model, a.raw));
+            fields.extend(outputs.iter().cloned());
             writer = Some(PredictionWriter::create(&a.out, &fields)?);
         }
         if k == 1 {
@@ -114,7 +220,7 @@ pub fn run(a: PredictArgs) -> Result<()> {
                 objective.transform(&margins)
             };
             let best: Vec<usize> = margins.chunks_exact(k).map(sapwood::argmax).collect();
-            arrays.push(labels_array(model, &best));
+            arrays.push(labels_array(model, &names, &best));
             for c in 0..k {
                 arrays.push(Arc::new(Float32Array::from_iter_values(
                     (0..n).map(|i| values[i * k + c]),
@@ -132,7 +238,7 @@ pub fn run(a: PredictArgs) -> Result<()> {
             let kept: Vec<(String, DataType)> =
                 a.keep.iter().map(|n| (n.clone(), DataType::Utf8)).collect();
             let mut fields = kept;
-            fields.extend(output_fields(model, a.raw));
+            fields.extend(outputs.iter().cloned());
             PredictionWriter::create(&a.out, &fields)?
         }
     };

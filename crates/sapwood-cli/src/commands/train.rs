@@ -5,16 +5,17 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use sapwood::{
-    BinnedDataset, Booster, Collective, CollectiveKind, CutPass, Label, Params, RunOptions,
-    Settings, SingleWorker,
+    BinnedDataset, Booster, Collective, CollectiveKind, CutPass, Label, ObjectiveKind, Params,
+    RunOptions, Settings, SingleWorker, PARAM_NAMES, RUN_OPTION_NAMES,
 };
 use sapwood_io::ReadOptions;
 use serde_json::json;
 
 use crate::cli::TrainArgs;
-use crate::input::{label_of, Shard, Source};
+use crate::input::{check_unique_columns, label_of, Shard, Source};
 use crate::progress::Progress;
 use crate::settings::{self, apply_config, apply_sets};
+use crate::Interrupted;
 
 /// Parameters and run options from the config file, the flags and `--set`, checked before
 /// any data is read.
@@ -25,28 +26,81 @@ fn settings_of(a: &TrainArgs) -> Result<Settings> {
     }
     let flags: [(&str, Option<String>); 11] = [
         ("objective", a.objective.clone()),
-        ("num_rounds", a.rounds.map(|v| v.to_string())),
+        ("rounds", a.rounds.map(|v| v.to_string())),
         ("learning_rate", a.learning_rate.map(|v| v.to_string())),
         ("max_depth", a.max_depth.map(|v| v.to_string())),
         ("max_leaves", a.max_leaves.map(|v| v.to_string())),
         ("max_bin", a.max_bin.map(|v| v.to_string())),
-        (
-            "early_stopping_rounds",
-            a.early_stopping.map(|v| v.to_string()),
-        ),
+        ("early_stopping", a.early_stopping.map(|v| v.to_string())),
         ("threads", a.threads.map(|v| v.to_string())),
         ("device", a.device.clone()),
         ("workers", a.workers.map(|v| v.to_string())),
         ("collective", a.collective.clone()),
     ];
-    for (k, v) in flags {
+    for (k, v) in &flags {
         if let Some(v) = v {
-            p.set(k, &v)?;
+            p.set(k, v)?;
         }
     }
+    check_set_repeats(&flags, &a.set)?;
     apply_sets(&mut p, &a.set)?;
     p.validate()?;
+    if let (Some(k), false) = (
+        p.params.num_class,
+        p.params.objective == ObjectiveKind::Softprob,
+    ) {
+        return Err(settings::Error(format!(
+            "num_class={k}: {} has one output; num_class is for multi:softprob",
+            p.params.objective
+        ))
+        .into());
+    }
+    if let (Some(n), true) = (p.params.early_stopping_rounds, a.valid.is_empty()) {
+        return Err(settings::Error(format!(
+            "early stopping ({n} rounds) watches a validation set: give one with --valid"
+        ))
+        .into());
+    }
     Ok(p)
+}
+
+/// The canonical name of a parameter or run option written as `key` (None when unknown:
+/// setting it reports the error).
+fn canonical(key: &str) -> Option<&'static str> {
+    let k = key.trim().replace('-', "_");
+    PARAM_NAMES
+        .iter()
+        .chain(RUN_OPTION_NAMES)
+        .find(|(n, aliases)| *n == k || aliases.contains(&k.as_str()))
+        .map(|(n, _)| *n)
+}
+
+/// Refuses a parameter given both by a flag and by `--set` (in any spelling, e.g.
+/// `--learning-rate` with `--set eta=...`), or twice by `--set`: which should win is a
+/// guess. (A config file is meant to be overridden by both, so it is not compared.)
+fn check_set_repeats(flags: &[(&str, Option<String>)], sets: &[String]) -> Result<()> {
+    let mut given: Vec<(&'static str, String)> = flags
+        .iter()
+        .filter(|(_, v)| v.is_some())
+        .filter_map(|(k, _)| Some((canonical(k)?, format!("--{}", k.replace('_', "-")))))
+        .collect();
+    for s in sets {
+        let Some((k, _)) = s.split_once('=') else {
+            continue;
+        };
+        let Some(name) = canonical(k) else {
+            continue;
+        };
+        if let Some((_, first)) = given.iter().find(|(n, _)| *n == name) {
+            return Err(settings::Error(format!(
+                "`{name}` is given twice ({first} and --set {}): give it once",
+                k.trim()
+            ))
+            .into());
+        }
+        given.push((name, format!("--set {}", k.trim())));
+    }
+    Ok(())
 }
 
 /// Reads and bins one worker's share of a file with the training cuts (or, for the
@@ -60,6 +114,14 @@ fn bin_source(
     shard: &Shard,
     collective: &mut dyn Collective,
 ) -> Result<BinnedDataset> {
+    let mut roles = Vec::new();
+    if let Some(l) = &opts.label {
+        roles.push(("label", l.as_str()));
+    }
+    if let Some(w) = &opts.weight {
+        roles.push(("weight", w.as_str()));
+    }
+    check_unique_columns(path, source, &roles)?;
     let n = source.num_rows();
     if n == 0 {
         return Err(
@@ -84,7 +146,8 @@ fn bin_source(
         let col = t
             .label
             .expect("the label column is part of the read options");
-        let label = label_of(col, row, &label_name)?;
+        let label = label_of(col, row, &label_name)
+            .with_context(|| format!("{}: label column `{label_name}`", path.display()))?;
         labelled += match &label {
             Label::Values(v) => v.iter().filter(|x| !x.is_nan()).count(),
             Label::Classes(_) => n,
@@ -105,6 +168,61 @@ fn bin_source(
         .into());
     }
     Ok(bin.finish()?)
+}
+
+/// Names the file and column of a label or weight error found once training started
+/// (evaluation sets are named by their file stem).
+fn name_file(e: sapwood::Error, a: &TrainArgs) -> anyhow::Error {
+    let column = |e: &sapwood::Error| match e {
+        sapwood::Error::InvalidLabel { .. } => Some(format!("label column `{}`", a.label)),
+        sapwood::Error::InvalidWeight { .. } => a
+            .columns
+            .weight
+            .as_ref()
+            .map(|w| format!("weight column `{w}`")),
+        _ => None,
+    };
+    let at = |path: &Path, e: &sapwood::Error| match column(e) {
+        Some(c) => format!("{}: {c}", path.display()),
+        None => path.display().to_string(),
+    };
+    match e {
+        sapwood::Error::InDataset { dataset, source } => {
+            let file = a.valid.iter().find(|v| {
+                v.file_stem()
+                    .is_some_and(|s| dataset == format!("evaluation set `{}`", s.to_string_lossy()))
+            });
+            match file {
+                Some(f) => {
+                    let ctx = at(f, &source);
+                    anyhow::Error::new(*source).context(ctx)
+                }
+                None => anyhow::Error::new(sapwood::Error::InDataset { dataset, source }),
+            }
+        }
+        e @ (sapwood::Error::InvalidLabel { .. } | sapwood::Error::InvalidWeight { .. }) => {
+            let ctx = at(&a.data, &e);
+            anyhow::Error::new(e).context(ctx)
+        }
+        e => e.into(),
+    }
+}
+
+/// Checks before any data is read that the outputs can be written and overwrite no input.
+fn check_outputs(a: &TrainArgs) -> Result<()> {
+    let mut inputs: Vec<(&str, &Path)> = vec![("--data file", a.data.as_path())];
+    inputs.extend(a.valid.iter().map(|v| ("--valid file", v.as_path())));
+    if let Some(c) = &a.config {
+        inputs.push(("--config file", c.as_path()));
+    }
+    super::predict::check_not_input(&a.model, &inputs, "--model")?;
+    sapwood::check_writable(&a.model)?;
+    if let Some(s) = &a.summary {
+        inputs.push(("--model file", a.model.as_path()));
+        super::predict::check_not_input(s, &inputs, "--summary")?;
+        sapwood::check_writable(s)?;
+    }
+    Ok(())
 }
 
 fn bin_file(
@@ -150,6 +268,7 @@ fn write_outputs(
     train_seconds: f64,
 ) -> Result<()> {
     booster.set_label_name(&a.label);
+    sapwood::remove_stale_temporaries(&a.model);
     booster
         .save(&a.model)
         .with_context(|| format!("writing the model to {}", a.model.display()))?;
@@ -216,6 +335,7 @@ fn write_outputs(
                 "per_round": per_round,
             },
         });
+        sapwood::remove_stale_temporaries(path);
         let text = serde_json::to_string_pretty(&summary)?;
         sapwood::write_atomic(path, text.as_bytes())?;
     }
@@ -236,6 +356,7 @@ fn note_loading_peak() {
 /// Runs `sapwood train`.
 pub fn run(a: TrainArgs) -> Result<()> {
     let settings = settings_of(&a)?;
+    check_outputs(&a)?;
     match settings.run.collective {
         CollectiveKind::InProcess => run_local(a, settings),
         CollectiveKind::Mpi => run_mpi(a, settings),
@@ -260,6 +381,7 @@ fn run_mpi(a: TrainArgs, settings: Settings) -> Result<()> {
     let transport = MpiTransport::init()?;
     let (rank, size) = (transport.rank(), transport.size());
     let mut coll = RingCollective::new(transport, run.comm_codec);
+    let mut interrupted = false;
     let result = (|| -> Result<()> {
         let load_start = Instant::now();
         let opts = read_options(&a);
@@ -295,7 +417,8 @@ fn run_mpi(a: TrainArgs, settings: Settings) -> Result<()> {
         let trained =
             Booster::train_shard(&params, &run, rank_shard, &evals, &mut coll, &mut progress);
         progress.finish();
-        let mut booster = trained?;
+        let mut booster = trained.map_err(|e| name_file(e, &a))?;
+        interrupted = booster.interrupted();
         if rank == 0 {
             let run = RunOptions {
                 workers: size,
@@ -317,6 +440,9 @@ fn run_mpi(a: TrainArgs, settings: Settings) -> Result<()> {
         // the other ranks may wait in a collective: take the whole job down
         eprintln!("error: rank {rank}: {e:#}");
         coll.transport_mut().abort(2);
+    }
+    if interrupted && rank == 0 {
+        return Err(Interrupted.into());
     }
     Ok(())
 }
@@ -341,7 +467,7 @@ fn run_local(a: TrainArgs, settings: Settings) -> Result<()> {
     let evals: Vec<(&str, &BinnedDataset)> = valid.iter().map(|(n, d)| (n.as_str(), d)).collect();
     let result = Booster::train_binned(&params, &run, &train, &evals, &mut progress);
     progress.finish();
-    let mut booster = result?;
+    let mut booster = result.map_err(|e| name_file(e, &a))?;
     let train_seconds = train_start.elapsed().as_secs_f64();
     write_outputs(
         &a,
@@ -351,5 +477,10 @@ fn run_local(a: TrainArgs, settings: Settings) -> Result<()> {
         train.names().len(),
         load_seconds,
         train_seconds,
-    )
+    )?;
+    if booster.interrupted() {
+        // saved: now end like an interrupted program does (exit code 130)
+        return Err(Interrupted.into());
+    }
+    Ok(())
 }

@@ -11,7 +11,7 @@ use crate::backend::{HistBackend, TreeSetup};
 use crate::collective::{Collective, CommStats};
 use crate::data::binned::BinnedMatrix;
 use crate::data::cuts::Cuts;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::grower::store::HistStore;
 use crate::grower::{grow_tree, GrowerConfig};
 use crate::hash::{hash32, SampleRate, Stream};
@@ -92,6 +92,34 @@ fn metrics_of(set: &EvalSet, groups: usize, metrics: &[Metric]) -> Vec<EvalResul
         .collect()
 }
 
+/// Refuses a tree with a non-finite leaf, or one after which some margin of its group
+/// could leave the f32 range (`bound` is that group's margin bound, updated here). Trees
+/// are identical on every worker and backend, so every worker decides alike.
+fn check_tree(tree: &Tree, round: usize, index: usize, bound: &mut f64) -> Result<()> {
+    let mut largest = 0f64;
+    for (i, n) in tree.nodes.iter().enumerate() {
+        if n.split.is_none() {
+            if !n.value.is_finite() {
+                return Err(Error::Diverged {
+                    round,
+                    tree: index,
+                    what: format!("leaf {i} has value {}", n.value),
+                });
+            }
+            largest = largest.max((n.value as f64).abs());
+        }
+    }
+    *bound += largest;
+    if *bound > f32::MAX as f64 {
+        return Err(Error::Diverged {
+            round,
+            tree: index,
+            what: format!("margins may reach {:.3e}, beyond the f32 range", *bound),
+        });
+    }
+    Ok(())
+}
+
 /// What every worker of a job has agreed on when boosting starts.
 #[derive(Debug, Clone, Copy)]
 pub struct BoostSetup<'a> {
@@ -149,6 +177,8 @@ pub fn boost(
     let mut comm_rounds = Vec::with_capacity(params.num_rounds);
     let mut last_comm = collective.stats();
     let mut store = HistStore::new();
+    // |margin| of any row is at most |base| plus the largest |leaf| of every tree so far
+    let mut margin_bound: Vec<f64> = base_margin.iter().map(|m| (*m as f64).abs()).collect();
     for round in 0..params.num_rounds {
         let local = backend.compute_gradients()?;
         let mut max: Vec<u64> = local
@@ -156,6 +186,22 @@ pub fn boost(
             .flat_map(|m| [m[0].to_bits() as u64, m[1].to_bits() as u64])
             .collect();
         collective.allreduce_max(&mut max)?;
+        // after the allreduce every worker sees the same maxima, so all stop together
+        for group in 0..k {
+            for (what, bits) in [
+                ("gradient", max[2 * group]),
+                ("hessian", max[2 * group + 1]),
+            ] {
+                let v = f32::from_bits(bits as u32);
+                if !v.is_finite() {
+                    return Err(Error::Diverged {
+                        round,
+                        tree: round * k + group,
+                        what: format!("the largest {what} of group {group} is {v}"),
+                    });
+                }
+            }
+        }
         for group in 0..k {
             let scales = GroupScales {
                 grad: Scale::agree(
@@ -184,6 +230,7 @@ pub fn boost(
                 tree_index,
             );
             let tree = grow_tree(&cfg, backend, collective, &setup, &features, &mut store)?;
+            check_tree(&tree, round, tree_index as usize, &mut margin_bound[group])?;
             backend.update_margins(&tree, group)?;
             for e in evals.iter_mut() {
                 let binned = &e.binned;

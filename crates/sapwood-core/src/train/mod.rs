@@ -70,6 +70,7 @@ fn check_inputs(
     weights: Option<&[f32]>,
     n: usize,
     what: &str,
+    first_row: usize,
 ) -> Result<()> {
     if labels.len() != n {
         return Err(Error::LengthMismatch {
@@ -78,8 +79,9 @@ fn check_inputs(
             expected: n,
         });
     }
+    // rows are reported by their index in the whole dataset, not in this worker's shard
     for (i, &y) in labels.iter().enumerate() {
-        objective.check_label(i, y)?;
+        objective.check_label(first_row + i, y)?;
     }
     if let Some(w) = weights {
         if w.len() != n {
@@ -91,7 +93,7 @@ fn check_inputs(
         }
         if let Some(i) = w.iter().position(|&v| !(v.is_finite() && v >= 0.0)) {
             return Err(Error::InvalidWeight {
-                row: i,
+                row: first_row + i,
                 value: w[i],
             });
         }
@@ -202,6 +204,7 @@ pub fn train_binned(
         shard.weights.as_deref(),
         n_local,
         "training",
+        shard.row_offset as usize,
     )?;
     for e in &evals {
         check_inputs(
@@ -210,7 +213,12 @@ pub fn train_binned(
             e.weights.as_deref(),
             e.binned.n_rows(),
             &format!("`{}`", e.name),
-        )?;
+            0,
+        )
+        .map_err(|source| Error::InDataset {
+            dataset: format!("evaluation set `{}`", e.name),
+            source: Box::new(source),
+        })?;
     }
     let base = base_margin(
         params,
