@@ -17,6 +17,7 @@ pub mod collective;
 pub mod data;
 pub mod detmath;
 pub mod error;
+pub mod explain;
 pub mod files;
 pub mod grower;
 pub mod hash;

@@ -178,8 +178,8 @@ fn feature_blocks(cuts: &Cuts, workers: usize, rank: usize) -> (Vec<Range<usize>
     (bins, bounds[rank]..bounds[rank + 1])
 }
 
-/// Appends an optional candidate to `out` (the gathered best-split record).
-fn write_candidate(c: Option<&SplitCandidate>, out: &mut Vec<u8>) {
+/// Appends an optional candidate to `out`: the best-split record workers gather.
+pub fn write_candidate(c: Option<&SplitCandidate>, out: &mut Vec<u8>) {
     let Some(c) = c else {
         out.put_u8(0);
         return;
@@ -207,8 +207,8 @@ fn write_candidate(c: Option<&SplitCandidate>, out: &mut Vec<u8>) {
     }
 }
 
-/// Reads what [`write_candidate`] wrote.
-fn read_candidate(r: &mut ByteReader<'_>) -> Result<Option<SplitCandidate>> {
+/// Reads one record [`write_candidate`] wrote; malformed bytes are an error, never a panic.
+pub fn read_candidate(r: &mut ByteReader<'_>) -> Result<Option<SplitCandidate>> {
     if r.u8()? == 0 {
         return Ok(None);
     }
