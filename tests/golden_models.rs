@@ -81,7 +81,7 @@ fn predictions(b: &Booster, data: &sapwood::Dataset<'_>) -> Vec<f32> {
         .predict_with(
             data,
             PredictOptions {
-                output_margin: true,
+                output: sapwood::Output::Margin,
                 ..Default::default()
             },
         )

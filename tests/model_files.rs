@@ -205,7 +205,7 @@ fn a_30000_deep_tree_loads_measures_and_predicts_without_recursion() {
             (
                 t.depth(),
                 t.num_leaves(),
-                b.feature_importance(sapwood::Importance::Split),
+                b.feature_importance(sapwood::Importance::Weight),
             )
         })
         .unwrap();

@@ -98,7 +98,7 @@ fn first_k_rounds_equal_a_model_trained_for_k_rounds() {
     .unwrap();
     let opts = PredictOptions {
         rounds: Some(7),
-        output_margin: true,
+        output: sapwood::Output::Margin,
     };
     assert_eq!(
         long.predict_with(&d, opts).unwrap(),
@@ -106,7 +106,7 @@ fn first_k_rounds_equal_a_model_trained_for_k_rounds() {
             .predict_with(
                 &d,
                 PredictOptions {
-                    output_margin: true,
+                    output: sapwood::Output::Margin,
                     ..Default::default()
                 }
             )
@@ -648,4 +648,71 @@ fn evaluation_set_label_errors_name_the_set_and_rows_are_global() {
     .unwrap_err()
     .to_string();
     assert!(e.contains("row 350"), "{e}");
+}
+
+#[test]
+fn explanations_add_up_to_the_margin_for_every_objective() {
+    use sapwood::Output;
+    for (task, objective) in [
+        ("regression", ObjectiveKind::SquaredError),
+        ("binary", ObjectiveKind::Logistic),
+        ("multiclass", ObjectiveKind::Softprob),
+    ] {
+        let d = synthetic(1_200, task, 21);
+        let params = Params {
+            objective,
+            num_rounds: 12,
+            max_depth: 4,
+            ..Default::default()
+        };
+        let b = Booster::train(&params, &d, &[]).unwrap();
+        let k = b.model().groups;
+        let nf = b.model().feature_names.len();
+        let opts = |output| PredictOptions {
+            output,
+            rounds: None,
+        };
+        let margins = b.predict_with(&d, opts(Output::Margin)).unwrap();
+        let contribs = b.predict_with(&d, opts(Output::Contributions)).unwrap();
+        assert_eq!(contribs.per_row, k * (nf + 1));
+        for r in 0..d.n_rows() {
+            for g in 0..k {
+                let c = &contribs.row(r)[g * (nf + 1)..(g + 1) * (nf + 1)];
+                let sum: f64 = c.iter().map(|&v| v as f64).sum();
+                let m = margins.row(r)[g] as f64;
+                assert!(
+                    (sum - m).abs() <= 1e-5 * m.abs().max(1.0),
+                    "{objective} row {r} group {g}: {sum} vs {m}"
+                );
+            }
+        }
+        let small = d.features().slice_rows(0..30);
+        let small = sapwood::Dataset::from_parts(small, None, None).unwrap();
+        let inter = b.predict_with(&small, opts(Output::Interactions)).unwrap();
+        let side = nf + 1;
+        assert_eq!(inter.per_row, k * side * side);
+        for r in 0..30 {
+            for g in 0..k {
+                for i in 0..side {
+                    let row =
+                        &inter.row(r)[g * side * side + i * side..g * side * side + (i + 1) * side];
+                    let sum: f32 = row.iter().sum();
+                    let want = contribs.row(r)[g * side + i];
+                    assert!(
+                        (sum - want).abs() <= 1e-4 * want.abs().max(1.0),
+                        "{objective} row {r} {i}"
+                    );
+                }
+            }
+        }
+        let leaves = b.predict_with(&d, opts(Output::Leaf)).unwrap();
+        assert_eq!(leaves.per_row, b.num_trees());
+        for (t, tree) in b.model().trees.iter().enumerate() {
+            let leaf = leaves.row(5)[t] as usize;
+            assert!(
+                tree.nodes[leaf].split.is_none(),
+                "tree {t}: {leaf} is not a leaf"
+            );
+        }
+    }
 }

@@ -61,7 +61,7 @@ class NativeData:
 @final
 class NativeBooster:
     def predict(
-        self, data: NativeData, output_margin: bool = False, rounds: Optional[int] = None
+        self, data: NativeData, output: str = "value", rounds: Optional[int] = None
     ) -> tuple[npt.NDArray[np.float32], int]: ...
     def to_json(self) -> str: ...
     @staticmethod

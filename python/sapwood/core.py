@@ -228,13 +228,20 @@ class Booster:
         data: Any,
         output_margin: bool = False,
         iteration_range: Optional[tuple[int, int]] = None,
+        pred_contribs: bool = False,
+        pred_interactions: bool = False,
+        pred_leaf: bool = False,
     ) -> npt.NDArray[np.float32]:
         """Predictions: values (regression), probabilities of the positive class
         (binary), or an ``(n, classes)`` array of class probabilities (multiclass).
 
         ``output_margin`` gives raw scores. ``iteration_range=(0, k)`` uses the first k
         rounds (``(0, 0)`` means all); by default all rounds, or through the best
-        iteration when early stopping chose one.
+        iteration when early stopping chose one. As in XGBoost, ``pred_contribs`` gives SHAP
+        contributions, ``(n, features + 1)`` with the bias last (``(n, classes,
+        features + 1)`` for multiclass), summing to the margin; ``pred_interactions`` SHAP
+        interaction values, ``(n, features + 1, features + 1)`` (a class axis after the
+        rows for multiclass); ``pred_leaf`` the leaf index of each tree, ``(n, trees)``.
         """
         model = self._model
         rounds: Optional[int] = None
@@ -246,8 +253,28 @@ class Booster:
                     "are supported"
                 )
             rounds = None if end == 0 else int(end)
-        values, groups = model.predict(_native_of(data, self), output_margin, rounds)
-        return values if groups == 1 else values.reshape(-1, groups)
+        flags = [("contributions", pred_contribs), ("interactions", pred_interactions),
+                 ("leaf", pred_leaf)]
+        asked = [k for k, on in flags if on]
+        if len(asked) > 1 or (asked and output_margin):
+            raise ParameterError(
+                "invalid parameter `pred_*`: ask for one of output_margin, pred_contribs, "
+                "pred_interactions and pred_leaf"
+            )
+        output = asked[0] if asked else ("margin" if output_margin else "value")
+        values, per_row = model.predict(_native_of(data, self), output, rounds)
+        groups = model.groups
+        if output == "contributions":
+            if groups == 1:
+                return values.reshape(-1, per_row)
+            return values.reshape(-1, groups, per_row // groups)
+        if output == "interactions":
+            side = int(round((per_row // groups) ** 0.5))
+            shape = (-1, side, side) if groups == 1 else (-1, groups, side, side)
+            return values.reshape(shape)
+        if output == "leaf":
+            return values.reshape(-1, per_row)
+        return values if per_row == 1 else values.reshape(-1, per_row)
 
     # ---- files and text ---------------------------------------------------------------
 
@@ -333,14 +360,19 @@ class Booster:
 
     def feature_importance(self, importance_type: str = "gain") -> npt.NDArray[np.float64]:
         """Importance of every feature, in :attr:`feature_names` order (0 for unused
-        features): total ``gain`` of its splits, number of splits (``split``), or total
-        hessian ``cover`` of its splits."""
-        scores = self._model.feature_importance(importance_type)
+        features), as LightGBM names it: total ``gain`` of its splits or number of splits
+        (``split``); XGBoost's names (``weight``, ``total_gain``, ``cover``,
+        ``total_cover``) are accepted too."""
+        kind = {"split": "weight", "gain": "total_gain"}.get(importance_type, importance_type)
+        scores = self._model.feature_importance(kind)
         return np.array([scores.get(n, 0.0) for n in self.feature_names], dtype=np.float64)
 
-    def get_score(self, importance_type: str = "gain") -> dict[str, float]:
-        """Importance of the features that are used, by name (XGBoost's habit)."""
-        return dict(self._model.feature_importance(importance_type))
+    def get_score(self, importance_type: str = "weight") -> dict[str, float]:
+        """Importance of the features that are used, by name, as XGBoost names it:
+        ``weight`` (splits), ``gain`` (average), ``total_gain``, ``cover`` (average) or
+        ``total_cover``; LightGBM's ``split`` is ``weight``."""
+        kind = {"split": "weight"}.get(importance_type, importance_type)
+        return dict(self._model.feature_importance(kind))
 
     def evals_result(self) -> EvalsResult:
         """Metrics of every evaluation set after every round:

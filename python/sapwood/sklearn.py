@@ -192,6 +192,15 @@ class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
         booster: Booster = self._Booster
         return booster.predict(X, output_margin=output_margin)
 
+    def _contributions(self, X: Any) -> npt.NDArray[np.float32]:
+        """SHAP contributions as LightGBM's ``predict(X, pred_contrib=True)`` lays them
+        out: ``(n, (features + 1) * groups)``, each group's bias after its features."""
+        check_is_fitted(self, "_Booster")
+        X = self._check_X(X, reset=False)
+        booster: Booster = self._Booster
+        c = booster.predict(X, pred_contribs=True)
+        return c.reshape(c.shape[0], -1)
+
     # ---- fitted attributes ------------------------------------------------------------
 
     def get_booster(self) -> Booster:
@@ -251,8 +260,12 @@ class SapwoodRegressor(RegressorMixin, _SapwoodModel):  # type: ignore[misc]
         self._fit(X, y_arr, params, sample_weight, eval_set, eval_sample_weight, _regression_target)
         return self
 
-    def predict(self, X: Any, output_margin: bool = False) -> npt.NDArray[np.float32]:
-        """Predicted values."""
+    def predict(
+        self, X: Any, output_margin: bool = False, pred_contrib: bool = False
+    ) -> npt.NDArray[np.float32]:
+        """Predicted values; ``pred_contrib`` gives SHAP contributions (LightGBM's layout)."""
+        if pred_contrib:
+            return self._contributions(X)
         return self._raw_predict(X, output_margin)
 
 
@@ -323,8 +336,11 @@ class SapwoodClassifier(ClassifierMixin, _SapwoodModel):  # type: ignore[misc]
             return np.column_stack([1.0 - p, p])
         return p
 
-    def predict(self, X: Any, output_margin: bool = False) -> Any:
-        """The most probable class of each row (raw scores with ``output_margin``)."""
+    def predict(self, X: Any, output_margin: bool = False, pred_contrib: bool = False) -> Any:
+        """The most probable class of each row (raw scores with ``output_margin``, SHAP
+        contributions in LightGBM's layout with ``pred_contrib``)."""
+        if pred_contrib:
+            return self._contributions(X)
         if output_margin:
             return self._raw_predict(X, output_margin=True)
         p = self._raw_predict(X)

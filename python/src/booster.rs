@@ -6,7 +6,7 @@ use numpy::{IntoPyArray, PyArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use sapwood::FeatureCuts;
-use sapwood::{Booster, ClassLabel, Importance, PredictOptions};
+use sapwood::{Booster, ClassLabel, Importance, Output, PredictOptions};
 
 use crate::data::NativeData;
 use crate::errors::{guarded, Kind, OrRaise};
@@ -34,28 +34,40 @@ fn class_to_py<'py>(py: Python<'py>, c: &ClassLabel) -> PyResult<Bound<'py, PyAn
 
 #[pymethods]
 impl NativeBooster {
-    /// Predictions for `data`, row-major with `groups` values per row, as float32. Uses
-    /// the first `rounds` rounds, by default all of them (or through the best iteration).
-    #[pyo3(signature = (data, output_margin=false, rounds=None))]
+    /// Predictions for `data`, row-major with the returned count of values per row, as
+    /// float32. `output` is `value`, `margin`, `contributions`, `interactions` or `leaf`.
+    /// Uses the first `rounds` rounds, by default all of them (or through the best
+    /// iteration).
+    #[pyo3(signature = (data, output="value", rounds=None))]
     fn predict<'py>(
         &self,
         py: Python<'py>,
         data: Bound<'py, NativeData>,
-        output_margin: bool,
+        output: &str,
         rounds: Option<usize>,
     ) -> PyResult<(Bound<'py, PyArray1<f32>>, usize)> {
         guarded(|| {
+            let output = match output {
+                "value" => Output::Value,
+                "margin" => Output::Margin,
+                "contributions" => Output::Contributions,
+                "interactions" => Output::Interactions,
+                "leaf" => Output::Leaf,
+                other => {
+                    return Err(Kind::Parameter.err(format!(
+                        "invalid parameter `output`: `{other}` is not value, margin, \
+                         contributions, interactions or leaf"
+                    )))
+                }
+            };
             let native = data.get();
             let borrowed = native.borrow(py)?;
             let dataset = native.dataset(&borrowed)?;
-            let opts = PredictOptions {
-                output_margin,
-                rounds,
-            };
+            let opts = PredictOptions { output, rounds };
             let predictions = py
                 .detach(|| self.inner.predict_with(&dataset, opts))
                 .or_raise()?;
-            Ok((predictions.values.into_pyarray(py), predictions.groups))
+            Ok((predictions.values.into_pyarray(py), predictions.per_row))
         })
     }
 
@@ -87,19 +99,23 @@ impl NativeBooster {
         })
     }
 
-    /// Importance of each used feature by name: `gain`, `split` or `cover`.
+    /// Importance of each used feature by name, with XGBoost's kinds: `weight` (splits),
+    /// `gain` (average), `total_gain`, `cover` (average), `total_cover`.
     fn feature_importance<'py>(
         &self,
         py: Python<'py>,
         importance_type: &str,
     ) -> PyResult<Bound<'py, PyDict>> {
         let kind = match importance_type {
+            "weight" => Importance::Weight,
             "gain" => Importance::Gain,
-            "split" | "weight" => Importance::Split,
+            "total_gain" => Importance::TotalGain,
             "cover" => Importance::Cover,
+            "total_cover" => Importance::TotalCover,
             other => {
                 return Err(Kind::Parameter.err(format!(
-                    "invalid parameter `importance_type`: `{other}` is not gain, split or cover"
+                    "invalid parameter `importance_type`: `{other}` is not weight, gain, \
+                     total_gain, cover or total_cover"
                 )))
             }
         };

@@ -128,6 +128,13 @@ pub struct PredictArgs {
     /// Write raw margins instead of values or probabilities.
     #[arg(long)]
     pub raw: bool,
+    /// Also write SHAP contributions: `contrib_<feature>` and `contrib_bias` columns
+    /// (`contrib_<class>_<feature>` for multiclass), summing to the margin.
+    #[arg(long)]
+    pub contributions: bool,
+    /// Also write the leaf each tree sends the row to: `leaf_<tree>` columns.
+    #[arg(long)]
+    pub leaf: bool,
     /// Columns copied to the output unchanged (comma-separated), e.g. an id.
     #[arg(long, value_delimiter = ',')]
     pub keep: Vec<String>,

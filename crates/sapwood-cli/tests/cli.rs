@@ -108,7 +108,7 @@ fn every_dataset_trains_predicts_and_evaluates_like_the_rust_api() {
             m["rows"]["test"].as_u64().unwrap() as usize,
             "{name}"
         );
-        if want.groups == 1 {
+        if want.per_row == 1 {
             assert_eq!(numeric_column(&got, "prediction"), want.values, "{name}");
         } else {
             for (c, class) in booster.classes().unwrap().iter().enumerate() {
@@ -429,6 +429,89 @@ fn predict_keeps_ids_and_writes_raw_margins_from_csv() {
         text.contains("classes: cat, dog, owl") && text.contains("tree 0"),
         "{text}"
     );
+}
+
+#[test]
+fn predict_writes_contributions_that_sum_to_the_margin_and_leaf_columns() {
+    let t = tempfile::tempdir().unwrap();
+    let csv = t.path().join("d.csv");
+    let mut text = String::from("x,colour,y\n");
+    for i in 0..300 {
+        text += &format!(
+            "{},{},{}\n",
+            i % 23,
+            ["a", "b", "c"][i % 3],
+            ["cat", "dog", "owl"][(i % 23) * 3 / 23]
+        );
+    }
+    std::fs::write(&csv, text).unwrap();
+    let model = t.path().join("m.json");
+    sapwood()
+        .args([
+            "train",
+            "--quiet",
+            "--label",
+            "y",
+            "--objective",
+            "multi:softprob",
+            "--rounds",
+            "6",
+        ])
+        .arg("--data")
+        .arg(&csv)
+        .arg("--model")
+        .arg(&model)
+        .assert()
+        .success();
+    let out = t.path().join("p.parquet");
+    sapwood()
+        .args([
+            "predict",
+            "--raw",
+            "--contributions",
+            "--leaf",
+            "--rounds",
+            "4",
+            "--model",
+        ])
+        .arg(&model)
+        .arg("--data")
+        .arg(&csv)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .success();
+    let got = read_parquet(&out, &ReadOptions::default()).unwrap();
+    let names = got.features.names().to_vec();
+    let mut want = vec!["prediction".to_string()];
+    want.extend(["cat", "dog", "owl"].map(|c| format!("margin_{c}")));
+    for c in ["cat", "dog", "owl"] {
+        for f in ["x", "colour", "bias"] {
+            want.push(format!("contrib_{c}_{f}"));
+        }
+    }
+    want.extend((0..12).map(|t| format!("leaf_{t}")));
+    assert_eq!(names, want);
+    for c in ["cat", "dog", "owl"] {
+        let margin = numeric_column(&got, &format!("margin_{c}"));
+        let parts: Vec<Vec<f32>> = ["x", "colour", "bias"]
+            .iter()
+            .map(|f| numeric_column(&got, &format!("contrib_{c}_{f}")))
+            .collect();
+        for (i, m) in margin.iter().enumerate() {
+            let sum: f32 = parts.iter().map(|p| p[i]).sum();
+            assert!(
+                (sum - m).abs() <= 1e-4 * m.abs().max(1.0),
+                "{c} row {i}: {sum} vs {m}"
+            );
+        }
+    }
+    let b = Booster::load(&model).unwrap();
+    let leaf0 = numeric_column(&got, "leaf_0");
+    let tree = &b.model().trees[0];
+    assert!(leaf0
+        .iter()
+        .all(|&l| tree.nodes[l as usize].split.is_none()));
 }
 
 #[test]

@@ -592,7 +592,9 @@ impl Model {
             .transform(&self.predict_margins(data, rounds)?))
     }
 
-    fn check_rounds(&self, rounds: Option<usize>) -> Result<usize> {
+    /// The rounds a prediction uses: `rounds`, or the default; 0 or more than the model has
+    /// is an error.
+    pub fn check_rounds(&self, rounds: Option<usize>) -> Result<usize> {
         match rounds {
             None => Ok(self.default_rounds()),
             Some(0) => Err(Error::param(

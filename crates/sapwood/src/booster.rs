@@ -9,6 +9,7 @@ use std::sync::Arc;
 use sapwood_collective::{in_process, RingCollective, Transport};
 use sapwood_core::backend::{BackendFactory, CpuFactory};
 use sapwood_core::collective::{Collective, CommStats, SingleWorker};
+use sapwood_core::explain;
 use sapwood_core::model::{ClassLabel, Model};
 use sapwood_core::objective::ObjectiveKind;
 use sapwood_core::params::{CollectiveKind, Device, Params, RunOptions};
@@ -21,46 +22,70 @@ use crate::labels;
 use crate::stream::BinnedDataset;
 use crate::{Error, Result};
 
+/// What [`Booster::predict_with`] returns for each row.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Output {
+    /// Values, probabilities or class probabilities: one per output group.
+    #[default]
+    Value,
+    /// Raw margins: one per output group.
+    Margin,
+    /// SHAP contributions (XGBoost's `pred_contribs`): per output group, one per feature
+    /// then the bias; each group's values sum to its margin.
+    Contributions,
+    /// SHAP interaction values (XGBoost's `pred_interactions`): per output group, a
+    /// (features + 1)² matrix, row-major; row i sums to contribution i.
+    Interactions,
+    /// The leaf each tree sends the row to (XGBoost's `pred_leaf`): one per tree.
+    Leaf,
+}
+
 /// Options for [`Booster::predict_with`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PredictOptions {
-    /// Return raw margins instead of values or probabilities.
-    pub output_margin: bool,
+    /// What to return.
+    pub output: Output,
     /// Use only the first `rounds` rounds; by default all rounds, or through the best
     /// iteration when early stopping chose one.
     pub rounds: Option<usize>,
 }
 
-/// Predictions: `groups` values per row (one for regression and binary tasks).
+/// Predictions: `per_row` values for each row, row-major.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Predictions {
     /// Values, row-major.
     pub values: Vec<f32>,
-    /// Values per row.
-    pub groups: usize,
+    /// Values per row: the output groups (one for regression and binary tasks), or what
+    /// [`Output`] says for explanations.
+    pub per_row: usize,
 }
 
 impl Predictions {
     /// Rows.
     pub fn n_rows(&self) -> usize {
-        self.values.len() / self.groups.max(1)
+        self.values.len() / self.per_row.max(1)
     }
 
     /// The values of row `i`.
     pub fn row(&self, i: usize) -> &[f32] {
-        &self.values[i * self.groups..(i + 1) * self.groups]
+        &self.values[i * self.per_row..(i + 1) * self.per_row]
     }
 }
 
-/// How feature importance is measured.
+/// How feature importance is measured, with XGBoost's names (LightGBM's `split` is
+/// [`Importance::Weight`] and its `gain` is [`Importance::TotalGain`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Importance {
-    /// Total loss reduction of the feature's splits.
+    /// Number of splits on the feature (`weight`; LightGBM's `split`).
+    Weight,
+    /// Average loss reduction of the feature's splits (XGBoost's `gain`).
     Gain,
-    /// Number of splits on the feature.
-    Split,
-    /// Total hessian of the rows the feature's splits route.
+    /// Total loss reduction of the feature's splits (`total_gain`; LightGBM's `gain`).
+    TotalGain,
+    /// Average hessian of the rows the feature's splits route (`cover`).
     Cover,
+    /// Total hessian of the rows the feature's splits route (`total_cover`).
+    TotalCover,
 }
 
 /// One rank's part of a distributed job, for [`Booster::train_shard`].
@@ -507,16 +532,29 @@ impl Booster {
 
     /// Predictions with options (margins, number of rounds).
     pub fn predict_with(&self, data: &Dataset<'_>, opts: PredictOptions) -> Result<Predictions> {
-        let rounds = Some(opts.rounds.unwrap_or_else(|| self.model.default_rounds()));
-        let values = if opts.output_margin {
-            self.model.predict_margins(&data.features, rounds)?
-        } else {
-            self.model.predict(&data.features, rounds)?
+        let m = &self.model;
+        let rounds = m.check_rounds(opts.rounds)?;
+        let side = m.feature_names.len() + 1;
+        let (values, per_row) = match opts.output {
+            Output::Value => (m.predict(&data.features, Some(rounds))?, m.groups),
+            Output::Margin => (m.predict_margins(&data.features, Some(rounds))?, m.groups),
+            Output::Contributions => {
+                let v = explain::contributions(m, &m.bin(&data.features)?, rounds);
+                (v.into_iter().map(|x| x as f32).collect(), m.groups * side)
+            }
+            Output::Interactions => {
+                let v = explain::interactions(m, &m.bin(&data.features)?, rounds);
+                (
+                    v.into_iter().map(|x| x as f32).collect(),
+                    m.groups * side * side,
+                )
+            }
+            Output::Leaf => {
+                let v = explain::leaf_indices(m, &m.bin(&data.features)?, rounds);
+                (v.into_iter().map(|x| x as f32).collect(), rounds * m.groups)
+            }
         };
-        Ok(Predictions {
-            values,
-            groups: self.model.groups,
-        })
+        Ok(Predictions { values, per_row })
     }
 
     /// The most likely class of each row (classification models).
@@ -633,20 +671,29 @@ impl Booster {
 
     /// Importance of each feature that is used, by name.
     pub fn feature_importance(&self, kind: Importance) -> BTreeMap<String, f64> {
-        let mut out = BTreeMap::new();
+        // (splits, total gain, total cover) per feature
+        let mut sums: BTreeMap<usize, (f64, f64, f64)> = BTreeMap::new();
         for tree in &self.model.trees {
             for node in &tree.nodes {
                 if let Some(s) = &node.split {
-                    let v = match kind {
-                        Importance::Gain => s.gain,
-                        Importance::Split => 1.0,
-                        Importance::Cover => node.cover,
-                    };
-                    *out.entry(self.model.feature_names[s.feature].clone())
-                        .or_insert(0.0) += v;
+                    let e = sums.entry(s.feature).or_default();
+                    e.0 += 1.0;
+                    e.1 += s.gain;
+                    e.2 += node.cover;
                 }
             }
         }
-        out
+        sums.into_iter()
+            .map(|(f, (n, gain, cover))| {
+                let v = match kind {
+                    Importance::Weight => n,
+                    Importance::Gain => gain / n,
+                    Importance::TotalGain => gain,
+                    Importance::Cover => cover / n,
+                    Importance::TotalCover => cover,
+                };
+                (self.model.feature_names[f].clone(), v)
+            })
+            .collect()
     }
 }

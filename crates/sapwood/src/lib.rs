@@ -5,7 +5,7 @@ mod dataset;
 mod labels;
 mod stream;
 
-pub use booster::{Booster, Importance, PredictOptions, Predictions, RankShard};
+pub use booster::{Booster, Importance, Output, PredictOptions, Predictions, RankShard};
 pub use dataset::{Dataset, DatasetBuilder, Label};
 pub use labels::{
     encode as encode_labels, encode_with as encode_labels_with, global_classes,
@@ -14,6 +14,7 @@ pub use labels::{
 pub use sapwood_collective as collective;
 pub use sapwood_core::collective::{Collective, CommStats, SingleWorker};
 pub use sapwood_core::data::{Column, FeatureCuts, FeatureMatrix, MISSING_CATEGORY};
+pub use sapwood_core::explain;
 pub use sapwood_core::files::{check_writable, remove_stale_temporaries, write_atomic};
 pub use sapwood_core::metric::{argmax, Metric};
 pub use sapwood_core::model::{ClassLabel, Model};

@@ -113,9 +113,9 @@ pub fn run(a: InspectArgs) -> Result<()> {
         leaves as f64 / m.trees.len().max(1) as f64
     )?;
     writeln!(out, "base margin: {:?}", m.base_margin)?;
-    let gain = booster.feature_importance(Importance::Gain);
-    let split = booster.feature_importance(Importance::Split);
-    let cover = booster.feature_importance(Importance::Cover);
+    let gain = booster.feature_importance(Importance::TotalGain);
+    let split = booster.feature_importance(Importance::Weight);
+    let cover = booster.feature_importance(Importance::TotalCover);
     writeln!(out, "\nfeatures ({}):", m.feature_names.len())?;
     writeln!(
         out,

@@ -15,20 +15,41 @@ use crate::input::{check_unique_columns, Shard, Source};
 use crate::settings;
 
 /// The output columns after the kept ones: names and types.
-fn output_fields(model: &Model, raw: bool) -> Vec<(String, DataType)> {
+fn output_fields(model: &Model, a: &PredictArgs, rounds: usize) -> Vec<(String, DataType)> {
     let mut f = Vec::new();
     if model.groups == 1 {
         f.push(("prediction".to_string(), DataType::Float32));
-        return f;
+    } else {
+        f.push(("prediction".to_string(), label_type(model)));
+        let prefix = if a.raw { "margin_" } else { "prob_" };
+        f.extend(
+            class_names(model)
+                .iter()
+                .map(|c| (format!("{prefix}{c}"), DataType::Float32)),
+        );
     }
-    let classes = class_names(model);
-    f.push(("prediction".to_string(), label_type(model)));
-    let prefix = if raw { "margin_" } else { "prob_" };
-    f.extend(
-        classes
+    if a.contributions {
+        let features = model
+            .feature_names
             .iter()
-            .map(|c| (format!("{prefix}{c}"), DataType::Float32)),
-    );
+            .map(String::as_str)
+            .chain(["bias"]);
+        let groups: Vec<String> = if model.groups == 1 {
+            vec![String::new()]
+        } else {
+            class_names(model).iter().map(|c| format!("{c}_")).collect()
+        };
+        for g in &groups {
+            for name in features.clone() {
+                f.push((format!("contrib_{g}{name}"), DataType::Float32));
+            }
+        }
+    }
+    if a.leaf {
+        for t in 0..rounds * model.groups {
+            f.push((format!("leaf_{t}"), DataType::Int64));
+        }
+    }
     f
 }
 
@@ -156,7 +177,8 @@ pub fn run(a: PredictArgs) -> Result<()> {
     let booster = Booster::load(&a.model)?;
     let model = booster.model();
     let rounds = check_rounds(a.rounds, model)?;
-    let outputs = output_fields(model, a.raw);
+    let used = rounds.unwrap_or_else(|| model.default_rounds());
+    let outputs = output_fields(model, &a, used);
     check_keep(&a.keep, &outputs)?;
     // a kept column that is also a feature is read as a feature and copied out
     let (copies, keep): (Vec<String>, Vec<String>) = a
@@ -183,7 +205,8 @@ pub fn run(a: PredictArgs) -> Result<()> {
     let whole = Shard::whole(source.num_rows());
     source.for_each_copying(&opts, &whole, &copies, |t, copied| {
         check_categorical_types(model, &t.features, &a.data)?;
-        let margins = model.predict_margins(&t.features, rounds)?;
+        let binned = model.bin(&t.features)?;
+        let margins = model.predict_binned(&binned, used);
         let n = t.n_rows();
         // kept columns in the order --keep gave them
         let kept: Vec<(String, ArrayRef)> = a
@@ -224,6 +247,24 @@ pub fn run(a: PredictArgs) -> Result<()> {
             for c in 0..k {
                 arrays.push(Arc::new(Float32Array::from_iter_values(
                     (0..n).map(|i| values[i * k + c]),
+                )));
+            }
+        }
+        if a.contributions {
+            let c = sapwood::explain::contributions(model, &binned, used);
+            let width = k * (model.feature_names.len() + 1);
+            for j in 0..width {
+                arrays.push(Arc::new(Float32Array::from_iter_values(
+                    (0..n).map(|i| c[i * width + j] as f32),
+                )));
+            }
+        }
+        if a.leaf {
+            let trees = used * k;
+            let l = sapwood::explain::leaf_indices(model, &binned, used);
+            for t in 0..trees {
+                arrays.push(Arc::new(Int64Array::from_iter_values(
+                    (0..n).map(|i| l[i * trees + t] as i64),
                 )));
             }
         }
