@@ -61,7 +61,12 @@ pub fn contributions(model: &Model, binned: &BinnedMatrix, rounds: usize) -> Vec
             for (t, tree) in trees.iter().enumerate() {
                 let g = t % k;
                 let phi = &mut o[g * (nf + 1)..(g + 1) * (nf + 1)];
-                tree_shap(tree, |id| goes_left(tree, binned, row, id), Condition::None, phi);
+                tree_shap(
+                    tree,
+                    |id| goes_left(tree, binned, row, id),
+                    Condition::None,
+                    phi,
+                );
             }
             for g in 0..k {
                 o[g * (nf + 1) + nf] += bias[g];

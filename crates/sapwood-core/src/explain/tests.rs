@@ -171,7 +171,10 @@ fn tree_shap_equals_shapley_values_by_enumeration() {
             );
             let want = brute_shap(&tree, &bins, nf);
             for f in 0..nf {
-                assert!(close(phi[f], want[f]), "seed {seed} feature {f}: {phi:?} vs {want:?}");
+                assert!(
+                    close(phi[f], want[f]),
+                    "seed {seed} feature {f}: {phi:?} vs {want:?}"
+                );
             }
             // local accuracy: the expected value plus the contributions is the prediction
             let pred = conditional(&tree, &bins, (1 << nf) - 1);
@@ -202,20 +205,34 @@ fn contributions_and_interactions_of_a_model_add_up_and_match_enumeration() {
             "row {r}: contributions sum to {sum}, margin {}",
             margins[r]
         );
-        let row_bins: Vec<u16> = bins[r * nf..(r + 1) * nf].iter().map(|&b| b as u16).collect();
+        let row_bins: Vec<u16> = bins[r * nf..(r + 1) * nf]
+            .iter()
+            .map(|&b| b as u16)
+            .collect();
         let m = &inter[r * side * side..(r + 1) * side * side];
         for i in 0..side {
             let row_sum: f64 = m[i * side..(i + 1) * side].iter().sum();
-            assert!(close(row_sum, c[i]), "row {r}: interactions of {i} sum to {row_sum}, not {}", c[i]);
+            assert!(
+                close(row_sum, c[i]),
+                "row {r}: interactions of {i} sum to {row_sum}, not {}",
+                c[i]
+            );
             for j in 0..nf {
                 if i < nf && j != i {
-                    assert!(close(m[i * side + j], m[j * side + i]), "not symmetric at ({i}, {j})");
+                    assert!(
+                        close(m[i * side + j], m[j * side + i]),
+                        "not symmetric at ({i}, {j})"
+                    );
                     let want: f64 = model
                         .trees
                         .iter()
                         .map(|t| brute_interaction(t, &row_bins, nf, i, j))
                         .sum();
-                    assert!(close(m[i * side + j], want), "row {r} ({i}, {j}): {} vs {want}", m[i * side + j]);
+                    assert!(
+                        close(m[i * side + j], want),
+                        "row {r} ({i}, {j}): {} vs {want}",
+                        m[i * side + j]
+                    );
                 }
             }
         }
@@ -224,7 +241,10 @@ fn contributions_and_interactions_of_a_model_add_up_and_match_enumeration() {
     assert_eq!(leaves.len(), rows * 2);
     for r in 0..rows {
         for t in 0..2 {
-            assert_eq!(leaves[r * 2 + t], model.trees[t].leaf_of_binned(&binned, r).0);
+            assert_eq!(
+                leaves[r * 2 + t],
+                model.trees[t].leaf_of_binned(&binned, r).0
+            );
         }
     }
 }
