@@ -30,6 +30,13 @@ nvrtc_lib="$(bash crates/sapwood-cuda/install-nvrtc.sh | tail -n1)"
 export LD_LIBRARY_PATH="$nvrtc_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export SAPWOOD_REQUIRE_NVRTC=1
 
+# the SASS of every kernel is inspected with nvdisasm from PyPI (no toolkit, no driver)
+export SAPWOOD_NVDISASM="$(bash crates/sapwood-cuda/install-nvdisasm.sh | tail -n1)/nvdisasm"
+export SAPWOOD_REQUIRE_NVDISASM=1
+
+# the fuzz targets (crates/sapwood-fuzz) mutate valid inputs for this long each
+export SAPWOOD_FUZZ_SECONDS="${SAPWOOD_FUZZ_SECONDS:-20}"
+
 # release mode: the quality tests train 200 rounds on every bundled dataset; one feature
 # selection for the whole workspace, so nothing is built twice
 cargo test --workspace --release --locked --features sapwood-cli/mpi

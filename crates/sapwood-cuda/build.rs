@@ -3,7 +3,11 @@
 //! - `sapwood_no_nvrtc` when no `libnvrtc.so*` is found (NVRTC compile tests), unless
 //!   `SAPWOOD_REQUIRE_NVRTC=1`, which makes those tests run and fail without NVRTC;
 //! - `sapwood_no_cuda` when no `libcuda.so*` is found (GPU tests), unless
-//!   `SAPWOOD_REQUIRE_CUDA=1`, which makes them run and fail without a driver.
+//!   `SAPWOOD_REQUIRE_CUDA=1`, which makes them run and fail without a driver;
+//! - `sapwood_no_nvdisasm` when no `nvdisasm` is found (the SASS inspection test), unless
+//!   `SAPWOOD_REQUIRE_NVDISASM=1`. It is looked for at `SAPWOOD_NVDISASM` (the binary) and
+//!   where `install-nvdisasm.sh` puts it (`target/nvdisasm`); the path found is passed to
+//!   the tests as `SAPWOOD_NVDISASM_BUILD`.
 //!
 //! Directories searched: `SAPWOOD_NVRTC_LIB_DIR`, `LD_LIBRARY_PATH`, `CUDA_PATH`/lib64 and
 //! the system library directories.
@@ -23,10 +27,13 @@ fn has_lib(dir: &Path, prefix: &str) -> bool {
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(sapwood_no_nvrtc)");
     println!("cargo::rustc-check-cfg=cfg(sapwood_no_cuda)");
+    println!("cargo::rustc-check-cfg=cfg(sapwood_no_nvdisasm)");
     println!("cargo::rerun-if-changed=build.rs");
     for var in [
         "SAPWOOD_REQUIRE_NVRTC",
         "SAPWOOD_REQUIRE_CUDA",
+        "SAPWOOD_REQUIRE_NVDISASM",
+        "SAPWOOD_NVDISASM",
         "SAPWOOD_NVRTC_LIB_DIR",
         "LD_LIBRARY_PATH",
         "CUDA_PATH",
@@ -68,5 +75,19 @@ fn main() {
         .collect();
     if !require("SAPWOOD_REQUIRE_CUDA") && !cuda_dirs.iter().any(|d| has_lib(d, "libcuda.so")) {
         println!("cargo::rustc-cfg=sapwood_no_cuda");
+    }
+    let manifest = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default();
+    let nvdisasm = std::env::var("SAPWOOD_NVDISASM")
+        .ok()
+        .map(PathBuf::from)
+        .into_iter()
+        .chain([Path::new(&manifest).join("../../target/nvdisasm/nvidia/cu13/bin/nvdisasm")])
+        .find(|p| p.is_file());
+    match nvdisasm {
+        Some(p) => println!("cargo::rustc-env=SAPWOOD_NVDISASM_BUILD={}", p.display()),
+        None if !require("SAPWOOD_REQUIRE_NVDISASM") => {
+            println!("cargo::rustc-cfg=sapwood_no_nvdisasm");
+        }
+        None => {}
     }
 }

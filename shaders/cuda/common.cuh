@@ -20,6 +20,34 @@ __device__ __forceinline__ bool is_nan_f32(float x) {
     return (__float_as_uint(x) & 0x7fffffffu) > 0x7f800000u;
 }
 
+// Float-to-integer conversions, audited against Rust's `as` (saturating, NaN to 0): the PTX
+// ISA rounds as asked, sends out-of-range values and infinities to the ends of the range
+// (`.sat` is implied for float-to-integer), but gives NaN MININT (the top bit) when the source
+// is f64 or the destination 64-bit, and 0 only otherwise. Every conversion of the first kind
+// goes through these helpers, whose NaN guard sits in the same inline-PTX block as the `cvt`
+// so no optimisation can separate them; tests/nvrtc.rs finds every float-to-integer `cvt` in
+// the PTX of every kernel and fails on one that is not guarded so, or not in its audit table.
+
+// round_ties_even(x) as i64, saturating, NaN to 0: Rust's `x.round_ties_even() as i64`.
+__device__ __forceinline__ i64 f64_to_i64_rn(double x) {
+    i64 r;
+    asm("{\n\t"
+        ".reg .pred p_nan;\n\t"
+        "setp.nan.f64 p_nan, %1, %1;\n\t"
+        "cvt.rni.s64.f64 %0, %1;\n\t"
+        "@p_nan mov.b64 %0, 0;\n\t"
+        "}"
+        : "=l"(r)
+        : "d"(x));
+    return r;
+}
+
+// trunc(x) as u32, saturating, NaN to 0: Rust's `x as u32` (the PTX gives NaN 0 here too;
+// the guard states it rather than relying on it).
+__device__ __forceinline__ u32 f32_to_u32_rz(float x) {
+    return is_nan_f32(x) ? 0u : __float2uint_rz(x);
+}
+
 // Subnormals and -0 become +0, as the core's `ftz` does.
 __device__ __forceinline__ float ftz(float x) {
     return (__float_as_uint(x) & 0x7fffffffu) < 0x00800000u ? 0.0f : x;

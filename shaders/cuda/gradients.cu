@@ -113,8 +113,9 @@ extern "C" __global__ void __launch_bounds__(256) gradients(
                 sum += (u64)exp_neg_fixed(p, exp_table, __fsub_rn(mx, ftz(margins[base + c])));
             }
             sum = sum > 1ull ? sum : 1ull;
-            // `label as usize`: truncation toward zero, NaN to 0
-            u32 label_class = __float2uint_rz(y);
+            // `label as usize`: truncation toward zero, negatives and NaN to 0; from 2^32 up
+            // u32::MAX, which like Rust's larger integer matches no class (c < k <= u32::MAX)
+            u32 label_class = f32_to_u32_rz(y);
             for (u32 c = 0u; c < k; ++c) {
                 u64 e = (u64)exp_neg_fixed(p, exp_table, __fsub_rn(mx, ftz(margins[base + c])));
                 u64 pk = (e << PROB_SHIFT) / sum;

@@ -51,4 +51,8 @@ struct BinParams {
     u32 total_bins;
     u32 k;
     u32 group;
+    // log2 of the bins a word holds (2 for 8-bit bins, 1 for 16-bit ones)
+    u32 word_shift;
+    // log2 of bin_bits
+    u32 bin_shift;
 };

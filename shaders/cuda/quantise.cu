@@ -1,11 +1,15 @@
 // The values each row adds to the histograms of the tree being grown (core: start_tree):
-// exact fixed point X = round_ties_even(v * 2^shift) as i64 (saturating, NaN to 0, exactly
-// what cvt.rni.s64.f64 does), and in low-bit mode q = floor((X + noise) / 2^drop) with the
-// top `drop` bits of hash64 as noise. gh and exact hold (g, h) i64 pairs per row.
+// exact fixed point X = round_ties_even(v * 2^shift) as i64, saturating like Rust's `as`
+// (NaN to 0, +inf and values from 2^63 up to i64::MAX, -inf and values below -2^63 to
+// i64::MIN), and in low-bit mode q = floor((X + noise) / 2^drop) with the top `drop` bits of
+// hash64 as noise (two's complement, wrapping as the core's release build does). gh and exact
+// hold (g, h) i64 pairs per row.
 
-// The core's `quantise_exact`: the product of an f32 and a power of two is exact in f64.
+// The core's `quantise_exact`: the product of an f32 and a power of two is exact in f64 (the
+// host clamps the shift as detmath::pow2 does). cvt.rni.s64.f64 saturates, but gives a NaN
+// i64::MIN where Rust gives 0: f64_to_i64_rn guards it.
 __device__ __forceinline__ i64 quantise_exact(float v, double scale) {
-    return __double2ll_rn(__dmul_rn((double)v, scale));
+    return f64_to_i64_rn(__dmul_rn((double)v, scale));
 }
 
 // The core's `Scale::hist_value` for drop in 1..=62.

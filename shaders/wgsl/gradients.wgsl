@@ -88,6 +88,21 @@ fn div_shifted(e: u32, sum: u32) -> u32 {
 
 const PROB_SHIFT: u32 = 24u;
 
+// `label as usize` for the softmax class, decided on bits: truncation toward zero; NaN, -0 and
+// negatives give 0; from 2^32 up u32::MAX, which like Rust's larger integer matches no class
+// (c < k <= u32::MAX). WGSL's u32() saturates, but naga's clamp (FClamp) leaves a NaN to the
+// driver, which may give either end of the range.
+fn label_class_of(y: f32) -> u32 {
+    let b = bitcast<u32>(y);
+    if ((b >> 31u) != 0u || (b & 0x7fffffffu) > 0x7f800000u) {
+        return 0u;
+    }
+    if (b >= 0x4f800000u) {
+        return 0xffffffffu;
+    }
+    return u32(y);
+}
+
 fn record(c: u32, g: f32, h: f32) {
     // NaN never wins a max on the CPU (f32::max ignores it)
     let gb = select(bitcast<u32>(g) & 0x7fffffffu, 0u, is_nan_f32(g));
@@ -145,7 +160,7 @@ fn main(
                 sum = sum + exp_neg_fixed(mx - ftz(margins[base + c]));
             }
             sum = max(sum, 1u);
-            let label_class = u32(y);
+            let label_class = label_class_of(y);
             for (var c = 0u; c < k; c = c + 1u) {
                 let e = exp_neg_fixed(mx - ftz(margins[base + c]));
                 let pr = f32(div_shifted(e, sum)) * INV_ONE;

@@ -13,8 +13,10 @@ const I64_MAX: vec2<u32> = vec2<u32>(0xffffffffu, 0x7fffffffu);
 const I64_MIN: vec2<u32> = vec2<u32>(0u, 0x80000000u);
 
 // The core's `quantise_exact`: (v as f64 * 2^shift).round_ties_even() as i64, saturating
-// like Rust's `as`. The f32 is m * 2^e with an integer m < 2^24, so the product is exact and
-// only the final rounding (or shifting) needs care.
+// like Rust's `as` (NaN to 0, +inf and values from 2^63 up to i64::MAX, -inf and values below
+// -2^63 to i64::MIN). The f32 is m * 2^e with an integer m < 2^24, so the product is exact and
+// only the final rounding (or shifting) needs care. No float-to-integer conversion is used:
+// WGSL's saturating u32()/i32() leave NaN to the driver.
 fn quantise_exact(v: f32, shift: i32) -> vec2<u32> {
     let bits = bitcast<u32>(v);
     let neg = (bits >> 31u) != 0u;
@@ -34,7 +36,10 @@ fn quantise_exact(v: f32, shift: i32) -> vec2<u32> {
     if (m == 0u) {
         return vec2<u32>(0u, 0u);
     }
-    let s = e + shift;
+    // detmath::pow2 clamps the shift to -1022..=1023 (which decides nothing for an f32: from
+    // 2^-1022 every product rounds to 0, from 2^1023 every one saturates); clamping here too
+    // keeps e + shift from wrapping for shifts near i32::MIN or i32::MAX
+    let s = e + clamp(shift, -1022, 1023);
     var mag = vec2<u32>(0u, 0u);
     if (s >= 0) {
         let len = 32u - countLeadingZeros(m);

@@ -118,7 +118,8 @@ pub fn quantise_exact(v: f32, shift: i32) -> i64 {
 /// floor((x + noise) / 2^drop): unbiased stochastic rounding when noise is uniform below 2^drop.
 #[inline]
 pub fn quantise_lowbit(x: i64, drop: u32, noise: u64) -> i64 {
-    (x + noise as i64) >> drop
+    // wraps like the GPU kernels where a saturated (non-finite) value leaves no room
+    x.wrapping_add(noise as i64) >> drop
 }
 
 #[cfg(test)]

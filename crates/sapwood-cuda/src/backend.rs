@@ -22,7 +22,7 @@ use crate::kernels::{CudaSource, Kernel};
 use crate::layout::{BinParams, GradParams, QuantParams, SampleParams};
 use crate::tiles::{capacity_for, plan_tiles, TilePlan, BYTES_PER_BIN, DEFAULT_SHARED_BYTES};
 
-/// Nodes or splits per launch along y or z (the grid limit).
+/// Blocks along y or z of one launch (the grid limit): nodes, splits or feature tiles.
 const MAX_BATCH: usize = 65_535;
 /// Threads per block of every kernel.
 const BLOCK: u32 = 256;
@@ -95,6 +95,22 @@ fn span_words(spans: &[Span]) -> Vec<u32> {
     spans.iter().flat_map(|s| [s.start, s.len]).collect()
 }
 
+/// `0..count` in ranges of at most [`MAX_BATCH`]: the launches along one grid dimension.
+pub(crate) fn grid_chunks(count: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
+    (0..count)
+        .step_by(MAX_BATCH)
+        .map(move |first| first..(first + MAX_BATCH).min(count))
+}
+
+/// The smallest range of row positions holding every non-empty span (`None` when all are
+/// empty): where a batch of splits moved rows.
+pub(crate) fn union_of(spans: &[Span]) -> Option<std::ops::Range<usize>> {
+    let moved = spans.iter().filter(|s| s.len > 0);
+    let lo = moved.clone().map(|s| s.start as usize).min()?;
+    let hi = moved.map(|s| s.range().end).max()?;
+    Some(lo..hi)
+}
+
 impl CudaBackend {
     /// Uploads `s` to the logical device `gpu`; `tile_bins` caps the bins of a
     /// shared-memory histogram tile (default: what 48 KiB of shared memory holds).
@@ -119,14 +135,7 @@ impl CudaBackend {
             upload(&gpu, &w, what)
         };
         let margins: Vec<f32> = (0..n).flat_map(|_| s.base_margin.iter().copied()).collect();
-        let bp = BinParams {
-            n_rows: n as u32,
-            row_words: layout.row_words as u32,
-            bin_bits: layout.bits,
-            total_bins: shape.total_bins as u32,
-            k: k as u32,
-            group: 0,
-        };
+        let bp = BinParams::new(&layout, n as u32, shape.total_bins as u32, k as u32, 0);
         let backend = CudaBackend {
             shape,
             grad_scalars: GradScalars::of(&shape, &s.objective, s.weights.is_some()),
@@ -281,6 +290,14 @@ impl HistBackend for CudaBackend {
         } else {
             self.read(&self.count, 1)?[0]
         };
+        // `moved` mirrors `rows` outside the spans a partition writes, so that one copy of
+        // the union of a batch's spans brings the partition back (see apply_splits)
+        if count > 0 {
+            let c = count as usize;
+            stream
+                .memcpy_dtod(&self.rows.slice(0..c), &mut self.moved.slice_mut(0..c))
+                .map_err(|e| driver_error("copy", e))?;
+        }
         self.spans.reset(count);
         Ok(count as u64)
     }
@@ -329,20 +346,25 @@ impl HistBackend for CudaBackend {
                 let fill = (self.gpu.shared.sms as usize * 8 / (count * batch.len())).max(1);
                 let x = by_rows.min(fill) as u32;
                 let f = self.gpu.shared.function(kernel);
-                let mut b = stream.launch_builder(f);
-                b.arg(&self.bp)
-                    .arg(&self.bins)
-                    .arg(&self.offsets)
-                    .arg(&self.gh)
-                    .arg(&self.rows)
-                    .arg(&nodes_buf)
-                    .arg(tiles)
-                    .arg(&mut *hist);
-                // SAFETY: matches hist_shared.cu / hist_global.cu; every node range lies in
-                // rows, every bin inside its feature (checked at upload), hist holds
-                // batch.len() * width entries, and the shared tile `shared` bytes.
-                unsafe { b.launch(cfg((x, count as u32, batch.len() as u32), shared)) }
-                    .map_err(launch_error(kernel))?;
+                // tiles go along y, at most 65,535 a launch
+                for chunk in grid_chunks(count) {
+                    let these = tiles.slice(4 * chunk.start..4 * chunk.end);
+                    let mut b = stream.launch_builder(f);
+                    b.arg(&self.bp)
+                        .arg(&self.bins)
+                        .arg(&self.offsets)
+                        .arg(&self.gh)
+                        .arg(&self.rows)
+                        .arg(&nodes_buf)
+                        .arg(&these)
+                        .arg(&mut *hist);
+                    // SAFETY: matches hist_shared.cu / hist_global.cu; every node range lies
+                    // in rows, every bin inside its feature (checked at upload), hist holds
+                    // batch.len() * width entries, `these` holds the chunk's tiles (4 words
+                    // each), and the shared tile `shared` bytes.
+                    let grid = (x, chunk.len() as u32, batch.len() as u32);
+                    unsafe { b.launch(cfg(grid, shared)) }.map_err(launch_error(kernel))?;
+                }
             }
             let v = stream
                 .clone_dtoh(&hist.slice(0..len))
@@ -378,8 +400,9 @@ impl HistBackend for CudaBackend {
             // above), each split's rule words index cats within its own set.
             unsafe { b.launch(cfg((x, batch.len() as u32, 1), 0)) }
                 .map_err(launch_error(Kernel::Partition))?;
-            for span in spans.iter().filter(|s| s.len > 0) {
-                let r = span.range();
+            // one copy for the batch: outside the split spans `moved` equals `rows` (set at
+            // start_tree, kept by copying back every span a partition writes)
+            if let Some(r) = union_of(spans) {
                 stream
                     .memcpy_dtod(&self.moved.slice(r.clone()), &mut self.rows.slice_mut(r))
                     .map_err(|e| driver_error("copy", e))?;
@@ -461,4 +484,38 @@ pub(crate) fn add_tree(
     unsafe { b.launch(cfg((gpu.blocks(bp.n_rows as usize, 4), 1, 1), 0)) }
         .map_err(launch_error(Kernel::Predict))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grid_chunks_keep_every_launch_within_the_y_and_z_limit() {
+        assert_eq!(grid_chunks(0).count(), 0);
+        assert_eq!(grid_chunks(5).collect::<Vec<_>>(), vec![0..5]);
+        assert_eq!(grid_chunks(65_535).collect::<Vec<_>>(), vec![0..65_535]);
+        assert_eq!(
+            grid_chunks(65_536).collect::<Vec<_>>(),
+            vec![0..65_535, 65_535..65_536]
+        );
+        let many: Vec<_> = grid_chunks(200_000).collect();
+        assert!(many.iter().all(|r| r.len() <= MAX_BATCH && !r.is_empty()));
+        assert_eq!(many.first().unwrap().start, 0);
+        assert_eq!(many.last().unwrap().end, 200_000);
+        assert!(many.windows(2).all(|w| w[0].end == w[1].start));
+    }
+
+    #[test]
+    fn the_union_of_spans_covers_every_non_empty_span() {
+        let span = |start, len| Span { start, len };
+        assert_eq!(union_of(&[]), None);
+        assert_eq!(union_of(&[span(4, 0)]), None);
+        assert_eq!(union_of(&[span(10, 5), span(0, 3)]), Some(0..15));
+        // empty spans do not widen it
+        assert_eq!(
+            union_of(&[span(100, 0), span(10, 5), span(2, 0)]),
+            Some(10..15)
+        );
+    }
 }

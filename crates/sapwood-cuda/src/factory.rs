@@ -67,6 +67,20 @@ impl CudaFactory {
         let i = self.next.fetch_add(1, Ordering::Relaxed) % ordinals.len();
         Gpu::open(ordinals[i])
     }
+
+    /// The GPU of worker `rank`: `ordinals()[rank % len]`, a function of the rank alone
+    /// (never of the order in which threads reach the factory), so that one process per GPU
+    /// or one thread per GPU puts each rank on a GPU of its own.
+    pub fn ordinal_for_rank(&self, rank: usize) -> Result<usize> {
+        let ordinals = self.ordinals()?;
+        Ok(ordinals[rank % ordinals.len()])
+    }
+
+    /// A logical device on the GPU of worker `rank` (see [`CudaFactory::ordinal_for_rank`]),
+    /// e.g. for `nccl::NcclCollective::new`; leaves the round-robin of `create` alone.
+    pub fn open_device_for_rank(&self, rank: usize) -> Result<Gpu> {
+        Gpu::open(self.ordinal_for_rank(rank)?)
+    }
 }
 
 impl BackendFactory for CudaFactory {

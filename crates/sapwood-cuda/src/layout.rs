@@ -5,6 +5,7 @@
 //! these Rust layouts: a mismatch fails a test instead of corrupting a launch.
 #![allow(unsafe_code)]
 
+use sapwood_core::backend::gpu_layout::BinLayout;
 use sapwood_core::backend::shard::kernels::{GradScalars, QuantScalars, SampleScalars};
 use sapwood_core::detmath::pow2;
 
@@ -60,7 +61,40 @@ kernel_struct! {
 
 kernel_struct! {
     /// Parameters of the kernels that read bins.
-    BinParams { n_rows: u32, row_words: u32, bin_bits: u32, total_bins: u32, k: u32, group: u32 }
+    BinParams {
+        n_rows: u32, row_words: u32, bin_bits: u32, total_bins: u32, k: u32, group: u32,
+        word_shift: u32, bin_shift: u32,
+    }
+}
+
+impl BinParams {
+    /// The parameters of `n_rows` rows laid out as `layout` (8- or 16-bit bins), with
+    /// `total_bins` histogram bins a node and margins of group `group` of `k`: bin lookups
+    /// use shifts, never a division.
+    pub(crate) fn new(
+        layout: &BinLayout,
+        n_rows: u32,
+        total_bins: u32,
+        k: u32,
+        group: u32,
+    ) -> Self {
+        debug_assert!(
+            layout.bits == 8 || layout.bits == 16,
+            "{} bits",
+            layout.bits
+        );
+        let bin_shift = layout.bits.trailing_zeros();
+        BinParams {
+            n_rows,
+            row_words: layout.row_words as u32,
+            bin_bits: layout.bits,
+            total_bins,
+            k,
+            group,
+            word_shift: 5 - bin_shift,
+            bin_shift,
+        }
+    }
 }
 
 impl From<GradScalars> for GradParams {
@@ -213,8 +247,26 @@ mod tests {
         assert_eq!((q.fields[4].name, q.fields[4].offset), ("g_scale", 16));
         assert_eq!((q.fields[10].name, q.fields[10].offset), ("row_offset", 48));
         assert_eq!(SampleParams::layout().size, 24);
-        assert_eq!(BinParams::layout().size, 24);
+        assert_eq!(BinParams::layout().size, 32);
         assert!(probe_kernels()
             .contains("probe_QuantParams_row_offset(const QuantParams* p, u64* out)"));
+    }
+
+    #[test]
+    fn bin_params_shift_exactly_as_the_packing_divides() {
+        for bits in [8u32, 16] {
+            let layout = BinLayout { bits, row_words: 3 };
+            let bp = BinParams::new(&layout, 10, 99, 2, 1);
+            let per_word = 32 / bits;
+            assert_eq!(1 << bp.word_shift, per_word);
+            assert_eq!(1 << bp.bin_shift, bits);
+            for f in 0..64u32 {
+                assert_eq!(f >> bp.word_shift, f / per_word);
+                assert_eq!(
+                    (f & ((1 << bp.word_shift) - 1)) << bp.bin_shift,
+                    (f % per_word) * bits
+                );
+            }
+        }
     }
 }

@@ -6,10 +6,12 @@
 //! backend). Per round only scalars (gradient maxima, row counts), split decisions and
 //! histograms cross to the host; each backend call queues its kernels on the logical
 //! device's stream and waits once, when it reads its result back, and a whole level's
-//! nodes or splits go in one launch. Histograms are built with 64-bit integer atomics in
-//! shared memory, features tiled to fit it (wider features fall back to global atomics).
-//! The sibling of each built node is the parent minus the node, taken by the core's grower
-//! after the histograms are summed over workers.
+//! nodes or splits go in one launch. Histograms are built in shared memory, features tiled
+//! to fit it (wider features fall back to global 64-bit atomics), each i64 sum held as two
+//! u32 words added with native 32-bit atomics and a carry (a 64-bit shared atomic is a
+//! compare-and-swap loop on sm_80/sm_90), after the lanes of a warp that hit one bin have
+//! summed their values. The sibling of each built node is the parent minus the node, taken
+//! by the core's grower after the histograms are summed over workers.
 //!
 //! Kernels are CUDA C++ files in `shaders/cuda/` (named as their WGSL twins), embedded in
 //! the binary and compiled with NVRTC at first use — a CUBIN for the GPU's own architecture
@@ -30,7 +32,9 @@
 //! message; it never panics.
 //!
 //! Feature `nccl` adds `nccl::NcclCollective`, which sums histograms between GPUs with NCCL
-//! carrying the packed integer lanes of `sapwood_collective::codec`.
+//! carrying the packed integer lanes of `sapwood_collective::codec`, one rank per GPU (chosen
+//! by rank: [`CudaFactory::open_device_for_rank`]); ranks that share a GPU fall back to the
+//! host collective ([`topology`]).
 //!
 //! # Environment and tests
 //!
@@ -46,6 +50,13 @@
 //!   they are reported as ignored, never as passed, where NVRTC is missing (the build script
 //!   looks for it; `SAPWOOD_NVRTC_LIB_DIR` names a directory to look in besides
 //!   `LD_LIBRARY_PATH`).
+//! - `crates/sapwood-cuda/install-nvdisasm.sh` pip-installs nvdisasm under
+//!   `target/nvdisasm` and prints its directory; with `SAPWOOD_NVDISASM` naming the binary
+//!   (and `SAPWOOD_REQUIRE_NVDISASM=1` to fail rather than ignore without it) a test
+//!   disassembles the sm_80/sm_90 CUBINs and checks their SASS: no shared-memory
+//!   compare-and-swap loop, no unguarded conversion from f64, no runtime division in the bin
+//!   lookups. The PTX-level checks (every float-to-integer conversion audited and
+//!   NaN-guarded) need NVRTC only.
 //! - Tests that need a GPU are ignored unless the build script finds `libcuda.so`;
 //!   `SAPWOOD_REQUIRE_CUDA=1` at build time makes them run (and fail) regardless.
 
@@ -58,6 +69,7 @@ pub mod layout;
 pub mod nccl;
 pub mod predict;
 pub mod tiles;
+pub mod topology;
 
 pub use backend::CudaBackend;
 pub use device::{device_count, driver_present, Gpu};

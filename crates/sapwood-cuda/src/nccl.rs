@@ -1,81 +1,209 @@
 //! Feature `nccl`: histograms summed between GPUs with NCCL, carrying packed integer lanes.
 //!
 //! [`NcclCollective`] wraps the job's host collective (the in-process one for several GPUs
-//! in one process): scalars, gathers and broadcasts go through it, while `allreduce_sum` —
-//! the histograms, the bulk of the traffic — packs the i64 values into lanes as narrow as the
-//! proven `bound` allows (the collective's codec,
-//! `sapwood_collective::codec`: lane i weighted by 2^(w·i)), sums the packed words with one `ncclInt64`
-//! all-reduce on the GPU (an integer sum of packed words is exact), and unpacks. NCCL
-//! therefore moves the compressed words, `64 / lane_width(bound)` values per 8 bytes.
+//! in one process, MPI or TCP between processes): scalars, gathers and broadcasts go through
+//! it, while `allreduce_sum` — the histograms, the bulk of the traffic — packs the i64 values
+//! into lanes as narrow as the proven `bound` allows (the collective's codec,
+//! `sapwood_collective::codec`: lane i weighted by 2^(w·i)), sums the packed words with one
+//! `ncclUint64` all-reduce on the GPU (unsigned, so that wrap-around, which the codec's
+//! arithmetic relies on, is defined), and unpacks. NCCL therefore moves the compressed
+//! words, `64 / lane_width(bound)` values per 8 bytes.
+//!
+//! NCCL runs one rank per GPU. Each rank's GPU comes from its rank
+//! ([`crate::CudaFactory::open_device_for_rank`]), and before NCCL is touched every rank
+//! reports its GPU's UUID through the host collective ([`crate::topology`]): when two ranks
+//! share a GPU (several logical devices per GPU) every rank keeps the host collective for
+//! the sums too and [`NcclCollective::fallback`] says why; when a rank cannot load libnccl
+//! every rank returns the same error. The communicator is created with the rank's context
+//! bound to the calling thread (`ncclCommInitRank` uses the current device), and destroyed
+//! on drop without ever panicking.
 //!
 //! NCCL needs `libnccl.so` on the library path (PyPI's `nvidia-nccl-cu13` ships only
-//! `libnccl.so.2`: add a `libnccl.so` link next to it). Not tested without GPUs.
+//! `libnccl.so.2`: add a `libnccl.so` link next to it). Tested on GPUs only
+//! (`tests/nccl.rs`); the decision above is tested everywhere.
 #![allow(unsafe_code)]
 
+use std::ffi::CStr;
 use std::sync::Arc;
 
-use cudarc::driver::CudaStream;
-use cudarc::nccl::{Comm, Id, ReduceOp};
+use cudarc::driver::{CudaStream, DevicePtrMut};
+use cudarc::nccl::result as nccl;
+use cudarc::nccl::sys;
 use sapwood_core::collective::{Collective, CommStats};
 use sapwood_core::error::{Error, Result};
 
 use sapwood_collective::codec::{lane_width, lanes_per_word, pack, unpack};
 
-/// A communicator owned by one worker thread.
-struct OwnedComm(Comm);
+use crate::device::Gpu;
+use crate::topology::{plan, NcclPlan, RankDevice};
+
+/// Whether libnccl can be loaded (cudarc panics on the first NCCL call without it).
+pub fn nccl_present() -> bool {
+    // SAFETY: only tries to dlopen libnccl by its candidate names.
+    unsafe { sys::is_culib_present() }
+}
+
+fn nccl_error(what: &str, e: nccl::NcclError) -> Error {
+    // SAFETY: libnccl is loaded (a communicator or an id exists); the string is static.
+    let text = unsafe {
+        let p = sys::ncclGetErrorString(e.0);
+        if p.is_null() {
+            String::new()
+        } else {
+            CStr::from_ptr(p).to_string_lossy().into_owned()
+        }
+    };
+    Error::Collective(format!("NCCL {what}: {:?} ({text})", e.0))
+}
+
+/// A communicator owned by one worker, destroyed on drop.
+struct OwnedComm {
+    comm: sys::ncclComm_t,
+    stream: Arc<CudaStream>,
+}
 
 // SAFETY: an NCCL communicator may be used from any thread as long as calls on it are not
 // concurrent; OwnedComm is owned by one worker and only used through &mut self.
 unsafe impl Send for OwnedComm {}
 
-/// A collective whose integer sums run on the GPUs through NCCL.
-pub struct NcclCollective {
-    host: Box<dyn Collective>,
-    comm: OwnedComm,
-    stream: Arc<CudaStream>,
-    stats: CommStats,
+impl Drop for OwnedComm {
+    fn drop(&mut self) {
+        // never panics: errors while tearing down are ignored (cudarc's own Comm panics
+        // when ncclCommAbort fails, which is why it is not used)
+        let _ = self.stream.context().bind_to_thread();
+        let _ = self.stream.synchronize();
+        // SAFETY: the communicator was created by ncclCommInitRank and is destroyed once.
+        if unsafe { nccl::comm_destroy(self.comm) }.is_err() {
+            // SAFETY: as above; abort frees what destroy could not.
+            let _ = unsafe { nccl::comm_abort(self.comm) };
+        }
+    }
 }
 
-fn nccl_error(what: &str, e: impl std::fmt::Debug) -> Error {
-    Error::Collective(format!("NCCL {what}: {e:?}"))
+/// A collective whose integer sums run on the GPUs through NCCL (or, when ranks share a
+/// GPU, through the host collective).
+pub struct NcclCollective {
+    host: Box<dyn Collective>,
+    comm: Option<OwnedComm>,
+    fallback: Option<String>,
+    stats: CommStats,
 }
 
 impl NcclCollective {
     /// Joins the NCCL clique of the job. Every worker calls this collectively with its host
-    /// collective and a stream on its GPU (e.g. `CudaFactory::open_device()?.stream`):
-    /// rank 0 creates the NCCL id and broadcasts it through `host`.
-    pub fn new(mut host: Box<dyn Collective>, stream: Arc<CudaStream>) -> Result<Self> {
-        // SAFETY: only tries to dlopen libnccl by its candidate names.
-        if !unsafe { cudarc::nccl::sys::is_culib_present() } {
-            return Err(Error::Collective(
-                "feature `nccl` needs libnccl.so on the library path (PyPI's \
-                 nvidia-nccl-cu13 ships libnccl.so.2 only: add a libnccl.so link)"
-                    .into(),
-            ));
-        }
+    /// collective and its logical device (e.g. `factory.open_device_for_rank(rank)?`, one
+    /// GPU per rank): the ranks exchange their GPUs' UUIDs, and unless two share a GPU rank
+    /// 0 creates the NCCL id and broadcasts it through `host`.
+    pub fn new(mut host: Box<dyn Collective>, gpu: &Gpu) -> Result<Self> {
         let (rank, size) = (host.rank(), host.world_size());
+        let me = RankDevice {
+            has_nccl: nccl_present(),
+            uuid: gpu.shared.uuid,
+        };
+        let reports = host.allgather(&me.encode())?;
+        let ranks = reports
+            .iter()
+            .map(|b| RankDevice::decode(b))
+            .collect::<Option<Vec<_>>>()
+            .filter(|r| r.len() == size)
+            .ok_or_else(|| Error::Collective("malformed NCCL rank reports".into()))?;
+        match plan(&ranks) {
+            NcclPlan::Fail(why) => return Err(Error::Collective(why)),
+            NcclPlan::Host(why) => {
+                return Ok(NcclCollective {
+                    host,
+                    comm: None,
+                    fallback: Some(why),
+                    stats: CommStats::default(),
+                })
+            }
+            NcclPlan::Nccl => {}
+        }
+        // rank 0 sends the id, or nothing when it could not make one, so that every rank
+        // fails together instead of waiting for an id that never comes
         let mut id_bytes = if rank == 0 {
-            let id = Id::new().map_err(|e| nccl_error("id", e))?;
-            id.internal().iter().map(|&c| c as u8).collect()
+            match nccl::get_uniqueid() {
+                Ok(id) => id.internal.iter().map(|&c| c as u8).collect(),
+                Err(_) => Vec::new(),
+            }
         } else {
             Vec::new()
         };
         host.broadcast(&mut id_bytes, 0)?;
         if id_bytes.len() != 128 {
-            return Err(Error::Collective("malformed NCCL id".into()));
+            return Err(Error::Collective(
+                "NCCL: rank 0 could not create the communicator id".into(),
+            ));
         }
-        let mut internal = [0 as std::ffi::c_char; 128];
-        for (d, &b) in internal.iter_mut().zip(&id_bytes) {
+        let mut id = sys::ncclUniqueId { internal: [0; 128] };
+        for (d, &b) in id.internal.iter_mut().zip(&id_bytes) {
             *d = b as std::ffi::c_char;
         }
-        let comm = Comm::from_rank(stream.clone(), rank, size, Id::uninit(internal))
+        let stream = gpu.stream.clone();
+        // ncclCommInitRank takes the device current on this thread: bind this rank's first
+        stream
+            .context()
+            .bind_to_thread()
+            .map_err(|e| Error::Collective(format!("CUDA context of rank {rank}: {e}")))?;
+        let mut comm: sys::ncclComm_t = std::ptr::null_mut();
+        // SAFETY: `comm` is a valid out-pointer; the id came from rank 0's ncclGetUniqueId.
+        unsafe { nccl::comm_init_rank(&mut comm, size as i32, id, rank as i32) }
             .map_err(|e| nccl_error("communicator", e))?;
         Ok(NcclCollective {
             host,
-            comm: OwnedComm(comm),
-            stream,
+            comm: Some(OwnedComm { comm, stream }),
+            fallback: None,
             stats: CommStats::default(),
         })
+    }
+
+    /// Whether the sums go through NCCL.
+    pub fn uses_nccl(&self) -> bool {
+        self.comm.is_some()
+    }
+
+    /// Why the sums go through the host collective instead (ranks sharing a GPU).
+    pub fn fallback(&self) -> Option<&str> {
+        self.fallback.as_deref()
+    }
+
+    fn nccl_sum(c: &OwnedComm, data: &mut [i64], bound: u64) -> Result<u64> {
+        let bits = lane_width(bound);
+        // the packed words summed as u64: the same bits as the i64 sum, with wrap-around
+        // defined (NCCL's signed sum is C++ signed arithmetic)
+        let words: Vec<u64> = pack(data, bits).into_iter().map(|w| w as u64).collect();
+        debug_assert_eq!(words.len(), data.len().div_ceil(lanes_per_word(bits)));
+        let stream = &c.stream;
+        stream
+            .context()
+            .bind_to_thread()
+            .map_err(|e| Error::Collective(format!("CUDA context: {e}")))?;
+        let mut dev = stream
+            .clone_htod(&words)
+            .map_err(|e| Error::Collective(format!("NCCL upload: {e}")))?;
+        {
+            let (ptr, _record) = dev.device_ptr_mut(stream);
+            // SAFETY: `ptr` holds words.len() u64 on this communicator's GPU, written in
+            // place; the stream is the one the buffer was uploaded on.
+            unsafe {
+                nccl::all_reduce(
+                    ptr as *const std::ffi::c_void,
+                    ptr as *mut std::ffi::c_void,
+                    words.len(),
+                    sys::ncclDataType_t::ncclUint64,
+                    sys::ncclRedOp_t::ncclSum,
+                    c.comm,
+                    stream.cu_stream() as sys::cudaStream_t,
+                )
+            }
+            .map_err(|e| nccl_error("all-reduce", e))?;
+        }
+        let summed = stream
+            .clone_dtoh(&dev)
+            .map_err(|e| Error::Collective(format!("NCCL read-back: {e}")))?;
+        let summed: Vec<i64> = summed.into_iter().map(|w| w as i64).collect();
+        data.copy_from_slice(&unpack(&summed, bits, data.len()));
+        Ok(words.len() as u64)
     }
 }
 
@@ -89,29 +217,41 @@ impl Collective for NcclCollective {
     }
 
     fn allreduce_sum(&mut self, data: &mut [i64], bound: u64) -> Result<()> {
+        let Some(c) = &self.comm else {
+            return self.host.allreduce_sum(data, bound);
+        };
         if data.is_empty() {
             return Ok(());
         }
-        let bits = lane_width(bound);
-        let words = pack(data, bits);
-        let mut dev = self
-            .stream
-            .clone_htod(&words)
-            .map_err(|e| nccl_error("upload", e))?;
-        self.comm
-            .0
-            .all_reduce_in_place(&mut dev, &ReduceOp::Sum)
-            .map_err(|e| nccl_error("all-reduce", e))?;
-        let summed = self
-            .stream
-            .clone_dtoh(&dev)
-            .map_err(|e| nccl_error("read-back", e))?;
-        data.copy_from_slice(&unpack(&summed, bits, data.len()));
-        self.stats.bytes_sent += 8 * words.len() as u64;
+        let words = Self::nccl_sum(c, data, bound)?;
+        self.stats.bytes_sent += 8 * words;
         self.stats.bytes_uncompressed += 8 * data.len() as u64;
         self.stats.allreduce_calls += 1;
-        debug_assert_eq!(words.len(), data.len().div_ceil(lanes_per_word(bits)));
         Ok(())
+    }
+
+    fn allreduce_segments(
+        &mut self,
+        data: &mut [i64],
+        segment: usize,
+        bounds: &[u64],
+    ) -> Result<()> {
+        if self.comm.is_none() {
+            return self.host.allreduce_segments(data, segment, bounds);
+        }
+        self.allreduce_sum(data, bounds.iter().copied().max().unwrap_or(0))
+    }
+
+    fn reduce_scatter(
+        &mut self,
+        data: &mut [i64],
+        blocks: &[std::ops::Range<usize>],
+        bound: u64,
+    ) -> Result<()> {
+        if self.comm.is_none() {
+            return self.host.reduce_scatter(data, blocks, bound);
+        }
+        self.allreduce_sum(data, bound)
     }
 
     fn allreduce_max(&mut self, data: &mut [u64]) -> Result<()> {

@@ -31,14 +31,7 @@ pub fn predict_binned(
     let mut margins = upload(gpu, &start, "margins")?;
     let trees = &model.trees[..(rounds.min(model.num_rounds()) * k).min(model.trees.len())];
     for (t, tree) in trees.iter().enumerate() {
-        let bp = BinParams {
-            n_rows: n as u32,
-            row_words: layout.row_words as u32,
-            bin_bits: layout.bits,
-            total_bins: 0,
-            k: k as u32,
-            group: (t % k) as u32,
-        };
+        let bp = BinParams::new(&layout, n as u32, 0, k as u32, (t % k) as u32);
         add_tree(gpu, &bp, &bins, tree, &mut margins)?;
     }
     gpu.stream

@@ -1,6 +1,8 @@
 //! Each CUDA kernel against its definition through what the backend reads back besides
-//! the trait: every row's gradients and histogram values, on 16-bin tiles. The conformance
-//! suite (`conformance.rs`) checks the rest through the backend trait.
+//! the trait: every row's gradients and histogram values, on 16-bin tiles; and what only the
+//! CUDA host code does: tiles beyond the grid's y limit, the process-wide shared-memory limit
+//! of hist_shared, and each worker's own deferred-error state. The conformance suite
+//! (`conformance.rs`) checks the rest through the backend trait.
 //!
 //! Ignored unless the build script finds libcuda (`SAPWOOD_REQUIRE_CUDA=1` forces them).
 
@@ -34,4 +36,100 @@ fn quantised_values_read_back_match_the_core_exactly() {
         CudaBackend::read_hist_values,
         None,
     );
+}
+
+#[test]
+#[cfg_attr(sapwood_no_cuda, ignore = "no CUDA driver (libcuda) on this machine")]
+fn more_than_65535_tiles_go_in_several_launches() {
+    // 70,000 features of 2 bins with 2-bin tiles: 70,000 tiles along grid y, above its
+    // limit of 65,535, so build_histograms launches the tiles in two chunks
+    use sapwood_core::backend::HistBackend;
+    use sapwood_core::tree::NodeId;
+    use sapwood_testkit::conformance::{setup, Pair};
+    use sapwood_testkit::data::{binned, offsets_of, shard};
+    let (n, nf) = (40, 70_000);
+    let mut rng = sapwood_testkit::Rng(5);
+    let bins: Vec<u16> = (0..n * nf).map(|_| rng.below(2) as u16).collect();
+    let labels: Vec<f32> = (0..n).map(|_| rng.unit() * 4.0 - 2.0).collect();
+    let spec = shard(binned(n, nf, bins, false), offsets_of(&vec![2; nf]), labels);
+    let make = |s: ShardData| -> Result<Box<CudaBackend>> { Ok(Box::new(backend_with(s, 2)?)) };
+    let mut p = Pair::with(&make, &spec);
+    let max = p.compute_gradients("70,000 tiles")[0];
+    let scale = |m| {
+        use sapwood_core::params::Quantisation;
+        sapwood_core::quantise::Scale::agree(m, n as u64, Quantisation::Exact)
+    };
+    p.start_tree(
+        &setup(0, 0, 1, scale(max[0]), scale(max[1])),
+        "70,000 tiles",
+    );
+    p.histograms(&[NodeId::ROOT], 2 * nf, "70,000 tiles");
+    assert_eq!(p.dev.num_rows(), n);
+}
+
+fn backend_with(s: ShardData, tile_bins: u32) -> Result<CudaBackend> {
+    let gpu = CudaFactory::new()
+        .open_device()
+        .unwrap_or_else(|e| panic!("this test needs a CUDA GPU: {e}"));
+    CudaBackend::new(gpu, s, Some(tile_bins))
+}
+
+#[test]
+#[cfg_attr(sapwood_no_cuda, ignore = "no CUDA driver (libcuda) on this machine")]
+fn a_second_backend_with_small_tiles_does_not_lower_the_first_ones_shared_memory() {
+    // the dynamic shared-memory limit belongs to the kernel, shared by every backend on the
+    // GPU: a backend with 8192-bin tiles (beyond the 48 KiB default) raises it; a later one
+    // with 16-bin tiles must leave it raised for the first one's launches
+    use sapwood_core::backend::BackendFactory;
+    use sapwood_core::params::Quantisation;
+    use sapwood_cuda::CudaOptions;
+    use sapwood_testkit::conformance::grow_against_the_cpu;
+    use sapwood_testkit::data::tiny_shard;
+    let options = |tile_bins| CudaOptions {
+        devices: Some(vec![0]),
+        tile_bins: Some(tile_bins),
+    };
+    let large = CudaFactory::with_options(options(8192));
+    let small = CudaFactory::with_options(options(16));
+    grow_against_the_cpu(&large, &[5000, 300], true, Quantisation::Exact, 1.0, 3);
+    let gpu = large.open_device().unwrap();
+    let raised = gpu.shared.shared_limit();
+    assert!(raised > 48 * 1024, "{raised}");
+    assert_eq!(raised, gpu.shared.max_shared_bytes);
+    let _small = small.create(tiny_shard()).unwrap();
+    assert_eq!(
+        gpu.shared.shared_limit(),
+        raised,
+        "lowered by a later backend"
+    );
+    grow_against_the_cpu(&large, &[5000, 300], true, Quantisation::Exact, 1.0, 4);
+}
+
+#[test]
+#[cfg_attr(sapwood_no_cuda, ignore = "no CUDA driver (libcuda) on this machine")]
+fn a_deferred_error_of_one_worker_is_not_reported_to_another_on_the_same_gpu() {
+    // cudarc keeps errors of drops (frees, events) in the context handle and reports them
+    // at the next call through it: each logical device has a handle of its own
+    use cudarc::driver::sys::cudaError_enum;
+    use cudarc::driver::DriverError;
+    let factory = CudaFactory::with_options(sapwood_cuda::CudaOptions {
+        devices: Some(vec![0, 0]),
+        tile_bins: None,
+    });
+    let a = factory.open_device().unwrap();
+    let b = factory.open_device().unwrap();
+    assert_eq!(a.ordinal, b.ordinal);
+    let (ca, cb) = (a.stream.context(), b.stream.context());
+    assert!(
+        !std::sync::Arc::ptr_eq(ca, cb),
+        "one handle for two workers"
+    );
+    assert_eq!(ca.cu_ctx(), cb.cu_ctx(), "both on the primary context");
+    ca.record_err::<()>(Err(DriverError(cudaError_enum::CUDA_ERROR_INVALID_VALUE)));
+    assert!(cb.check_err().is_ok(), "b was handed a's error");
+    assert!(ca.check_err().is_err(), "a lost its own error");
+    // and b still works
+    let mut b_backend = CudaBackend::new(b, sapwood_testkit::data::tiny_shard(), None).unwrap();
+    use sapwood_core::backend::HistBackend;
+    b_backend.compute_gradients().unwrap();
 }

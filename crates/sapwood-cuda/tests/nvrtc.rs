@@ -90,12 +90,285 @@ fn float_kernels_have_no_fused_multiply_add() {
 
 #[test]
 #[cfg_attr(sapwood_no_nvrtc, ignore = "NVRTC not found: run install-nvrtc.sh")]
-fn histogram_kernels_use_64_bit_atomics() {
+fn shared_histograms_add_32_bit_words_and_global_ones_64_bit_values() {
+    // a 64-bit shared atomic add is a compare-and-swap loop on sm_80/sm_90 (see the SASS
+    // test below); hist_shared adds u32 words with a carry, as the WGSL twin does
     require_nvrtc();
-    let ptx =
-        String::from_utf8(compile(Kernel::HistShared, Target::Ptx(90)).unwrap().image).unwrap();
-    assert!(ptx.contains("atom.shared.add.u64"), "shared 64-bit atomics");
-    assert!(ptx.contains("atom.global.add.u64") || ptx.contains("red.global.add.u64"));
+    for a in [80, 90] {
+        let ptx =
+            String::from_utf8(compile(Kernel::HistShared, Target::Ptx(a)).unwrap().image).unwrap();
+        assert!(
+            ptx.contains("atom.shared.add.u32"),
+            "compute_{a}: 32-bit shared adds"
+        );
+        for bad in ["atom.shared.add.u64", "atom.shared.cas", ".shared.add.s64"] {
+            assert!(!ptx.contains(bad), "compute_{a}: hist_shared uses {bad}");
+        }
+        assert!(
+            ptx.contains("match.any.sync.b32"),
+            "compute_{a}: warp aggregation"
+        );
+        assert!(ptx.contains("atom.global.add.u64") || ptx.contains("red.global.add.u64"));
+        let global =
+            String::from_utf8(compile(Kernel::HistGlobal, Target::Ptx(a)).unwrap().image).unwrap();
+        assert!(global.contains("atom.global.add.u64") || global.contains("red.global.add.u64"));
+    }
+}
+
+/// The PTX instructions of `ptx` (comments and blank lines dropped), trimmed.
+fn instructions(ptx: &str) -> Vec<&str> {
+    ptx.lines()
+        .map(|l| l.split("//").next().unwrap_or("").trim())
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+/// (opcode, destination, first source) of a PTX instruction `op d, a, ...;`.
+fn operands(line: &str) -> (&str, &str, &str) {
+    let (op, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+    let mut args = rest.trim().trim_end_matches(';').split(',').map(str::trim);
+    (op, args.next().unwrap_or(""), args.next().unwrap_or(""))
+}
+
+/// Source and destination types of a float-to-integer `cvt` (e.g. `cvt.rni.s64.f64` gives
+/// ("f64", "s64")), `None` for any other instruction.
+fn float_to_int(op: &str) -> Option<(&str, &str)> {
+    let parts: Vec<&str> = op.split('.').collect();
+    if parts.first() != Some(&"cvt") || parts.len() < 3 {
+        return None;
+    }
+    let (dst, src) = (parts[parts.len() - 2], parts[parts.len() - 1]);
+    let int = |t: &str| t.starts_with('s') || t.starts_with('u');
+    (src.starts_with('f') && int(dst)).then_some((src, dst))
+}
+
+/// Every float-to-integer conversion a kernel may compile to, with why it agrees with the
+/// core's Rust (`as`: saturating, NaN to 0). The PTX ISA saturates every float-to-integer
+/// `cvt`; for NaN it gives 0 only when the source is not f64 and the destination not 64-bit,
+/// MININT otherwise: those must be guarded.
+const AUDITED: &[(Kernel, &str, &str)] = &[
+    (
+        Kernel::Quantise,
+        "cvt.rni.s64.f64",
+        "quantise_exact: saturates like `as i64`; NaN guarded in f64_to_i64_rn",
+    ),
+    (
+        Kernel::Gradients,
+        "cvt.rni.s32.f32",
+        "margin_fixed: NaN replaced by 0 and the input clamped to 20 * 2^24 first",
+    ),
+    (
+        Kernel::Gradients,
+        "cvt.rni.u32.f32",
+        "exp_neg_fixed: NaN and d >= 20 return first, max(d, 0) < 20 * 2^24",
+    ),
+    (
+        Kernel::Gradients,
+        "cvt.rzi.u32.f32",
+        "softmax label class: saturates (2^32 up matches no class); NaN guarded in \
+         f32_to_u32_rz",
+    ),
+];
+
+#[test]
+#[cfg_attr(sapwood_no_nvrtc, ignore = "NVRTC not found: run install-nvrtc.sh")]
+fn every_float_to_integer_conversion_is_audited_and_nan_guarded() {
+    require_nvrtc();
+    for a in [80, 90] {
+        for k in Kernel::ALL {
+            let ptx = String::from_utf8(compile(k, Target::Ptx(a)).unwrap().image).unwrap();
+            let lines = instructions(&ptx);
+            let mut seen = Vec::new();
+            for (i, line) in lines.iter().enumerate() {
+                let (op, dst, src) = operands(line);
+                let Some((src_type, dst_type)) = float_to_int(op) else {
+                    continue;
+                };
+                let what = format!("{} for compute_{a}: `{line}`", k.file());
+                assert!(
+                    AUDITED.iter().any(|&(ak, aop, _)| ak == k && aop == op),
+                    "{what} is not in the audit table: check its NaN and out-of-range \
+                     results against the core's Rust and add it"
+                );
+                seen.push(op);
+                if src_type == "f64" || dst_type.ends_with("64") {
+                    // NaN gives MININT here: setp.nan on the source right before, and the
+                    // result replaced by 0 right after (f64_to_i64_rn's inline PTX)
+                    let before = operands(lines[i - 1]);
+                    let after = lines.get(i + 1).copied().unwrap_or("");
+                    assert!(
+                        before.0 == format!("setp.nan.{src_type}")
+                            && lines[i - 1].ends_with(&format!("{src}, {src};")),
+                        "{what}: no NaN test of {src} before it (got `{}`)",
+                        lines[i - 1]
+                    );
+                    let pred = before.1;
+                    let width = &dst_type[1..];
+                    assert_eq!(
+                        after,
+                        format!("@{pred} mov.b{width} {dst}, 0;"),
+                        "{what}: NaN does not give 0"
+                    );
+                }
+            }
+            for &(ak, aop, why) in AUDITED {
+                if ak == k {
+                    assert!(
+                        seen.contains(&aop),
+                        "{} for compute_{a} no longer holds {aop} ({why}): update the audit",
+                        k.file()
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+#[cfg_attr(sapwood_no_nvrtc, ignore = "NVRTC not found: run install-nvrtc.sh")]
+fn bin_lookups_shift_instead_of_dividing() {
+    // bins.cuh reads a bin with the word and bin shifts of BinParams: no runtime division
+    // on every (row, feature) of the hot kernels
+    require_nvrtc();
+    for k in [
+        Kernel::HistShared,
+        Kernel::HistGlobal,
+        Kernel::Partition,
+        Kernel::Predict,
+    ] {
+        let ptx = String::from_utf8(compile(k, Target::Ptx(90)).unwrap().image).unwrap();
+        for line in instructions(&ptx) {
+            let op = operands(line).0;
+            assert!(
+                !op.starts_with("div.") && !op.starts_with("rem."),
+                "{}: `{line}`",
+                k.file()
+            );
+        }
+    }
+}
+
+/// The nvdisasm the build script found, or the one `SAPWOOD_NVDISASM` names now.
+fn nvdisasm() -> std::path::PathBuf {
+    std::env::var_os("SAPWOOD_NVDISASM")
+        .map(Into::into)
+        .or(option_env!("SAPWOOD_NVDISASM_BUILD").map(Into::into))
+        .unwrap_or_else(|| "nvdisasm".into())
+}
+
+/// The SASS of `k` built as a CUBIN for `sm_{arch}`, by nvdisasm.
+fn sass(k: Kernel, arch: u32) -> String {
+    let cubin = compile(k, Target::Cubin(arch))
+        .unwrap_or_else(|e| panic!("{}: {e}", k.file()))
+        .image;
+    let dir = std::env::temp_dir().join(format!("sapwood-sass-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{}_sm{arch}.cubin", k.entry()));
+    std::fs::write(&path, cubin).unwrap();
+    let tool = nvdisasm();
+    let out = std::process::Command::new(&tool)
+        .arg(&path)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot run {} ({e}): run crates/sapwood-cuda/install-nvdisasm.sh and set \
+                 SAPWOOD_NVDISASM to the nvdisasm it installs",
+                tool.display()
+            )
+        });
+    let _ = std::fs::remove_file(&path);
+    assert!(
+        out.status.success(),
+        "nvdisasm failed on {}: {}",
+        k.file(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("SASS is text")
+}
+
+/// The SASS instructions of a disassembly: `OPCODE operands` with addresses and the
+/// trailing `;` dropped.
+fn sass_instructions(sass: &str) -> Vec<String> {
+    sass.lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            let rest = l.strip_prefix("/*")?;
+            let (_, ins) = rest.split_once("*/")?;
+            let ins = ins.trim().trim_end_matches(';').trim();
+            // a guard predicate (`@P0 `, `@!P1 `) is not part of the opcode
+            let ins = match ins.strip_prefix('@') {
+                Some(p) => p.split_once(' ').map_or("", |(_, i)| i).trim(),
+                None => ins,
+            };
+            (!ins.is_empty()).then(|| ins.to_string())
+        })
+        .collect()
+}
+
+#[test]
+#[cfg_attr(
+    any(sapwood_no_nvrtc, sapwood_no_nvdisasm),
+    ignore = "NVRTC or nvdisasm not found: run install-nvrtc.sh and install-nvdisasm.sh"
+)]
+fn sass_has_no_shared_compare_and_swap_loops_and_no_unguarded_f64_conversion() {
+    require_nvrtc();
+    for arch in [90, 80] {
+        for k in Kernel::ALL {
+            let text = sass(k, arch);
+            let ins = sass_instructions(&text);
+            assert!(
+                ins.len() > 10,
+                "{} for sm_{arch}: no SASS read:\n{text}",
+                k.file()
+            );
+            let what = format!("{} for sm_{arch}", k.file());
+            for i in &ins {
+                // ATOMS.CAST.SPIN(.64) and ATOMS.CAS: a shared atomic emulated by a retry loop
+                assert!(
+                    !i.contains("ATOMS.CAST") && !i.contains("ATOMS.CAS"),
+                    "{what}: `{i}`"
+                );
+            }
+            // every conversion from f64 (its NaN gives MININT) is tested for NaN
+            for i in ins
+                .iter()
+                .filter(|i| i.starts_with("F2I") && i.contains(".F64"))
+            {
+                let src = i
+                    .split(',')
+                    .nth(1)
+                    .map(str::trim)
+                    .unwrap_or_else(|| panic!("{what}: `{i}`"));
+                assert!(
+                    ins.iter().any(|t| t.starts_with("DSETP.NAN")
+                        && t.contains(&format!("{src}, {src}"))),
+                    "{what}: `{i}` has no DSETP.NAN on {src}"
+                );
+            }
+            match k {
+                Kernel::HistShared => {
+                    assert!(ins.iter().any(|i| i.starts_with("ATOMS.ADD")), "{what}");
+                    assert!(ins.iter().any(|i| i.starts_with("MATCH.ANY")), "{what}");
+                    assert!(
+                        !ins.iter().any(|i| i.starts_with("MUFU.RCP")),
+                        "{what}: a runtime division"
+                    );
+                }
+                Kernel::Quantise => {
+                    let f2i = ins.iter().filter(|i| i.starts_with("F2I.S64.F64")).count();
+                    assert!(f2i >= 2, "{what}: {f2i} F2I.S64.F64");
+                }
+                Kernel::HistGlobal | Kernel::Partition | Kernel::Predict => {
+                    // the reciprocal of a runtime u32 division is gone with the shifts
+                    assert!(
+                        !ins.iter().any(|i| i.starts_with("MUFU.RCP")),
+                        "{what}: a runtime division"
+                    );
+                }
+                _ => {}
+            }
+        }
+    }
 }
 
 #[test]

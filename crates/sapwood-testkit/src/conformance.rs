@@ -611,6 +611,376 @@ pub fn quantised_values_match_the_core_row_by_row(factory: &dyn BackendFactory) 
     }
 }
 
+/// f32 values at the edges of fixed-point quantisation: NaN (quiet, negative, signalling
+/// with a payload), ±inf, ±f32::MAX, ±2^63 and the f32 values next to them, powers of two
+/// that saturate only at large shifts, ties, the smallest normals, a subnormal and zeros.
+pub fn edge_values() -> Vec<f32> {
+    let two63 = 9_223_372_036_854_775_808.0f32;
+    vec![
+        f32::NAN,
+        -f32::NAN,
+        f32::from_bits(0x7fa0_0001),
+        f32::from_bits(0xffc0_1234),
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::MAX,
+        -f32::MAX,
+        two63,
+        -two63,
+        // the largest f32 below 2^63, and the first one below -2^63
+        f32::from_bits(0x5eff_ffff),
+        -f32::from_bits(0x5eff_ffff),
+        -f32::from_bits(0x5f00_0001),
+        4_611_686_018_427_387_904.0,
+        1e30,
+        -1e30,
+        4_294_967_296.0,
+        -2_147_483_648.0,
+        1e10,
+        1.5,
+        -2.5,
+        0.5,
+        -0.5,
+        1.0,
+        f32::MIN_POSITIVE,
+        -f32::MIN_POSITIVE,
+        1e-40,
+        0.0,
+        -0.0,
+    ]
+}
+
+/// The rows of [`non_finite_and_huge_values_quantise_as_on_the_cpu`], as (label, weight)
+/// of squared error at margin 0, where g = -label * weight and h = weight: every edge value
+/// as g (h = 1), as h (g = 0 * h, NaN for NaN and ±inf) and as both.
+fn edge_rows() -> Vec<(f32, f32)> {
+    let v = edge_values();
+    let mut rows: Vec<(f32, f32)> = v.iter().map(|&x| (x, 1.0)).collect();
+    rows.extend(v.iter().map(|&x| (0.0, x)));
+    rows.extend(v.iter().map(|&x| (-1.0, x)));
+    rows
+}
+
+/// The pair of backends on a squared-error shard of `rows` (label, weight), one feature
+/// with one bin per row (row i in bin i + 1), so that a histogram of the root holds each
+/// row's values apart and no sum can overflow.
+fn one_bin_per_row(factory: &dyn BackendFactory, rows: &[(f32, f32)]) -> (Pair, usize) {
+    let n = rows.len();
+    assert!(n < u16::MAX as usize);
+    let bins: Vec<u16> = (1..=n as u16).collect();
+    let spec = ShardData {
+        weights: Some(rows.iter().map(|r| r.1).collect()),
+        row_offset: 7_000_000_011,
+        ..shard(
+            binned(n, 1, bins, n > u8::MAX as usize),
+            offsets_of(&[n as u32 + 1]),
+            rows.iter().map(|r| r.0).collect(),
+        )
+    };
+    (Pair::new(factory, &spec), n)
+}
+
+/// Each row's histogram values (from the root's histogram) and exact values (from exact sums
+/// of one-row leaves) under `s` match `want` ([exact, histogram] per row).
+fn assert_rows_quantise_to(
+    p: &mut Pair,
+    n: usize,
+    s: &TreeSetup,
+    want: &[[HistBin; 2]],
+    what: &str,
+) {
+    p.start_tree(s, what);
+    let hist = p.histograms(&[NodeId::ROOT], n + 1, what);
+    let mut next = 1;
+    let leaves = split_apart(p, vec![(NodeId::ROOT, 1, n as u16, 0)], 0, &mut next, what);
+    let nodes: Vec<NodeId> = leaves.iter().map(|l| l.0).collect();
+    let exact = p.exact_sums(&nodes, what);
+    for (&(_, bin, _), x) in leaves.iter().zip(&exact) {
+        let i = bin as usize - 1;
+        assert_eq!(*x, want[i][0], "{what}: exact values of row {i}");
+    }
+    for i in 0..n {
+        assert_eq!(
+            hist[i + 1],
+            want[i][1],
+            "{what}: histogram values of row {i}"
+        );
+    }
+}
+
+/// Non-finite and huge gradients and hessians quantise to the core's integers on every
+/// backend, bit for bit: Rust's saturating `as i64` gives NaN 0, +inf and everything from
+/// 2^63 up i64::MAX, -inf and everything below -2^63 i64::MIN (the f32 is scaled by 2^shift in
+/// f64, exactly, with the shift clamped to -1022..=1023 as `detmath::pow2` does). NaN and ±inf
+/// reach quantisation from labels and weights given straight to a backend (training
+/// validates them, backends do not). Exact fixed point at shifts from i32::MIN to i32::MAX,
+/// and low-bit rounding (dropping 1 to 62 bits) of every row whose exact value plus the noise
+/// stays inside i64 (the core adds them with `+`).
+pub fn non_finite_and_huge_values_quantise_as_on_the_cpu(factory: &dyn BackendFactory) {
+    // the integers the core's definition gives, pinned
+    let two63 = 9_223_372_036_854_775_808.0f32;
+    for shift in [i32::MIN, -1100, -40, 0, 1, 62, 63, 200, 1100, i32::MAX] {
+        assert_eq!(quantise_exact(f32::NAN, shift), 0);
+        assert_eq!(quantise_exact(-f32::NAN, shift), 0);
+        assert_eq!(quantise_exact(f32::INFINITY, shift), i64::MAX);
+        assert_eq!(quantise_exact(f32::NEG_INFINITY, shift), i64::MIN);
+    }
+    for shift in [0, 1, 63, 1100, i32::MAX] {
+        assert_eq!(quantise_exact(f32::MAX, shift), i64::MAX);
+        assert_eq!(quantise_exact(-f32::MAX, shift), i64::MIN);
+    }
+    assert_eq!(quantise_exact(two63, 0), i64::MAX);
+    assert_eq!(quantise_exact(-two63, 0), i64::MIN);
+    assert_eq!(quantise_exact(two63, -1), 1 << 62);
+    assert_eq!(
+        quantise_exact(f32::from_bits(0x5eff_ffff), 0),
+        0x7fff_ff80_0000_0000
+    );
+    assert_eq!(quantise_exact(1.0, i32::MIN), 0);
+    assert_eq!(quantise_exact(1.0, 62), 1 << 62);
+    assert_eq!(quantise_exact(-1.0, 63), i64::MIN);
+    assert_eq!(quantise_exact(1.0, 63), i64::MAX);
+    assert_eq!(quantise_exact(-2.5, 0), -2);
+
+    let obj = Objective::new(ObjectiveKind::SquaredError, 1).expect("objective");
+    let grads = |rows: &[(f32, f32)]| -> Vec<[f32; 2]> {
+        let (mut g, mut h) = ([0f32], [0f32]);
+        rows.iter()
+            .map(|&(y, w)| {
+                obj.gradient(&[0.0], y, w, &mut g, &mut h);
+                [g[0], h[0]]
+            })
+            .collect()
+    };
+    let scale = |shift, drop| Scale {
+        shift,
+        drop,
+        max_value: u64::MAX,
+    };
+    let setup_of = |gs: i32, hs: i32, drop: Option<u32>| {
+        setup(9, 0, 0x5eed_f00d, scale(gs, drop), scale(hs, drop))
+    };
+    let expected = |grads: &[[f32; 2]], s: &TreeSetup, row_offset: u64| -> Vec<[HistBin; 2]> {
+        grads
+            .iter()
+            .enumerate()
+            .map(|(i, &[g, h])| {
+                let x = exact_values(g, h, s);
+                [x, hist_values(x, s, row_offset + i as u64)]
+            })
+            .collect()
+    };
+
+    // exact fixed point: every row, every shift
+    let rows = edge_rows();
+    let grad = grads(&rows);
+    let (mut p, n) = one_bin_per_row(factory, &rows);
+    let max = p.compute_gradients("edge values")[0];
+    assert_eq!(
+        max,
+        [f32::INFINITY, f32::INFINITY],
+        "NaN never wins a maximum"
+    );
+    let offset = 7_000_000_011;
+    for (gs, hs) in [
+        (0, 0),
+        (1, -1),
+        (40, 62),
+        (62, 63),
+        (63, 64),
+        (64, 0),
+        (200, 127),
+        (1023, -149),
+        (1100, -1022),
+        (-1100, 1024),
+        (i32::MAX, i32::MIN),
+        (i32::MIN, i32::MAX),
+        (-40, 30),
+    ] {
+        let s = setup_of(gs, hs, None);
+        let want = expected(&grad, &s, offset);
+        // the special values land where the core says, through the backend as well
+        for (i, &[g, _]) in grad.iter().enumerate() {
+            if g.is_nan() {
+                assert_eq!(want[i][0][0], 0);
+            } else if g == f32::INFINITY {
+                assert_eq!(want[i][0][0], i64::MAX);
+            } else if g == f32::NEG_INFINITY {
+                assert_eq!(want[i][0][0], i64::MIN);
+            }
+        }
+        let what = format!("edge values, exact, shifts g {gs} h {hs}");
+        assert_rows_quantise_to(&mut p, n, &s, &want, &what);
+    }
+
+    // low-bit rounding: the rows whose exact value plus any noise below 2^drop fits i64
+    let lowbit = [
+        (20, 3, 1u32),
+        (40, 40, 33),
+        (0, 0, 62),
+        (62, 10, 7),
+        (-1, 63, 3),
+        (i32::MIN, 1100, 31),
+    ];
+    let fits = |row: &(f32, f32)| {
+        let [g, h] = grads(&[*row])[0];
+        lowbit.iter().all(|&(gs, hs, d)| {
+            let room = (1i64 << d) - 1;
+            quantise_exact(g, gs).checked_add(room).is_some()
+                && quantise_exact(h, hs).checked_add(room).is_some()
+        })
+    };
+    let rows: Vec<(f32, f32)> = edge_rows().into_iter().filter(fits).collect();
+    let grad = grads(&rows);
+    // still NaN, -inf and values saturating at i64::MIN among them
+    assert!(grad.iter().any(|r| r[0].is_nan()));
+    assert!(grad.iter().any(|r| r[0] == f32::NEG_INFINITY));
+    assert!(grad.iter().any(|r| r[1] == f32::NEG_INFINITY));
+    let (mut p, n) = one_bin_per_row(factory, &rows);
+    p.compute_gradients("edge values for low-bit rounding");
+    for (gs, hs, drop) in lowbit {
+        let s = setup_of(gs, hs, Some(drop));
+        let want = expected(&grad, &s, offset);
+        let what = format!("edge values, drop {drop}, shifts g {gs} h {hs}");
+        assert_rows_quantise_to(&mut p, n, &s, &want, &what);
+    }
+}
+
+/// Softmax labels that are no class index (NaN, ±inf, negative, fractional, k and beyond,
+/// 2^32 and up) give the gradients of the core's `label as usize` on every backend: NaN and
+/// negatives are class 0, fractions truncate, and from k up no class is the label. Checked
+/// row by row through the quantised values of each group.
+pub fn softmax_labels_outside_the_classes_match_the_cpu(factory: &dyn BackendFactory) {
+    let k = 3;
+    let mut labels = edge_values();
+    labels.extend([
+        0.0,
+        1.0,
+        2.0,
+        3.0,
+        2.5,
+        0.999_999_94,
+        -1.0,
+        -0.75,
+        3e9,
+        4_294_967_040.0,
+        4_294_967_296.0,
+        1e20,
+    ]);
+    let n = labels.len();
+    let bins: Vec<u16> = (1..=n as u16).collect();
+    let obj = Objective::new(ObjectiveKind::Softprob, k).expect("objective");
+    let margins = [0.3f32, -0.2, 1.0];
+    let spec = ShardData {
+        objective: obj,
+        base_margin: margins.to_vec(),
+        ..shard(
+            binned(n, 1, bins, false),
+            offsets_of(&[n as u32 + 1]),
+            labels.clone(),
+        )
+    };
+    let mut p = Pair::new(factory, &spec);
+    let max = p.compute_gradients("softmax labels");
+    let (mut g, mut h) = (vec![0f32; k], vec![0f32; k]);
+    let grads: Vec<Vec<[f32; 2]>> = labels
+        .iter()
+        .map(|&y| {
+            obj.gradient(&margins, y, 1.0, &mut g, &mut h);
+            (0..k).map(|c| [g[c], h[c]]).collect()
+        })
+        .collect();
+    // the definition: NaN is class 0, 3.0 no class
+    let class_of = |i: usize| (0..k).find(|&c| grads[i][c][0] < 0.0);
+    assert_eq!(class_of(0), Some(0), "NaN");
+    assert_eq!(
+        class_of(labels.iter().position(|&y| y == 3.0).expect("3")),
+        None
+    );
+    for (c, max) in max.iter().enumerate() {
+        let what = format!("softmax labels, group {c}");
+        let (sg, sh) = (exact_scale(max[0], n), exact_scale(max[1], n));
+        p.start_tree(&setup(c as u32, c, 5, sg, sh), &what);
+        let hist = p.histograms(&[NodeId::ROOT], n + 1, &what);
+        for i in 0..n {
+            let [g, h] = grads[i][c];
+            let want = [quantise_exact(g, sg.shift), quantise_exact(h, sh.shift)];
+            assert_eq!(hist[i + 1], want, "{what}: row {i}, label {:e}", labels[i]);
+        }
+    }
+}
+
+/// Skewed features build the CPU's histograms: one where every row has the same bin, one
+/// where all are missing, a binary one and one where one row in a thousand differs, with
+/// exact and 8-bit scales and values near 2^49 (whose low words carry on every add). On a
+/// GPU a warp's lanes then all add to one bin (CUDA sums them across the warp first).
+pub fn skewed_features_build_the_cpu_histograms(factory: &dyn BackendFactory) {
+    let mut rng = Rng(41);
+    let n = 5000;
+    let widths = [3u32, 2, 3, 5];
+    let bins: Vec<u16> = (0..n)
+        .flat_map(|i| {
+            let rare = if i % 1000 == 7 { 4 } else { 2 };
+            [1, 0, 1 + (rng.below(2) as u16), rare]
+        })
+        .collect();
+    let labels: Vec<f32> = (0..n).map(|_| (rng.unit() - 0.4) * 8.0).collect();
+    let spec = ShardData {
+        weights: Some((0..n).map(|_| rng.unit() * 2.0).collect()),
+        row_offset: 123,
+        ..shard(
+            binned(n, widths.len(), bins, false),
+            offsets_of(&widths),
+            labels,
+        )
+    };
+    let total = widths.iter().sum::<u32>() as usize;
+    let mut p = Pair::new(factory, &spec);
+    let max = p.compute_gradients("skewed features")[0];
+    // |g| < 10 and h < 2: values up to 2^49 (every add carries into the high word), sums of
+    // 5000 rows below 2^62
+    let big = Scale {
+        shift: 45,
+        drop: None,
+        max_value: 1 << 49,
+    };
+    for (what, grad, hess) in [
+        ("exact", exact_scale(max[0], n), exact_scale(max[1], n)),
+        (
+            "8 bits",
+            Scale::agree(max[0], n as u64, Quantisation::Bits(8)),
+            { Scale::agree(max[1], n as u64, Quantisation::Bits(8)) },
+        ),
+        ("shift 45", big, big),
+    ] {
+        let what = format!("skewed features, {what}");
+        p.start_tree(&setup(1, 0, 77, grad, hess), &what);
+        p.histograms(&[NodeId::ROOT], total, &what);
+        // split on the binary feature, then the children on the rare one
+        let (l, r) = (NodeId(1), NodeId(2));
+        let split = |node, left, right, feature, bin| NodeSplit {
+            node,
+            left,
+            right,
+            feature,
+            rule: SplitRule::Numeric { bin },
+            default_left: true,
+        };
+        p.apply_splits(&[split(NodeId::ROOT, l, r, 2, 1)], &what);
+        p.histograms(&[l, r], total, &what);
+        p.apply_splits(
+            &[
+                split(l, NodeId(3), NodeId(4), 3, 2),
+                split(r, NodeId(5), NodeId(6), 3, 2),
+            ],
+            &what,
+        );
+        let leaves = [NodeId(3), NodeId(4), NodeId(5), NodeId(6)];
+        p.histograms(&leaves, total, &what);
+        p.exact_sums(&leaves, &what);
+    }
+}
+
 /// Grows two trees three levels deep with random splits on random bins of `widths` (u16
 /// when `wide`), with quantisation `q` and row sampling `rate`; the backend matches the CPU
 /// at every step: gradient maxima, rows in the bag, histograms of every level and the

@@ -70,6 +70,13 @@ macro_rules! conformance {
         );
         $crate::conformance_test!(histogram_sums_carry_into_the_high_word, $small $(, #[$attr])*);
         $crate::conformance_test!(
+            non_finite_and_huge_values_quantise_as_on_the_cpu, $small $(, #[$attr])*
+        );
+        $crate::conformance_test!(
+            softmax_labels_outside_the_classes_match_the_cpu, $small $(, #[$attr])*
+        );
+        $crate::conformance_test!(skewed_features_build_the_cpu_histograms, $small $(, #[$attr])*);
+        $crate::conformance_test!(
             training_margins_equal_model_predictions, $factory $(, #[$attr])*
         );
         $crate::conformance_test!(
