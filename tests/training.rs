@@ -716,3 +716,102 @@ fn explanations_add_up_to_the_margin_for_every_objective() {
         }
     }
 }
+
+/// Keeps every checkpoint in memory, and can hand one back to resume from.
+struct Keeper {
+    every: usize,
+    kept: Vec<sapwood::Checkpoint>,
+    resume: Option<sapwood::Checkpoint>,
+}
+
+impl TrainObserver for Keeper {
+    fn on_round(&mut self, _r: &RoundReport<'_>) -> Control {
+        Control::Continue
+    }
+    fn checkpoint_every(&self) -> usize {
+        self.every
+    }
+    fn on_checkpoint(&mut self, c: &sapwood::Checkpoint) -> sapwood::Result<()> {
+        // through the file format, as a real checkpoint goes
+        self.kept
+            .push(sapwood::Checkpoint::from_json(&c.to_json()).unwrap());
+        Ok(())
+    }
+    fn resume_from(&mut self) -> sapwood::Result<Option<sapwood::Checkpoint>> {
+        Ok(self.resume.take())
+    }
+}
+
+#[test]
+fn resuming_any_checkpoint_saves_the_uninterrupted_model_bytes() {
+    let train = synthetic(2_500, "binary", 41);
+    let valid = synthetic(800, "binary", 42);
+    let params = Params {
+        objective: ObjectiveKind::Logistic,
+        num_rounds: 40,
+        learning_rate: 0.4,
+        subsample: 0.7,
+        colsample_bytree: 0.8,
+        early_stopping_rounds: Some(4),
+        eval_metric: vec![Metric::LogLoss],
+        seed: 9,
+        ..Default::default()
+    };
+    for workers in [1, 3] {
+        let run = sapwood::RunOptions {
+            workers,
+            ..Default::default()
+        };
+        let mut keeper = Keeper {
+            every: 3,
+            kept: Vec::new(),
+            resume: None,
+        };
+        let whole =
+            Booster::train_with(&params, &run, &train, &[("valid", &valid)], &mut keeper).unwrap();
+        assert!(keeper.kept.len() >= 2, "{} checkpoints", keeper.kept.len());
+        assert!(whole.best_iteration().is_some());
+        for c in keeper.kept.clone() {
+            let rounds = c.rounds;
+            let mut again = Keeper {
+                every: 0,
+                kept: Vec::new(),
+                resume: Some(c),
+            };
+            let resumed =
+                Booster::train_with(&params, &run, &train, &[("valid", &valid)], &mut again)
+                    .unwrap();
+            assert!(
+                resumed.to_json() == whole.to_json(),
+                "{workers} workers, resumed after round {rounds}: model differs"
+            );
+            assert_eq!(resumed.history().len(), whole.history().len());
+        }
+    }
+    // a checkpoint of another job is refused
+    let mut keeper = Keeper {
+        every: 5,
+        kept: Vec::new(),
+        resume: None,
+    };
+    let other = Params {
+        early_stopping_rounds: None,
+        ..params.clone()
+    };
+    Booster::train_with(&other, &Default::default(), &train, &[], &mut keeper).unwrap();
+    let mut wrong = Keeper {
+        every: 0,
+        kept: Vec::new(),
+        resume: keeper.kept.pop(),
+    };
+    let e = Booster::train_with(
+        &params,
+        &Default::default(),
+        &train,
+        &[("valid", &valid)],
+        &mut wrong,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("resume") && e.contains("another job"), "{e}");
+}

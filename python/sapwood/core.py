@@ -439,6 +439,9 @@ def train(
     callbacks: Optional[Sequence[Callback]] = None,
     verbose_eval: Union[bool, int] = True,
     evals_result: Optional[EvalsResult] = None,
+    checkpoint: Optional[PathLike] = None,
+    checkpoint_every: int = 10,
+    resume: Optional[PathLike] = None,
 ) -> Booster:
     """Trains a booster.
 
@@ -452,6 +455,10 @@ def train(
     are called after every round with a :class:`RoundInfo` and stop training by
     returning True. ``verbose_eval`` prints metrics every round (True) or every n
     rounds (an int). ``evals_result``, if given, is filled with the metrics history.
+
+    ``checkpoint`` is a file written atomically every ``checkpoint_every`` rounds;
+    ``resume`` continues from a checkpoint written by the same job (same data and
+    parameters) and gives the model an uninterrupted run gives, byte for byte.
 
     The GIL is released while training; Ctrl-C stops training after the current round
     and raises ``KeyboardInterrupt``.
@@ -488,7 +495,11 @@ def train(
                     stop = True
             return stop
 
-    native = _sapwood.train(pairs, dtrain._native, native_evals, hook)
+    ck = None if checkpoint is None else (os.fspath(checkpoint), int(checkpoint_every))
+    native = _sapwood.train(
+        pairs, dtrain._native, native_evals, hook, ck,
+        None if resume is None else os.fspath(resume),
+    )
     booster = Booster._wrap(native)
     if evals_result is not None:
         evals_result.clear()

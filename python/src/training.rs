@@ -7,7 +7,9 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use pyo3::prelude::*;
-use sapwood::{Booster, Control, Dataset, RoundReport, Settings, TrainObserver};
+use std::path::PathBuf;
+
+use sapwood::{Booster, Checkpoint, Control, Dataset, RoundReport, Settings, TrainObserver};
 
 use crate::booster::NativeBooster;
 use crate::data::NativeData;
@@ -17,10 +19,20 @@ use crate::errors::{guarded, panic_message, Kind, OrRaise};
 /// enough to cost nothing next to a boosting round.
 const SIGNAL_POLL: Duration = Duration::from_millis(20);
 
-/// Calls the Python callback after each round and honours the stop flag set on Ctrl-C.
+/// Where checkpoints go and which one training continues from.
+#[derive(Debug, Clone, Default)]
+struct Checkpointing {
+    path: Option<PathBuf>,
+    every: usize,
+    resume: Option<PathBuf>,
+}
+
+/// Calls the Python callback after each round, honours the stop flag set on Ctrl-C, and
+/// keeps checkpoints.
 struct Observer<'a> {
     callback: Option<&'a Py<PyAny>>,
     stop: &'a AtomicBool,
+    checkpoints: &'a Checkpointing,
     /// An exception raised by the callback; training stops and it is re-raised.
     error: Option<PyErr>,
 }
@@ -55,6 +67,29 @@ impl TrainObserver for Observer<'_> {
             }
         }
     }
+
+    fn checkpoint_every(&self) -> usize {
+        if self.checkpoints.path.is_some() {
+            self.checkpoints.every
+        } else {
+            0
+        }
+    }
+
+    fn on_checkpoint(&mut self, checkpoint: &Checkpoint) -> sapwood::Result<()> {
+        match &self.checkpoints.path {
+            Some(p) => checkpoint.save(p),
+            None => Ok(()),
+        }
+    }
+
+    fn resume_from(&mut self) -> sapwood::Result<Option<Checkpoint>> {
+        self.checkpoints
+            .resume
+            .as_deref()
+            .map(Checkpoint::load)
+            .transpose()
+    }
 }
 
 type Outcome = (sapwood::Result<Booster>, Option<PyErr>);
@@ -68,6 +103,7 @@ fn train_interruptibly(
     train: &Dataset<'_>,
     evals: &[(&str, &Dataset<'_>)],
     callback: Option<&Py<PyAny>>,
+    checkpoints: &Checkpointing,
 ) -> PyResult<Booster> {
     let stop = AtomicBool::new(false);
     let (result, interrupt) = py.detach(|| {
@@ -79,6 +115,7 @@ fn train_interruptibly(
                     let mut observer = Observer {
                         callback,
                         stop,
+                        checkpoints,
                         error: None,
                     };
                     let booster = Booster::train_with(
@@ -130,15 +167,18 @@ fn train_interruptibly(
 /// Trains a booster. `params` are `(name, value)` text pairs; `evals` are named
 /// datasets whose metrics are reported each round (early stopping watches the last
 /// one); `callback(round, num_rounds, metrics, elapsed)` runs after every round and
-/// stops training by returning True.
+/// stops training by returning True. `checkpoint` is `(path, every)`: a checkpoint written
+/// there every `every` rounds; `resume` continues from a checkpoint of the same job.
 #[pyfunction]
-#[pyo3(signature = (params, train, evals=Vec::new(), callback=None))]
+#[pyo3(signature = (params, train, evals=Vec::new(), callback=None, checkpoint=None, resume=None))]
 pub fn train(
     py: Python<'_>,
     params: Vec<(String, String)>,
     train: Bound<'_, NativeData>,
     evals: Vec<(String, Bound<'_, NativeData>)>,
     callback: Option<Py<PyAny>>,
+    checkpoint: Option<(PathBuf, usize)>,
+    resume: Option<PathBuf>,
 ) -> PyResult<NativeBooster> {
     guarded(|| {
         let params = crate::params::params_from(&params)?;
@@ -155,7 +195,25 @@ pub fn train(
             .map(|((name, d), b)| Ok((name.as_str(), d.get().dataset(b)?)))
             .collect::<PyResult<Vec<_>>>()?;
         let eval_refs: Vec<(&str, &Dataset<'_>)> = eval_sets.iter().map(|(n, d)| (*n, d)).collect();
-        let booster = train_interruptibly(py, &params, &train_set, &eval_refs, callback.as_ref())?;
+        if checkpoint.as_ref().is_some_and(|c| c.1 == 0) {
+            return Err(Kind::Parameter.err(
+                "invalid parameter `checkpoint_every`: use at least 1 round".to_string(),
+            ));
+        }
+        let (path, every) = checkpoint.unzip();
+        let checkpoints = Checkpointing {
+            path,
+            every: every.unwrap_or(0),
+            resume,
+        };
+        let booster = train_interruptibly(
+            py,
+            &params,
+            &train_set,
+            &eval_refs,
+            callback.as_ref(),
+            &checkpoints,
+        )?;
         Ok(NativeBooster::new(booster))
     })
 }

@@ -79,3 +79,26 @@ def test_importance_kinds_follow_xgboost_and_lightgbm_names() -> None:
     names = b.feature_names
     np.testing.assert_allclose(b.feature_importance("split"), [weight.get(n, 0.0) for n in names])
     np.testing.assert_allclose(b.feature_importance("gain"), [total_gain.get(n, 0.0) for n in names])
+
+
+def test_checkpoints_resume_to_the_same_model_bytes(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    X, y = _data(1500)
+    Xv, yv = _data(400, seed=4)
+    params = {"eta": 0.3, "subsample": 0.8, "colsample_bytree": 0.8, "seed": 5}
+    dtrain, dvalid = sapwood.Dataset(X, label=y), sapwood.Dataset(Xv, label=yv)
+    evals = [(dvalid, "valid")]
+    ck = tmp_path / "ck.json"
+    whole = sapwood.train(params, dtrain, 30, evals=evals, early_stopping_rounds=5,
+                          verbose_eval=False, checkpoint=ck, checkpoint_every=4)
+    assert ck.exists()
+    # stop early by a callback, leaving a checkpoint behind, then resume from it
+    partial = tmp_path / "partial.json"
+    sapwood.train(params, dtrain, 30, evals=evals, early_stopping_rounds=5, verbose_eval=False,
+                  checkpoint=partial, checkpoint_every=2,
+                  callbacks=[lambda info: info.iteration >= 5])
+    resumed = sapwood.train(params, dtrain, 30, evals=evals, early_stopping_rounds=5,
+                            verbose_eval=False, resume=partial)
+    assert resumed.to_json() == whole.to_json()
+    with pytest.raises(sapwood.SapwoodError, match="another job"):
+        sapwood.train({**params, "seed": 6}, dtrain, 30, evals=evals, early_stopping_rounds=5,
+                      verbose_eval=False, resume=partial)

@@ -111,6 +111,16 @@ pub struct TrainArgs {
     /// No progress output.
     #[arg(long)]
     pub quiet: bool,
+    /// Write a checkpoint here (atomically) every `--checkpoint-every` rounds.
+    #[arg(long)]
+    pub checkpoint: Option<PathBuf>,
+    /// Rounds between checkpoints (with --checkpoint).
+    #[arg(long, default_value_t = 10)]
+    pub checkpoint_every: usize,
+    /// Continue from a checkpoint written by the same command; the model is the one an
+    /// uninterrupted run saves, byte for byte.
+    #[arg(long)]
+    pub resume: Option<PathBuf>,
 }
 
 /// `sapwood predict`.

@@ -1,5 +1,6 @@
 //! `sapwood`: gradient-boosted trees from the command line.
 
+mod checkpoints;
 mod cli;
 mod commands;
 mod input;

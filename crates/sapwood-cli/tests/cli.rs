@@ -904,3 +904,104 @@ fn inspect_prints_a_30000_deep_tree_and_stops_quietly_on_a_closed_pipe() {
     assert!(!err.contains("panicked"), "{err}");
     assert!(out.status.success(), "{err}");
 }
+
+#[test]
+fn a_run_killed_at_random_rounds_resumes_to_the_uninterrupted_model() {
+    let t = tempfile::tempdir().unwrap();
+    let csv = t.path().join("d.csv");
+    let mut text = String::from("a,b,c,d,y\n");
+    for i in 0..20_000u64 {
+        let h = |k: u64| ((i * 2654435761 + k * 40503) % 1000) as f64 / 1000.0;
+        let y = (h(1) * h(2) + (3.0 * h(3)).sin() > 0.7) as u8;
+        text += &format!("{},{},{},{},{y}\n", h(1), h(2), h(3), h(4));
+    }
+    std::fs::write(&csv, text).unwrap();
+    let common = |model: &Path| -> Vec<String> {
+        let mut v: Vec<String> = [
+            "train",
+            "--quiet",
+            "--label",
+            "y",
+            "--objective",
+            "binary:logistic",
+            "--rounds",
+            "150",
+            "--max-depth",
+            "7",
+            "--set",
+            "subsample=0.8",
+            "--set",
+            "colsample_bytree=0.7",
+            "--set",
+            "seed=3",
+            "--threads",
+            "1",
+        ]
+        .map(String::from)
+        .to_vec();
+        v.extend(["--data".into(), csv.display().to_string()]);
+        v.extend(["--model".into(), model.display().to_string()]);
+        v
+    };
+    let whole = t.path().join("whole.json");
+    sapwood().args(common(&whole)).assert().success();
+    let want = std::fs::read(&whole).unwrap();
+    let ck = t.path().join("ck.json");
+    let mut killed = 0;
+    for target in [9usize, 47, 101] {
+        let _ = std::fs::remove_file(&ck);
+        let model = t.path().join(format!("m{target}.json"));
+        let mut args = common(&model);
+        args.extend(["--checkpoint".into(), ck.display().to_string()]);
+        args.extend(["--checkpoint-every".into(), "1".into()]);
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("sapwood"))
+            .args(&args)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        loop {
+            let rounds = std::fs::read_to_string(&ck)
+                .ok()
+                .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
+                .and_then(|v| v["rounds"].as_u64())
+                .unwrap_or(0) as usize;
+            if rounds >= target {
+                child.kill().unwrap(); // SIGKILL: no handler runs, nothing is flushed
+                killed += 1;
+                break;
+            }
+            if child.try_wait().unwrap().is_some() || std::time::Instant::now() > deadline {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        let _ = child.wait();
+        assert!(!model.exists(), "a killed run wrote no model");
+        let mut resume = common(&model);
+        resume.extend(["--resume".into(), ck.display().to_string()]);
+        resume.extend(["--checkpoint".into(), ck.display().to_string()]);
+        sapwood().args(&resume).assert().success();
+        assert!(
+            std::fs::read(&model).unwrap() == want,
+            "resumed after round {target}+: model differs"
+        );
+    }
+    assert!(killed >= 2, "only {killed} runs were killed mid-training");
+    let leftovers: Vec<_> = std::fs::read_dir(t.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    // a checkpoint of another job is refused by name
+    let other = t.path().join("other.json");
+    let mut args = common(&other);
+    for a in args.iter_mut().filter(|a| *a == "seed=3") {
+        *a = "seed=4".into();
+    }
+    args.extend(["--resume".into(), ck.display().to_string()]);
+    let out = sapwood().args(&args).assert().code(2);
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(err.contains("another job"), "{err}");
+}

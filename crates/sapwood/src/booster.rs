@@ -353,6 +353,8 @@ impl Booster {
         }
         let eval_inputs = std::sync::Mutex::new(Some(eval_inputs));
         let factory = factory(run)?;
+        // every worker continues from the same checkpoint
+        let resume = observer.resume_from()?;
         let trained = run_workers(
             run,
             train.n_rows(),
@@ -370,10 +372,11 @@ impl Booster {
                 } else {
                     Vec::new()
                 };
-                train::train(
+                train::train_from(
                     &params,
                     shard,
                     evals,
+                    resume.clone(),
                     collective,
                     factory.as_ref(),
                     observer,
@@ -416,6 +419,8 @@ impl Booster {
         let eval_sets = std::sync::Mutex::new(Some(eval_sets));
         let factory = factory(run)?;
         let n = train.n_rows();
+        // every worker continues from the same checkpoint
+        let resume = observer.resume_from()?;
         let trained = run_workers(run, n, observer, |rows, collective, observer| {
             let binned = if rows.len() == n {
                 train.binned.clone()
@@ -439,6 +444,7 @@ impl Booster {
                 shard,
                 n_total: n as u64,
                 evals,
+                resume: resume.clone(),
             };
             train::train_binned(&params, job, collective, factory.as_ref(), observer)
         })?;
@@ -502,6 +508,7 @@ impl Booster {
             shard,
             n_total,
             evals: eval_sets,
+            resume: observer.resume_from()?,
         };
         let trained = thread_pool(run.threads)?.install(|| {
             train::train_binned(&params, job, collective, factory.as_ref(), observer)

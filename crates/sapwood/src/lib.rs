@@ -24,7 +24,9 @@ pub use sapwood_core::params::{
     PARAM_NAMES, RUN_OPTION_NAMES,
 };
 pub use sapwood_core::split::{BinSet, SplitRule};
-pub use sapwood_core::train::{Control, EvalResult, Quiet, RoundReport, TrainObserver};
+pub use sapwood_core::train::{
+    Checkpoint, Control, EvalResult, Quiet, RoundReport, TrainObserver,
+};
 pub use sapwood_core::tree::{Node, NodeId, Split, Tree};
 pub use sapwood_core::{Error, Result};
 pub use stream::{BinPass, BinnedDataset, CutPass};

@@ -11,6 +11,7 @@ use sapwood::{
 use sapwood_io::ReadOptions;
 use serde_json::json;
 
+use crate::checkpoints::Checkpoints;
 use crate::cli::TrainArgs;
 use crate::input::{check_unique_columns, label_of, Shard, Source};
 use crate::progress::Progress;
@@ -209,6 +210,16 @@ fn name_file(e: sapwood::Error, a: &TrainArgs) -> anyhow::Error {
 }
 
 /// Checks before any data is read that the outputs can be written and overwrite no input.
+/// The progress observer with the run's checkpoint files.
+fn checkpoints_of<'a>(a: &TrainArgs, progress: &'a mut Progress) -> Checkpoints<'a, Progress> {
+    Checkpoints {
+        inner: progress,
+        path: a.checkpoint.clone(),
+        every: a.checkpoint_every,
+        resume: a.resume.clone(),
+    }
+}
+
 fn check_outputs(a: &TrainArgs) -> Result<()> {
     let mut inputs: Vec<(&str, &Path)> = vec![("--data file", a.data.as_path())];
     inputs.extend(a.valid.iter().map(|v| ("--valid file", v.as_path())));
@@ -221,6 +232,19 @@ fn check_outputs(a: &TrainArgs) -> Result<()> {
         inputs.push(("--model file", a.model.as_path()));
         super::predict::check_not_input(s, &inputs, "--summary")?;
         sapwood::check_writable(s)?;
+    }
+    if a.checkpoint_every == 0 {
+        return Err(settings::Error("--checkpoint-every 0: use at least 1 round".into()).into());
+    }
+    if let Some(c) = &a.checkpoint {
+        inputs.push(("--model file", a.model.as_path()));
+        if let Some(s) = &a.summary {
+            inputs.push(("--summary file", s.as_path()));
+        }
+        super::predict::check_not_input(c, &inputs, "--checkpoint")?;
+        sapwood::check_writable(c)?;
+        // a run killed while writing one leaves its temporary file
+        sapwood::remove_stale_temporaries(c);
     }
     Ok(())
 }
@@ -414,8 +438,9 @@ fn run_mpi(a: TrainArgs, settings: Settings) -> Result<()> {
             n_total: source.num_rows(),
             classes,
         };
+        let mut observer = checkpoints_of(&a, &mut progress);
         let trained =
-            Booster::train_shard(&params, &run, rank_shard, &evals, &mut coll, &mut progress);
+            Booster::train_shard(&params, &run, rank_shard, &evals, &mut coll, &mut observer);
         progress.finish();
         let mut booster = trained.map_err(|e| name_file(e, &a))?;
         interrupted = booster.interrupted();
@@ -465,7 +490,8 @@ fn run_local(a: TrainArgs, settings: Settings) -> Result<()> {
     let mut progress = Progress::new(params.num_rounds, a.quiet);
     let train_start = Instant::now();
     let evals: Vec<(&str, &BinnedDataset)> = valid.iter().map(|(n, d)| (n.as_str(), d)).collect();
-    let result = Booster::train_binned(&params, &run, &train, &evals, &mut progress);
+    let mut observer = checkpoints_of(&a, &mut progress);
+    let result = Booster::train_binned(&params, &run, &train, &evals, &mut observer);
     progress.finish();
     let mut booster = result.map_err(|e| name_file(e, &a))?;
     let train_seconds = train_start.elapsed().as_secs_f64();

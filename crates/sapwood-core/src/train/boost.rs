@@ -6,18 +6,19 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
+use super::checkpoint::Checkpoint;
 use super::observer::{Control, EvalResult, RoundReport, TrainObserver};
 use crate::backend::{HistBackend, TreeSetup};
 use crate::collective::{Collective, CommStats};
 use crate::data::binned::BinnedMatrix;
-use crate::data::cuts::Cuts;
+
 use crate::error::{Error, Result};
 use crate::grower::store::HistStore;
 use crate::grower::{grow_tree, GrowerConfig};
 use crate::hash::{hash32, SampleRate, Stream};
 use crate::metric::Metric;
 use crate::objective::{ftz, Objective};
-use crate::params::Params;
+use crate::model::Model;
 use crate::quantise::{GroupScales, Scale};
 use crate::split::SplitParams;
 use crate::tree::Tree;
@@ -92,6 +93,20 @@ fn metrics_of(set: &EvalSet, groups: usize, metrics: &[Metric]) -> Vec<EvalResul
         .collect()
 }
 
+/// Adds a tree's leaf values to the evaluation sets' margins of `group`.
+fn add_to_evals(evals: &mut [EvalSet], tree: &Tree, group: usize, k: usize) {
+    for e in evals.iter_mut() {
+        let binned = &e.binned;
+        e.margins
+            .par_chunks_mut(k)
+            .enumerate()
+            .for_each(|(row, m)| {
+                let leaf = tree.leaf_of_binned(binned, row);
+                m[group] = ftz(m[group] + tree.value(leaf));
+            });
+    }
+}
+
 /// Refuses a tree with a non-finite leaf, or one after which some margin of its group
 /// could leave the f32 range (`bound` is that group's margin bound, updated here). Trees
 /// are identical on every worker and backend, so every worker decides alike.
@@ -123,16 +138,14 @@ fn check_tree(tree: &Tree, round: usize, index: usize, bound: &mut f64) -> Resul
 /// What every worker of a job has agreed on when boosting starts.
 #[derive(Debug, Clone, Copy)]
 pub struct BoostSetup<'a> {
-    /// The model parameters (validated).
-    pub params: &'a Params,
+    /// The model without trees: validated parameters, cuts, base margin of each group.
+    pub skeleton: &'a Model,
     /// The loss with its number of groups.
     pub objective: &'a Objective,
-    /// The agreed cuts.
-    pub cuts: &'a Cuts,
-    /// Initial margin of each group.
-    pub base_margin: &'a [f32],
     /// Rows over all workers.
     pub n_total: u64,
+    /// The checkpoint to continue from (its trees are replayed into the margins).
+    pub resume: Option<&'a Checkpoint>,
 }
 
 /// Boosts `params.num_rounds` rounds on this worker's backend. Evaluation sets are only
@@ -145,12 +158,12 @@ pub fn boost(
     observer: &mut dyn TrainObserver,
 ) -> Result<BoostOutcome> {
     let BoostSetup {
-        params,
+        skeleton,
         objective,
-        cuts,
-        base_margin,
         n_total,
+        resume,
     } = *setup;
+    let (params, cuts, base_margin) = (&skeleton.params, &skeleton.cuts, &skeleton.base_margin);
     let start = Instant::now();
     let k = objective.groups();
     for e in evals.iter_mut() {
@@ -170,8 +183,8 @@ pub fn boost(
     let metrics = params.metrics();
     let row_sample = SampleRate::new(params.subsample);
     let mut trees = Vec::with_capacity(params.num_rounds * k);
-    let mut history = Vec::new();
-    let mut best: Option<(usize, f64)> = None;
+    let mut history = resume.map_or_else(Vec::new, |c| c.history.clone());
+    let mut best: Option<(usize, f64)> = resume.and_then(|c| c.best);
     let mut interrupted = false;
     let watch = metrics.last().copied();
     let mut comm_rounds = Vec::with_capacity(params.num_rounds);
@@ -179,7 +192,17 @@ pub fn boost(
     let mut store = HistStore::new();
     // |margin| of any row is at most |base| plus the largest |leaf| of every tree so far
     let mut margin_bound: Vec<f64> = base_margin.iter().map(|m| (*m as f64).abs()).collect();
-    for round in 0..params.num_rounds {
+    let first_round = resume.map_or(0, |c| c.rounds);
+    // a resumed run adds the checkpoint's trees to every margin exactly as training did
+    for (t, tree) in resume.iter().flat_map(|c| &c.model.trees).enumerate() {
+        let (round, group) = (t / k, t % k);
+        check_tree(tree, round, t, &mut margin_bound[group])?;
+        backend.update_margins(tree, group)?;
+        add_to_evals(evals, tree, group, k);
+        trees.push(tree.clone());
+    }
+    let every = observer.checkpoint_every();
+    for round in first_round..params.num_rounds {
         let local = backend.compute_gradients()?;
         let mut max: Vec<u64> = local
             .iter()
@@ -232,16 +255,7 @@ pub fn boost(
             let tree = grow_tree(&cfg, backend, collective, &setup, &features, &mut store)?;
             check_tree(&tree, round, tree_index as usize, &mut margin_bound[group])?;
             backend.update_margins(&tree, group)?;
-            for e in evals.iter_mut() {
-                let binned = &e.binned;
-                e.margins
-                    .par_chunks_mut(k)
-                    .enumerate()
-                    .for_each(|(row, m)| {
-                        let leaf = tree.leaf_of_binned(binned, row);
-                        m[group] = ftz(m[group] + tree.value(leaf));
-                    });
-            }
+            add_to_evals(evals, &tree, group, k);
             trees.push(tree);
         }
         let results: Vec<EvalResult> = evals
@@ -287,6 +301,17 @@ pub fn boost(
         }
         if stop {
             break;
+        }
+        if every > 0 && (round + 1) % every == 0 && collective.rank() == 0 {
+            observer.on_checkpoint(&Checkpoint {
+                model: Model {
+                    trees: trees.clone(),
+                    ..skeleton.clone()
+                },
+                rounds: round + 1,
+                best,
+                history: history.clone(),
+            })?;
         }
     }
     Ok(BoostOutcome {

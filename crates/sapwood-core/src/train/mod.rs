@@ -2,12 +2,14 @@
 //!
 //! - [`observer`]: per-round reports and the stop signal front ends use;
 //! - [`agree`]: what workers agree on before boosting (rows, cuts, classes, base margin);
-//! - [`mod@boost`]: the boosting loop around the grower.
+//! - [`mod@boost`]: the boosting loop around the grower;
+//! - [`checkpoint`]: a run's state at the end of a round, to continue to the same bytes.
 //!
 //! Parameters are validated by the public crate (`sapwood`) before they reach this module.
 
 pub mod agree;
 pub mod boost;
+pub mod checkpoint;
 pub mod observer;
 
 use std::sync::Arc;
@@ -24,6 +26,7 @@ use crate::params::Params;
 
 pub use agree::{agree_cuts, agree_num_class, base_margin, exact_sum, total_rows};
 pub use boost::{boost, sample_features, BoostOutcome, BoostSetup, EvalSet};
+pub use checkpoint::Checkpoint;
 pub use observer::{Control, EvalResult, Quiet, RoundReport, TrainObserver};
 
 /// This worker's rows of a training job.
@@ -125,6 +128,8 @@ pub struct BinnedJob {
     pub n_total: u64,
     /// Evaluation sets binned with `cuts` (rank 0 only).
     pub evals: Vec<EvalSet>,
+    /// The checkpoint to continue from (every worker gets the same one).
+    pub resume: Option<Checkpoint>,
 }
 
 /// Trains on this worker's shard: cuts from the gathered sample, binning, base margin,
@@ -133,6 +138,19 @@ pub fn train(
     params: &Params,
     shard: Shard<'_>,
     evals: Vec<EvalInput<'_>>,
+    collective: &mut dyn Collective,
+    factory: &dyn BackendFactory,
+    observer: &mut dyn TrainObserver,
+) -> Result<Trained> {
+    train_from(params, shard, evals, None, collective, factory, observer)
+}
+
+/// Trains like [`train`], continuing from `resume` when given (see [`checkpoint`]).
+pub fn train_from(
+    params: &Params,
+    shard: Shard<'_>,
+    evals: Vec<EvalInput<'_>>,
+    resume: Option<Checkpoint>,
     collective: &mut dyn Collective,
     factory: &dyn BackendFactory,
     observer: &mut dyn TrainObserver,
@@ -172,6 +190,7 @@ pub fn train(
         shard,
         n_total,
         evals: eval_sets,
+        resume,
     };
     train_binned(params, job, collective, factory, observer)
 }
@@ -191,6 +210,7 @@ pub fn train_binned(
         shard,
         n_total,
         evals,
+        resume,
     } = job;
     if n_total == 0 {
         return Err(Error::EmptyData("the training data has no rows".into()));
@@ -242,6 +262,9 @@ pub fn train_binned(
         best_iteration: None,
         label_name: None,
     };
+    if let Some(c) = &resume {
+        c.check_matches(&model)?;
+    }
     let mut eval_sets = evals;
     let mut backend = factory.create(ShardData {
         binned: shard.binned,
@@ -253,11 +276,10 @@ pub fn train_binned(
         row_offset: shard.row_offset,
     })?;
     let setup = BoostSetup {
-        params,
+        skeleton: &model,
         objective: &objective,
-        cuts: &model.cuts,
-        base_margin: &base,
         n_total,
+        resume: resume.as_ref(),
     };
     let outcome = boost(
         &setup,

@@ -1,6 +1,9 @@
-//! What front ends learn after each round, and how they stop training.
+//! What front ends learn after each round, how they stop training, and how they keep and
+//! give back checkpoints.
 
+use super::checkpoint::Checkpoint;
 use crate::collective::CommStats;
+use crate::error::Result;
 use crate::metric::Metric;
 
 /// One metric on one evaluation set after one round.
@@ -38,10 +41,29 @@ pub enum Control {
     Stop,
 }
 
-/// Receives per-round progress (front ends draw progress bars, check for Ctrl-C, log).
+/// The front end's side of a run: per-round progress (progress bars, Ctrl-C, logs) and
+/// checkpoints.
 pub trait TrainObserver: Send {
     /// Called after every round on every worker.
     fn on_round(&mut self, report: &RoundReport<'_>) -> Control;
+
+    /// Rounds between checkpoints; 0 (the default) for none.
+    fn checkpoint_every(&self) -> usize {
+        0
+    }
+
+    /// Keeps a checkpoint, written on rank 0 every [`TrainObserver::checkpoint_every`]
+    /// rounds; an error stops training.
+    fn on_checkpoint(&mut self, checkpoint: &Checkpoint) -> Result<()> {
+        let _ = checkpoint;
+        Ok(())
+    }
+
+    /// The checkpoint a run continues from, asked once before training (by the public
+    /// crate, which hands it to every worker); none by default.
+    fn resume_from(&mut self) -> Result<Option<Checkpoint>> {
+        Ok(None)
+    }
 }
 
 /// An observer that ignores everything.

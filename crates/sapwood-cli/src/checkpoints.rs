@@ -1,0 +1,48 @@
+//! `--checkpoint`, `--checkpoint-every` and `--resume`: checkpoints written atomically every
+//! N rounds, and a run continued from one to the bytes of a run never stopped.
+
+use std::path::PathBuf;
+
+use sapwood::{Checkpoint, Control, RoundReport, TrainObserver};
+
+/// Wraps the progress observer with checkpoint files.
+pub struct Checkpoints<'a, O: TrainObserver> {
+    /// The observer rounds are reported to.
+    pub inner: &'a mut O,
+    /// Where checkpoints are written.
+    pub path: Option<PathBuf>,
+    /// Rounds between checkpoints.
+    pub every: usize,
+    /// The checkpoint to continue from.
+    pub resume: Option<PathBuf>,
+}
+
+impl<O: TrainObserver> TrainObserver for Checkpoints<'_, O> {
+    fn on_round(&mut self, report: &RoundReport<'_>) -> Control {
+        self.inner.on_round(report)
+    }
+
+    fn checkpoint_every(&self) -> usize {
+        if self.path.is_some() {
+            self.every
+        } else {
+            0
+        }
+    }
+
+    fn on_checkpoint(&mut self, checkpoint: &Checkpoint) -> sapwood::Result<()> {
+        match &self.path {
+            Some(p) => checkpoint.save(p),
+            None => Ok(()),
+        }
+    }
+
+    fn resume_from(&mut self) -> sapwood::Result<Option<Checkpoint>> {
+        let Some(path) = &self.resume else {
+            return Ok(None);
+        };
+        let c = Checkpoint::load(path)?;
+        eprintln!("resuming from {} after round {}", path.display(), c.rounds);
+        Ok(Some(c))
+    }
+}

@@ -1,0 +1,208 @@
+//! Checkpoints: the state of a run at the end of a round, enough to continue to the same
+//! model bytes as a run that was never stopped.
+//!
+//! Nothing random is stateful (every random choice is a hash of the seed, the tree and the
+//! global row), and margins are the base margin plus the trees' leaves added in tree order,
+//! so the trees, early stopping's best round and the metric history are the whole state:
+//! resuming replays the trees into the backend's and the evaluation sets' margins with the
+//! same additions training made.
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use super::observer::EvalResult;
+use crate::error::{Error, Result};
+use crate::metric::Metric;
+use crate::model::Model;
+
+/// A run's state at the end of a round.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checkpoint {
+    /// The model so far: the job's parameters, cuts and base margin, and the trees of every
+    /// round trained (no best iteration yet).
+    pub model: Model,
+    /// Rounds trained.
+    pub rounds: usize,
+    /// Early stopping's best (round, value) so far.
+    pub best: Option<(usize, f64)>,
+    /// Every round's metrics so far.
+    pub history: Vec<Vec<EvalResult>>,
+}
+
+const FORMAT: &str = "sapwood-checkpoint";
+const VERSION: u64 = 1;
+
+/// A metric value as JSON: a number, or its name where JSON has none (NaN, infinities).
+fn number(v: f64) -> Value {
+    if v.is_finite() {
+        json!(v)
+    } else {
+        json!(v.to_string())
+    }
+}
+
+fn read_number(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.parse().ok(),
+        _ => None,
+    }
+}
+
+fn bad(what: impl std::fmt::Display) -> Error {
+    Error::InvalidModel(format!("checkpoint: {what}"))
+}
+
+impl Checkpoint {
+    /// Writes the checkpoint to `path` through a temporary file, so a kill at any moment
+    /// leaves the previous checkpoint or this one, never half of one.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        crate::files::write_atomic(path, self.to_json().as_bytes())
+    }
+
+    /// Reads a checkpoint written by [`Checkpoint::save`]; errors name the file.
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Self::from_json(&text).map_err(|e| match e {
+            Error::InvalidModel(m) => Error::InvalidModel(format!("{}: {m}", path.display())),
+            e => e,
+        })
+    }
+
+    /// The checkpoint as JSON text.
+    pub fn to_json(&self) -> String {
+        let model: Value =
+            serde_json::from_str(&self.model.to_json()).expect("a model writes valid JSON");
+        let history: Vec<Value> = self
+            .history
+            .iter()
+            .map(|round| {
+                Value::Array(
+                    round
+                        .iter()
+                        .map(|r| {
+                            json!({"dataset": r.dataset, "metric": r.metric.name(),
+                                   "value": number(r.value)})
+                        })
+                        .collect(),
+                )
+            })
+            .collect();
+        json!({
+            "format": FORMAT,
+            "version": VERSION,
+            "rounds": self.rounds,
+            "best": self.best.map(|(r, v)| json!([r, number(v)])),
+            "history": history,
+            "model": model,
+        })
+        .to_string()
+    }
+
+    /// Reads what [`Checkpoint::to_json`] wrote; anything else is an error, never a panic.
+    pub fn from_json(text: &str) -> Result<Self> {
+        let v: Value = serde_json::from_str(text).map_err(|e| bad(format!("not JSON: {e}")))?;
+        if v["format"] != FORMAT {
+            return Err(bad("not a Sapwood checkpoint"));
+        }
+        if v["version"] != VERSION {
+            return Err(bad(format!("version {} is not {VERSION}", v["version"])));
+        }
+        let rounds = v["rounds"]
+            .as_u64()
+            .ok_or_else(|| bad("no round count"))? as usize;
+        let best = match &v["best"] {
+            Value::Null => None,
+            Value::Array(a) if a.len() == 2 => Some((
+                a[0].as_u64().ok_or_else(|| bad("bad best round"))? as usize,
+                read_number(&a[1]).ok_or_else(|| bad("bad best value"))?,
+            )),
+            _ => return Err(bad("bad best round")),
+        };
+        let history = v["history"]
+            .as_array()
+            .ok_or_else(|| bad("no history"))?
+            .iter()
+            .map(|round| {
+                round
+                    .as_array()
+                    .ok_or_else(|| bad("bad history"))?
+                    .iter()
+                    .map(|r| {
+                        Ok(EvalResult {
+                            dataset: r["dataset"]
+                                .as_str()
+                                .ok_or_else(|| bad("bad history dataset"))?
+                                .to_string(),
+                            metric: r["metric"]
+                                .as_str()
+                                .ok_or_else(|| bad("bad history metric"))?
+                                .parse::<Metric>()?,
+                            value: read_number(&r["value"])
+                                .ok_or_else(|| bad("bad history value"))?,
+                        })
+                    })
+                    .collect::<Result<Vec<_>>>()
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let model = Model::from_json(&v["model"].to_string())
+            .map_err(|e| bad(format!("its model: {e}")))?;
+        if model.trees.len() != rounds * model.groups.max(1) {
+            return Err(bad(format!(
+                "{rounds} rounds but {} trees for {} groups",
+                model.trees.len(),
+                model.groups
+            )));
+        }
+        if best.is_some_and(|(r, _)| r >= rounds) || history.len() > rounds {
+            return Err(bad("early stopping state beyond the rounds trained"));
+        }
+        Ok(Checkpoint {
+            model,
+            rounds,
+            best,
+            history,
+        })
+    }
+
+    /// Checks that this checkpoint was written by the job described by `skeleton` (same
+    /// parameters, features, cuts, groups and base margin), so continuing it gives that
+    /// job's model.
+    pub fn check_matches(&self, skeleton: &Model) -> Result<()> {
+        let m = &self.model;
+        let differs = if m.params != skeleton.params {
+            Some("parameters")
+        } else if m.feature_names != skeleton.feature_names {
+            Some("features")
+        } else if m.cuts != skeleton.cuts {
+            Some("bins (the data differ)")
+        } else if m.groups != skeleton.groups
+            || m.base_margin.iter().map(|v| v.to_bits()).ne(skeleton
+                .base_margin
+                .iter()
+                .map(|v| v.to_bits()))
+        {
+            Some("base margin (the labels differ)")
+        } else {
+            None
+        };
+        match differs {
+            Some(what) => Err(Error::param(
+                "resume",
+                format!("the checkpoint was written by another job: its {what} differ from this run's"),
+            )),
+            None if self.rounds > skeleton.params.num_rounds => Err(Error::param(
+                "resume",
+                format!(
+                    "the checkpoint holds {} rounds, more than the {} asked",
+                    self.rounds, skeleton.params.num_rounds
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+}
