@@ -357,10 +357,10 @@ fn summary_config_and_set_reach_the_run() {
     assert!(b.best_iteration().is_some());
 }
 
-#[test]
-fn predict_keeps_ids_and_writes_raw_margins_from_csv() {
-    let t = tempfile::tempdir().unwrap();
-    let csv = t.path().join("d.csv");
+/// A CSV of 200 rows (id, x, colour, y with classes cat, dog, owl) and a 10-round
+/// multiclass model trained on it without the id: (csv, model).
+fn animals(dir: &Path) -> (PathBuf, PathBuf) {
+    let csv = dir.join("d.csv");
     let mut text = String::from("id,x,colour,y\n");
     for i in 0..200 {
         text += &format!(
@@ -371,7 +371,7 @@ fn predict_keeps_ids_and_writes_raw_margins_from_csv() {
         );
     }
     std::fs::write(&csv, text).unwrap();
-    let model = t.path().join("m.json");
+    let model = dir.join("m.json");
     sapwood()
         .args([
             "train",
@@ -391,6 +391,13 @@ fn predict_keeps_ids_and_writes_raw_margins_from_csv() {
         .arg(&model)
         .assert()
         .success();
+    (csv, model)
+}
+
+#[test]
+fn predict_keeps_ids_and_writes_raw_margins_from_csv() {
+    let t = tempfile::tempdir().unwrap();
+    let (csv, model) = animals(t.path());
     let out = t.path().join("p.parquet");
     sapwood()
         .args(["predict", "--raw", "--keep", "id", "--model"])
@@ -434,35 +441,7 @@ fn predict_keeps_ids_and_writes_raw_margins_from_csv() {
 #[test]
 fn predict_writes_contributions_that_sum_to_the_margin_and_leaf_columns() {
     let t = tempfile::tempdir().unwrap();
-    let csv = t.path().join("d.csv");
-    let mut text = String::from("x,colour,y\n");
-    for i in 0..300 {
-        text += &format!(
-            "{},{},{}\n",
-            i % 23,
-            ["a", "b", "c"][i % 3],
-            ["cat", "dog", "owl"][(i % 23) * 3 / 23]
-        );
-    }
-    std::fs::write(&csv, text).unwrap();
-    let model = t.path().join("m.json");
-    sapwood()
-        .args([
-            "train",
-            "--quiet",
-            "--label",
-            "y",
-            "--objective",
-            "multi:softprob",
-            "--rounds",
-            "6",
-        ])
-        .arg("--data")
-        .arg(&csv)
-        .arg("--model")
-        .arg(&model)
-        .assert()
-        .success();
+    let (csv, model) = animals(t.path());
     let out = t.path().join("p.parquet");
     sapwood()
         .args([
