@@ -17,6 +17,7 @@ use arrow_array::{Array, ArrayRef, ArrowPrimitiveType, RecordBatch};
 use arrow_schema::{DataType, Schema};
 use sapwood_core::data::{Column, FeatureMatrix, MISSING_CATEGORY};
 
+use crate::guard::guarded;
 use crate::{IoError, LabelColumn, ReadOptions, Table};
 
 /// What a column is for.
@@ -131,7 +132,37 @@ fn numbers(a: &dyn Array) -> Option<Vec<f32>> {
     })
 }
 
-/// Each value as text (None where null): strings as they are, numbers formatted.
+/// Integers as their exact decimal text (never through a float, so 16777217 and 2^62
+/// stay themselves); None where null.
+fn exact<T: ArrowPrimitiveType>(a: &dyn Array) -> Vec<Option<String>>
+where
+    T::Native: ToString,
+{
+    a.as_primitive::<T>()
+        .iter()
+        .map(|v| v.map(|v| v.to_string()))
+        .collect()
+}
+
+/// Floats as text in their own precision; None where null.
+fn floats<T: ArrowPrimitiveType>(
+    a: &dyn Array,
+    text: impl Fn(T::Native) -> String,
+) -> Vec<Option<String>> {
+    a.as_primitive::<T>().iter().map(|v| v.map(&text)).collect()
+}
+
+/// A float level name: whole numbers without a fraction (so they read as the data does),
+/// others as `shortest`, the shortest text that reads back as the same value.
+fn float_text(x: f64, shortest: String) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{}", x as i64)
+    } else {
+        shortest
+    }
+}
+
+/// Each value as text (None where null): strings as they are, numbers formatted exactly.
 fn texts(a: &dyn Array) -> Option<Vec<Option<String>>> {
     let n = a.len();
     let text = |i: usize, f: &dyn Fn(usize) -> String| if a.is_null(i) { None } else { Some(f(i)) };
@@ -157,6 +188,10 @@ fn texts(a: &dyn Array) -> Option<Vec<Option<String>>> {
         DataType::Dictionary(_, _) => {
             let d = a.as_any_dictionary();
             let values = texts(d.values().as_ref())?;
+            if values.is_empty() {
+                // no dictionary (a file with no rows): normalized_keys would panic
+                return Some(vec![None; n]);
+            }
             let keys = d.normalized_keys();
             (0..n)
                 .map(|i| {
@@ -174,22 +209,19 @@ fn texts(a: &dyn Array) -> Option<Vec<Option<String>>> {
                 .map(|i| text(i, &|i| b.value(i).to_string()))
                 .collect()
         }
-        t if is_numeric(t) => {
-            let v = numbers(a)?;
-            // integers print without a fraction, so level names read as the data does
-            (0..n)
-                .map(|i| {
-                    text(i, &|i| {
-                        let x = v[i];
-                        if x.fract() == 0.0 && x.abs() < 1e15 {
-                            format!("{}", x as i64)
-                        } else {
-                            format!("{x}")
-                        }
-                    })
-                })
-                .collect()
+        DataType::Int8 => exact::<Int8Type>(a),
+        DataType::Int16 => exact::<Int16Type>(a),
+        DataType::Int32 => exact::<Int32Type>(a),
+        DataType::Int64 => exact::<Int64Type>(a),
+        DataType::UInt8 => exact::<UInt8Type>(a),
+        DataType::UInt16 => exact::<UInt16Type>(a),
+        DataType::UInt32 => exact::<UInt32Type>(a),
+        DataType::UInt64 => exact::<UInt64Type>(a),
+        DataType::Float16 => {
+            floats::<Float16Type>(a, |v| float_text(v.to_f32().into(), v.to_string()))
         }
+        DataType::Float32 => floats::<Float32Type>(a, |v| float_text(v.into(), v.to_string())),
+        DataType::Float64 => floats::<Float64Type>(a, |v| float_text(v, v.to_string())),
         _ => return None,
     })
 }
@@ -245,14 +277,21 @@ impl Converter {
                 Role::Feature if is_numeric(t) => false,
                 Role::Feature => return Err(unsupported(path, &name, t)),
                 Role::Weight if !is_numeric(t) => {
-                    return Err(IoError::Parse {
+                    return Err(IoError::Column {
                         path: path.to_path_buf(),
-                        line: 0,
-                        reason: format!("weight column `{name}` has type {t}, not a number"),
+                        column: name,
+                        reason: format!("the weight column has type {t}, not a number"),
                     })
                 }
                 Role::Label if !is_numeric(t) && !is_text(t) => {
-                    return Err(unsupported(path, &name, t))
+                    return Err(IoError::Column {
+                        path: path.to_path_buf(),
+                        column: name,
+                        reason: format!(
+                            "the label column has type {t}; labels must be numbers, \
+                             booleans or strings"
+                        ),
+                    })
                 }
                 _ => false,
             };
@@ -264,9 +303,8 @@ impl Converter {
             });
         }
         if !plans.iter().any(|p| p.role == Role::Feature) {
-            return Err(IoError::Parse {
+            return Err(IoError::Invalid {
                 path: path.to_path_buf(),
-                line: 0,
                 reason: "no feature columns are left".into(),
             });
         }
@@ -312,38 +350,56 @@ impl Converter {
         let (mut label, mut weight, mut kept) = (None, None, Vec::new());
         for plan in &mut self.plans {
             let a = column(&plan.name)?;
-            match plan.role {
-                Role::Keep => kept.push((plan.name.clone(), a.clone())),
-                Role::Weight => weight = numbers(a.as_ref()),
-                Role::Label => {
-                    label = Some(match numbers(a.as_ref()) {
-                        Some(v) => LabelColumn::Numeric(v),
-                        None => LabelColumn::Strings(texts(a.as_ref()).unwrap_or_default()),
-                    })
-                }
-                Role::Feature if plan.categorical => {
-                    let t = texts(a.as_ref())
-                        .ok_or_else(|| unsupported(&path, &plan.name, a.data_type()))?;
-                    let codes: Vec<u32> = t
-                        .iter()
-                        .map(|v| {
-                            v.as_deref()
-                                .map_or(MISSING_CATEGORY, |s| plan.levels.code(s))
+            let name = plan.name.clone();
+            // corrupt arrays could make arrow panic: that is an error naming the column
+            guarded(|| -> Result<(), IoError> {
+                match plan.role {
+                    Role::Keep => kept.push((plan.name.clone(), a.clone())),
+                    Role::Weight => {
+                        weight = Some(
+                            numbers(a.as_ref())
+                                .ok_or_else(|| not_a_number(&path, &plan.name, a.data_type()))?,
+                        )
+                    }
+                    Role::Label => {
+                        label = Some(match numbers(a.as_ref()) {
+                            Some(v) => LabelColumn::Numeric(v),
+                            None => LabelColumn::Strings(
+                                texts(a.as_ref())
+                                    .ok_or_else(|| unsupported(&path, &plan.name, a.data_type()))?,
+                            ),
                         })
-                        .collect();
-                    names.push(plan.name.clone());
-                    cols.push(Column::Categorical {
-                        codes: Cow::Owned(codes),
-                        levels: plan.levels.names.clone(),
-                    });
+                    }
+                    Role::Feature if plan.categorical => {
+                        let t = texts(a.as_ref())
+                            .ok_or_else(|| unsupported(&path, &plan.name, a.data_type()))?;
+                        let codes: Vec<u32> = t
+                            .iter()
+                            .map(|v| {
+                                v.as_deref()
+                                    .map_or(MISSING_CATEGORY, |s| plan.levels.code(s))
+                            })
+                            .collect();
+                        names.push(plan.name.clone());
+                        cols.push(Column::Categorical {
+                            codes: Cow::Owned(codes),
+                            levels: plan.levels.names.clone(),
+                        });
+                    }
+                    Role::Feature => {
+                        let v = numbers(a.as_ref())
+                            .ok_or_else(|| unsupported(&path, &plan.name, a.data_type()))?;
+                        names.push(plan.name.clone());
+                        cols.push(Column::Numeric(Cow::Owned(v)));
+                    }
                 }
-                Role::Feature => {
-                    let v = numbers(a.as_ref())
-                        .ok_or_else(|| unsupported(&path, &plan.name, a.data_type()))?;
-                    names.push(plan.name.clone());
-                    cols.push(Column::Numeric(Cow::Owned(v)));
-                }
-            }
+                Ok(())
+            })
+            .map_err(|panic| IoError::Column {
+                path: path.clone(),
+                column: name,
+                reason: format!("the Arrow data cannot be read ({panic}); it is probably corrupt"),
+            })??;
         }
         let features = FeatureMatrix::new(names, cols).map_err(|source| IoError::Data {
             path: path.clone(),
@@ -358,11 +414,21 @@ impl Converter {
     }
 }
 
-fn unsupported(path: &Path, name: &str, t: &DataType) -> IoError {
-    IoError::Parse {
+fn not_a_number(path: &Path, name: &str, t: &DataType) -> IoError {
+    IoError::Column {
         path: path.to_path_buf(),
-        line: 0,
-        reason: format!("column `{name}` has type {t}, which Sapwood cannot use as a feature (drop it with --drop {name})"),
+        column: name.to_string(),
+        reason: format!("the weight column has type {t}, not a number"),
+    }
+}
+
+fn unsupported(path: &Path, name: &str, t: &DataType) -> IoError {
+    IoError::Column {
+        path: path.to_path_buf(),
+        column: name.to_string(),
+        reason: format!(
+            "type {t}, which Sapwood cannot use as a feature (drop it with --drop {name})"
+        ),
     }
 }
 

@@ -5,6 +5,7 @@
 
 mod arrow;
 mod csv;
+mod guard;
 mod parquet;
 
 pub use crate::arrow::{table_from_arrow, Converter};
@@ -35,7 +36,7 @@ pub enum IoError {
         /// The cause.
         source: std::io::Error,
     },
-    /// A line is malformed.
+    /// A line of a text file is malformed.
     #[error("{path}: line {line}: {reason}")]
     Parse {
         /// The file.
@@ -43,6 +44,20 @@ pub enum IoError {
         /// 1-based line number.
         line: usize,
         /// What is wrong.
+        reason: String,
+    },
+    /// One cell of a text file cannot be used.
+    #[error("{path}: line {line}, column `{column}`: `{value}` {reason}")]
+    Value {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number where the record starts.
+        line: usize,
+        /// The column.
+        column: String,
+        /// The cell as written.
+        value: String,
+        /// What is wrong with it.
         reason: String,
     },
     /// A column named in the options is not in the file.
@@ -55,6 +70,44 @@ pub enum IoError {
         /// The columns the file has.
         available: String,
     },
+    /// A column has a type or role Sapwood cannot use.
+    #[error("{path}: column `{column}`: {reason}")]
+    Column {
+        /// The file.
+        path: PathBuf,
+        /// The column.
+        column: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A Parquet file is corrupt or unreadable, in its footer or in one row group.
+    #[error("{}: {}{reason}", path.display(), parquet_place(*row_group, column.as_deref()))]
+    Parquet {
+        /// The file.
+        path: PathBuf,
+        /// The row group, when the failure is in one.
+        row_group: Option<usize>,
+        /// The column, when the failure is in one.
+        column: Option<String>,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The file as a whole cannot be used (no usable columns, nothing to read).
+    #[error("{path}: {reason}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A Parquet file could not be written.
+    #[error("{path}: cannot write Parquet: {reason}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        reason: String,
+    },
     /// The columns do not make a valid feature matrix.
     #[error("{path}: {source}")]
     Data {
@@ -63,6 +116,16 @@ pub enum IoError {
         /// The cause.
         source: sapwood_core::Error,
     },
+}
+
+/// "row group 3, column `x`: " (the parts that are known) for a Parquet error.
+fn parquet_place(row_group: Option<usize>, column: Option<&str>) -> String {
+    match (row_group, column) {
+        (Some(g), Some(c)) => format!("row group {g}, column `{c}`: "),
+        (Some(g), None) => format!("row group {g}: "),
+        (None, Some(c)) => format!("column `{c}`: "),
+        (None, None) => String::new(),
+    }
 }
 
 /// Which columns play which role.

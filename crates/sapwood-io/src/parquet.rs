@@ -1,16 +1,21 @@
 //! Parquet: row groups streamed through a [`Converter`], and the prediction writer.
 
+use std::collections::VecDeque;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder,
+};
 use parquet::arrow::{ArrowWriter, ProjectionMask};
+use parquet::errors::ParquetError;
 use parquet::file::metadata::ParquetMetaData;
 
 use crate::arrow::Converter;
+use crate::guard::guarded;
 use crate::{IoError, ReadOptions, Table};
 
 /// Rows per batch when reading; a row group larger than this arrives in several batches.
@@ -20,8 +25,7 @@ const BATCH_ROWS: usize = 65_536;
 #[derive(Debug, Clone)]
 pub struct ParquetSource {
     path: PathBuf,
-    metadata: Arc<ParquetMetaData>,
-    schema: SchemaRef,
+    meta: ArrowReaderMetadata,
 }
 
 fn io_err(path: &Path) -> impl Fn(std::io::Error) -> IoError + '_ {
@@ -31,23 +35,105 @@ fn io_err(path: &Path) -> impl Fn(std::io::Error) -> IoError + '_ {
     }
 }
 
-fn parquet_err(path: &Path) -> impl Fn(parquet::errors::ParquetError) -> IoError + '_ {
-    move |e| IoError::Parse {
+/// A Parquet error at a place in the file (the footer when both are None).
+fn parquet_err(
+    path: &Path,
+    row_group: Option<usize>,
+    column: Option<String>,
+    reason: String,
+) -> IoError {
+    IoError::Parquet {
         path: path.to_path_buf(),
-        line: 0,
-        reason: format!("not a readable Parquet file: {e}"),
+        row_group,
+        column,
+        reason,
     }
 }
 
+/// The message for a panic caught in the Parquet decoder.
+fn decoder_failed(panic: &str) -> String {
+    format!("the Parquet decoder failed ({panic}); the file is probably corrupt")
+}
+
+/// Checks what the reader would otherwise trust blindly: row counts are not negative and
+/// every column chunk lies inside the file (a flipped byte in the footer could otherwise
+/// ask for a huge allocation or a read far past the end).
+fn check_footer(path: &Path, meta: &ParquetMetaData, file_len: u64) -> Result<(), IoError> {
+    if meta.file_metadata().num_rows() < 0 {
+        return Err(parquet_err(
+            path,
+            None,
+            None,
+            format!(
+                "not a readable Parquet file: the footer gives {} rows",
+                meta.file_metadata().num_rows()
+            ),
+        ));
+    }
+    for (g, group) in meta.row_groups().iter().enumerate() {
+        if group.num_rows() < 0 {
+            return Err(parquet_err(
+                path,
+                Some(g),
+                None,
+                format!("the footer gives {} rows", group.num_rows()),
+            ));
+        }
+        for chunk in group.columns() {
+            let start = chunk
+                .dictionary_page_offset()
+                .unwrap_or_else(|| chunk.data_page_offset());
+            let len = chunk.compressed_size();
+            let inside = start >= 0
+                && len >= 0
+                && (start as u64)
+                    .checked_add(len as u64)
+                    .is_some_and(|end| end <= file_len);
+            if !inside {
+                return Err(parquet_err(
+                    path,
+                    Some(g),
+                    Some(chunk.column_path().string()),
+                    format!(
+                        "corrupt footer: the column chunk at byte {start}, {len} bytes long, \
+                         is not inside the file ({file_len} bytes)"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 impl ParquetSource {
-    /// Opens `path` and reads its footer; a missing, truncated or foreign file is an error.
+    /// Opens `path` and reads its footer; a missing, truncated, foreign or corrupt file is
+    /// an error.
     pub fn open(path: &Path) -> Result<Self, IoError> {
         let file = File::open(path).map_err(io_err(path))?;
-        let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(parquet_err(path))?;
+        let file_len = file.metadata().map_err(io_err(path))?.len();
+        let meta = match guarded(|| ArrowReaderMetadata::load(&file, Default::default())) {
+            Ok(Ok(meta)) => meta,
+            Ok(Err(e)) => {
+                return Err(parquet_err(
+                    path,
+                    None,
+                    None,
+                    format!("not a readable Parquet file: {e}"),
+                ))
+            }
+            Err(panic) => {
+                return Err(parquet_err(
+                    path,
+                    None,
+                    None,
+                    format!("not a readable Parquet file: {}", decoder_failed(&panic)),
+                ))
+            }
+        };
+        check_footer(path, meta.metadata(), file_len)?;
         Ok(ParquetSource {
             path: path.to_path_buf(),
-            metadata: builder.metadata().clone(),
-            schema: builder.schema().clone(),
+            meta,
         })
     }
 
@@ -58,17 +144,18 @@ impl ParquetSource {
 
     /// The Arrow schema of the file.
     pub fn schema(&self) -> &Schema {
-        &self.schema
+        self.meta.schema()
     }
 
-    /// Rows in the file.
+    /// Rows in the file: the sum over its row groups, which is what reading yields.
     pub fn num_rows(&self) -> u64 {
-        self.metadata.file_metadata().num_rows().max(0) as u64
+        self.row_group_rows().iter().sum()
     }
 
     /// Rows of each row group.
     pub fn row_group_rows(&self) -> Vec<u64> {
-        self.metadata
+        self.meta
+            .metadata()
             .row_groups()
             .iter()
             .map(|g| g.num_rows().max(0) as u64)
@@ -76,59 +163,142 @@ impl ParquetSource {
     }
 
     /// Batches of the columns `columns` (all when empty) of the row groups `row_groups`
-    /// (all when None), in file order.
+    /// (all when None), in file order; no batch spans two row groups.
     pub fn batches(
         &self,
         columns: &[String],
         row_groups: Option<Vec<usize>>,
     ) -> Result<Batches, IoError> {
-        let file = File::open(&self.path).map_err(io_err(&self.path))?;
-        let mut builder = ParquetRecordBatchReaderBuilder::try_new(file)
-            .map_err(parquet_err(&self.path))?
-            .with_batch_size(BATCH_ROWS);
-        if !columns.is_empty() {
-            let roots: Vec<usize> = self
-                .schema
-                .fields()
-                .iter()
-                .enumerate()
-                .filter(|(_, f)| columns.contains(f.name()))
-                .map(|(i, _)| i)
-                .collect();
-            let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
-            builder = builder.with_projection(mask);
-        }
-        if let Some(groups) = row_groups {
-            builder = builder.with_row_groups(groups);
-        }
+        let n_groups = self.meta.metadata().num_row_groups();
+        let groups: VecDeque<usize> = match row_groups {
+            Some(groups) => {
+                if let Some(&g) = groups.iter().find(|&&g| g >= n_groups) {
+                    return Err(parquet_err(
+                        &self.path,
+                        Some(g),
+                        None,
+                        format!("no such row group (the file has {n_groups})"),
+                    ));
+                }
+                groups.into()
+            }
+            None => (0..n_groups).collect(),
+        };
+        let roots: Vec<usize> = self
+            .schema()
+            .fields()
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| columns.is_empty() || columns.contains(f.name()))
+            .map(|(i, _)| i)
+            .collect();
         Ok(Batches {
-            path: self.path.clone(),
-            reader: builder.build().map_err(parquet_err(&self.path))?,
+            source: self.clone(),
+            roots,
+            groups,
+            current: None,
+            failed: false,
         })
+    }
+
+    /// A reader of the root columns `roots` of row group `group`.
+    fn group_reader(
+        &self,
+        roots: &[usize],
+        group: usize,
+    ) -> Result<Result<ParquetRecordBatchReader, ParquetError>, IoError> {
+        let file = File::open(&self.path).map_err(io_err(&self.path))?;
+        guarded(|| {
+            let builder =
+                ParquetRecordBatchReaderBuilder::new_with_metadata(file, self.meta.clone())
+                    .with_batch_size(BATCH_ROWS)
+                    .with_row_groups(vec![group]);
+            let mask = ProjectionMask::roots(builder.parquet_schema(), roots.iter().copied());
+            builder.with_projection(mask).build()
+        })
+        .map_err(|panic| parquet_err(&self.path, Some(group), None, decoder_failed(&panic)))
+    }
+
+    /// Names the column that fails to decode in row group `group`: each of `roots` is read
+    /// alone; the first that fails gives the error. Only runs once reading has failed.
+    fn locate_failure(&self, roots: &[usize], group: usize, reason: String) -> IoError {
+        for &root in roots {
+            let name = self.schema().field(root).name().clone();
+            let fails = match self.group_reader(&[root], group) {
+                Err(_) | Ok(Err(_)) => true,
+                Ok(Ok(mut reader)) => loop {
+                    match guarded(|| reader.next()) {
+                        Ok(None) => break false,
+                        Ok(Some(Ok(_))) => {}
+                        Ok(Some(Err(_))) | Err(_) => break true,
+                    }
+                },
+            };
+            if fails {
+                return parquet_err(&self.path, Some(group), Some(name), reason);
+            }
+        }
+        parquet_err(&self.path, Some(group), None, reason)
     }
 
     /// A converter for this file's columns.
     pub fn converter(&self, opts: &ReadOptions) -> Result<Converter, IoError> {
-        Converter::new(&self.path, &self.schema, opts)
+        Converter::new(&self.path, self.schema(), opts)
     }
 }
 
-/// Record batches streamed from a Parquet file.
+/// Record batches streamed from a Parquet file, row group by row group. After an error
+/// the iteration ends.
 pub struct Batches {
-    path: PathBuf,
-    reader: ParquetRecordBatchReader,
+    source: ParquetSource,
+    roots: Vec<usize>,
+    groups: VecDeque<usize>,
+    current: Option<(usize, ParquetRecordBatchReader)>,
+    failed: bool,
+}
+
+impl Batches {
+    /// Ends the iteration with the error of row group `group`, naming the column at fault.
+    fn fail(&mut self, group: usize, reason: String) -> Option<Result<RecordBatch, IoError>> {
+        self.failed = true;
+        self.current = None;
+        Some(Err(self.source.locate_failure(&self.roots, group, reason)))
+    }
 }
 
 impl Iterator for Batches {
     type Item = Result<RecordBatch, IoError>;
     fn next(&mut self) -> Option<Self::Item> {
-        self.reader.next().map(|r| {
-            r.map_err(|e| IoError::Parse {
-                path: self.path.clone(),
-                line: 0,
-                reason: format!("corrupt or truncated data: {e}"),
-            })
-        })
+        loop {
+            if self.failed {
+                return None;
+            }
+            let (group, reader) = match &mut self.current {
+                Some((g, r)) => (*g, r),
+                None => {
+                    let group = self.groups.pop_front()?;
+                    match self.source.group_reader(&self.roots, group) {
+                        Ok(Ok(r)) => self.current = Some((group, r)),
+                        Ok(Err(e)) => {
+                            return self.fail(group, format!("corrupt or truncated data: {e}"))
+                        }
+                        Err(e) => {
+                            self.failed = true;
+                            return Some(Err(e));
+                        }
+                    }
+                    continue;
+                }
+            };
+            match guarded(|| reader.next()) {
+                Ok(Some(Ok(batch))) => return Some(Ok(batch)),
+                Ok(None) => self.current = None,
+                Ok(Some(Err(e))) => {
+                    return self.fail(group, format!("corrupt or truncated data: {e}"))
+                }
+                Err(panic) => return self.fail(group, decoder_failed(&panic)),
+            }
+        }
     }
 }
 
@@ -145,6 +315,18 @@ pub fn read_parquet(path: &Path, opts: &ReadOptions) -> Result<Table, IoError> {
         return conv.convert(&empty);
     }
     Table::concat(path, parts, &conv.feature_names())
+}
+
+/// Runs a call into the Parquet writer; its error, or a panic in it, is a write error.
+fn writing<T, E: std::fmt::Display>(
+    path: &Path,
+    f: impl FnOnce() -> Result<T, E>,
+) -> Result<T, IoError> {
+    let err = |reason: String| IoError::Write {
+        path: path.to_path_buf(),
+        reason,
+    };
+    guarded(f).map_err(err)?.map_err(|e| err(e.to_string()))
 }
 
 /// Writes predictions as Parquet to a temporary file renamed into place on [`finish`]
@@ -168,12 +350,13 @@ impl PredictionWriter {
         let schema = Arc::new(Schema::new(fields));
         let tmp = sapwood_core::files::temporary_beside(path);
         let file = File::create(&tmp).map_err(io_err(path))?;
-        let writer =
-            ArrowWriter::try_new(file, schema.clone(), None).map_err(|e| IoError::Parse {
-                path: path.to_path_buf(),
-                line: 0,
-                reason: format!("cannot write Parquet: {e}"),
-            })?;
+        let writer = match writing(path, || ArrowWriter::try_new(file, schema.clone(), None)) {
+            Ok(w) => w,
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(e);
+            }
+        };
         Ok(PredictionWriter {
             path: path.to_path_buf(),
             tmp,
@@ -184,28 +367,21 @@ impl PredictionWriter {
 
     /// Appends rows: one array per field.
     pub fn write(&mut self, arrays: Vec<ArrayRef>) -> Result<(), IoError> {
-        let err = |e: String| IoError::Parse {
-            path: self.path.clone(),
-            line: 0,
-            reason: format!("cannot write Parquet: {e}"),
-        };
-        let batch =
-            RecordBatch::try_new(self.schema.clone(), arrays).map_err(|e| err(e.to_string()))?;
+        let schema = self.schema.clone();
         let w = self
             .writer
             .as_mut()
             .expect("the writer is open until finish");
-        w.write(&batch).map_err(|e| err(e.to_string()))
+        writing(&self.path, || {
+            let batch = RecordBatch::try_new(schema, arrays).map_err(|e| e.to_string())?;
+            w.write(&batch).map_err(|e| e.to_string())
+        })
     }
 
     /// Closes the file and renames it into place.
     pub fn finish(mut self) -> Result<(), IoError> {
         let w = self.writer.take().expect("finish is called once");
-        w.close().map_err(|e| IoError::Parse {
-            path: self.path.clone(),
-            line: 0,
-            reason: format!("cannot write Parquet: {e}"),
-        })?;
+        writing(&self.path, || w.close())?;
         std::fs::rename(&self.tmp, &self.path).map_err(io_err(&self.path))
     }
 }
