@@ -1,0 +1,266 @@
+//! A bounded, seeded mutation fuzzer on stable Rust, for the decoders of untrusted bytes
+//! (model files, histogram messages, split records, cut samples, Parquet and CSV files).
+//!
+//! Each target starts from a corpus of valid inputs and runs mutants of them (bit flips,
+//! interesting bytes and integers, inserted, deleted, duplicated and spliced ranges,
+//! truncation) through a function that must return, never panic, for a time budget:
+//! `SAPWOOD_FUZZ_SECONDS` per target (default 3), seeded by `SAPWOOD_FUZZ_SEED` (default
+//! the same every run, so a failure reproduces). There is no coverage feedback: it is blind
+//! mutation, cheap enough to run in CI on every commit. A panic writes the input to
+//! `crashes/<target>-<hash>.bin` and fails the target with that path; once fixed, the file
+//! moves to `regressions/<target>/`, which every run replays first.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::sync::Once;
+use std::time::{Duration, Instant};
+
+/// A small, fast, seeded generator (splitmix64) for mutations.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator from `seed`.
+    pub fn new(seed: u64) -> Self {
+        Rng(seed ^ 0x9e37_79b9_7f4a_7c15)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `0..n` (0 when `n` is 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        if n == 0 {
+            0
+        } else {
+            (self.next_u64() % n as u64) as usize
+        }
+    }
+}
+
+/// Byte values that often sit on a decoder's boundaries.
+const INTERESTING: [u8; 10] = [0, 1, 2, 0x7f, 0x80, 0xff, b'0', b'-', b'"', b','];
+
+/// One to four stacked mutations of `input`, with `corpus` as splice material.
+pub fn mutate(rng: &mut Rng, input: &[u8], corpus: &[Vec<u8>]) -> Vec<u8> {
+    let mut v = input.to_vec();
+    for _ in 0..1 + rng.below(4) {
+        let n = v.len();
+        match rng.below(9) {
+            0 if n > 0 => {
+                let i = rng.below(n);
+                v[i] ^= 1 << rng.below(8);
+            }
+            1 if n > 0 => {
+                let i = rng.below(n);
+                v[i] = INTERESTING[rng.below(INTERESTING.len())];
+            }
+            2 if n >= 8 => {
+                // an extreme little-endian integer where a length or count may be
+                let i = rng.below(n - 7);
+                let x: u64 = [0, u64::MAX, u32::MAX as u64, 1 << 63, 0x8000_0000][rng.below(5)];
+                v[i..i + 8].copy_from_slice(&x.to_le_bytes());
+            }
+            3 if n > 0 => {
+                let at = rng.below(n);
+                let len = 1 + rng.below((n - at).min(64));
+                v.drain(at..at + len);
+            }
+            4 => {
+                let at = rng.below(n + 1);
+                let bytes: Vec<u8> = (0..1 + rng.below(16))
+                    .map(|_| rng.next_u64() as u8)
+                    .collect();
+                v.splice(at..at, bytes);
+            }
+            5 if n > 0 => {
+                let from = rng.below(n);
+                let len = 1 + rng.below((n - from).min(256));
+                let chunk = v[from..from + len].to_vec();
+                let at = rng.below(n + 1);
+                v.splice(at..at, chunk);
+            }
+            6 if n > 0 => v.truncate(rng.below(n)),
+            7 if !corpus.is_empty() => {
+                let other = &corpus[rng.below(corpus.len())];
+                if !other.is_empty() {
+                    let from = rng.below(other.len());
+                    let len = 1 + rng.below((other.len() - from).min(256));
+                    let at = rng.below(n + 1);
+                    let end = (at + len).min(n);
+                    v.splice(at..end, other[from..from + len].iter().copied());
+                }
+            }
+            _ if n > 0 => {
+                // a decimal digit changed: reaches number parsers in text formats
+                let i = rng.below(n);
+                v[i] = b'0' + rng.below(10) as u8;
+            }
+            _ => v.push(rng.next_u64() as u8),
+        }
+    }
+    v
+}
+
+/// What a target did in its budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Report {
+    /// Inputs run (regressions, corpus and mutants).
+    pub runs: u64,
+}
+
+/// Seconds per target, from `SAPWOOD_FUZZ_SECONDS`.
+pub fn budget() -> Duration {
+    let secs = std::env::var("SAPWOOD_FUZZ_SECONDS")
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .unwrap_or(3.0);
+    Duration::from_secs_f64(secs.max(0.0))
+}
+
+fn seed() -> u64 {
+    std::env::var("SAPWOOD_FUZZ_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5eed)
+}
+
+fn crate_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Files of `regressions/<target>/`, replayed before any mutant.
+pub fn regressions(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
+    let dir = crate_dir().join("regressions").join(target);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    files.sort();
+    files
+        .into_iter()
+        .filter_map(|p| std::fs::read(&p).ok().map(|b| (p, b)))
+        .collect()
+}
+
+fn fnv64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+fn message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into())
+}
+
+/// Runs `target` on the regressions, the corpus and mutants of it until the budget is spent;
+/// panics (failing the test) with the saved input's path at the first input that panics.
+pub fn fuzz(name: &str, corpus: &[Vec<u8>], target: impl Fn(&[u8])) -> Report {
+    static QUIET: Once = Once::new();
+    // a panic is reported once, by this driver, with its input saved
+    QUIET.call_once(|| std::panic::set_hook(Box::new(|_| {})));
+    let deadline = Instant::now() + budget();
+    let mut rng = Rng::new(seed() ^ fnv64(name.as_bytes()));
+    let mut runs = 0u64;
+    let mut check = |input: &[u8], origin: &str| {
+        runs += 1;
+        if let Err(p) = catch_unwind(AssertUnwindSafe(|| target(input))) {
+            let path = save_crash(name, input);
+            panic!(
+                "fuzz target `{name}` panicked on {origin} ({}): {}",
+                path.display(),
+                message(p.as_ref())
+            );
+        }
+    };
+    for (path, bytes) in regressions(name) {
+        check(&bytes, &format!("regression {}", path.display()));
+    }
+    for input in corpus {
+        check(input, "a corpus input");
+    }
+    if corpus.is_empty() {
+        return Report { runs };
+    }
+    let start = Instant::now();
+    while Instant::now() < deadline {
+        let base = &corpus[rng.below(corpus.len())];
+        let m = mutate(&mut rng, base, corpus);
+        check(&m, "a mutant");
+    }
+    eprintln!(
+        "fuzz target `{name}`: {runs} inputs in {:.1} s",
+        start.elapsed().as_secs_f64()
+    );
+    Report { runs }
+}
+
+fn save_crash(name: &str, input: &[u8]) -> PathBuf {
+    let dir = crate_dir().join("crashes");
+    let path = dir.join(format!("{name}-{:016x}.bin", fnv64(input)));
+    let _ = std::fs::create_dir_all(&dir);
+    let _ = std::fs::write(&path, input);
+    path
+}
+
+/// Every file in `dir` (a corpus folder), sorted by name.
+pub fn files_in(dir: &Path) -> Vec<Vec<u8>> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_file())
+                .collect()
+        })
+        .unwrap_or_default();
+    paths.sort();
+    paths
+        .into_iter()
+        .filter_map(|p| std::fs::read(p).ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mutation_is_seeded_and_changes_inputs() {
+        let corpus = vec![b"hello, world".to_vec(), vec![0u8; 40]];
+        let (mut a, mut b) = (Rng::new(1), Rng::new(1));
+        let mut changed = 0;
+        for i in 0..200 {
+            let x = mutate(&mut a, &corpus[i % 2], &corpus);
+            assert_eq!(x, mutate(&mut b, &corpus[i % 2], &corpus));
+            changed += (x != corpus[i % 2]) as usize;
+        }
+        assert!(
+            changed > 150,
+            "{changed} of 200 mutants differ from their base"
+        );
+    }
+
+    #[test]
+    fn a_panicking_target_fails_with_its_saved_input() {
+        let r = catch_unwind(|| {
+            fuzz("selftest", &[b"abc".to_vec()], |b| {
+                assert!(!b.contains(&b'z'), "found z");
+            })
+        });
+        let msg = message(r.expect_err("the target panics on some mutant").as_ref());
+        assert!(msg.contains("selftest") && msg.contains("found z"), "{msg}");
+        let path = msg.split(" (").nth(1).unwrap().split("):").next().unwrap();
+        let saved = std::fs::read(path).unwrap();
+        assert!(saved.contains(&b'z'));
+        std::fs::remove_file(path).unwrap();
+    }
+}
