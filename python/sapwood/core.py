@@ -278,9 +278,20 @@ class Booster:
 
     # ---- files and text ---------------------------------------------------------------
 
-    def save_model(self, fname: PathLike) -> None:
-        """Writes the model as JSON; the file is replaced atomically."""
-        self._model.save(os.fspath(fname))
+    def save_model(self, fname: PathLike, format: str = "sapwood") -> None:
+        """Writes the model; the file is replaced atomically.
+
+        ``format="sapwood"`` (default) writes Sapwood's JSON. ``"xgboost"`` writes XGBoost
+        JSON (``xgboost.Booster(model_file=...)``) and ``"lightgbm"`` LightGBM text
+        (``lightgbm.Booster(model_file=...)``); both predict Sapwood's margins. Categorical
+        features are fed to them as codes: a level's index in its feature's level list (the
+        XGBoost file's ``sapwood_categories`` attribute, the LightGBM file's
+        ``pandas_categorical`` line), with levels not in the list as NaN.
+        """
+        if format == "sapwood":
+            self._model.save(os.fspath(fname))
+        else:
+            self._model.export(os.fspath(fname), format)
 
     def load_model(self, fname: PathLike) -> Booster:
         """Reads a model file written by :meth:`save_model` or the CLI."""

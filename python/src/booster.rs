@@ -90,6 +90,15 @@ impl NativeBooster {
         guarded(|| py.detach(|| self.inner.save(&path)).or_raise())
     }
 
+    /// Writes the model to `path` in another library's format (`xgboost` or `lightgbm`),
+    /// atomically; an unknown format or a split the format cannot express is an error.
+    fn export(&self, py: Python<'_>, path: PathBuf, format: &str) -> PyResult<()> {
+        guarded(|| {
+            let format: sapwood::ExportFormat = format.parse().or_raise()?;
+            py.detach(|| self.inner.export(format, &path)).or_raise()
+        })
+    }
+
     /// Reads a model file.
     #[staticmethod]
     fn load(py: Python<'_>, path: PathBuf) -> PyResult<NativeBooster> {

@@ -24,6 +24,8 @@ pub enum Command {
     Eval(EvalArgs),
     /// Describe a model: trees, features, importance, parameters.
     Inspect(InspectArgs),
+    /// Write a model in another library's format (XGBoost JSON, LightGBM text).
+    Export(ExportArgs),
 }
 
 /// Columns of the data and what they are for.
@@ -184,4 +186,18 @@ pub struct InspectArgs {
     /// Also print the first N trees.
     #[arg(long, default_value_t = 0)]
     pub trees: usize,
+}
+
+/// `sapwood export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The model (Sapwood JSON).
+    #[arg(long)]
+    pub model: PathBuf,
+    /// The target format: xgboost, lightgbm (onnx is not supported yet).
+    #[arg(long)]
+    pub format: String,
+    /// Where to write the exported model (replaced atomically).
+    #[arg(long)]
+    pub out: PathBuf,
 }

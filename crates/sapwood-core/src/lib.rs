@@ -18,6 +18,7 @@ pub mod data;
 pub mod detmath;
 pub mod error;
 pub mod explain;
+pub mod export;
 pub mod files;
 pub mod grower;
 pub mod hash;

@@ -704,3 +704,56 @@ impl Booster {
             .collect()
     }
 }
+
+/// A format [`Booster::export`] writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportFormat {
+    /// XGBoost JSON, loadable by `xgboost.Booster(model_file=...)`.
+    XGBoost,
+    /// LightGBM text, loadable by `lightgbm.Booster(model_file=...)`.
+    LightGBM,
+    /// ONNX (not supported yet: exporting to it is an error).
+    Onnx,
+}
+
+impl std::str::FromStr for ExportFormat {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "xgboost" => Ok(ExportFormat::XGBoost),
+            "lightgbm" => Ok(ExportFormat::LightGBM),
+            "onnx" => Ok(ExportFormat::Onnx),
+            _ => Err(Error::param(
+                "format",
+                format!("unknown export format `{s}`; expected xgboost, lightgbm or onnx"),
+            )),
+        }
+    }
+}
+
+impl Booster {
+    /// The model in another library's format (see [`sapwood_core::export`] for how each
+    /// split is translated); a split the format cannot express is an error naming it.
+    pub fn export_string(&self, format: ExportFormat) -> Result<String> {
+        match format {
+            ExportFormat::XGBoost => sapwood_core::export::xgboost::to_json(&self.model),
+            ExportFormat::LightGBM => sapwood_core::export::lightgbm::to_text(&self.model),
+            ExportFormat::Onnx => Err(Error::param(
+                "format",
+                "ONNX export is not supported yet; use xgboost or lightgbm",
+            )),
+        }
+    }
+
+    /// Writes the model in `format` to `path` atomically (nothing is written on error).
+    pub fn export(&self, format: ExportFormat, path: impl AsRef<Path>) -> Result<()> {
+        let path = path.as_ref();
+        let text = self.export_string(format).map_err(|e| match e {
+            Error::InvalidModel(m) => {
+                Error::InvalidModel(format!("{}: not exported: {m}", path.display()))
+            }
+            e => e,
+        })?;
+        sapwood_core::files::write_atomic(path, text.as_bytes())
+    }
+}

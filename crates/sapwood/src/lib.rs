@@ -5,6 +5,7 @@ mod dataset;
 mod labels;
 mod stream;
 
+pub use booster::ExportFormat;
 pub use booster::{Booster, Importance, Output, PredictOptions, Predictions, RankShard};
 pub use dataset::{Dataset, DatasetBuilder, Label};
 pub use labels::{
@@ -15,6 +16,7 @@ pub use sapwood_collective as collective;
 pub use sapwood_core::collective::{Collective, CommStats, SingleWorker};
 pub use sapwood_core::data::{Column, FeatureCuts, FeatureMatrix, MISSING_CATEGORY};
 pub use sapwood_core::explain;
+pub use sapwood_core::export;
 pub use sapwood_core::files::{check_writable, remove_stale_temporaries, write_atomic};
 pub use sapwood_core::metric::{argmax, Metric};
 pub use sapwood_core::model::{ClassLabel, Model};

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 mod eval;
+mod export;
 mod inspect;
 mod predict;
 mod train;
@@ -22,6 +23,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Predict(a) => predict::run(a),
         Command::Eval(a) => eval::run(a),
         Command::Inspect(a) => inspect::run(a),
+        Command::Export(a) => export::run(a),
     }
 }
 

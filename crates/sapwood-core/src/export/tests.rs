@@ -1,0 +1,392 @@
+//! Every bin boundary of a hand-built model, routed by independent evaluators of the
+//! exported XGBoost and LightGBM structures (written here from the formats' documented
+//! rules), must reach a leaf of the same value as Sapwood's binned routing.
+
+use std::collections::HashMap;
+
+use super::*;
+use crate::model::Model;
+use crate::objective::ObjectiveKind;
+use crate::params::Params;
+use crate::split::BinSet;
+use crate::tree::NodeId;
+
+const THRESHOLDS: [f32; 5] = [-1.5, -0.0, 1e-30, 2.5, f32::MAX];
+const LEVELS: [&str; 6] = ["a", "b", "c", "d", "e", "f"];
+/// level -> bin: `d` has bin 0 (routed as missing), `c` and `e` share the rare bin.
+const LEVEL_BINS: [u16; 6] = [1, 2, 3, 0, 3, 4];
+
+fn node(value: f32, split: Option<Split>) -> Node {
+    Node {
+        split,
+        value,
+        cover: 1.0 + value.abs() as f64,
+    }
+}
+
+fn numeric(bin: u16, default_left: bool) -> Option<Split> {
+    Some(Split {
+        feature: 0,
+        rule: SplitRule::Numeric { bin },
+        default_left,
+        left: NodeId(1),
+        right: NodeId(2),
+        gain: 1.0,
+    })
+}
+
+fn categorical(bins: &[u16], default_left: bool) -> Option<Split> {
+    Some(Split {
+        feature: 1,
+        rule: SplitRule::Categorical {
+            left: BinSet::from_bins(bins.iter().copied()),
+        },
+        default_left,
+        left: NodeId(1),
+        right: NodeId(2),
+        gain: 1.0,
+    })
+}
+
+fn stump(split: Option<Split>, l: f32, r: f32) -> Tree {
+    Tree {
+        nodes: vec![node(0.5, split), node(l, None), node(r, None)],
+    }
+}
+
+/// Two groups, one stump per split kind and default direction, and a deeper tree mixing both.
+fn model() -> Model {
+    let mut trees = Vec::new();
+    for b in 1..=THRESHOLDS.len() as u16 + 1 {
+        for dl in [false, true] {
+            trees.push(stump(numeric(b, dl), 0.25 * b as f32, -0.125));
+        }
+    }
+    for bins in [&[1u16][..], &[2, 3], &[4], &[1, 2, 3, 4], &[]] {
+        for dl in [false, true] {
+            trees.push(stump(categorical(bins, dl), 0.75, -0.5));
+        }
+    }
+    let mut deep = stump(numeric(2, true), 0.0, 0.0);
+    deep.nodes[1].split = categorical(&[1, 3], false).map(|mut s| {
+        s.left = NodeId(3);
+        s.right = NodeId(4);
+        s
+    });
+    deep.nodes.push(node(1.5, None));
+    deep.nodes.push(node(-2.5, None));
+    trees.push(deep);
+    if trees.len() % 2 == 1 {
+        trees.push(Tree::leaf(0.0625, 3.0));
+    }
+    let params = Params {
+        objective: ObjectiveKind::Softprob,
+        ..Params::default()
+    };
+    Model {
+        params,
+        groups: 2,
+        classes: None,
+        feature_names: vec!["x value".into(), "c".into()],
+        cuts: crate::data::cuts::Cuts::new(vec![
+            FeatureCuts::Numeric {
+                thresholds: THRESHOLDS.to_vec(),
+            },
+            FeatureCuts::Categorical {
+                levels: LEVELS.iter().map(|s| s.to_string()).collect(),
+                level_bins: LEVEL_BINS.to_vec(),
+                n_bins: 5,
+            },
+        ]),
+        base_margin: vec![0.3, -1.7],
+        trees,
+        best_iteration: None,
+        label_name: None,
+    }
+}
+
+fn below(x: f32) -> f32 {
+    if x == 0.0 {
+        -f32::from_bits(1)
+    } else if x > 0.0 {
+        f32::from_bits(x.to_bits() - 1)
+    } else {
+        f32::from_bits(x.to_bits() + 1)
+    }
+}
+
+fn above(x: f32) -> f32 {
+    -below(-x)
+}
+
+/// Numeric probes: just below, at and just above every threshold, and the extremes.
+fn numeric_probes() -> Vec<f32> {
+    let mut v = vec![f32::NAN, f32::MIN, 0.0, -0.0, f32::from_bits(1), 1.0];
+    for t in THRESHOLDS {
+        v.extend([below(t), t]);
+        if t < f32::MAX {
+            v.push(above(t));
+        }
+    }
+    v
+}
+
+/// Category probes: every code, codes beyond the list (an unseen level fed as a code) and NaN.
+fn category_probes() -> Vec<f32> {
+    let mut v: Vec<f32> = (0..LEVELS.len() as u32 + 2).map(|c| c as f32).collect();
+    v.push(f32::NAN);
+    v
+}
+
+/// Sapwood's margins for (x, category code), routed by bins.
+fn sapwood_margins(m: &Model, x: f32, c: f32) -> Vec<f32> {
+    let bx = FeatureCuts::bin_value(&THRESHOLDS, x);
+    let code = if c.is_nan() {
+        crate::data::matrix::MISSING_CATEGORY
+    } else {
+        c as u32
+    };
+    let bc = FeatureCuts::bin_code(&LEVEL_BINS, code);
+    let mut out = m.base_margin.clone();
+    for (t, tree) in m.trees.iter().enumerate() {
+        let leaf = tree.leaf_by(|f| if f == 0 { bx } else { bc });
+        out[t % m.groups] = ftz(out[t % m.groups] + tree.value(leaf));
+    }
+    out
+}
+
+/// XGBoost's rules: NaN takes `default_left`; a categorical node sends listed categories
+/// right and everything else (unlisted, negative, too large) left; numeric `x < cond` left.
+fn xgboost_margins(file: &serde_json::Value, row: [f32; 2]) -> Vec<f32> {
+    let learner = &file["learner"];
+    let k: usize = learner["learner_model_param"]["num_class"]
+        .as_str()
+        .unwrap()
+        .parse::<usize>()
+        .unwrap()
+        .max(1);
+    let model = &learner["gradient_booster"]["model"];
+    let info: Vec<u64> = serde_json::from_value(model["tree_info"].clone()).unwrap();
+    let mut out = vec![0f32; k];
+    for (t, tree) in model["trees"].as_array().unwrap().iter().enumerate() {
+        let get = |k: &str| -> Vec<f64> { serde_json::from_value(tree[k].clone()).unwrap() };
+        let (left, right, feat) = (
+            get("left_children"),
+            get("right_children"),
+            get("split_indices"),
+        );
+        let (cond, dl, kind) = (
+            get("split_conditions"),
+            get("default_left"),
+            get("split_type"),
+        );
+        let (cats, cnodes, csegs, csizes) = (
+            get("categories"),
+            get("categories_nodes"),
+            get("categories_segments"),
+            get("categories_sizes"),
+        );
+        let mut n = 0usize;
+        while left[n] >= 0.0 {
+            let x = row[feat[n] as usize];
+            let go_left = if x.is_nan() {
+                dl[n] == 1.0
+            } else if kind[n] == 1.0 {
+                let j = cnodes.iter().position(|&c| c as usize == n).unwrap();
+                let set = &cats[csegs[j] as usize..(csegs[j] + csizes[j]) as usize];
+                x < 0.0 || !set.contains(&(x.trunc() as f64))
+            } else {
+                x < cond[n] as f32
+            };
+            n = if go_left { left[n] } else { right[n] } as usize;
+        }
+        out[info[t] as usize] += cond[n] as f32;
+    }
+    out
+}
+
+/// LightGBM's rules: inputs with |x| <= 1e-35 read as 0; numeric NaN with missing type NaN takes the default bit, else
+/// `(f64)x <= threshold`; categorical NaN and negative codes go right, codes in the bitset
+/// left, all others right. Sums in f64, as LightGBM does.
+fn lightgbm_margins(text: &str, row: [f32; 2]) -> Vec<f64> {
+    let header: HashMap<&str, &str> = text
+        .lines()
+        .take_while(|l| !l.starts_with("Tree="))
+        .filter_map(|l| l.split_once('='))
+        .collect();
+    let k: usize = header["num_tree_per_iteration"].parse().unwrap();
+    let mut out = vec![0f64; k];
+    let body = text.split("end of trees").next().unwrap();
+    for (t, block) in body.split("Tree=").skip(1).enumerate() {
+        let kv: HashMap<&str, &str> = block.lines().filter_map(|l| l.split_once('=')).collect();
+        let nums = |key: &str| -> Vec<f64> {
+            kv.get(key)
+                .map(|s| s.split(' ').map(|x| x.parse::<f64>().unwrap()).collect())
+                .unwrap_or_default()
+        };
+        let leaves = nums("leaf_value");
+        if kv["num_leaves"] == "1" {
+            out[t % k] += leaves[0];
+            continue;
+        }
+        let (feat, thr, dt) = (
+            nums("split_feature"),
+            nums("threshold"),
+            nums("decision_type"),
+        );
+        let (left, right) = (nums("left_child"), nums("right_child"));
+        let (bounds, bits) = (nums("cat_boundaries"), nums("cat_threshold"));
+        let mut n: i64 = 0;
+        while n >= 0 {
+            let i = n as usize;
+            let x = row[feat[i] as usize] as f64;
+            // LightGBM reads inputs within kZeroThreshold (1e-35) of zero as zero
+            let x = if x.abs() <= 1e-35 { 0.0 } else { x };
+            let d = dt[i] as u8;
+            let go_left = if d & CAT_BIT != 0 {
+                if x.is_nan() || (x as i32) < 0 {
+                    false
+                } else {
+                    let c = x as i32 as usize;
+                    let (a, b) = (
+                        bounds[thr[i] as usize] as usize,
+                        bounds[thr[i] as usize + 1] as usize,
+                    );
+                    c / 32 < b - a && (bits[a + c / 32] as u32 >> (c % 32)) & 1 == 1
+                }
+            } else if x.is_nan() {
+                assert_eq!((d >> 2) & 3, 2, "missing type must be NaN");
+                d & 2 != 0
+            } else {
+                x <= thr[i]
+            };
+            n = if go_left { left[i] } else { right[i] } as i64;
+        }
+        out[t % k] += leaves[!n as usize];
+    }
+    out
+}
+
+const CAT_BIT: u8 = 1;
+
+#[test]
+fn every_boundary_routes_the_same_in_xgboost() {
+    let m = model();
+    let file: serde_json::Value = serde_json::from_str(&xgboost::to_json(&m).unwrap()).unwrap();
+    let mut checked = 0;
+    for x in numeric_probes() {
+        for c in category_probes() {
+            let want = sapwood_margins(&m, x, c);
+            let got = xgboost_margins(&file, [x, c]);
+            // same f32 values summed in the same order: bit-identical
+            assert_eq!(
+                want.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                "x={x:e} c={c}: sapwood {want:?} xgboost {got:?}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 100);
+    // XGBoost's TreeSHAP needs the left child to have the smaller id
+    for tree in file["learner"]["gradient_booster"]["model"]["trees"]
+        .as_array()
+        .unwrap()
+    {
+        let (l, r) = (&tree["left_children"], &tree["right_children"]);
+        for (i, (l, r)) in l
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(r.as_array().unwrap())
+            .enumerate()
+        {
+            let (l, r) = (l.as_i64().unwrap(), r.as_i64().unwrap());
+            assert!(l == -1 || (i as i64) < l && l < r, "node {i}: {l} {r}");
+        }
+    }
+    let attrs = &file["learner"]["attributes"]["sapwood_categories"];
+    let cats: serde_json::Value = serde_json::from_str(attrs.as_str().unwrap()).unwrap();
+    assert_eq!(cats["c"], serde_json::json!(LEVELS));
+    assert_eq!(
+        file["learner"]["feature_types"],
+        serde_json::json!(["q", "c"])
+    );
+}
+
+#[test]
+fn every_boundary_routes_the_same_in_lightgbm() {
+    let m = model();
+    let text = lightgbm::to_text(&m).unwrap();
+    let mut probes = numeric_probes();
+    // +inf is the one input LightGBM routes differently (right at an all-values split)
+    probes.push(f32::NEG_INFINITY);
+    // LightGBM reads inputs within 1e-35 of zero as 0 (documented): they route as 0 does
+    for x in probes
+        .into_iter()
+        .filter(|x| !(x.abs() <= 1e-35 && *x != 0.0))
+    {
+        for c in category_probes() {
+            let want = sapwood_margins(&m, x, c);
+            let got = lightgbm_margins(&text, [x, c]);
+            for (w, g) in want.iter().zip(&got) {
+                assert!(
+                    (*w as f64 - g).abs() <= 1e-5,
+                    "x={x:e} c={c}: sapwood {want:?} lightgbm {got:?}"
+                );
+            }
+        }
+    }
+    assert!(text.contains("feature_names=x_value c\n"));
+    assert!(text.ends_with("pandas_categorical:[[\"a\",\"b\",\"c\",\"d\",\"e\",\"f\"]]\n"));
+}
+
+#[test]
+fn thresholds_are_written_exactly() {
+    let m = model();
+    let text = lightgbm::to_text(&m).unwrap();
+    let tree0 = text.split("Tree=0").nth(1).unwrap();
+    let thr = tree0.lines().find(|l| l.starts_with("threshold=")).unwrap();
+    assert_eq!(thr, "threshold=-1.5");
+    let file: serde_json::Value = serde_json::from_str(&xgboost::to_json(&m).unwrap()).unwrap();
+    let t2 = &file["learner"]["gradient_booster"]["model"]["trees"][2];
+    // bin 2 ends at -0.0: XGBoost's `x < 1e-45` holds for -0.0 and 0.0 alike
+    assert_eq!(
+        t2["split_conditions"][0].as_f64().unwrap() as f32,
+        f32::from_bits(1)
+    );
+}
+
+#[test]
+fn base_margin_is_folded_into_each_groups_first_tree() {
+    let mut m = model();
+    m.trees.clear();
+    let file: serde_json::Value = serde_json::from_str(&xgboost::to_json(&m).unwrap()).unwrap();
+    assert_eq!(xgboost_margins(&file, [0.0, 0.0]), vec![0.3, -1.7]);
+    let text = lightgbm::to_text(&m).unwrap();
+    let got = lightgbm_margins(&text, [0.0, 0.0]);
+    assert_eq!(got, vec![0.3f32 as f64, -1.7f32 as f64]);
+}
+
+#[test]
+fn malformed_models_are_errors_naming_tree_and_node() {
+    let mut m = model();
+    // a numeric rule on the categorical feature: no format has it
+    m.trees[3].nodes[0].split.as_mut().unwrap().feature = 1;
+    for err in [
+        xgboost::to_json(&m).unwrap_err().to_string(),
+        lightgbm::to_text(&m).unwrap_err().to_string(),
+    ] {
+        assert!(err.contains("tree 3, node 0"), "{err}");
+    }
+    let mut m = model();
+    m.trees[5].nodes[2].value = f32::NAN;
+    assert!(xgboost::to_json(&m)
+        .unwrap_err()
+        .to_string()
+        .contains("tree 5"));
+    let mut m = model();
+    m.trees[1].nodes[0].split.as_mut().unwrap().right = NodeId(0);
+    let err = lightgbm::to_text(&m).unwrap_err().to_string();
+    assert!(err.contains("tree 1, node 0"), "{err}");
+}

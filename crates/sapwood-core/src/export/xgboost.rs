@@ -1,0 +1,236 @@
+//! XGBoost JSON model (`xgboost.Booster(model_file=...)`, XGBoost 2.x/3.x schema).
+//!
+//! * Numeric split: XGBoost sends `x < split_condition` left, so the condition is the f32
+//!   right after Sapwood's threshold `T` (`x <= T` ⇔ `x < next_up(T)` for every f32 `x`). A
+//!   split sending every non-missing value left gets `1e39`, which XGBoost reads as +inf
+//!   (XGBoost refuses infinite inputs, so every value it accepts goes left).
+//! * Missing (NaN): `default_left` as learned.
+//! * Categorical split: XGBoost sends the listed categories right and every other code
+//!   (unlisted, negative, beyond the list) left. The listed codes are those leaving the
+//!   default direction; when the default is right the children are swapped (and
+//!   `default_left` set; nodes are renumbered breadth-first so XGBoost's left child keeps
+//!   the smaller id, as its TreeSHAP expects), so unlisted codes, like Sapwood's unseen levels, take the default
+//!   way. Codes are indices into the level lists written in the learner attribute
+//!   `sapwood_categories` (JSON `{feature: [level, ...]}`); feature types are `c`, so the
+//!   data needs `enable_categorical=True`, codes as values and levels not listed as NaN.
+//!   A split sending every level the default way (XGBoost has no empty category list) is
+//!   written as the numeric `x < +inf` with the default child on the left.
+//! * Base margin: folded into the first tree of each group (see [`super`]); `base_score` is
+//!   a margin of 0 (0.5 for `binary:logistic`, whose logit is 0).
+//! * Node covers are written as `sum_hessian`, so XGBoost's TreeSHAP matches Sapwood's.
+
+use serde_json::{json, Map, Value};
+
+use super::{check, level_lists, route, split_of, trees_with_base, Route};
+use crate::error::Result;
+use crate::model::Model;
+use crate::objective::ObjectiveKind;
+use crate::tree::Tree;
+
+/// XGBoost's parent of the root.
+const NO_PARENT: i64 = 2_147_483_647;
+
+/// The smallest f32 greater than `x` (finite `x` below f32::MAX).
+fn next_up(x: f32) -> f32 {
+    if x == 0.0 {
+        f32::from_bits(1)
+    } else if x > 0.0 {
+        f32::from_bits(x.to_bits() + 1)
+    } else {
+        f32::from_bits(x.to_bits() - 1)
+    }
+}
+
+/// Whether XGBoost's left child is Sapwood's right one at split `s` (see the module docs).
+fn swapped(route: &Route, default_left: bool) -> bool {
+    matches!(route, Route::Categorical { .. }) && !default_left
+}
+
+fn tree_json(model: &Model, t: usize, tree: &Tree) -> Result<Value> {
+    let n = tree.nodes.len();
+    // XGBoost's TreeSHAP takes the left child to have the smaller id, so nodes are renumbered
+    // breadth-first with XGBoost's left child first (children still follow their parents)
+    let mut routes = Vec::with_capacity(n);
+    for (i, node) in tree.nodes.iter().enumerate() {
+        routes.push(match split_of(node) {
+            Some(s) => Some(route(model, t, i, s)?),
+            None => None,
+        });
+    }
+    let children = |i: usize| -> Option<(usize, usize)> {
+        let s = split_of(&tree.nodes[i])?;
+        let (l, r) = (s.left.index(), s.right.index());
+        let swap = routes[i]
+            .as_ref()
+            .is_some_and(|r| swapped(r, s.default_left));
+        Some(if swap { (r, l) } else { (l, r) })
+    };
+    let mut order = vec![0usize];
+    let mut at = 0;
+    while at < order.len() {
+        if let Some((l, r)) = children(order[at]) {
+            order.push(l);
+            order.push(r);
+        }
+        at += 1;
+    }
+    let mut new_id = vec![usize::MAX; n];
+    for (new, &old) in order.iter().enumerate() {
+        new_id[old] = new;
+    }
+    let m = order.len();
+    let mut left = vec![-1i64; m];
+    let mut right = vec![-1i64; m];
+    let mut parents = vec![NO_PARENT; m];
+    let mut feature = vec![0i64; m];
+    let mut cond: Vec<Value> = Vec::with_capacity(m);
+    let mut default_left = vec![0u8; m];
+    let mut split_type = vec![0u8; m];
+    let mut loss = vec![0f64; m];
+    let (mut cats, mut cat_nodes, mut cat_segments, mut cat_sizes) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (i, &old) in order.iter().enumerate() {
+        let node = &tree.nodes[old];
+        let (Some(s), Some(rt), Some((l, r))) = (split_of(node), &routes[old], children(old))
+        else {
+            cond.push(json!(node.value));
+            continue;
+        };
+        // a swapped node's default child is XGBoost's left one
+        let dl = s.default_left || swapped(rt, s.default_left);
+        match rt {
+            Route::Numeric { le } => match le {
+                Some(v) if *v < f32::MAX => cond.push(json!(next_up(*v))),
+                // 1e39 parses to +inf in XGBoost: every value it accepts goes left
+                _ => cond.push(json!(1e39f64)),
+            },
+            Route::Categorical { off_default } if off_default.is_empty() => {
+                // XGBoost refuses an empty category list; every code and NaN go the
+                // default way (XGBoost's left here), which a numeric `x < +inf` expresses
+                cond.push(json!(1e39f64));
+            }
+            Route::Categorical { off_default } => {
+                split_type[i] = 1;
+                cat_nodes.push(i as i64);
+                cat_segments.push(cats.len() as i64);
+                cat_sizes.push(off_default.len() as i64);
+                cats.extend(off_default.iter().map(|&c| c as i64));
+                cond.push(json!(0.0f32));
+            }
+        }
+        let (l, r) = (new_id[l], new_id[r]);
+        left[i] = l as i64;
+        right[i] = r as i64;
+        parents[l] = i as i64;
+        parents[r] = i as i64;
+        feature[i] = s.feature as i64;
+        default_left[i] = dl as u8;
+        loss[i] = s.gain;
+    }
+    let base_weights: Vec<f32> = order.iter().map(|&o| tree.nodes[o].value).collect();
+    let sum_hessian: Vec<f64> = order.iter().map(|&o| tree.nodes[o].cover).collect();
+    Ok(json!({
+        "base_weights": base_weights,
+        "categories": cats,
+        "categories_nodes": cat_nodes,
+        "categories_segments": cat_segments,
+        "categories_sizes": cat_sizes,
+        "default_left": default_left,
+        "id": t,
+        "left_children": left,
+        "loss_changes": loss,
+        "parents": parents,
+        "right_children": right,
+        "split_conditions": cond,
+        "split_indices": feature,
+        "split_type": split_type,
+        "sum_hessian": sum_hessian,
+        "tree_param": {
+            "num_deleted": "0",
+            "num_feature": model.feature_names.len().to_string(),
+            "num_nodes": m.to_string(),
+            "size_leaf_vector": "1",
+        },
+    }))
+}
+
+/// The model as XGBoost JSON text; a split XGBoost cannot express is an error naming the
+/// tree and node.
+pub fn to_json(model: &Model) -> Result<String> {
+    check(model)?;
+    let k = model.groups;
+    let trees = trees_with_base(model);
+    let tree_values = trees
+        .iter()
+        .enumerate()
+        .map(|(t, tree)| tree_json(model, t, tree))
+        .collect::<Result<Vec<_>>>()?;
+    let rounds = trees.len() / k;
+    let iteration_indptr: Vec<usize> = (0..=rounds).map(|r| r * k).collect();
+    let tree_info: Vec<usize> = (0..trees.len()).map(|t| t % k).collect();
+    let (objective, base_score, num_class) = match model.params.objective {
+        ObjectiveKind::SquaredError => (
+            json!({"name": "reg:squarederror", "reg_loss_param": {"scale_pos_weight": "1"}}),
+            "[0E0]".to_string(),
+            0,
+        ),
+        ObjectiveKind::Logistic => (
+            json!({"name": "binary:logistic", "reg_loss_param": {"scale_pos_weight": "1"}}),
+            "[5E-1]".to_string(),
+            0,
+        ),
+        ObjectiveKind::Softprob => (
+            json!({"name": "multi:softprob", "softmax_multiclass_param": {"num_class": k.to_string()}}),
+            format!("[{}]", vec!["0E0"; k].join(",")),
+            k,
+        ),
+    };
+    let levels = level_lists(model);
+    let feature_types: Vec<&str> = levels
+        .iter()
+        .map(|l| if l.is_some() { "c" } else { "q" })
+        .collect();
+    let mut categories = Map::new();
+    for (name, l) in model.feature_names.iter().zip(&levels) {
+        if let Some(l) = l {
+            categories.insert(name.clone(), json!(l));
+        }
+    }
+    let mut attributes = Map::new();
+    attributes.insert(
+        "sapwood_categories".into(),
+        Value::String(Value::Object(categories).to_string()),
+    );
+    if let Some(b) = model.best_iteration {
+        attributes.insert("best_iteration".into(), Value::String(b.to_string()));
+    }
+    let file = json!({
+        "learner": {
+            "attributes": attributes,
+            "feature_names": model.feature_names,
+            "feature_types": feature_types,
+            "gradient_booster": {
+                "model": {
+                    "gbtree_model_param": {
+                        "num_parallel_tree": "1",
+                        "num_trees": trees.len().to_string(),
+                    },
+                    "iteration_indptr": iteration_indptr,
+                    "tree_info": tree_info,
+                    "trees": tree_values,
+                },
+                "name": "gbtree",
+            },
+            "learner_model_param": {
+                "base_score": base_score,
+                "boost_from_average": "0",
+                "num_class": num_class.to_string(),
+                "num_feature": model.feature_names.len().to_string(),
+                "num_target": "1",
+            },
+            "objective": objective,
+        },
+        "version": [3, 0, 0],
+    });
+    Ok(file.to_string())
+}

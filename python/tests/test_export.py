@@ -1,0 +1,132 @@
+"""Export to XGBoost JSON and LightGBM text: the peers' own readers must predict Sapwood's
+margins on every bundled dataset (with its missing values and categories), and XGBoost's
+TreeSHAP on the exported model must match Sapwood's contributions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import sapwood
+from conftest import load_bundled
+
+DATASETS = [
+    "breast_cancer", "chile", "diabetes", "diamonds", "digits", "penguins", "synthetic", "txhousing",
+]
+OBJECTIVES = {"binary": "binary:logistic", "regression": "reg:squarederror", "multiclass": "multi:softprob"}
+ROUNDS = 20
+#: Margins must agree to 1e-5, relative to max(1, |margin|): XGBoost sums the same f32 leaf
+#: values in the same order (bit-identical in practice), LightGBM sums them in f64, which on
+#: large regression targets (diamonds' prices, ~1e4) differs from f32 sums by f32 rounding.
+TOL = 1e-5
+
+
+def _trained(name: str) -> tuple[sapwood.Booster, Any, np.ndarray, dict[str, Any]]:
+    """A model of ``name`` and the rows to check: test rows plus training rows, with some
+    categorical values blanked (missing) so the default directions are exercised."""
+    import pandas as pd
+
+    meta, train, test = load_bundled(name)
+    label = meta["label"]
+    y = train.pop(label)
+    test.pop(label)
+    y_fit: Any = y.astype(str).tolist() if meta["label_kind"] == "string" else y
+    params = {"objective": OBJECTIVES[meta["task"]], "max_depth": 5}
+    b = sapwood.train(params, sapwood.Dataset(train, label=y_fit), ROUNDS)
+    rows = pd.concat([test, train.iloc[:2000]], ignore_index=True)
+    for i, c in enumerate(meta["categorical"]):
+        rows.loc[i::7, c] = np.nan
+    return b, rows, _codes(b, rows), meta
+
+
+def _codes(b: sapwood.Booster, frame: Any) -> np.ndarray:
+    """The rows as the exported models take them: numeric values as f32, categorical levels
+    as their index in the model's level list (unknown levels and missing values as NaN)."""
+    names = b._model.feature_names
+    levels = b._model.feature_levels
+    out = np.empty((len(frame), len(names)), dtype=np.float32)
+    for j, (name, lv) in enumerate(zip(names, levels)):
+        col = frame[name]
+        if lv is None:
+            out[:, j] = col.to_numpy(dtype=np.float32, na_value=np.nan)
+        else:
+            index = {level: k for k, level in enumerate(lv)}
+            out[:, j] = [index.get(str(v), np.nan) if not pd_isna(v) else np.nan for v in col]
+    return out
+
+
+def pd_isna(v: Any) -> bool:
+    import pandas as pd
+
+    return bool(pd.isna(v))
+
+
+def _feature_types(b: sapwood.Booster) -> list[str]:
+    return ["q" if lv is None else "c" for lv in b._model.feature_levels]
+
+
+def _check(name: str, got: np.ndarray, want: np.ndarray, fmt: str) -> float:
+    got = np.asarray(got, dtype=np.float64).reshape(want.shape)
+    diff = np.abs(got - want) / np.maximum(1.0, np.abs(want))
+    worst = float(diff.max())
+    print(f"{name} {fmt}: max abs diff {np.abs(got - want).max():.3g}, relative {worst:.3g}")
+    assert worst <= TOL, f"{name} {fmt}: {worst}"
+    return worst
+
+
+@pytest.mark.parametrize("name", DATASETS)
+def test_exported_models_predict_sapwood_margins(name: str, tmp_path: Path) -> None:
+    xgb = pytest.importorskip("xgboost")
+    lgb = pytest.importorskip("lightgbm")
+    b, rows, X, meta = _trained(name)
+    want = np.asarray(b.predict(rows, output_margin=True), dtype=np.float64)
+
+    b.save_model(tmp_path / "m.xgb.json", format="xgboost")
+    xb = xgb.Booster(model_file=str(tmp_path / "m.xgb.json"))
+    dm = xgb.DMatrix(X, feature_names=list(b._model.feature_names),
+                     feature_types=_feature_types(b), enable_categorical=True)
+    _check(name, xb.predict(dm, output_margin=True), want, "xgboost")
+
+    b.save_model(tmp_path / "m.lgb.txt", format="lightgbm")
+    lb = lgb.Booster(model_file=str(tmp_path / "m.lgb.txt"))
+    _check(name, lb.predict(X, raw_score=True), want, "lightgbm")
+
+    # XGBoost's TreeSHAP on the export (node covers as sum_hessian) = Sapwood's contributions
+    theirs = np.asarray(xb.predict(dm, pred_contribs=True), dtype=np.float64)
+    ours = np.asarray(b.predict(rows, pred_contribs=True), dtype=np.float64)
+    # XGBoost sums contributions in f32 (Sapwood in f64): its error is relative to the
+    # size of the row's terms, so each row is scaled by its largest contribution (>= 1)
+    scale = np.maximum(1.0, np.abs(ours).max(axis=-1, keepdims=True))
+    worst = float((np.abs(theirs.reshape(ours.shape) - ours) / scale).max())
+    print(f"{name} xgboost pred_contribs: max diff relative to the row {worst:.3g}")
+    assert worst <= 1e-5, f"{name}: contributions differ by {worst}"
+
+
+def test_categorical_mapping_is_written_into_both_files(tmp_path: Path) -> None:
+    import json
+
+    b, _, _, meta = _trained("penguins")
+    b.save_model(tmp_path / "x.json", format="xgboost")
+    learner = json.loads((tmp_path / "x.json").read_text())["learner"]
+    cats = json.loads(learner["attributes"]["sapwood_categories"])
+    levels = dict(zip(b._model.feature_names, b._model.feature_levels))
+    assert cats == {c: levels[c] for c in meta["categorical"]}
+    b.save_model(tmp_path / "l.txt", format="lightgbm")
+    last = (tmp_path / "l.txt").read_text().splitlines()[-1]
+    assert last.startswith("pandas_categorical:")
+    assert json.loads(last.split(":", 1)[1]) == [levels[c] for c in b._model.feature_names if levels[c]]
+
+
+def test_bad_formats_are_errors_and_write_nothing(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(100, 3))
+    b = sapwood.train({}, sapwood.Dataset(X, label=X[:, 0]), 3)
+    for fmt, words in [("onnx", "not supported yet"), ("pmml", "unknown export format")]:
+        with pytest.raises(Exception, match=words):
+            b.save_model(tmp_path / "out", format=fmt)
+    assert list(tmp_path.iterdir()) == []
+    b.save_model(tmp_path / "x.json", format="XGBoost")
+    assert (tmp_path / "x.json").exists()
