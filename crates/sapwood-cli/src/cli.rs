@@ -186,6 +186,10 @@ pub struct InspectArgs {
     /// Also print the first N trees.
     #[arg(long, default_value_t = 0)]
     pub trees: usize,
+    /// Print only the trees (all, or the first --trees N), as `text` or `json`, with feature
+    /// names and thresholds in values, not bins.
+    #[arg(long, value_parser = ["text", "json"])]
+    pub dump: Option<String>,
 }
 
 /// `sapwood export`.

@@ -984,3 +984,71 @@ fn a_run_killed_at_random_rounds_resumes_to_the_uninterrupted_model() {
     let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
     assert!(err.contains("another job"), "{err}");
 }
+
+#[test]
+fn inspect_dumps_trees_in_values_that_route_rows_as_the_model_does() {
+    let t = tempfile::tempdir().unwrap();
+    let (csv, model) = animals(t.path());
+    let out = sapwood()
+        .args(["inspect", "--dump", "json"])
+        .arg(&model)
+        .assert()
+        .success();
+    let trees: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let trees = trees.as_array().unwrap();
+    let b = Booster::load(&model).unwrap();
+    assert_eq!(trees.len(), b.num_trees());
+    let table = sapwood_io::read_csv(
+        &csv,
+        &ReadOptions {
+            label: Some("y".into()),
+            drop: vec!["id".into()],
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let x = numeric_column(&table, "x");
+    let Column::Categorical { codes, levels } = table.features.column(1) else {
+        panic!("colour is categorical")
+    };
+    let data = Dataset::from_parts(table.features.clone(), None, None).unwrap();
+    let leaves = b
+        .predict_with(
+            &data,
+            sapwood::PredictOptions {
+                output: sapwood::Output::Leaf,
+                rounds: None,
+            },
+        )
+        .unwrap();
+    for (ti, tree) in trees.iter().enumerate() {
+        let nodes = tree["nodes"].as_array().unwrap();
+        for row in 0..x.len() {
+            let mut id = 0usize;
+            while nodes[id].get("leaf").is_none() {
+                let n = &nodes[id];
+                let left = match n["feature"].as_str().unwrap() {
+                    "x" => x[row] as f64 <= n["threshold"].as_f64().unwrap(),
+                    _ => {
+                        let level = &levels[codes[row] as usize];
+                        n["left_levels"]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .any(|l| l == level)
+                    }
+                };
+                id = n[if left { "left" } else { "right" }].as_u64().unwrap() as usize;
+            }
+            assert_eq!(id as f32, leaves.row(row)[ti], "tree {ti} row {row}");
+        }
+    }
+    let text = sapwood()
+        .args(["inspect", "--dump", "text", "--trees", "2"])
+        .arg(&model)
+        .assert()
+        .success();
+    let text = String::from_utf8(text.get_output().stdout.clone()).unwrap();
+    assert!(text.starts_with("tree 0 (group 0):") && text.contains("tree 1 (group 1):"));
+    assert!(!text.contains("tree 2") && text.contains("x <= "), "{text}");
+}

@@ -13,6 +13,74 @@ use crate::cli::InspectArgs;
 /// Indentation stops growing here, so a very deep tree prints in linear, not quadratic, size.
 const MAX_INDENT: usize = 32;
 
+/// A split's rule in values: `name <= threshold` or `name in {levels}`.
+fn rule_text(s: &sapwood::Split, names: &[String], cuts: &[FeatureCuts]) -> String {
+    match (&s.rule, &cuts[s.feature]) {
+        (SplitRule::Numeric { bin }, FeatureCuts::Numeric { thresholds }) => format!(
+            "{} <= {}",
+            names[s.feature],
+            FeatureCuts::split_threshold(thresholds, *bin)
+        ),
+        (SplitRule::Categorical { .. }, FeatureCuts::Categorical { .. }) => format!(
+            "{} in {{{}}}",
+            names[s.feature],
+            left_levels(s, cuts).join(", ")
+        ),
+        _ => "?".into(),
+    }
+}
+
+/// The levels a categorical split sends left.
+fn left_levels<'a>(s: &sapwood::Split, cuts: &'a [FeatureCuts]) -> Vec<&'a str> {
+    match (&s.rule, &cuts[s.feature]) {
+        (
+            SplitRule::Categorical { left },
+            FeatureCuts::Categorical {
+                levels, level_bins, ..
+            },
+        ) => levels
+            .iter()
+            .zip(level_bins)
+            .filter(|(_, &b)| left.contains(b))
+            .map(|(l, _)| l.as_str())
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// A tree as JSON: a flat list of nodes (no nesting, so a deep tree never nests deeply).
+fn tree_json(
+    tree: &Tree,
+    index: usize,
+    groups: usize,
+    names: &[String],
+    cuts: &[FeatureCuts],
+) -> serde_json::Value {
+    let nodes: Vec<serde_json::Value> = tree
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(id, n)| match &n.split {
+            None => serde_json::json!({"id": id, "leaf": n.value, "cover": n.cover}),
+            Some(s) => {
+                let mut v = serde_json::json!({
+                    "id": id, "feature": names[s.feature], "left": s.left.0, "right": s.right.0,
+                    "missing": if s.default_left { "left" } else { "right" },
+                    "gain": s.gain, "cover": n.cover,
+                });
+                match (&s.rule, &cuts[s.feature]) {
+                    (SplitRule::Numeric { bin }, FeatureCuts::Numeric { thresholds }) => {
+                        v["threshold"] = FeatureCuts::split_threshold(thresholds, *bin).into();
+                    }
+                    _ => v["left_levels"] = left_levels(s, cuts).into(),
+                }
+                v
+            }
+        })
+        .collect();
+    serde_json::json!({"tree": index, "group": index % groups.max(1), "nodes": nodes})
+}
+
 /// Prints a tree depth-first with an explicit stack: trees may be tens of thousands of
 /// levels deep, far beyond what recursion on the thread's stack allows.
 fn print_tree(
@@ -37,30 +105,7 @@ fn print_tree(
                 id.0, node.value, node.cover
             )?,
             Some(s) => {
-                let rule = match (&s.rule, &cuts[s.feature]) {
-                    (SplitRule::Numeric { bin }, FeatureCuts::Numeric { thresholds }) => {
-                        format!(
-                            "{} <= {}",
-                            names[s.feature],
-                            FeatureCuts::split_threshold(thresholds, *bin)
-                        )
-                    }
-                    (
-                        SplitRule::Categorical { left },
-                        FeatureCuts::Categorical {
-                            levels, level_bins, ..
-                        },
-                    ) => {
-                        let lv: Vec<&str> = levels
-                            .iter()
-                            .zip(level_bins)
-                            .filter(|(_, &b)| left.contains(b))
-                            .map(|(l, _)| l.as_str())
-                            .collect();
-                        format!("{} in {{{}}}", names[s.feature], lv.join(", "))
-                    }
-                    _ => "?".into(),
-                };
+                let rule = rule_text(s, names, cuts);
                 let missing = if s.default_left { "left" } else { "right" };
                 writeln!(
                     out,
@@ -83,6 +128,31 @@ pub fn run(a: InspectArgs) -> Result<()> {
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let out = &mut out;
     let m = booster.model();
+    let wanted = if a.trees > 0 { a.trees } else { m.trees.len() };
+    match a.dump.as_deref() {
+        Some("json") => {
+            let trees: Vec<serde_json::Value> = m
+                .trees
+                .iter()
+                .take(wanted)
+                .enumerate()
+                .map(|(i, t)| tree_json(t, i, m.groups, &m.feature_names, m.cuts.features()))
+                .collect();
+            serde_json::to_writer(&mut *out, &trees)?;
+            writeln!(out)?;
+            out.flush()?;
+            return Ok(());
+        }
+        Some(_) => {
+            for (i, tree) in m.trees.iter().take(wanted).enumerate() {
+                writeln!(out, "tree {i} (group {}):", i % m.groups)?;
+                print_tree(out, tree, &m.feature_names, m.cuts.features())?;
+            }
+            out.flush()?;
+            return Ok(());
+        }
+        None => {}
+    }
     writeln!(out, "model: {}", a.model.display())?;
     writeln!(out, "objective: {}", m.params.objective)?;
     if let Some(c) = &m.classes {
