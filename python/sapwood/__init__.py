@@ -30,7 +30,8 @@ from ._sapwood import (
     SchemaMismatchError,
     __version__,
 )
-from .core import Booster, Callback, Dataset, EvalsResult, RoundInfo, train
+from .core import Booster, Callback, Dataset, EvalsResult, RoundInfo, cv, train
+from .plotting import plot_importance, plot_metric, plot_tree, to_graphviz
 
 __all__ = [
     "BackendError",
@@ -51,6 +52,11 @@ __all__ = [
     "SapwoodRegressor",
     "SchemaMismatchError",
     "__version__",
+    "cv",
+    "plot_importance",
+    "plot_metric",
+    "plot_tree",
+    "to_graphviz",
     "train",
 ]
 

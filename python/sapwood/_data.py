@@ -2,6 +2,8 @@
 
 Numeric columns are handed to the native module as float32 numpy arrays, which it reads
 in place when they are contiguous (a Fortran-ordered float32 matrix is never copied).
+scipy.sparse matrices travel as CSC arrays; the engine fills each column from them,
+with NaN (missing) at the absent entries.
 Categorical columns become uint32 codes plus level names; the engine matches levels by
 name, so training and prediction data may list their levels in any order.
 """
@@ -285,6 +287,52 @@ def _arrow(
     )
 
 
+def is_scipy_sparse(data: object) -> bool:
+    """Whether ``data`` is a scipy.sparse matrix or array (checked without importing
+    scipy)."""
+    return type(data).__module__.startswith("scipy.sparse") and hasattr(data, "tocsc")
+
+
+def _sparse(
+    data: Any,
+    names: Optional[Sequence[str]],
+    spec: CategoricalSpec,
+    label: Any,
+    weight: Optional[npt.NDArray[np.float32]],
+) -> NativeData:
+    """A scipy.sparse matrix, any format: absent entries are missing and stored zeros
+    are values, as in XGBoost. The matrix is converted to CSC (sparse to sparse) and the
+    engine writes each column from it, so the dense matrix is never built."""
+    if len(data.shape) != 2:
+        raise DataError(f"expected 2-D data, got a sparse array of shape {data.shape}")
+    n_rows, n_cols = (int(d) for d in data.shape)
+    column_names = _check_names(names, n_cols) or _default_names(n_cols)
+    _, forced = _categorical_names(spec, column_names)
+    if forced:
+        # category codes of a sparse matrix would make absent entries ambiguous (level 0
+        # or missing?); one-hot encoded input needs no categorical features anyway
+        raise ParameterError(
+            "invalid parameter `categorical_features`: sparse input has no categorical "
+            f"features, got {sorted(forced)}; pass a dense array or a DataFrame"
+        )
+    if data.dtype.kind not in "biuf":
+        raise DataError(f"the sparse matrix is not numeric: dtype {data.dtype}")
+    csc = data.tocsc()
+    if not csc.has_canonical_format:
+        # duplicate entries add up, as scipy's own dense conversion does
+        csc = csc.copy()
+        csc.sum_duplicates()
+    return NativeData.from_csc(
+        np.ascontiguousarray(csc.indptr, dtype=np.int64),
+        np.ascontiguousarray(csc.indices, dtype=np.int64),
+        np.ascontiguousarray(csc.data, dtype=np.float32),
+        n_rows,
+        column_names,
+        label=label,
+        weight=weight,
+    )
+
+
 def to_native(
     data: Any,
     *,
@@ -303,8 +351,8 @@ def to_native(
     if is_pandas_frame(data):
         names = _check_names(feature_names, data.shape[1])
         return _pandas(data, names, categorical_features, y, w)
-    if hasattr(data, "tocsr") or hasattr(data, "toarray"):
-        raise DataError("sparse matrices are not supported; pass a dense array")
+    if is_scipy_sparse(data):
+        return _sparse(data, feature_names, categorical_features, y, w)
     arr = np.asarray(data)
     if arr.dtype.kind in "OSU" and arr.ndim == 2:
         import pandas as pd

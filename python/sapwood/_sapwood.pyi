@@ -40,6 +40,16 @@ class NativeData:
         weight: Optional[npt.NDArray[np.float32]] = None,
     ) -> NativeData: ...
     @staticmethod
+    def from_csc(
+        indptr: npt.NDArray[np.int64],
+        indices: npt.NDArray[np.int64],
+        data: npt.NDArray[np.float32],
+        n_rows: int,
+        names: list[str],
+        label: _Label = None,
+        weight: Optional[npt.NDArray[np.float32]] = None,
+    ) -> NativeData: ...
+    @staticmethod
     def from_arrow(
         source: Any,
         categorical: Sequence[str] = ...,

@@ -15,7 +15,7 @@ from . import _data, _sapwood
 from ._data import CategoricalSpec
 from ._sapwood import DataError, NativeBooster, NativeData, ParameterError, SchemaMismatchError
 
-__all__ = ["Dataset", "Booster", "train", "RoundInfo", "Callback", "EvalsResult"]
+__all__ = ["Dataset", "Booster", "train", "cv", "RoundInfo", "Callback", "EvalsResult"]
 
 #: Metrics per evaluation set per metric name, one value per round.
 EvalsResult = dict[str, dict[str, list[float]]]
@@ -49,7 +49,9 @@ class Dataset:
     ``data`` may be a numpy array (float32 or float64, C or Fortran order; a Fortran-
     ordered float32 array is read in place, never copied), a pandas DataFrame (``category``
     and string columns are categorical, nullable dtypes are supported, column names are
-    kept), a polars DataFrame, a pyarrow Table or RecordBatch, or a list of rows.
+    kept), a polars DataFrame, a pyarrow Table or RecordBatch, a scipy.sparse matrix or
+    array (any format; absent entries are missing values and stored zeros are zeros, as in
+    XGBoost, and the dense matrix is never built), or a list of rows.
 
     ``label`` holds numbers or class labels (strings, ints or bools); ``weight`` holds
     non-negative sample weights. ``categorical_features`` is ``"auto"`` (detect from
@@ -72,6 +74,8 @@ class Dataset:
             raise ParameterError(
                 "invalid parameter `group`: ranking objectives are not supported"
             )
+        # kept so that cv() can take row subsets of the original input
+        self._source = (data, label, weight, categorical_features, feature_names)
         self._native: NativeData = _data.to_native(
             data,
             label=label,
@@ -160,6 +164,18 @@ def _native_of(data: Any, booster: Booster) -> NativeData:
         columns = _frame_columns(data)
         _check_named_columns(columns, names)
         return _data.to_native(data, categorical_features=[c for c in categorical if c in columns])
+    if _data.is_scipy_sparse(data):
+        if categorical:
+            raise SchemaMismatchError(
+                "data does not match the model: sparse input has no categorical features, "
+                f"but the model has {categorical}; pass a dense array or a DataFrame"
+            )
+        if len(data.shape) != 2 or data.shape[1] != len(names):
+            raise SchemaMismatchError(
+                f"data does not match the model: the sparse data has shape {data.shape} "
+                f"but the model was trained on {len(names)} features"
+            )
+        return _data.to_native(data, feature_names=names)
     arr = data if isinstance(data, np.ndarray) else np.asarray(data)
     if arr.ndim != 2:
         raise DataError(f"expected 2-D data, got an array of shape {arr.shape}")
@@ -516,3 +532,177 @@ def train(
         evals_result.clear()
         evals_result.update(booster.evals_result())
     return booster
+
+
+#: Metrics where a larger value is better (the engine's own rule for early stopping).
+_HIGHER_IS_BETTER = frozenset({"auc"})
+
+#: Cross-validation folds: ``(train_indices, test_indices)`` pairs, or a scikit-learn
+#: splitter (anything with ``split(X, y)``).
+Folds = Union[Iterable[tuple[Any, Any]], Any]
+
+
+def _take_rows(data: Any, rows: npt.NDArray[np.intp]) -> Any:
+    """Rows ``rows`` of any input :class:`Dataset` accepts, in the same kind of input."""
+    if data is None:
+        return None
+    if isinstance(data, NativeData):
+        raise DataError("cv needs a Dataset made from data, not from a NativeData")
+    if _data.is_scipy_sparse(data):
+        return data.tocsr()[rows]  # COO and DIA cannot index rows; CSR can, sparse to sparse
+    if _data.is_pandas_frame(data) or (
+        type(data).__module__.startswith("pandas") and hasattr(data, "iloc")
+    ):
+        return data.iloc[rows]
+    module = type(data).__module__
+    if module.startswith("polars"):
+        return data[rows]
+    if _data.is_arrow_like(data):
+        import pyarrow as pa
+
+        table = data if hasattr(data, "take") else pa.table(data)
+        return table.take(pa.array(rows))
+    if isinstance(data, np.ndarray):
+        return data[rows]
+    return np.asarray(data)[rows] if not isinstance(data, list) else [data[i] for i in rows]
+
+
+def _subset(dtrain: Dataset, rows: npt.NDArray[np.intp]) -> Dataset:
+    data, label, weight, categorical, names = dtrain._source
+    return Dataset(
+        _take_rows(data, rows),
+        label=_take_rows(label, rows),
+        weight=_take_rows(weight, rows),
+        categorical_features=categorical,
+        feature_names=names,
+    )
+
+
+def _make_folds(
+    dtrain: Dataset, nfold: int, stratified: bool, folds: Optional[Folds], shuffle: bool, seed: int
+) -> list[tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]]:
+    n = dtrain.num_row()
+    label = dtrain._source[1]
+    if folds is not None:
+        if hasattr(folds, "split"):  # a scikit-learn splitter
+            X = np.zeros((n, 1))
+            y = None if label is None else np.asarray(label)
+            folds = folds.split(X, y)
+        out = []
+        for i, item in enumerate(folds):
+            try:
+                tr, te = item
+            except (TypeError, ValueError):
+                raise ParameterError(
+                    f"invalid parameter `folds`: item {i} is not a (train_indices, "
+                    "test_indices) pair"
+                ) from None
+            tr, te = np.asarray(tr, dtype=np.intp), np.asarray(te, dtype=np.intp)
+            for part in (tr, te):
+                if part.ndim != 1 or part.size == 0 or part.min() < 0 or part.max() >= n:
+                    raise ParameterError(
+                        f"invalid parameter `folds`: fold {i} holds an empty or out-of-range "
+                        f"index list for {n} rows"
+                    )
+            out.append((tr, te))
+        if not out:
+            raise ParameterError("invalid parameter `folds`: no folds given")
+        return out
+    if not 2 <= int(nfold) <= n:
+        raise ParameterError(f"invalid parameter `nfold`: {nfold} must be in 2..{n} (rows)")
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(n) if shuffle else np.arange(n)
+    fold_of = np.empty(n, dtype=np.intp)
+    if stratified:
+        if label is None:
+            raise ParameterError("invalid parameter `stratified`: the Dataset has no label")
+        y = np.asarray(label).ravel()
+        # each class is dealt out over the folds in turn, so every fold gets its share
+        _, classes = np.unique(y[order], return_inverse=True)
+        seen = np.zeros(classes.max() + 1, dtype=np.intp)
+        for pos, c in zip(order, classes):
+            fold_of[pos] = seen[c] % nfold
+            seen[c] += 1
+    else:
+        for k, part in enumerate(np.array_split(order, int(nfold))):
+            fold_of[part] = k
+    everything = np.arange(n)
+    return [
+        (everything[fold_of != k], np.sort(everything[fold_of == k]))
+        for k in range(int(nfold))
+    ]
+
+
+def cv(
+    params: Mapping[str, ParamValue],
+    dtrain: Dataset,
+    num_boost_round: int = 10,
+    nfold: int = 3,
+    stratified: bool = False,
+    folds: Optional[Folds] = None,
+    metrics: Union[str, Sequence[str]] = (),
+    early_stopping_rounds: Optional[int] = None,
+    as_pandas: bool = False,
+    seed: int = 0,
+    shuffle: bool = True,
+) -> Any:
+    """Cross-validation, as ``xgboost.cv``: trains one booster per fold and returns the
+    mean and (population) standard deviation over the folds of every metric after every
+    round, as ``{"train-rmse-mean": [...], "train-rmse-std": [...], "test-rmse-mean":
+    [...], "test-rmse-std": [...]}`` (a pandas DataFrame with those columns when
+    ``as_pandas``).
+
+    ``folds`` are ``(train_indices, test_indices)`` pairs or a scikit-learn splitter
+    (``KFold``, ``StratifiedKFold``, ``GroupKFold`` without groups...); otherwise
+    ``nfold`` folds are made, shuffled with ``seed`` when ``shuffle``, with every class in
+    the same proportion in each fold when ``stratified``. ``metrics`` replaces the
+    ``eval_metric`` of ``params``. With ``early_stopping_rounds``, the last metric's mean
+    on the test folds must improve at least once every that many rounds; the lists end at
+    the best round (their last entry), as in XGBoost.
+
+    Each fold's Dataset is built from the rows of the data ``dtrain`` was made from.
+    """
+    if not isinstance(dtrain, Dataset):
+        raise DataError("dtrain must be a sapwood.Dataset")
+    if dtrain._source[1] is None:
+        raise DataError("dtrain has no label: cross-validation needs one")
+    run_params = dict(params)
+    if metrics:
+        run_params = {k: v for k, v in run_params.items() if canonical_param(k) != "eval_metric"}
+        run_params["eval_metric"] = [metrics] if isinstance(metrics, str) else list(metrics)
+    histories: list[EvalsResult] = []
+    for tr, te in _make_folds(dtrain, nfold, stratified, folds, shuffle, seed):
+        history: EvalsResult = {}
+        train(
+            run_params,
+            _subset(dtrain, tr),
+            num_boost_round,
+            evals=[(_subset(dtrain, tr), "train"), (_subset(dtrain, te), "test")],
+            verbose_eval=False,
+            evals_result=history,
+        )
+        histories.append(history)
+    result: dict[str, list[float]] = {}
+    for dataset in ("train", "test"):
+        for metric in histories[0].get(dataset, {}):
+            per_fold = np.array([h[dataset][metric] for h in histories], dtype=np.float64)
+            result[f"{dataset}-{metric}-mean"] = [float(v) for v in per_fold.mean(axis=0)]
+            result[f"{dataset}-{metric}-std"] = [float(v) for v in per_fold.std(axis=0)]
+    if early_stopping_rounds is not None and histories[0].get("test"):
+        # Every fold ran all rounds, so stopping afterwards on the mean curve gives what
+        # stopping all folds together would: the rounds kept never depend on later ones.
+        metric = list(histories[0]["test"])[-1]
+        curve = result[f"test-{metric}-mean"]
+        higher = metric in _HIGHER_IS_BETTER
+        best = 0
+        for i, value in enumerate(curve):
+            if (value > curve[best]) if higher else (value < curve[best]):
+                best = i
+            if i - best >= int(early_stopping_rounds):
+                break
+        result = {k: v[: best + 1] for k, v in result.items()}
+    if as_pandas:
+        import pandas as pd
+
+        return pd.DataFrame(result)
+    return result

@@ -141,6 +141,8 @@ class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
             reset=reset,
             dtype=[np.float32, np.float64],
             ensure_all_finite="allow-nan",
+            # kept sparse: absent entries are missing values (see Dataset)
+            accept_sparse=True,
             order=None,
         )
 
@@ -233,6 +235,7 @@ class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
+        tags.input_tags.sparse = True
         return tags
 
 

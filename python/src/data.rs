@@ -321,6 +321,88 @@ impl NativeData {
         })
     }
 
+    /// A dataset from a compressed sparse column matrix (scipy's CSC arrays): column `j`
+    /// holds `data[indptr[j]..indptr[j + 1]]` at rows `indices[...]`. Absent entries are
+    /// missing (NaN) and stored zeros are values, as in XGBoost. Each column is written
+    /// straight from the sparse structure, so no dense row-major matrix is ever built.
+    #[staticmethod]
+    #[pyo3(signature = (indptr, indices, data, n_rows, names, label=None, weight=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn from_csc(
+        py: Python<'_>,
+        indptr: PyReadonlyArray1<'_, i64>,
+        indices: PyReadonlyArray1<'_, i64>,
+        data: PyReadonlyArray1<'_, f32>,
+        n_rows: usize,
+        names: Vec<String>,
+        label: Option<&Bound<'_, PyAny>>,
+        weight: Option<PyReadonlyArray1<'_, f32>>,
+    ) -> PyResult<Self> {
+        guarded(|| {
+            let (indptr, indices, values) =
+                (indptr.as_array(), indices.as_array(), data.as_array());
+            let cols = names.len();
+            if indptr.len() != cols + 1 {
+                return Err(input(format!(
+                    "sparse matrix: {} column pointers for {cols} columns",
+                    indptr.len()
+                )));
+            }
+            if indices.len() != values.len() {
+                return Err(input(format!(
+                    "sparse matrix: {} row indices for {} values",
+                    indices.len(),
+                    values.len()
+                )));
+            }
+            // Checked up front so that the parallel fill below cannot go out of bounds.
+            let mut ranges = Vec::with_capacity(cols);
+            for j in 0..cols {
+                let (start, end) = (indptr[j], indptr[j + 1]);
+                if start < 0 || end < start || end as usize > values.len() {
+                    return Err(input(format!(
+                        "sparse matrix: invalid column pointers for column {j}"
+                    )));
+                }
+                ranges.push(start as usize..end as usize);
+            }
+            if let Some(bad) = indices.iter().find(|&&i| i < 0 || i as usize >= n_rows) {
+                return Err(input(format!(
+                    "sparse matrix: row index {bad} is out of range for {n_rows} rows"
+                )));
+            }
+            // the Python side passes contiguous arrays; borrowed slices can cross `detach`
+            let contiguous = || input("sparse matrix: indices and data must be contiguous");
+            let indices = indices.as_slice().ok_or_else(contiguous)?;
+            let values = values.as_slice().ok_or_else(contiguous)?;
+            let columns: Vec<Vec<f32>> = py.detach(|| {
+                ranges
+                    .into_par_iter()
+                    .map(|r| {
+                        let mut col = vec![f32::NAN; n_rows];
+                        for (&i, &v) in indices[r.clone()].iter().zip(&values[r]) {
+                            col[i as usize] = v;
+                        }
+                        col
+                    })
+                    .collect()
+            });
+            NativeData {
+                names,
+                sources: columns
+                    .into_iter()
+                    .map(|c| Source::Owned(Column::Numeric(Cow::Owned(c))))
+                    .collect(),
+                matrix: None,
+                table: None,
+                n_rows,
+                label: label_of(label)?,
+                weight: weight_of(weight),
+            }
+            .finish(py)
+        })
+    }
+
     /// A dataset from an object exporting the Arrow PyCapsule stream interface
     /// (`__arrow_c_stream__`: pyarrow Table or RecordBatchReader, polars DataFrame, ...).
     /// Columns named in `categorical` are read as categories even when numeric.
