@@ -12,17 +12,23 @@ fn train_as(
     Booster::train_with(params, &run, d, evals, &mut Quiet)
 }
 
+/// The model trained with `threads`, after checking the run really had that many: equal
+/// models alone would also pass if the setting were ignored.
 fn model_with_threads(params: &Params, task: &str, threads: usize) -> String {
     let d = synthetic(6_000, task, 5);
     let run = RunOptions {
         threads,
         ..Default::default()
     };
-    train_as(params, run, &d, &[]).unwrap().to_json()
+    let b = train_as(params, run, &d, &[]).unwrap();
+    let record = b.run_record();
+    assert_eq!(record.threads, [threads], "the pool the run had");
+    assert_eq!(record.backends, ["cpu"]);
+    b.to_json()
 }
 
 #[test]
-fn one_and_two_threads_save_identical_models() {
+fn one_two_three_and_seven_threads_save_identical_models() {
     for (task, objective) in [
         ("regression", ObjectiveKind::SquaredError),
         ("binary", ObjectiveKind::Logistic),
@@ -46,11 +52,14 @@ fn one_and_two_threads_save_identical_models() {
                     ..Default::default()
                 };
                 let one = model_with_threads(&params, task, 1);
-                let two = model_with_threads(&params, task, 2);
-                assert!(
-                    one == two,
-                    "{objective} {quantisation:?} {policy:?}: models differ"
-                );
+                // 7 exceeds the cores of most CI machines: rayon still builds the pool
+                for threads in [2, 3, 7] {
+                    let other = model_with_threads(&params, task, threads);
+                    assert!(
+                        one == other,
+                        "{objective} {quantisation:?} {policy:?}: {threads} threads differ"
+                    );
+                }
                 assert!(one.len() > 1000);
             }
         }
@@ -111,7 +120,18 @@ fn one_to_four_in_process_workers_save_identical_models_with_every_codec() {
                         "{objective} {quantisation:?} {workers} workers {comm_codec:?}: model differs"
                     );
                     assert!(b.comm_stats().allreduce_calls > 0);
-                    assert!(b.comm_stats().bytes_sent > 0);
+                    // every worker trained and talked, not just rank 0
+                    let record = b.run_record();
+                    assert_eq!(record.workers(), workers, "workers that trained");
+                    assert_eq!(record.backends, vec!["cpu"; workers]);
+                    assert_eq!(record.threads, vec![1; workers], "2 threads over {workers}");
+                    for (rank, c) in record.comm.iter().enumerate() {
+                        assert!(
+                            c.bytes_sent > 0,
+                            "{workers} workers: rank {rank} sent nothing"
+                        );
+                        assert!(c.allreduce_calls > 0, "rank {rank} reduced nothing");
+                    }
                 }
             }
         }

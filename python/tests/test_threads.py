@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 import time
 
@@ -21,24 +22,30 @@ def big() -> sapwood.Dataset:
 
 
 def test_training_releases_the_gil(big: sapwood.Dataset) -> None:
-    ticks = 0
-    done = threading.Event()
+    # Ordering, not rate: with a switch interval far longer than the test, the trainer
+    # thread keeps the GIL until it blocks, so this thread can run Python before training
+    # ends only if `train` released the GIL; one that held it would let this thread run
+    # only after `train` returned and `finished` was set.
+    inside = threading.Event()
+    finished = threading.Event()
 
-    def count() -> None:
-        nonlocal ticks
-        while not done.is_set():
-            ticks += 1
-            time.sleep(0.001)
+    def trainer() -> None:
+        inside.set()
+        sapwood.train({"n_jobs": 1, "max_depth": 8}, big, 40)
+        finished.set()
 
-    t = threading.Thread(target=count)
-    t.start()
-    start = time.perf_counter()
-    sapwood.train({"n_jobs": 1, "max_depth": 8}, big, 40)
-    elapsed = time.perf_counter() - start
-    done.set()
-    t.join()
-    # a thread blocked on the GIL would barely tick; a free one ticks about once a ms
-    assert ticks > 0.25 * elapsed * 1000, (ticks, elapsed)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1000.0)
+    try:
+        t = threading.Thread(target=trainer)
+        t.start()
+        assert inside.wait(60)
+        ran_while_training = not finished.is_set()
+        t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert finished.is_set()
+    assert ran_while_training, "this thread ran only after training ended"
 
 
 @pytest.mark.skipif(not hasattr(signal, "pthread_kill"), reason="needs POSIX signals")

@@ -268,17 +268,36 @@ fn bad_input_exits_2_with_one_line_and_no_output() {
 fn ctrl_c_saves_the_model_trained_so_far() {
     let t = tempfile::tempdir().unwrap();
     let model = t.path().join("m.json");
+    let ck = t.path().join("ck.json");
     let bin = assert_cmd::cargo::cargo_bin("sapwood");
-    let child = std::process::Command::new(bin)
+    let mut child = std::process::Command::new(bin)
         .args(["train", "--rounds", "1000000", "--label", "price", "--data"])
         .arg(repo().join("datasets/diamonds/train.parquet"))
         .arg("--model")
         .arg(&model)
+        .args(["--checkpoint-every", "1", "--checkpoint"])
+        .arg(&ck)
         .stderr(Stdio::piped())
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(2500));
+    // ready when a round is done (the Ctrl-C handler is installed before training starts):
+    // the first checkpoint says so, however slow the machine
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    let ready = |ck: &Path| {
+        std::fs::read_to_string(ck)
+            .ok()
+            .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
+            .and_then(|v| v["rounds"].as_u64())
+            .unwrap_or(0)
+    };
+    let mut seen = ready(&ck);
+    while seen == 0 {
+        assert!(child.try_wait().unwrap().is_none(), "training ended early");
+        assert!(std::time::Instant::now() < deadline, "no round in 300 s");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        seen = ready(&ck);
+    }
     let status = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -289,7 +308,7 @@ fn ctrl_c_saves_the_model_trained_so_far() {
     assert_eq!(out.status.code(), Some(130), "saved, then exit 130: {err}");
     assert!(err.contains("interrupted: saved the"), "{err}");
     let b = Booster::load(&model).unwrap();
-    assert!(b.num_rounds() > 0 && b.num_rounds() < 1_000_000);
+    assert!(b.num_rounds() as u64 >= seen && b.num_rounds() < 1_000_000);
     assert_eq!(
         b.model().params.num_rounds,
         b.num_rounds(),
@@ -497,8 +516,11 @@ fn predict_writes_contributions_that_sum_to_the_margin_and_leaf_columns() {
 fn device_wgpu_saves_the_cpu_model_or_says_no_adapter_was_found() {
     let t = tempfile::tempdir().unwrap();
     let data = repo().join("datasets/penguins/train.parquet");
-    let run = |device: &str, model: &Path| {
-        sapwood()
+    // trains with `device` on `workers` in-process workers; returns the run's output and
+    // what its summary says ran (equal models alone would pass if --device were ignored)
+    let run = |device: &str, workers: &str, model: &Path| {
+        let summary = model.with_extension("summary.json");
+        let out = sapwood()
             .args([
                 "train",
                 "--quiet",
@@ -509,18 +531,47 @@ fn device_wgpu_saves_the_cpu_model_or_says_no_adapter_was_found() {
                 "--rounds",
                 "8",
             ])
-            .args(["--device", device, "--set", "grad_bits=8", "--data"])
+            .args(["--device", device, "--workers", workers, "--threads", "3"])
+            .args(["--set", "grad_bits=8", "--data"])
             .arg(&data)
             .arg("--model")
             .arg(model)
+            .arg("--summary")
+            .arg(&summary)
             .env("XDG_RUNTIME_DIR", t.path())
             .output()
-            .unwrap()
+            .unwrap();
+        let ran = std::fs::read_to_string(&summary)
+            .ok()
+            .map(|s| serde_json::from_str::<serde_json::Value>(&s).unwrap()["ran"].clone());
+        (out, ran)
+    };
+    let backends = |ran: &serde_json::Value| -> Vec<String> {
+        ran["backends"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no backends in {ran}"))
+            .iter()
+            .map(|b| b.as_str().unwrap().to_string())
+            .collect()
     };
     let (cpu, gpu) = (t.path().join("cpu.json"), t.path().join("gpu.json"));
-    assert!(run("cpu", &cpu).status.success());
-    let out = run("wgpu", &gpu);
+    let (out, ran) = run("cpu", "1", &cpu);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ran = ran.unwrap();
+    assert_eq!(backends(&ran), ["cpu"]);
+    assert_eq!(ran["threads_per_worker"], serde_json::json!([3]), "{ran}");
+    let (out, ran) = run("wgpu", "1", &gpu);
     if out.status.success() {
+        let ran = ran.expect("a summary");
+        let names = backends(&ran);
+        assert!(
+            names.len() == 1 && names[0].starts_with("wgpu: "),
+            "the wgpu backend ran: {ran}"
+        );
         assert_eq!(
             std::fs::read(&cpu).unwrap(),
             std::fs::read(&gpu).unwrap(),
@@ -528,36 +579,21 @@ fn device_wgpu_saves_the_cpu_model_or_says_no_adapter_was_found() {
         );
         // three logical devices on the one adapter, one in-process worker each
         let three = t.path().join("gpu3.json");
-        let run3 = sapwood()
-            .args([
-                "train",
-                "--quiet",
-                "--label",
-                "species",
-                "--objective",
-                "multi:softprob",
-                "--rounds",
-                "8",
-            ])
-            .args([
-                "--device",
-                "wgpu",
-                "--workers",
-                "3",
-                "--set",
-                "grad_bits=8",
-                "--data",
-            ])
-            .arg(&data)
-            .arg("--model")
-            .arg(&three)
-            .env("XDG_RUNTIME_DIR", t.path())
-            .output()
-            .unwrap();
+        let (run3, ran3) = run("wgpu", "3", &three);
         assert!(
             run3.status.success(),
             "{}",
             String::from_utf8_lossy(&run3.stderr)
+        );
+        let ran3 = ran3.expect("a summary");
+        assert_eq!(ran3["workers"], 3, "{ran3}");
+        // the 3 threads are shared among the workers
+        assert_eq!(ran3["threads_per_worker"], serde_json::json!([1, 1, 1]));
+        assert_eq!(backends(&ran3), vec![names[0].clone(); 3], "{ran3}");
+        let sent = ran3["bytes_sent_per_worker"].as_array().unwrap();
+        assert!(
+            sent.len() == 3 && sent.iter().all(|b| b.as_u64().unwrap() > 0),
+            "every worker sent bytes: {ran3}"
         );
         assert_eq!(
             std::fs::read(&cpu).unwrap(),

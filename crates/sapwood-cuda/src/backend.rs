@@ -232,6 +232,10 @@ impl HistBackend for CudaBackend {
         self.shape.n
     }
 
+    fn name(&self) -> String {
+        format!("cuda: {}", self.gpu.shared.name)
+    }
+
     fn compute_gradients(&mut self) -> Result<Vec<[f32; 2]>> {
         let stream = &self.gpu.stream;
         stream

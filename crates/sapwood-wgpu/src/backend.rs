@@ -191,6 +191,10 @@ impl HistBackend for WgpuBackend {
         self.shape.n
     }
 
+    fn name(&self) -> String {
+        format!("wgpu: {}", self.device_name())
+    }
+
     fn compute_gradients(&mut self) -> Result<Vec<[f32; 2]>> {
         let g = &self.gpu;
         let mut enc = g.encoder();

@@ -7,7 +7,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use sapwood_collective::{in_process, RingCollective, Transport};
-use sapwood_core::backend::{BackendFactory, CpuFactory};
+use sapwood_core::backend::{BackendFactory, CpuFactory, HistBackend, ShardData};
 use sapwood_core::collective::{Collective, CommStats, SingleWorker};
 use sapwood_core::explain;
 use sapwood_core::model::{ClassLabel, Model};
@@ -102,6 +102,25 @@ pub struct RankShard<'a> {
     pub classes: Option<Vec<ClassLabel>>,
 }
 
+/// What a training run actually used, as opposed to what it was asked for: settings that
+/// never change the model can only be checked this way.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunRecord {
+    /// Each worker's thread-pool size (`rayon::current_num_threads()` inside it), by rank.
+    pub threads: Vec<usize>,
+    /// Each worker's traffic, by rank (this process's worker only for a distributed rank).
+    pub comm: Vec<CommStats>,
+    /// The name of every backend built (e.g. "cpu", "wgpu: <adapter>"), one per worker.
+    pub backends: Vec<String>,
+}
+
+impl RunRecord {
+    /// Workers that trained (in this process).
+    pub fn workers(&self) -> usize {
+        self.threads.len()
+    }
+}
+
 /// A trained model with its evaluation history.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Booster {
@@ -110,7 +129,45 @@ pub struct Booster {
     interrupted: bool,
     comm: CommStats,
     comm_rounds: Vec<CommStats>,
+    record: RunRecord,
 }
+
+/// A factory that notes the name of every backend it builds, for [`RunRecord::backends`].
+struct Recording<'a> {
+    inner: &'a dyn BackendFactory,
+    names: std::sync::Mutex<Vec<String>>,
+}
+
+impl<'a> Recording<'a> {
+    fn new(inner: &'a dyn BackendFactory) -> Self {
+        Recording {
+            inner,
+            names: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    fn names(self) -> Vec<String> {
+        let mut names = self.names.into_inner().unwrap_or_else(|e| e.into_inner());
+        // workers build theirs concurrently: sort so the record does not depend on timing
+        names.sort();
+        names
+    }
+}
+
+impl BackendFactory for Recording<'_> {
+    fn create(&self, shard: ShardData) -> sapwood_core::Result<Box<dyn HistBackend>> {
+        let backend = self.inner.create(shard)?;
+        let name = backend.name();
+        self.names
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(name);
+        Ok(backend)
+    }
+}
+
+/// One worker's result with the size of the pool it ran in.
+type WorkerRun = (train::Trained, usize);
 
 /// Validates the parameters and run options (the one place they are checked before
 /// training) and encodes the training labels; fills `num_class` from them.
@@ -191,21 +248,28 @@ fn eval_labels(
 }
 
 /// Runs `work` on every in-process worker (one thread, thread pool, shard and collective
-/// each) and returns rank 0's result. Worker failures stop the others (their collectives
-/// fail), and the first real cause is reported rather than the peers' "has stopped".
+/// each) and returns rank 0's result with every worker's pool size and traffic. Worker
+/// failures stop the others (their collectives fail), and the first real cause is reported
+/// rather than the peers' "has stopped".
 fn run_workers<F>(
     run: &RunOptions,
     n_rows: usize,
     observer: &mut dyn TrainObserver,
     work: F,
-) -> Result<train::Trained>
+) -> Result<(train::Trained, RunRecord)>
 where
     F: Fn(Range<usize>, &mut dyn Collective, &mut dyn TrainObserver) -> Result<train::Trained>
         + Sync,
 {
     let workers = run.workers;
     if workers <= 1 {
-        return thread_pool(run.threads)?.install(|| work(0..n_rows, &mut SingleWorker, observer));
+        let (t, threads) = in_pool(run.threads, || work(0..n_rows, &mut SingleWorker, observer))?;
+        let record = RunRecord {
+            threads: vec![threads],
+            comm: vec![t.comm],
+            backends: Vec::new(),
+        };
+        return Ok((t, record));
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let most = max_workers(cores);
@@ -230,7 +294,7 @@ where
     let transports = in_process(workers, WORKER_TIMEOUT);
     let blocks = sapwood_collective::ring::even_blocks(n_rows, workers);
     let work = &work;
-    let results: Vec<Result<train::Trained>> = std::thread::scope(|scope| {
+    let results: Vec<Result<WorkerRun>> = std::thread::scope(|scope| {
         let mut observer = Some(observer);
         let handles: Vec<_> = transports
             .into_iter()
@@ -245,7 +309,7 @@ where
                         Some(o) => o,
                         None => &mut quiet,
                     };
-                    thread_pool(per_worker)?.install(|| work(rows, &mut collective, obs))
+                    in_pool(per_worker, || work(rows, &mut collective, obs))
                 })
             })
             .collect();
@@ -259,9 +323,12 @@ where
     });
     let mut first = None;
     let mut consequence = None;
+    let mut record = RunRecord::default();
     for r in results {
         match r {
-            Ok(t) => {
+            Ok((t, threads)) => {
+                record.threads.push(threads);
+                record.comm.push(t.comm);
                 if first.is_none() {
                     first = Some(t);
                 }
@@ -274,7 +341,7 @@ where
     }
     match (consequence, first) {
         (Some(e), _) => Err(e),
-        (None, Some(t)) => Ok(t),
+        (None, Some(t)) => Ok((t, record)),
         (None, None) => Err(Error::Collective("no worker finished".into())),
     }
 }
@@ -312,6 +379,18 @@ fn thread_pool(threads: usize) -> Result<rayon::ThreadPool> {
         .num_threads(threads)
         .build()
         .map_err(|e| Error::param("threads", e.to_string()))
+}
+
+/// Runs `work` in a pool of `threads` (0: rayon's default) and returns its result with the
+/// pool size seen from inside, which is what the work actually had.
+fn in_pool<T>(threads: usize, work: impl FnOnce() -> Result<T> + Send) -> Result<(T, usize)>
+where
+    T: Send,
+{
+    thread_pool(threads)?.install(|| {
+        let size = rayon::current_num_threads();
+        work().map(|t| (t, size))
+    })
 }
 
 impl Booster {
@@ -352,10 +431,11 @@ impl Booster {
             });
         }
         let eval_inputs = std::sync::Mutex::new(Some(eval_inputs));
-        let factory = factory(run)?;
+        let chosen = factory(run)?;
+        let factory = Recording::new(chosen.as_ref());
         // every worker continues from the same checkpoint
         let resume = observer.resume_from()?;
-        let trained = run_workers(
+        let (trained, mut record) = run_workers(
             run,
             train.n_rows(),
             observer,
@@ -378,12 +458,13 @@ impl Booster {
                     evals,
                     resume.clone(),
                     collective,
-                    factory.as_ref(),
+                    &factory,
                     observer,
                 )
             },
         )?;
-        Ok(Booster::finish(trained, encoded.classes))
+        record.backends = factory.names();
+        Ok(Booster::finish(trained, encoded.classes, record))
     }
 
     /// Trains on data binned as it was read (see [`crate::CutPass`]); evaluation sets must
@@ -417,11 +498,12 @@ impl Booster {
             ));
         }
         let eval_sets = std::sync::Mutex::new(Some(eval_sets));
-        let factory = factory(run)?;
+        let chosen = factory(run)?;
+        let factory = Recording::new(chosen.as_ref());
         let n = train.n_rows();
         // every worker continues from the same checkpoint
         let resume = observer.resume_from()?;
-        let trained = run_workers(run, n, observer, |rows, collective, observer| {
+        let (trained, mut record) = run_workers(run, n, observer, |rows, collective, observer| {
             let binned = if rows.len() == n {
                 train.binned.clone()
             } else {
@@ -446,9 +528,10 @@ impl Booster {
                 evals,
                 resume: resume.clone(),
             };
-            train::train_binned(&params, job, collective, factory.as_ref(), observer)
+            train::train_binned(&params, job, collective, &factory, observer)
         })?;
-        Ok(Booster::finish(trained, encoded.classes))
+        record.backends = factory.names();
+        Ok(Booster::finish(trained, encoded.classes, record))
     }
 
     /// Trains this worker's shard of a distributed job (e.g. one MPI rank, see
@@ -501,7 +584,8 @@ impl Booster {
             weights: local.weight.clone(),
             row_offset,
         };
-        let factory = factory(run)?;
+        let chosen = factory(run)?;
+        let factory = Recording::new(chosen.as_ref());
         let job = BinnedJob {
             feature_names: local.names.clone(),
             cuts: local.cuts.clone(),
@@ -510,13 +594,22 @@ impl Booster {
             evals: eval_sets,
             resume: observer.resume_from()?,
         };
-        let trained = thread_pool(run.threads)?.install(|| {
-            train::train_binned(&params, job, collective, factory.as_ref(), observer)
+        let (trained, threads) = in_pool(run.threads, || {
+            train::train_binned(&params, job, collective, &factory, observer)
         })?;
-        Ok(Booster::finish(trained, encoded.classes))
+        let record = RunRecord {
+            threads: vec![threads],
+            comm: vec![trained.comm],
+            backends: factory.names(),
+        };
+        Ok(Booster::finish(trained, encoded.classes, record))
     }
 
-    fn finish(trained: train::Trained, classes: Option<Vec<ClassLabel>>) -> Booster {
+    fn finish(
+        trained: train::Trained,
+        classes: Option<Vec<ClassLabel>>,
+        record: RunRecord,
+    ) -> Booster {
         let mut model = trained.model;
         model.classes = classes;
         if trained.interrupted {
@@ -529,6 +622,7 @@ impl Booster {
             interrupted: trained.interrupted,
             comm: trained.comm,
             comm_rounds: trained.comm_rounds,
+            record,
         }
     }
 
@@ -598,6 +692,7 @@ impl Booster {
             interrupted: false,
             comm: CommStats::default(),
             comm_rounds: Vec::new(),
+            record: RunRecord::default(),
         })
     }
 
@@ -664,6 +759,12 @@ impl Booster {
     /// Bytes exchanged between workers during training (zeros for one worker).
     pub fn comm_stats(&self) -> CommStats {
         self.comm
+    }
+
+    /// What the run actually used: pool sizes, workers, backends, traffic per worker (empty
+    /// for a loaded model).
+    pub fn run_record(&self) -> &RunRecord {
+        &self.record
     }
 
     /// Bytes exchanged in each round (empty for a loaded model).

@@ -6,7 +6,7 @@ mod labels;
 mod stream;
 
 pub use booster::ExportFormat;
-pub use booster::{Booster, Importance, Output, PredictOptions, Predictions, RankShard};
+pub use booster::{Booster, Importance, Output, PredictOptions, Predictions, RankShard, RunRecord};
 pub use dataset::{Dataset, DatasetBuilder, Label};
 pub use labels::{
     encode as encode_labels, encode_with as encode_labels_with, global_classes,
@@ -26,9 +26,7 @@ pub use sapwood_core::params::{
     PARAM_NAMES, RUN_OPTION_NAMES,
 };
 pub use sapwood_core::split::{BinSet, SplitRule};
-pub use sapwood_core::train::{
-    Checkpoint, Control, EvalResult, Quiet, RoundReport, TrainObserver,
-};
+pub use sapwood_core::train::{Checkpoint, Control, EvalResult, Quiet, RoundReport, TrainObserver};
 pub use sapwood_core::tree::{Node, NodeId, Split, Tree};
 pub use sapwood_core::{Error, Result};
 pub use stream::{BinPass, BinnedDataset, CutPass};

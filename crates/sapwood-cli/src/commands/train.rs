@@ -320,6 +320,7 @@ fn write_outputs(
         }
     }
     if let Some(path) = &a.summary {
+        let record = booster.run_record();
         let history: Vec<serde_json::Value> = booster
             .history()
             .iter()
@@ -352,6 +353,14 @@ fn write_outputs(
             "peak_memory_mib": super::peak_memory_mib(),
             "device": run.device.to_string(),
             "workers": run.workers,
+            // what ran, not what was asked: settings that never change the model are
+            // checked through this
+            "ran": {
+                "workers": record.workers(),
+                "threads_per_worker": record.threads,
+                "backends": record.backends,
+                "bytes_sent_per_worker": record.comm.iter().map(|c| c.bytes_sent).collect::<Vec<_>>(),
+            },
             "communication": {
                 "bytes_sent": comm.bytes_sent,
                 "bytes_before_compression": comm.bytes_uncompressed,
@@ -412,6 +421,20 @@ fn run_mpi(a: TrainArgs, settings: Settings) -> Result<()> {
         let source = Source::open(&a.data, &opts)?;
         let shard = source.shard(rank, size);
         let local = bin_source(&source, &a.data, &opts, &params, None, &shard, &mut coll)?;
+        if !a.quiet {
+            // every rank reads only its own rows (whole row groups for Parquet): say which,
+            // counted from what was binned, so a run and its tests can see it; one write,
+            // so the ranks' lines do not interleave in mpirun's output
+            let line = format!(
+                "rank {rank} of {size}: read {} rows ({}..{} of {}, row groups {:?})\n",
+                local.n_rows(),
+                shard.rows.start,
+                shard.rows.end,
+                source.num_rows(),
+                shard.row_groups.as_deref().unwrap_or_default(),
+            );
+            eprint!("{line}");
+        }
         let classes = sapwood::global_classes(
             params.objective,
             local.label().expect("labels were read"),

@@ -193,6 +193,10 @@ impl HistBackend for CpuBackend {
         self.binned.n_rows()
     }
 
+    fn name(&self) -> String {
+        "cpu".into()
+    }
+
     fn compute_gradients(&mut self) -> Result<Vec<[f32; 2]>> {
         let k = self.objective.groups();
         let obj = self.objective;

@@ -87,4 +87,10 @@ pub trait HistBackend: Send {
 
     /// The shard's current margins, `groups` per row (for tests and diagnostics).
     fn margins(&self) -> Result<Vec<f32>>;
+
+    /// What ran, e.g. "cpu" or "wgpu: <adapter>", so a run can show which backend it used.
+    fn name(&self) -> String {
+        // test doubles need not name themselves
+        "unnamed".into()
+    }
 }
