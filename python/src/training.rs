@@ -196,9 +196,8 @@ pub fn train(
             .collect::<PyResult<Vec<_>>>()?;
         let eval_refs: Vec<(&str, &Dataset<'_>)> = eval_sets.iter().map(|(n, d)| (*n, d)).collect();
         if checkpoint.as_ref().is_some_and(|c| c.1 == 0) {
-            return Err(Kind::Parameter.err(
-                "invalid parameter `checkpoint_every`: use at least 1 round".to_string(),
-            ));
+            return Err(Kind::Parameter
+                .err("invalid parameter `checkpoint_every`: use at least 1 round".to_string()));
         }
         let (path, every) = checkpoint.unzip();
         let checkpoints = Checkpointing {

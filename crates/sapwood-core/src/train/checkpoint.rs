@@ -112,9 +112,7 @@ impl Checkpoint {
         if v["version"] != VERSION {
             return Err(bad(format!("version {} is not {VERSION}", v["version"])));
         }
-        let rounds = v["rounds"]
-            .as_u64()
-            .ok_or_else(|| bad("no round count"))? as usize;
+        let rounds = v["rounds"].as_u64().ok_or_else(|| bad("no round count"))? as usize;
         let best = match &v["best"] {
             Value::Null => None,
             Value::Array(a) if a.len() == 2 => Some((
@@ -181,10 +179,10 @@ impl Checkpoint {
         } else if m.cuts != skeleton.cuts {
             Some("bins (the data differ)")
         } else if m.groups != skeleton.groups
-            || m.base_margin.iter().map(|v| v.to_bits()).ne(skeleton
-                .base_margin
+            || m.base_margin
                 .iter()
-                .map(|v| v.to_bits()))
+                .map(|v| v.to_bits())
+                .ne(skeleton.base_margin.iter().map(|v| v.to_bits()))
         {
             Some("base margin (the labels differ)")
         } else {
@@ -193,7 +191,9 @@ impl Checkpoint {
         match differs {
             Some(what) => Err(Error::param(
                 "resume",
-                format!("the checkpoint was written by another job: its {what} differ from this run's"),
+                format!(
+                    "the checkpoint was written by another job: its {what} differ from this run's"
+                ),
             )),
             None if self.rounds > skeleton.params.num_rounds => Err(Error::param(
                 "resume",
