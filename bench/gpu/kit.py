@@ -227,13 +227,15 @@ def trainings(run: Run, kit: Path, files: dict[str, Path], small: int, large: in
     run.section("Trainings: CPU against GPU", lines)
 
 
-def bench(run: Run, kit: Path) -> None:
-    if run.left() < 120:
-        run.section("cuda_bench", ["skipped (time)"])
+def bench(run: Run, kit: Path, parts: str, title: str, quick: bool, limit: float) -> None:
+    """One cuda_bench run (its parts: identity, hist, skewed, train, nccl)."""
+    if run.left() < 60:
+        run.section(title, ["skipped (time)"])
         return
-    status, text, secs = run.sh([str(kit / "bin" / "cuda_bench")], min(240, run.left() - 30))
+    cmd = [str(kit / "bin" / "cuda_bench"), "--parts", parts] + (["--quick"] if quick else [])
+    status, text, secs = run.sh(cmd, min(limit, run.left() - 30))
     tail = text.strip().splitlines()[-40:]
-    run.section("cuda_bench", [f"exit {status} after {secs:.0f} s", "", "```", *tail, "```"])
+    run.section(title, [f"`{' '.join(cmd[1:])}`: exit {status} after {secs:.0f} s", "", "```", *tail, "```"])
 
 
 def main() -> int:
@@ -253,8 +255,11 @@ def main() -> int:
     _, smi, _ = run.sh(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"], 30)
     run.section("Machine", [f"- GPU: {smi.strip()}", f"- CPU cores: {os.cpu_count()}"])
     run_tests(run, a.kit)
+    # kernel throughput, the skewed-feature case and the NCCL runs (one rank per GPU, then
+    # two logical devices per GPU) first: they are short and answer the review's questions
+    bench(run, a.kit, "identity,hist,skewed,nccl", "cuda_bench: kernels, skew, NCCL", True, 120)
     trainings(run, a.kit, files, a.small, a.large)
-    bench(run, a.kit)
+    bench(run, a.kit, "train", "cuda_bench: training with data on the device", False, 200)
     report = run.report()
     (a.out / "gpu-report.md").write_text(report)
     print("\n" + report, flush=True)
