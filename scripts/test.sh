@@ -41,5 +41,7 @@ export SAPWOOD_FUZZ_SECONDS="${SAPWOOD_FUZZ_SECONDS:-20}"
 # selection for the whole workspace, so nothing is built twice
 cargo test --workspace --release --locked --features sapwood-cli/mpi
 
-# the Python package: built with maturin into a virtualenv, pytest and the type checks
+# the Python package: built with maturin into a virtualenv, pytest and the type checks; its
+# CLI tests use the binary built above
+export SAPWOOD_CLI="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/release/sapwood"
 bash python/run_tests.sh

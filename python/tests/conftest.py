@@ -71,12 +71,14 @@ def mixed_frame() -> tuple[Any, np.ndarray]:
 
 
 def cli_binary() -> Path | None:
-    """The `sapwood` command-line binary, if built (SAPWOOD_CLI overrides)."""
+    """The `sapwood` command-line binary: the one `SAPWOOD_CLI` names (scripts/test.sh sets it
+    to the binary its cargo run built; a missing file is then an error, not a skip), else the
+    newest build under `CARGO_TARGET_DIR` (default `target/`), if any."""
     env = os.environ.get("SAPWOOD_CLI")
     if env:
-        return Path(env) if Path(env).exists() else None
-    for profile in ("release", "debug"):
-        p = REPO / "target" / profile / "sapwood"
-        if p.exists():
-            return p
-    return None
+        if not Path(env).exists():
+            raise FileNotFoundError(f"SAPWOOD_CLI names {env}, which does not exist")
+        return Path(env)
+    target = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
+    built = [p for p in (target / "release" / "sapwood", target / "debug" / "sapwood") if p.exists()]
+    return max(built, key=lambda p: p.stat().st_mtime) if built else None

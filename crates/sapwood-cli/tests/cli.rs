@@ -94,7 +94,7 @@ fn every_dataset_trains_predicts_and_evaluates_like_the_rust_api() {
             .assert()
             .success();
         let printed = String::from_utf8(eval.get_output().stdout.clone()).unwrap();
-        assert!(printed.contains(": "), "{name}: eval printed {printed}");
+        check_eval_output(name, &printed, &model, &test, label);
 
         // the same model through the Rust API on the same file
         let booster = Booster::load(&model).unwrap();
@@ -118,6 +118,77 @@ fn every_dataset_trains_predicts_and_evaluates_like_the_rust_api() {
             }
         }
     }
+}
+
+/// `eval` prints the objective's default metric, equal to the metric computed here from the
+/// model's predictions by its textbook formula (not through Sapwood's own metric code).
+fn check_eval_output(name: &str, printed: &str, model: &Path, data: &Path, label: &str) {
+    let booster = Booster::load(model).unwrap();
+    let t = read_parquet(
+        data,
+        &ReadOptions {
+            label: Some(label.into()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let p = booster
+        .predict(&Dataset::from_parts(t.features, None, None).unwrap())
+        .unwrap();
+    // each row's label as the index of its class, or its value for regression
+    let y: Vec<f64> = match (t.label.unwrap(), booster.classes()) {
+        (sapwood_io::LabelColumn::Numeric(v), None) => v.iter().map(|&x| x as f64).collect(),
+        (col, Some(classes)) => {
+            let names: Vec<String> = match col {
+                sapwood_io::LabelColumn::Numeric(v) => v.iter().map(|x| x.to_string()).collect(),
+                sapwood_io::LabelColumn::Strings(s) => s.into_iter().map(|x| x.unwrap()).collect(),
+            };
+            names
+                .iter()
+                .map(|n| classes.iter().position(|c| c.to_string() == *n).unwrap() as f64)
+                .collect()
+        }
+        (_, None) => panic!("{name}: string labels without classes"),
+    };
+    let n = y.len() as f64;
+    let (metric, want) = match booster.model().params.objective {
+        sapwood::ObjectiveKind::SquaredError => {
+            let se: f64 = y
+                .iter()
+                .zip(&p.values)
+                .map(|(y, &q)| (q as f64 - y).powi(2))
+                .sum();
+            ("rmse", (se / n).sqrt())
+        }
+        sapwood::ObjectiveKind::Logistic => {
+            let ll: f64 = y
+                .iter()
+                .zip(&p.values)
+                .map(|(y, &q)| {
+                    let q = (q as f64).clamp(1e-15, 1.0 - 1e-15);
+                    -(y * q.ln() + (1.0 - y) * (1.0 - q).ln())
+                })
+                .sum();
+            ("logloss", ll / n)
+        }
+        sapwood::ObjectiveKind::Softprob => {
+            let ll: f64 = y
+                .iter()
+                .enumerate()
+                .map(|(i, &c)| -(p.row(i)[c as usize] as f64).clamp(1e-15, 1.0).ln())
+                .sum();
+            ("mlogloss", ll / n)
+        }
+    };
+    let line = printed
+        .lines()
+        .find(|l| l.starts_with(&format!("{metric}: ")))
+        .unwrap_or_else(|| panic!("{name}: eval printed no {metric}: {printed}"));
+    let got: f64 = line[metric.len() + 2..].trim().parse().unwrap();
+    assert!(
+        (got - want).abs() <= 1e-4 * want.abs().max(1e-3),
+        "{name}: eval printed {metric} {got}, the predictions give {want}"
+    );
 }
 
 /// Runs a command that must fail: exit code 2, one `error:` line naming `needle`, and no
