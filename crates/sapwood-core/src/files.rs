@@ -105,3 +105,16 @@ fn process_alive(pid: u32) -> bool {
         true
     }
 }
+
+/// Reads `path` as text and parses it with `parse`; a read error names the file, and so does
+/// an invalid-content error (model files, checkpoints).
+pub fn read_parsed<T>(path: &Path, parse: impl FnOnce(&str) -> Result<T>) -> Result<T> {
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+        path: path.display().to_string(),
+        source,
+    })?;
+    parse(&text).map_err(|e| match e {
+        Error::InvalidModel(m) => Error::InvalidModel(format!("{}: {m}", path.display())),
+        e => e,
+    })
+}

@@ -715,15 +715,7 @@ impl Booster {
 
     /// Reads a model written by [`Booster::save`].
     pub fn load(path: impl AsRef<Path>) -> Result<Booster> {
-        let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-            path: path.display().to_string(),
-            source,
-        })?;
-        Self::from_json(&text).map_err(|e| match e {
-            Error::InvalidModel(m) => Error::InvalidModel(format!("{}: {m}", path.display())),
-            e => e,
-        })
+        sapwood_core::files::read_parsed(path.as_ref(), Self::from_json)
     }
 
     /// The underlying model.

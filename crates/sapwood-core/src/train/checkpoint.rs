@@ -63,14 +63,7 @@ impl Checkpoint {
 
     /// Reads a checkpoint written by [`Checkpoint::save`]; errors name the file.
     pub fn load(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-            path: path.display().to_string(),
-            source,
-        })?;
-        Self::from_json(&text).map_err(|e| match e {
-            Error::InvalidModel(m) => Error::InvalidModel(format!("{}: {m}", path.display())),
-            e => e,
-        })
+        crate::files::read_parsed(path, Self::from_json)
     }
 
     /// The checkpoint as JSON text.
