@@ -14,6 +14,11 @@
 #define MIN_HESSIAN_BITS 0x24e69595u
 // 2^-24 exactly: probabilities are integers times this
 #define INV_ONE 5.9604644775390625e-8f
+#define EXP2_STEP_BITS 10u
+#define EXP2_VALUE_BITS 23
+#define EXP2_LIMIT 100.0f
+// log2(e) rounded to f32 (the core's LOG2_E)
+#define LOG2_E_BITS 0x3fb8aa3bu
 // groups whose maxima are reduced in shared memory; the rest go to global atomics
 #define LOCAL_GROUPS 64u
 
@@ -57,6 +62,27 @@ __device__ __forceinline__ u32 exp_neg_fixed(const GradParams& p, const u32* __r
     return t[i] - (((t[i] - t[i + 1u]) * f) >> shift);
 }
 
+// The core's `exp_parts`: e^x = q * s, q an integer below 2^24 + 1 and s a power of two. The
+// base-2 table follows the exponential table in the same buffer.
+__device__ __forceinline__ void exp_parts(const GradParams& p, const u32* __restrict__ t, float x0,
+                                          float* q_out, float* s_out) {
+    float x = ftz(x0);
+    if (is_nan_f32(x)) {
+        x = 0.0f;
+    }
+    float tt = fminf(fmaxf(ftz(__fmul_rn(x, __uint_as_float(LOG2_E_BITS))), -EXP2_LIMIT), EXP2_LIMIT);
+    i32 fixed = __float2int_rn(__fmul_rn(tt, (float)(1u << MARGIN_FRAC_BITS)));
+    i32 k = fixed >> MARGIN_FRAC_BITS;
+    u32 frac = ((u32)fixed) & ((1u << MARGIN_FRAC_BITS) - 1u);
+    const u32 shift = MARGIN_FRAC_BITS - EXP2_STEP_BITS;
+    u32 i = p.exp_len + (frac >> shift);
+    u32 f = frac & ((1u << shift) - 1u);
+    u32 a = t[i];
+    u32 q = a + (((t[i + 1u] - a) * f) >> shift);
+    *q_out = (float)q;
+    *s_out = __uint_as_float(((u32)(k - EXP2_VALUE_BITS + 127)) << 23);
+}
+
 __device__ __forceinline__ void record(u32* local_max, u32* maxes, u32 c, float g, float h) {
     // NaN never wins a max on the CPU (f32::max ignores it)
     u32 gb = is_nan_f32(g) ? 0u : (__float_as_uint(g) & 0x7fffffffu);
@@ -96,6 +122,47 @@ extern "C" __global__ void __launch_bounds__(256) gradients(
             float pr = __fmul_rn((float)sigmoid_fixed(p, sigmoid_table, margins[base]), INV_ONE);
             float g = ftz(__fmul_rn(ftz(__fsub_rn(pr, y)), w));
             float h = ftz(__fmul_rn(fmaxf(__fmul_rn(pr, __fsub_rn(1.0f, pr)), min_hessian), w));
+            grad[2u * base] = g;
+            grad[2u * base + 1u] = h;
+            record(local_max, maxes, 0u, g, h);
+        } else if (p.kind >= 3u) {
+            // the core's Objective::gradient for kinds 3 to 8
+            const float c0 = __uint_as_float(p.c0);
+            const float c1 = __uint_as_float(p.c1);
+            const float m = ftz(margins[base]);
+            float g, h = w;
+            if (p.kind == 3u) {
+                float d = ftz(__fsub_rn(m, y));
+                g = d > 0.0f ? w : (d < 0.0f ? -w : 0.0f);
+            } else if (p.kind == 4u) {
+                float d = ftz(__fsub_rn(m, y));
+                g = ftz(__fmul_rn(d >= 0.0f ? c1 : -c0, w));
+            } else if (p.kind == 5u) {
+                float d = ftz(__fsub_rn(m, y));
+                g = ftz(__fmul_rn(fmaxf(fminf(d, c0), -c0), w));
+            } else if (p.kind == 6u) {
+                float q, sc, qh, sh;
+                exp_parts(p, exp_table, m, &q, &sc);
+                exp_parts(p, exp_table, ftz(__fadd_rn(m, c0)), &qh, &sh);
+                g = ftz(__fmul_rn(ftz(__fsub_rn(__fmul_rn(q, sc), y)), w));
+                h = ftz(__fmul_rn(fmaxf(__fmul_rn(qh, sh), min_hessian), w));
+            } else if (p.kind == 7u) {
+                float q, sc;
+                exp_parts(p, exp_table, -m, &q, &sc);
+                float pr = ftz(__fmul_rn(ftz(__fmul_rn(y, q)), sc));
+                g = ftz(__fmul_rn(ftz(__fsub_rn(1.0f, pr)), w));
+                h = ftz(__fmul_rn(fmaxf(pr, min_hessian), w));
+            } else {
+                float qa, sa, qb, sb;
+                exp_parts(p, exp_table, ftz(__fmul_rn(c0, m)), &qa, &sa);
+                exp_parts(p, exp_table, ftz(__fmul_rn(c1, m)), &qb, &sb);
+                float a = ftz(__fmul_rn(ftz(__fmul_rn(y, qa)), sa));
+                float b = ftz(__fmul_rn(qb, sb));
+                g = ftz(__fmul_rn(ftz(__fsub_rn(b, a)), w));
+                float hb = ftz(__fmul_rn(ftz(__fmul_rn(c1, qb)), sb));
+                float ha = ftz(__fmul_rn(ftz(__fmul_rn(ftz(__fmul_rn(y, c0)), qa)), sa));
+                h = ftz(__fmul_rn(fmaxf(ftz(__fsub_rn(hb, ha)), min_hessian), w));
+            }
             grad[2u * base] = g;
             grad[2u * base + 1u] = h;
             record(local_max, maxes, 0u, g, h);

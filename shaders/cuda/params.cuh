@@ -6,11 +6,15 @@
 struct GradParams {
     u32 n;
     u32 k;
-    // 0 squared error, 1 logistic, 2 softmax
+    // the core's objective_code: 0 squared error, 1 logistic, 2 softmax, 3 absolute error,
+    // 4 quantile, 5 Huber, 6 Poisson, 7 gamma, 8 Tweedie
     u32 kind;
     u32 has_weights;
     u32 sigmoid_len;
     u32 exp_len;
+    // the loss's constants as f32 bits (Objective::constant_bits)
+    u32 c0;
+    u32 c1;
 };
 
 // quantise.cu

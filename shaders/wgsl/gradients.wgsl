@@ -12,6 +12,11 @@ const MIN_HESSIAN: f32 = 1e-16f;
 const ONE: u32 = 16777216u;
 // 2^-24 exactly: probabilities are integers times this
 const INV_ONE: f32 = 5.9604644775390625e-8f;
+const EXP2_STEP_BITS: u32 = 10u;
+const EXP2_VALUE_BITS: i32 = 23;
+const EXP2_LIMIT: f32 = 100.0;
+// log2(e) rounded to f32 (the core's LOG2_E)
+const LOG2_E_BITS: u32 = 0x3fb8aa3bu;
 // groups whose maxima are reduced in workgroup memory; the rest go to global atomics
 const LOCAL_GROUPS: u32 = 64u;
 
@@ -66,6 +71,76 @@ fn exp_neg_fixed(d0: f32) -> u32 {
     let f = fixed & ((1u << shift) - 1u);
     let a = exp_table[i];
     return a - (((a - exp_table[i + 1u]) * f) >> shift);
+}
+
+// The core's `exp_parts`: e^x = q * s, q an integer below 2^24 + 1 and s a power of two, so
+// that the last product of every use is exact (fusing it into an add changes nothing). The
+// base-2 table follows the exponential table in the same buffer.
+fn exp_parts(x0: f32) -> vec2<f32> {
+    var x = ftz(x0);
+    if (is_nan_f32(x)) {
+        x = 0.0;
+    }
+    let t = clamp(ftz(x * bitcast<f32>(LOG2_E_BITS)), -EXP2_LIMIT, EXP2_LIMIT);
+    let fixed = i32(round(t * f32(1u << MARGIN_FRAC_BITS)));
+    let k = fixed >> MARGIN_FRAC_BITS;
+    let frac = bitcast<u32>(fixed) & ((1u << MARGIN_FRAC_BITS) - 1u);
+    let shift = MARGIN_FRAC_BITS - EXP2_STEP_BITS;
+    let i = p.exp_len + (frac >> shift);
+    let f = frac & ((1u << shift) - 1u);
+    let a = exp_table[i];
+    let q = a + (((exp_table[i + 1u] - a) * f) >> shift);
+    let s = bitcast<f32>(u32(k - EXP2_VALUE_BITS + 127) << 23u);
+    return vec2<f32>(f32(q), s);
+}
+
+fn store(base: u32, g: f32, h: f32) {
+    grad[2u * base] = g;
+    grad[2u * base + 1u] = h;
+    record(0u, g, h);
+}
+
+// The core's `Objective::gradient` for the one-group losses beyond squared error and
+// logistic (kinds 3 to 8).
+fn one_group(base: u32, m0: f32, y: f32, w: f32) {
+    let c0 = bitcast<f32>(p.c0);
+    let c1 = bitcast<f32>(p.c1);
+    let m = ftz(m0);
+    if (p.kind == 3u) {
+        let d = ftz(m - y);
+        var g = 0.0;
+        if (d > 0.0) {
+            g = w;
+        } else if (d < 0.0) {
+            g = -w;
+        }
+        store(base, g, w);
+    } else if (p.kind == 4u) {
+        let d = ftz(m - y);
+        store(base, ftz(select(-c0, c1, d >= 0.0) * w), w);
+    } else if (p.kind == 5u) {
+        let d = ftz(m - y);
+        store(base, ftz(max(min(d, c0), -c0) * w), w);
+    } else if (p.kind == 6u) {
+        let e = exp_parts(m);
+        let eh = exp_parts(ftz(m + c0));
+        let g = ftz(ftz(e.x * e.y - y) * w);
+        let h = ftz(max(eh.x * eh.y, MIN_HESSIAN) * w);
+        store(base, g, h);
+    } else if (p.kind == 7u) {
+        let e = exp_parts(-m);
+        let pr = ftz(ftz(y * e.x) * e.y);
+        store(base, ftz(ftz(1.0 - pr) * w), ftz(max(pr, MIN_HESSIAN) * w));
+    } else {
+        let ea = exp_parts(ftz(c0 * m));
+        let eb = exp_parts(ftz(c1 * m));
+        let a = ftz(ftz(y * ea.x) * ea.y);
+        let b = ftz(eb.x * eb.y);
+        let g = ftz(ftz(b - a) * w);
+        let hb = ftz(ftz(c1 * eb.x) * eb.y);
+        let ha = ftz(ftz(ftz(y * c0) * ea.x) * ea.y);
+        store(base, g, ftz(max(ftz(hb - ha), MIN_HESSIAN) * w));
+    }
 }
 
 // floor((e << 24) / sum) for e <= 2^24 and sum >= 1: the core's u64 division, by restoring
@@ -146,6 +221,8 @@ fn main(
             grad[2u * base] = g;
             grad[2u * base + 1u] = h;
             record(0u, g, h);
+        } else if (p.kind >= 3u) {
+            one_group(base, margins[base], y, w);
         } else {
             // -inf: the fold's start; a NaN margin never wins the comparison
             var mx = bitcast<f32>(0xff800000u);

@@ -5,13 +5,15 @@
 struct GradParams {
     n: u32,
     k: u32,
-    // 0 squared error, 1 logistic, 2 softmax
+    // the core's objective_code: 0 squared error, 1 logistic, 2 softmax, 3 absolute error,
+    // 4 quantile, 5 Huber, 6 Poisson, 7 gamma, 8 Tweedie
     kind: u32,
     has_weights: u32,
     sigmoid_len: u32,
     exp_len: u32,
-    pad0: u32,
-    pad1: u32,
+    // the loss's constants as f32 bits (Objective::constant_bits)
+    c0: u32,
+    c1: u32,
 }
 
 // quantise.wgsl

@@ -179,6 +179,7 @@ fn check_eval_output(name: &str, printed: &str, model: &Path, data: &Path, label
                 .sum();
             ("mlogloss", ll / n)
         }
+        other => panic!("{name}: no bundled dataset trains {other}"),
     };
     let line = printed
         .lines()

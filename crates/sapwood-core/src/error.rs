@@ -23,11 +23,17 @@ pub enum Error {
         suggestion: Option<String>,
     },
     /// The objective name is not one Sapwood knows.
-    #[error("unknown objective `{0}`; expected one of reg:squarederror, binary:logistic, multi:softprob")]
+    #[error(
+        "unknown objective `{0}`; expected one of reg:squarederror, reg:absoluteerror, \
+         reg:quantileerror, reg:pseudohubererror, huber, count:poisson, reg:tweedie, reg:gamma, \
+         binary:logistic, binary:logitraw, multi:softprob, multi:softmax"
+    )]
     UnknownObjective(String),
     /// The metric name is not one Sapwood knows.
     #[error(
-        "unknown metric `{0}`; expected one of rmse, mae, logloss, error, auc, mlogloss, merror"
+        "unknown metric `{0}`; expected one of rmse, rmsle, mae, mape, mphe, quantile, \
+         poisson-nloglik, gamma-nloglik, gamma-deviance, tweedie-nloglik@RHO, logloss, error, auc, \
+         aucpr, mlogloss, merror"
     )]
     UnknownMetric(String),
     /// There is nothing to train on or to predict.

@@ -3,91 +3,184 @@
 use std::fmt;
 use std::str::FromStr;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::error::{Error, Result};
-use crate::objective::ObjectiveKind;
+use crate::objective::{Objective, ObjectiveKind};
 
-/// A metric reported on evaluation sets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+/// A metric's number parameter (the `1.5` of `tweedie-nloglik@1.5`), as f32 bits so that
+/// metrics stay comparable and hashable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MetricParam(u32);
+
+impl MetricParam {
+    /// The parameter `v`.
+    pub fn new(v: f32) -> Self {
+        MetricParam(v.to_bits())
+    }
+
+    /// Its value.
+    pub fn value(self) -> f32 {
+        f32::from_bits(self.0)
+    }
+}
+
+/// A metric reported on evaluation sets, named as XGBoost names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Metric {
     /// Root mean squared error.
     Rmse,
+    /// Root mean squared logarithmic error, on ln(1 + x).
+    Rmsle,
     /// Mean absolute error.
     Mae,
+    /// Mean absolute percentage error, |y - p| / |y|.
+    Mape,
+    /// Mean pseudo-Huber error, with the objective's `huber_slope`.
+    Mphe,
+    /// Pinball loss at the objective's `quantile_alpha`.
+    Quantile,
+    /// Negative log-likelihood of a Poisson regression.
+    PoissonNLogLik,
+    /// Negative log-likelihood of a gamma regression.
+    GammaNLogLik,
+    /// Residual deviance of a gamma regression.
+    GammaDeviance,
+    /// Negative log-likelihood of a Tweedie regression, with its variance power (the
+    /// objective's when `None`).
+    TweedieNLogLik(Option<MetricParam>),
     /// Binary cross-entropy.
-    #[serde(rename = "logloss")]
     LogLoss,
     /// Binary classification error at threshold 0.5.
     Error,
-    /// Area under the ROC curve (ties get half credit).
+    /// Area under the ROC curve (ties get half credit); for multiclass, one-vs-rest AUCs
+    /// weighted by class prevalence.
     Auc,
+    /// Area under the precision-recall curve (average precision, ties grouped).
+    AucPr,
     /// Multiclass cross-entropy.
-    #[serde(rename = "mlogloss")]
     MLogLoss,
     /// Multiclass error rate.
-    #[serde(rename = "merror")]
     MError,
 }
 
 impl Metric {
-    /// The name users write.
+    /// The name users write, without a parameter (`Display` adds it: `tweedie-nloglik@1.5`).
     pub fn name(self) -> &'static str {
         match self {
             Metric::Rmse => "rmse",
+            Metric::Rmsle => "rmsle",
             Metric::Mae => "mae",
+            Metric::Mape => "mape",
+            Metric::Mphe => "mphe",
+            Metric::Quantile => "quantile",
+            Metric::PoissonNLogLik => "poisson-nloglik",
+            Metric::GammaNLogLik => "gamma-nloglik",
+            Metric::GammaDeviance => "gamma-deviance",
+            Metric::TweedieNLogLik(_) => "tweedie-nloglik",
             Metric::LogLoss => "logloss",
             Metric::Error => "error",
             Metric::Auc => "auc",
+            Metric::AucPr => "aucpr",
             Metric::MLogLoss => "mlogloss",
             Metric::MError => "merror",
         }
     }
 
-    /// The metric reported for `objective` when none is asked for.
+    /// The metric reported for `objective` when none is asked for (XGBoost's choice).
     pub fn default_for(objective: ObjectiveKind) -> Metric {
         match objective {
-            ObjectiveKind::SquaredError => Metric::Rmse,
-            ObjectiveKind::Logistic => Metric::LogLoss,
-            ObjectiveKind::Softprob => Metric::MLogLoss,
+            ObjectiveKind::SquaredError | ObjectiveKind::Huber => Metric::Rmse,
+            ObjectiveKind::AbsoluteError => Metric::Mae,
+            ObjectiveKind::QuantileError => Metric::Quantile,
+            ObjectiveKind::PseudoHuber => Metric::Mphe,
+            ObjectiveKind::Poisson => Metric::PoissonNLogLik,
+            ObjectiveKind::Gamma => Metric::GammaNLogLik,
+            ObjectiveKind::Tweedie => Metric::TweedieNLogLik(None),
+            ObjectiveKind::Logistic | ObjectiveKind::LogitRaw => Metric::LogLoss,
+            ObjectiveKind::Softprob | ObjectiveKind::Softmax => Metric::MLogLoss,
         }
     }
 
     /// Whether a larger value is better (for early stopping).
     pub fn higher_is_better(self) -> bool {
-        matches!(self, Metric::Auc)
+        matches!(self, Metric::Auc | Metric::AucPr)
     }
 
     /// Refuses a metric that makes no sense for the objective.
     pub fn check_objective(self, objective: ObjectiveKind) -> Result<()> {
+        let regression = !objective.is_classification();
         let ok = match self {
-            Metric::Rmse | Metric::Mae => objective == ObjectiveKind::SquaredError,
-            Metric::LogLoss | Metric::Error | Metric::Auc => objective == ObjectiveKind::Logistic,
-            Metric::MLogLoss | Metric::MError => objective == ObjectiveKind::Softprob,
+            Metric::Auc => objective.is_classification(),
+            Metric::LogLoss | Metric::Error | Metric::AucPr => objective.is_binary(),
+            Metric::MLogLoss | Metric::MError => objective.is_multiclass(),
+            _ => regression,
         };
         if ok {
             Ok(())
         } else {
             Err(Error::param(
                 "eval_metric",
-                format!(
-                    "`{}` does not apply to objective {}",
-                    self.name(),
-                    objective
-                ),
+                format!("`{}` does not apply to objective {}", self, objective),
             ))
         }
     }
 
-    /// Evaluates the metric. `margins` holds `groups` values per row (row-major);
-    /// `labels` holds values (regression, binary) or class indices (multiclass).
+    /// Evaluates the metric on the margins of a model trained with `objective`: regression
+    /// metrics see the predictions (exp(margin) under a log link), classification metrics
+    /// the margins; objective constants fill the metric's parameters.
+    pub fn evaluate_for(
+        self,
+        objective: &Objective,
+        margins: &[f32],
+        labels: &[f32],
+        weights: Option<&[f32]>,
+    ) -> f64 {
+        let kind = objective.kind();
+        let preds;
+        let values = if kind.has_log_link() && !self.on_margins() {
+            preds = objective.transform(margins);
+            &preds[..]
+        } else {
+            margins
+        };
+        let constants = objective.metric_constants();
+        self.evaluate_with(values, objective.groups(), labels, weights, constants)
+    }
+
+    /// Whether the metric reads margins of a log-link model (its likelihoods) rather than
+    /// predictions.
+    fn on_margins(self) -> bool {
+        matches!(
+            self,
+            Metric::PoissonNLogLik
+                | Metric::GammaNLogLik
+                | Metric::GammaDeviance
+                | Metric::TweedieNLogLik(_)
+        )
+    }
+
+    /// Evaluates the metric. `margins` holds `groups` values per row (row-major): values
+    /// for regression metrics, log-means for the Poisson, gamma and Tweedie metrics, margins
+    /// for classification; `labels` holds values or class indices. Metric parameters take
+    /// their defaults (`quantile_alpha` 0.5, `huber_slope` 1, variance power 1.5).
     pub fn evaluate(
         self,
         margins: &[f32],
         groups: usize,
         labels: &[f32],
         weights: Option<&[f32]>,
+    ) -> f64 {
+        self.evaluate_with(margins, groups, labels, weights, MetricConstants::default())
+    }
+
+    fn evaluate_with(
+        self,
+        margins: &[f32],
+        groups: usize,
+        labels: &[f32],
+        weights: Option<&[f32]>,
+        c: MetricConstants,
     ) -> f64 {
         let n = labels.len();
         debug_assert_eq!(margins.len(), n * groups);
@@ -104,9 +197,55 @@ impl Metric {
                 f64::NAN
             }
         };
+        let p = |i: usize| margins[i] as f64;
+        let y = |i: usize| labels[i] as f64;
         match self {
-            Metric::Rmse => mean(&|i| (margins[i] as f64 - labels[i] as f64).powi(2)).sqrt(),
-            Metric::Mae => mean(&|i| (margins[i] as f64 - labels[i] as f64).abs()),
+            Metric::Rmse => mean(&|i| (p(i) - y(i)).powi(2)).sqrt(),
+            Metric::Rmsle => mean(&|i| (p(i).ln_1p() - y(i).ln_1p()).powi(2)).sqrt(),
+            Metric::Mae => mean(&|i| (p(i) - y(i)).abs()),
+            Metric::Mape => mean(&|i| ((p(i) - y(i)) / y(i)).abs()),
+            Metric::Mphe => {
+                let s = c.huber_slope;
+                mean(&|i| {
+                    let z = (p(i) - y(i)) / s;
+                    s * s * ((1.0 + z * z).sqrt() - 1.0)
+                })
+            }
+            Metric::Quantile => {
+                let a = c.quantile_alpha;
+                mean(&|i| {
+                    let d = y(i) - p(i);
+                    if d >= 0.0 {
+                        a * d
+                    } else {
+                        (a - 1.0) * d
+                    }
+                })
+            }
+            Metric::PoissonNLogLik => mean(&|i| {
+                let (m, y) = (p(i), y(i));
+                ln_gamma(y + 1.0) + m.exp() - m * y
+            }),
+            Metric::GammaNLogLik => mean(&|i| {
+                // shape 1: -ln f(y; mean e^m) = y / e^m + m
+                let (m, y) = (p(i), y(i));
+                y * (-m).exp() + m
+            }),
+            Metric::GammaDeviance => {
+                2.0 * mean(&|i| {
+                    let ratio = y(i) * (-p(i)).exp();
+                    ratio - ratio.ln() - 1.0
+                })
+            }
+            Metric::TweedieNLogLik(rho) => {
+                let rho = rho.map_or(c.tweedie_variance_power, |r| r.value() as f64);
+                mean(&|i| {
+                    let (m, y) = (p(i), y(i));
+                    let a = y * ((1.0 - rho) * m).exp() / (1.0 - rho);
+                    let b = ((2.0 - rho) * m).exp() / (2.0 - rho);
+                    -a + b
+                })
+            }
             Metric::LogLoss => mean(&|i| {
                 let p = sigmoid(margins[i] as f64).clamp(1e-16, 1.0 - 1e-16);
                 let y = labels[i] as f64;
@@ -121,7 +260,9 @@ impl Metric {
                     1.0
                 }
             }),
+            Metric::Auc if groups > 1 => multiclass_auc(margins, groups, labels, weights),
             Metric::Auc => auc(margins, labels, weights),
+            Metric::AucPr => average_precision(margins, labels, weights),
             Metric::MLogLoss => {
                 let mut p = vec![0.0f64; groups];
                 let (mut s, mut sw) = (0.0f64, 0.0f64);
@@ -148,26 +289,96 @@ impl Metric {
     }
 }
 
+/// The objective constants metrics read.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MetricConstants {
+    /// `quantile_alpha`.
+    pub quantile_alpha: f64,
+    /// `huber_slope`.
+    pub huber_slope: f64,
+    /// `tweedie_variance_power`.
+    pub tweedie_variance_power: f64,
+}
+
+impl Default for MetricConstants {
+    fn default() -> Self {
+        MetricConstants {
+            quantile_alpha: 0.5,
+            huber_slope: 1.0,
+            tweedie_variance_power: 1.5,
+        }
+    }
+}
+
 impl fmt::Display for Metric {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        match self {
+            Metric::TweedieNLogLik(Some(p)) => write!(f, "tweedie-nloglik@{}", p.value()),
+            other => f.write_str(other.name()),
+        }
     }
 }
 
 impl FromStr for Metric {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
+        let s = s.trim();
+        if let Some(p) = s.strip_prefix("tweedie-nloglik@") {
+            let rho: f32 = p.parse().map_err(|_| Error::UnknownMetric(s.to_string()))?;
+            if !(1.0..2.0).contains(&rho) {
+                return Err(Error::param(
+                    "eval_metric",
+                    format!("`{s}`: the variance power must be in [1, 2)"),
+                ));
+            }
+            return Ok(Metric::TweedieNLogLik(Some(MetricParam::new(rho))));
+        }
         Ok(match s {
-            "rmse" => Metric::Rmse,
-            "mae" => Metric::Mae,
-            "logloss" => Metric::LogLoss,
-            "error" => Metric::Error,
+            "rmse" | "l2_root" | "root_mean_squared_error" => Metric::Rmse,
+            "rmsle" => Metric::Rmsle,
+            "mae" | "l1" | "mean_absolute_error" => Metric::Mae,
+            "mape" | "mean_absolute_percentage_error" => Metric::Mape,
+            "mphe" => Metric::Mphe,
+            "quantile" => Metric::Quantile,
+            "poisson-nloglik" | "poisson" => Metric::PoissonNLogLik,
+            "gamma-nloglik" | "gamma" => Metric::GammaNLogLik,
+            "gamma-deviance" => Metric::GammaDeviance,
+            "tweedie-nloglik" | "tweedie" => Metric::TweedieNLogLik(None),
+            "logloss" | "binary_logloss" => Metric::LogLoss,
+            "error" | "binary_error" => Metric::Error,
             "auc" => Metric::Auc,
-            "mlogloss" => Metric::MLogLoss,
-            "merror" => Metric::MError,
+            "aucpr" | "average_precision" => Metric::AucPr,
+            "mlogloss" | "multi_logloss" => Metric::MLogLoss,
+            "merror" | "multi_error" => Metric::MError,
             other => return Err(Error::UnknownMetric(other.to_string())),
         })
     }
+}
+
+impl Serialize for Metric {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for Metric {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// ln Γ(x) for x > 0 (Stirling's series after shifting x above 7; error below 1e-12).
+pub fn ln_gamma(x: f64) -> f64 {
+    let mut x = x;
+    let mut shift = 0.0;
+    while x < 7.0 {
+        shift -= x.ln();
+        x += 1.0;
+    }
+    let z = 1.0 / (x * x);
+    let series = (1.0 / 12.0 - z * (1.0 / 360.0 - z * (1.0 / 1260.0 - z / 1680.0))) / x;
+    shift + (x - 0.5) * x.ln() - x + 0.5 * (2.0 * std::f64::consts::PI).ln() + series
 }
 
 /// The logistic function in f64, for outputs and metrics.
@@ -232,6 +443,66 @@ fn auc(scores: &[f32], labels: &[f32], weights: Option<&[f32]>) -> f64 {
     } else {
         area / (pos_total * neg_total)
     }
+}
+
+/// One-vs-rest AUC of every class present, averaged with weights equal to each class's
+/// weight (XGBoost's multiclass `auc`).
+fn multiclass_auc(margins: &[f32], k: usize, labels: &[f32], weights: Option<&[f32]>) -> f64 {
+    let n = labels.len();
+    let w = |i: usize| weights.map_or(1.0, |w| w[i] as f64);
+    let (mut total, mut sum) = (0.0f64, 0.0f64);
+    for c in 0..k {
+        let scores: Vec<f32> = (0..n).map(|i| margins[i * k + c]).collect();
+        let is_c: Vec<f32> = labels
+            .iter()
+            .map(|&y| (y as usize == c) as u8 as f32)
+            .collect();
+        let class_weight: f64 = (0..n).filter(|&i| is_c[i] > 0.5).map(w).sum();
+        let a = auc(&scores, &is_c, weights);
+        if class_weight > 0.0 && a.is_finite() {
+            sum += class_weight * a;
+            total += class_weight;
+        }
+    }
+    if total > 0.0 {
+        sum / total
+    } else {
+        f64::NAN
+    }
+}
+
+/// Weighted average precision: the area under the precision-recall curve as a step
+/// function, rows with tied scores taken together (scikit-learn's `average_precision_score`).
+fn average_precision(scores: &[f32], labels: &[f32], weights: Option<&[f32]>) -> f64 {
+    let n = labels.len();
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
+    let w = |i: usize| weights.map_or(1.0, |w| w[i] as f64);
+    let pos_total: f64 = (0..n).filter(|&i| labels[i] > 0.5).map(w).sum();
+    if pos_total <= 0.0 {
+        return f64::NAN;
+    }
+    let (mut tp, mut fp, mut area) = (0.0f64, 0.0f64, 0.0f64);
+    let mut i = 0;
+    while i < n {
+        let mut j = i;
+        let mut pos = 0.0;
+        while j < n && scores[order[j]] == scores[order[i]] {
+            let r = order[j];
+            if labels[r] > 0.5 {
+                pos += w(r);
+            } else {
+                fp += w(r);
+            }
+            j += 1;
+        }
+        tp += pos;
+        if tp + fp > 0.0 {
+            area += (pos / pos_total) * (tp / (tp + fp));
+        }
+        i = j;
+    }
+    area
 }
 
 #[cfg(test)]

@@ -389,7 +389,9 @@ impl Model {
 
     /// The objective.
     pub fn objective(&self) -> Objective {
-        Objective::new(self.params.objective, self.groups).expect("groups validated")
+        self.params
+            .objective_with(self.groups)
+            .expect("groups and constants validated")
     }
 
     /// Refuses a model holding a non-finite number (JSON would write `null`, which no
@@ -467,14 +469,17 @@ impl Model {
         }
         let groups = file.groups;
         match file.objective {
-            ObjectiveKind::Softprob if groups < 2 => {
-                return Err(bad("multi:softprob needs groups >= 2"))
+            k if k.is_multiclass() && groups < 2 => {
+                return Err(bad(format!("{k} needs groups >= 2")))
             }
-            ObjectiveKind::Softprob => {}
+            k if k.is_multiclass() => {}
             _ if groups != 1 => {
                 return Err(bad(format!("{} has 1 group, not {groups}", file.objective)))
             }
             _ => {}
+        }
+        if let Err(e) = file.params.objective_params().validate(file.objective) {
+            return Err(bad(e.to_string()));
         }
         if file.base_margin.len() != groups || file.base_margin.iter().any(|m| !m.is_finite()) {
             return Err(bad("base_margin must hold one finite value per group"));
@@ -498,7 +503,7 @@ impl Model {
             }
         }
         if let Some(c) = &file.classes {
-            let want = if file.objective == ObjectiveKind::Softprob {
+            let want = if file.objective.is_multiclass() {
                 groups
             } else {
                 2

@@ -16,32 +16,111 @@ use crate::detmath;
 use crate::error::{Error, Result};
 
 /// The loss being minimised.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ObjectiveKind {
     /// `reg:squarederror`: squared error on a real label.
     #[serde(rename = "reg:squarederror")]
     SquaredError,
+    /// `reg:absoluteerror`: absolute error; leaves are refit to the weighted median residual.
+    #[serde(rename = "reg:absoluteerror")]
+    AbsoluteError,
+    /// `reg:quantileerror`: pinball loss at `quantile_alpha`; leaves are refit to that
+    /// quantile of the residuals.
+    #[serde(rename = "reg:quantileerror")]
+    QuantileError,
+    /// `reg:pseudohubererror`: pseudo-Huber loss with scale `huber_slope`.
+    #[serde(rename = "reg:pseudohubererror")]
+    PseudoHuber,
+    /// LightGBM's `huber`: squared error within `huber_slope` of the label, linear beyond.
+    #[serde(rename = "huber")]
+    Huber,
+    /// `count:poisson`: Poisson log-likelihood on counts; predicts the mean, exp(margin).
+    #[serde(rename = "count:poisson")]
+    Poisson,
+    /// `reg:tweedie`: Tweedie log-likelihood with `tweedie_variance_power`; predicts exp(margin).
+    #[serde(rename = "reg:tweedie")]
+    Tweedie,
+    /// `reg:gamma`: gamma log-likelihood (log link) on positive labels; predicts exp(margin).
+    #[serde(rename = "reg:gamma")]
+    Gamma,
     /// `binary:logistic`: log loss on a 0/1 (or probability) label; outputs probabilities.
     #[serde(rename = "binary:logistic")]
     Logistic,
+    /// `binary:logitraw`: the logistic loss, predicting the margin (log-odds).
+    #[serde(rename = "binary:logitraw")]
+    LogitRaw,
     /// `multi:softprob`: softmax cross-entropy; one tree per class per round.
     #[serde(rename = "multi:softprob")]
     Softprob,
+    /// `multi:softmax`: the softprob loss, predicting the most likely class index.
+    #[serde(rename = "multi:softmax")]
+    Softmax,
 }
 
 impl ObjectiveKind {
+    /// Every objective, in the order users see them listed.
+    pub const ALL: [ObjectiveKind; 12] = [
+        ObjectiveKind::SquaredError,
+        ObjectiveKind::AbsoluteError,
+        ObjectiveKind::QuantileError,
+        ObjectiveKind::PseudoHuber,
+        ObjectiveKind::Huber,
+        ObjectiveKind::Poisson,
+        ObjectiveKind::Tweedie,
+        ObjectiveKind::Gamma,
+        ObjectiveKind::Logistic,
+        ObjectiveKind::LogitRaw,
+        ObjectiveKind::Softprob,
+        ObjectiveKind::Softmax,
+    ];
+
     /// The XGBoost-style name.
     pub fn name(self) -> &'static str {
         match self {
             ObjectiveKind::SquaredError => "reg:squarederror",
+            ObjectiveKind::AbsoluteError => "reg:absoluteerror",
+            ObjectiveKind::QuantileError => "reg:quantileerror",
+            ObjectiveKind::PseudoHuber => "reg:pseudohubererror",
+            ObjectiveKind::Huber => "huber",
+            ObjectiveKind::Poisson => "count:poisson",
+            ObjectiveKind::Tweedie => "reg:tweedie",
+            ObjectiveKind::Gamma => "reg:gamma",
             ObjectiveKind::Logistic => "binary:logistic",
+            ObjectiveKind::LogitRaw => "binary:logitraw",
             ObjectiveKind::Softprob => "multi:softprob",
+            ObjectiveKind::Softmax => "multi:softmax",
         }
     }
 
     /// Whether labels are class indices.
     pub fn is_classification(self) -> bool {
-        !matches!(self, ObjectiveKind::SquaredError)
+        self.is_binary() || self.is_multiclass()
+    }
+
+    /// Whether this is a two-class loss on a 0/1 label.
+    pub fn is_binary(self) -> bool {
+        matches!(self, ObjectiveKind::Logistic | ObjectiveKind::LogitRaw)
+    }
+
+    /// Whether this is a softmax loss with one output group per class.
+    pub fn is_multiclass(self) -> bool {
+        matches!(self, ObjectiveKind::Softprob | ObjectiveKind::Softmax)
+    }
+
+    /// Whether predictions are exp(margin) (the log link of count and positive losses).
+    pub fn has_log_link(self) -> bool {
+        matches!(
+            self,
+            ObjectiveKind::Poisson | ObjectiveKind::Tweedie | ObjectiveKind::Gamma
+        )
+    }
+
+    /// Whether leaves are refit to a quantile of the residuals after a tree is grown.
+    pub fn refits_leaves(self) -> bool {
+        matches!(
+            self,
+            ObjectiveKind::AbsoluteError | ObjectiveKind::QuantileError
+        )
     }
 }
 
@@ -54,12 +133,24 @@ impl fmt::Display for ObjectiveKind {
 impl FromStr for ObjectiveKind {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "reg:squarederror" | "regression" | "l2" => Ok(ObjectiveKind::SquaredError),
-            "binary:logistic" | "binary" => Ok(ObjectiveKind::Logistic),
-            "multi:softprob" | "multi:softmax" | "multiclass" => Ok(ObjectiveKind::Softprob),
-            other => Err(Error::UnknownObjective(other.to_string())),
-        }
+        Ok(match s.trim() {
+            "reg:squarederror" | "regression" | "regression_l2" | "l2" | "mse"
+            | "mean_squared_error" => ObjectiveKind::SquaredError,
+            "reg:absoluteerror" | "regression_l1" | "l1" | "mae" | "mean_absolute_error" => {
+                ObjectiveKind::AbsoluteError
+            }
+            "reg:quantileerror" | "quantile" => ObjectiveKind::QuantileError,
+            "reg:pseudohubererror" => ObjectiveKind::PseudoHuber,
+            "huber" => ObjectiveKind::Huber,
+            "count:poisson" | "poisson" => ObjectiveKind::Poisson,
+            "reg:tweedie" | "tweedie" => ObjectiveKind::Tweedie,
+            "reg:gamma" | "gamma" => ObjectiveKind::Gamma,
+            "binary:logistic" | "binary" => ObjectiveKind::Logistic,
+            "binary:logitraw" => ObjectiveKind::LogitRaw,
+            "multi:softprob" | "multiclass" | "softmax" => ObjectiveKind::Softprob,
+            "multi:softmax" => ObjectiveKind::Softmax,
+            other => return Err(Error::UnknownObjective(other.to_string())),
+        })
     }
 }
 
@@ -77,6 +168,16 @@ pub const EXP_RANGE: i32 = 20;
 pub const EXP_STEP_BITS: u32 = 10;
 /// Smallest hessian an objective returns (before weighting), as XGBoost does.
 pub const MIN_HESSIAN: f32 = 1e-16;
+/// The base-2 exponential table has one entry every 2^-EXP2_STEP_BITS over [0, 1].
+pub const EXP2_STEP_BITS: u32 = 10;
+/// Fractional bits of the table's fixed-point values (entries lie in [2^23, 2^24]).
+pub const EXP2_VALUE_BITS: u32 = 23;
+/// Exponents (base 2) are clamped to ±EXP2_LIMIT, where every result is a normal f32.
+pub const EXP2_LIMIT: f32 = 100.0;
+/// log2(e) rounded to f32.
+pub const LOG2_E: f32 = std::f32::consts::LOG2_E;
+/// `max_delta_step` of `count:poisson` when the parameter is 0 (XGBoost's default).
+pub const POISSON_MAX_DELTA_STEP: f64 = 0.7;
 
 const ONE: u32 = 1 << PROB_BITS;
 
@@ -107,6 +208,29 @@ pub fn exp_table() -> &'static [u32] {
             .collect()
     });
     &T
+}
+
+/// round(2^(i * 2^-10) * 2^23) for i in 0..=1024: the base-2 exponential of a fraction.
+pub fn exp2_table() -> &'static [u32] {
+    static T: LazyLock<Vec<u32>> = LazyLock::new(|| {
+        let len = (1usize << EXP2_STEP_BITS) + 1;
+        (0..len)
+            .map(|i| {
+                let x = i as f64 / (1u32 << EXP2_STEP_BITS) as f64;
+                let v = detmath::exp(x * std::f64::consts::LN_2);
+                (v * (1u32 << EXP2_VALUE_BITS) as f64).round_ties_even() as u32
+            })
+            .collect()
+    });
+    &T
+}
+
+/// The exponential and the logistic tables, one after the other, as GPU kernels read them
+/// (the base-2 table starts at `exp_table().len()`).
+pub fn exp_tables() -> Vec<u32> {
+    let mut t = exp_table().to_vec();
+    t.extend_from_slice(exp2_table());
+    t
 }
 
 /// Flushes subnormals (and keeps zeros) to +0, as a GPU with flush-to-zero would.
@@ -165,29 +289,102 @@ pub fn exp_neg_fixed(d: f32) -> u32 {
     t[i] - (((t[i] - t[i + 1]) * f) >> shift)
 }
 
-/// A loss with its number of output groups (classes for softmax, else 1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// e^x as a pair (q, s) whose product q * s is the value: q is an integer below 2^24 + 1
+/// (exact in f32) and s a power of two, so multiplying by s is exact. Callers multiply other
+/// factors into q first and by s last: an exact last product cannot be changed by a GPU
+/// compiler fusing it into a following add. The exponent is clamped to ±[`EXP2_LIMIT`] (base
+/// 2), so both parts are normal; NaN counts as 0.
+#[inline]
+pub fn exp_parts(x: f32) -> (f32, f32) {
+    let x = ftz(x);
+    let x = if x.is_nan() { 0.0 } else { x };
+    let t = ftz(x * LOG2_E).clamp(-EXP2_LIMIT, EXP2_LIMIT);
+    let fixed = (t * (1u32 << MARGIN_FRAC_BITS) as f32).round_ties_even() as i32;
+    let k = fixed >> MARGIN_FRAC_BITS;
+    let frac = (fixed as u32) & ((1 << MARGIN_FRAC_BITS) - 1);
+    let shift = MARGIN_FRAC_BITS - EXP2_STEP_BITS;
+    let i = (frac >> shift) as usize;
+    let f = frac & ((1 << shift) - 1);
+    let table = exp2_table();
+    let q = table[i] + (((table[i + 1] - table[i]) * f) >> shift);
+    let s = f32::from_bits(((k - EXP2_VALUE_BITS as i32 + 127) as u32) << 23);
+    (q as f32, s)
+}
+
+/// e^x through [`exp_parts`] (relative error below 5e-7 for |x| <= 10).
+#[inline]
+pub fn exp_det(x: f32) -> f32 {
+    let (q, s) = exp_parts(x);
+    q * s
+}
+
+/// The constants a loss reads besides margins, labels and weights.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct LossConstants {
+    /// `quantile_alpha`, `huber_slope`, 1 - `tweedie_variance_power`, or the Poisson
+    /// hessian's `max_delta_step`.
+    c0: f32,
+    /// 1 - `quantile_alpha`, or 2 - `tweedie_variance_power`.
+    c1: f32,
+}
+
+/// A loss with its number of output groups (classes for softmax, else 1) and its constants.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Objective {
     kind: ObjectiveKind,
     groups: usize,
+    constants: LossConstants,
 }
 
 impl Objective {
-    /// The objective `kind` with `num_class` classes (ignored unless softmax).
+    /// The objective `kind` with `num_class` classes (ignored unless softmax) and default
+    /// constants (`quantile_alpha` 0.5, `huber_slope` 1, `tweedie_variance_power` 1.5).
     pub fn new(kind: ObjectiveKind, num_class: usize) -> Result<Self> {
-        let groups = match kind {
-            ObjectiveKind::Softprob => {
-                if num_class < 2 {
-                    return Err(Error::param(
-                        "num_class",
-                        format!("multi:softprob needs at least 2 classes, got {num_class}"),
-                    ));
-                }
-                num_class
+        Self::with_params(kind, num_class, &ObjectiveParams::default())
+    }
+
+    /// The objective `kind` with `num_class` classes and the constants in `p`.
+    pub fn with_params(kind: ObjectiveKind, num_class: usize, p: &ObjectiveParams) -> Result<Self> {
+        p.validate(kind)?;
+        let groups = if kind.is_multiclass() {
+            if num_class < 2 {
+                return Err(Error::param(
+                    "num_class",
+                    format!("{kind} needs at least 2 classes, got {num_class}"),
+                ));
             }
-            _ => 1,
+            num_class
+        } else {
+            1
         };
-        Ok(Objective { kind, groups })
+        let constants = match kind {
+            ObjectiveKind::QuantileError => LossConstants {
+                c0: p.quantile_alpha as f32,
+                c1: (1.0 - p.quantile_alpha) as f32,
+            },
+            ObjectiveKind::PseudoHuber | ObjectiveKind::Huber => LossConstants {
+                c0: p.huber_slope as f32,
+                c1: 0.0,
+            },
+            ObjectiveKind::Tweedie => LossConstants {
+                c0: (1.0 - p.tweedie_variance_power) as f32,
+                c1: (2.0 - p.tweedie_variance_power) as f32,
+            },
+            ObjectiveKind::Poisson => LossConstants {
+                c0: if p.max_delta_step > 0.0 {
+                    p.max_delta_step as f32
+                } else {
+                    POISSON_MAX_DELTA_STEP as f32
+                },
+                c1: 0.0,
+            },
+            _ => LossConstants { c0: 0.0, c1: 0.0 },
+        };
+        Ok(Objective {
+            kind,
+            groups,
+            constants,
+        })
     }
 
     /// Which loss this is.
@@ -200,51 +397,152 @@ impl Objective {
         self.groups
     }
 
-    /// Checks one label, naming its row when it is refused.
-    pub fn check_label(&self, row: usize, y: f32) -> Result<()> {
-        let bad = |reason: &str| {
-            Err(Error::InvalidLabel {
-                row,
-                value: y.to_string(),
-                reason: reason.to_string(),
-            })
-        };
-        if !y.is_finite() {
-            return bad("labels must be finite numbers");
-        }
-        match self.kind {
-            ObjectiveKind::SquaredError => Ok(()),
-            ObjectiveKind::Logistic if !(0.0..=1.0).contains(&y) => {
-                bad("binary:logistic needs labels in [0, 1]")
-            }
-            ObjectiveKind::Logistic => Ok(()),
-            ObjectiveKind::Softprob if y < 0.0 || y.fract() != 0.0 || y as usize >= self.groups => {
-                bad(&format!(
-                    "multi:softprob needs class indices 0..{}",
-                    self.groups
-                ))
-            }
-            ObjectiveKind::Softprob => Ok(()),
+    /// Values per row of [`Objective::transform`]: 1 for `multi:softmax` (the class), else
+    /// the groups.
+    pub fn output_width(&self) -> usize {
+        if self.kind == ObjectiveKind::Softmax {
+            1
+        } else {
+            self.groups
         }
     }
 
+    /// The two constants GPU gradient kernels read (see [`Objective::gradient`]), as bits.
+    pub fn constant_bits(&self) -> [u32; 2] {
+        [self.constants.c0.to_bits(), self.constants.c1.to_bits()]
+    }
+
+    /// The constants metrics read (the metric's defaults where the loss has none).
+    pub fn metric_constants(&self) -> crate::metric::MetricConstants {
+        let mut c = crate::metric::MetricConstants::default();
+        let LossConstants { c0, c1 } = self.constants;
+        match self.kind {
+            ObjectiveKind::QuantileError => c.quantile_alpha = c0 as f64,
+            ObjectiveKind::PseudoHuber | ObjectiveKind::Huber => c.huber_slope = c0 as f64,
+            ObjectiveKind::Tweedie => c.tweedie_variance_power = 2.0 - c1 as f64,
+            _ => {}
+        }
+        c
+    }
+
+    /// The quantile the leaves are refit to ([`ObjectiveKind::refits_leaves`]).
+    pub fn refit_quantile(&self) -> f64 {
+        match self.kind {
+            ObjectiveKind::QuantileError => self.constants.c0 as f64,
+            _ => 0.5,
+        }
+    }
+
+    /// Checks one label, naming its row when it is refused.
+    pub fn check_label(&self, row: usize, y: f32) -> Result<()> {
+        let bad = |reason: String| {
+            Err(Error::InvalidLabel {
+                row,
+                value: y.to_string(),
+                reason,
+            })
+        };
+        if !y.is_finite() {
+            return bad("labels must be finite numbers".into());
+        }
+        let name = self.kind.name();
+        match self.kind {
+            ObjectiveKind::Logistic | ObjectiveKind::LogitRaw if !(0.0..=1.0).contains(&y) => {
+                bad(format!("{name} needs labels in [0, 1]"))
+            }
+            ObjectiveKind::Softprob | ObjectiveKind::Softmax
+                if y < 0.0 || y.fract() != 0.0 || y as usize >= self.groups =>
+            {
+                bad(format!("{name} needs class indices 0..{}", self.groups))
+            }
+            ObjectiveKind::Poisson | ObjectiveKind::Tweedie if y < 0.0 => {
+                bad(format!("{name} needs labels >= 0"))
+            }
+            ObjectiveKind::Gamma if y <= 0.0 => bad(format!("{name} needs labels > 0")),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether GPU backends compute this loss's gradients in a kernel; the others read the
+    /// margins back and take the host's gradients (the same bits either way).
+    pub fn has_kernel(&self) -> bool {
+        self.kind != ObjectiveKind::PseudoHuber
+    }
+
     /// Gradient and hessian of one row for every group, written to `g` and `h` (length
-    /// `groups`). The arithmetic is the contract every backend reproduces bit for bit.
+    /// `groups`). The arithmetic is the contract every backend reproduces bit for bit: single
+    /// IEEE operations, and no product that is rounded and then added (a GPU compiler may fuse
+    /// those); products by the power of two of [`exp_parts`] are exact.
     #[inline]
     pub fn gradient(&self, margins: &[f32], label: f32, weight: f32, g: &mut [f32], h: &mut [f32]) {
         let y = ftz(label);
         let w = ftz(weight);
+        let LossConstants { c0, c1 } = self.constants;
         match self.kind {
             ObjectiveKind::SquaredError => {
                 g[0] = ftz(ftz(ftz(margins[0]) - y) * w);
                 h[0] = w;
             }
-            ObjectiveKind::Logistic => {
+            ObjectiveKind::AbsoluteError => {
+                let d = ftz(ftz(margins[0]) - y);
+                g[0] = if d > 0.0 {
+                    w
+                } else if d < 0.0 {
+                    -w
+                } else {
+                    0.0
+                };
+                h[0] = w;
+            }
+            ObjectiveKind::QuantileError => {
+                let d = ftz(ftz(margins[0]) - y);
+                g[0] = ftz(if d >= 0.0 { c1 } else { -c0 } * w);
+                h[0] = w;
+            }
+            ObjectiveKind::Huber => {
+                let d = ftz(ftz(margins[0]) - y);
+                g[0] = ftz(d.min(c0).max(-c0) * w);
+                h[0] = w;
+            }
+            ObjectiveKind::PseudoHuber => {
+                // host only (see has_kernel): division and square root are exact here
+                let r = ftz(ftz(margins[0]) - y);
+                let z = r / c0;
+                let scale = 1.0 + z * z;
+                let root = scale.sqrt();
+                g[0] = ftz(r / root * w);
+                h[0] = ftz((1.0 / (scale * root)).max(MIN_HESSIAN) * w);
+            }
+            ObjectiveKind::Poisson => {
+                let m = ftz(margins[0]);
+                g[0] = ftz(ftz(exp_det(m) - y) * w);
+                h[0] = ftz(exp_det(ftz(m + c0)).max(MIN_HESSIAN) * w);
+            }
+            ObjectiveKind::Gamma => {
+                // y / e^m = (y * q) * s with e^-m = q * s
+                let (q, s) = exp_parts(-ftz(margins[0]));
+                let p = ftz(ftz(y * q) * s);
+                g[0] = ftz(ftz(1.0 - p) * w);
+                h[0] = ftz(p.max(MIN_HESSIAN) * w);
+            }
+            ObjectiveKind::Tweedie => {
+                // c0 = 1 - rho, c1 = 2 - rho; a = y e^{c0 m}, b = e^{c1 m}
+                let m = ftz(margins[0]);
+                let (qa, sa) = exp_parts(ftz(c0 * m));
+                let (qb, sb) = exp_parts(ftz(c1 * m));
+                let a = ftz(ftz(y * qa) * sa);
+                let b = ftz(qb * sb);
+                g[0] = ftz(ftz(b - a) * w);
+                let hb = ftz(ftz(c1 * qb) * sb);
+                let ha = ftz(ftz(ftz(y * c0) * qa) * sa);
+                h[0] = ftz(ftz(hb - ha).max(MIN_HESSIAN) * w);
+            }
+            ObjectiveKind::Logistic | ObjectiveKind::LogitRaw => {
                 let p = sigmoid_fixed(margins[0]) as f32 * (1.0 / ONE as f32);
                 g[0] = ftz(ftz(p - y) * w);
                 h[0] = ftz((p * (1.0 - p)).max(MIN_HESSIAN) * w);
             }
-            ObjectiveKind::Softprob => {
+            ObjectiveKind::Softprob | ObjectiveKind::Softmax => {
                 // recomputing the cheap table lookups avoids any scratch allocation per row
                 let k = self.groups;
                 let max = margins[..k]
@@ -268,34 +566,108 @@ impl Objective {
     /// Margins that correspond to `base_score` in output space.
     pub fn base_margin_from_score(&self, base_score: f64) -> Vec<f32> {
         let m = match self.kind {
-            ObjectiveKind::SquaredError | ObjectiveKind::Softprob => base_score,
-            ObjectiveKind::Logistic => {
+            ObjectiveKind::Logistic | ObjectiveKind::LogitRaw => {
                 let p = base_score.clamp(1e-7, 1.0 - 1e-7);
                 detmath::ln(p / (1.0 - p))
             }
+            k if k.has_log_link() => detmath::ln(base_score.max(1e-16)),
+            _ => base_score,
         };
         vec![m as f32; self.groups]
     }
 
+    /// Whether `base_score` is a value this loss's outputs can take.
+    pub fn accepts_base_score(kind: ObjectiveKind, b: f64) -> bool {
+        match kind {
+            ObjectiveKind::Logistic | ObjectiveKind::LogitRaw => b > 0.0 && b < 1.0,
+            k if k.has_log_link() => b.is_finite() && b > 0.0,
+            _ => b.is_finite(),
+        }
+    }
+
     /// Output-space predictions from margins (`groups` per row): identity, probability,
-    /// or class probabilities.
+    /// class probabilities, exp(margin) for log links, or the class index for
+    /// `multi:softmax` ([`Objective::output_width`] values per row).
     pub fn transform(&self, margins: &[f32]) -> Vec<f32> {
         match self.kind {
-            ObjectiveKind::SquaredError => margins.to_vec(),
             ObjectiveKind::Logistic => margins
                 .iter()
                 .map(|&m| crate::metric::sigmoid(m as f64) as f32)
                 .collect(),
-            ObjectiveKind::Softprob => {
-                let k = self.groups;
-                let mut p = vec![0.0f64; k];
-                let mut out = Vec::with_capacity(margins.len());
-                for row in margins.chunks_exact(k) {
-                    crate::metric::softmax(row, &mut p);
-                    out.extend(p.iter().map(|&v| v as f32));
-                }
-                out
+            ObjectiveKind::Softprob => self.class_probabilities(margins),
+            ObjectiveKind::Softmax => margins
+                .chunks_exact(self.groups)
+                .map(|row| crate::metric::argmax(row) as f32)
+                .collect(),
+            k if k.has_log_link() => margins.iter().map(|&m| (m as f64).exp() as f32).collect(),
+            _ => margins.to_vec(),
+        }
+    }
+
+    /// Softmax probabilities of every class (`groups` per row), for either softmax loss.
+    pub fn class_probabilities(&self, margins: &[f32]) -> Vec<f32> {
+        let k = self.groups;
+        let mut p = vec![0.0f64; k];
+        let mut out = Vec::with_capacity(margins.len());
+        for row in margins.chunks_exact(k) {
+            crate::metric::softmax(row, &mut p);
+            out.extend(p.iter().map(|&v| v as f32));
+        }
+        out
+    }
+}
+
+/// The parameters of the losses that have constants, as [`crate::params::Params`] holds them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ObjectiveParams {
+    /// `quantile_alpha` of `reg:quantileerror`.
+    pub quantile_alpha: f64,
+    /// `huber_slope` of `reg:pseudohubererror` and `huber`.
+    pub huber_slope: f64,
+    /// `tweedie_variance_power` of `reg:tweedie`.
+    pub tweedie_variance_power: f64,
+    /// `max_delta_step`: the Poisson hessian's offset (0 means 0.7, as XGBoost).
+    pub max_delta_step: f64,
+}
+
+impl Default for ObjectiveParams {
+    fn default() -> Self {
+        ObjectiveParams {
+            quantile_alpha: 0.5,
+            huber_slope: 1.0,
+            tweedie_variance_power: 1.5,
+            max_delta_step: 0.0,
+        }
+    }
+}
+
+impl ObjectiveParams {
+    /// Checks the constants `kind` reads, naming the parameter.
+    pub fn validate(&self, kind: ObjectiveKind) -> Result<()> {
+        match kind {
+            ObjectiveKind::QuantileError
+                if !(self.quantile_alpha > 0.0 && self.quantile_alpha < 1.0) =>
+            {
+                Err(Error::param(
+                    "quantile_alpha",
+                    format!("{} must be in (0, 1)", self.quantile_alpha),
+                ))
             }
+            ObjectiveKind::PseudoHuber | ObjectiveKind::Huber
+                if !(self.huber_slope.is_finite() && self.huber_slope > 0.0) =>
+            {
+                Err(Error::param(
+                    "huber_slope",
+                    format!("{} must be a finite number > 0", self.huber_slope),
+                ))
+            }
+            ObjectiveKind::Tweedie if !(1.0..2.0).contains(&self.tweedie_variance_power) => {
+                Err(Error::param(
+                    "tweedie_variance_power",
+                    format!("{} must be in [1, 2)", self.tweedie_variance_power),
+                ))
+            }
+            _ => Ok(()),
         }
     }
 }
@@ -357,5 +729,183 @@ mod tests {
         assert!(soft.check_label(0, 3.0).is_err());
         assert!(soft.check_label(0, 1.5).is_err());
         soft.check_label(0, 2.0).unwrap();
+    }
+
+    /// Each loss in f64, as its textbook formula (one row, weight 1).
+    fn loss(kind: ObjectiveKind, p: &ObjectiveParams, m: f64, y: f64) -> f64 {
+        let d = m - y;
+        match kind {
+            ObjectiveKind::SquaredError => 0.5 * d * d,
+            ObjectiveKind::AbsoluteError => d.abs(),
+            ObjectiveKind::QuantileError => {
+                let u = y - m;
+                u * (p.quantile_alpha - if u < 0.0 { 1.0 } else { 0.0 })
+            }
+            ObjectiveKind::Huber => {
+                let s = p.huber_slope;
+                if d.abs() <= s {
+                    0.5 * d * d
+                } else {
+                    s * (d.abs() - 0.5 * s)
+                }
+            }
+            ObjectiveKind::PseudoHuber => {
+                let s = p.huber_slope;
+                s * s * ((1.0 + (d / s).powi(2)).sqrt() - 1.0)
+            }
+            ObjectiveKind::Poisson => m.exp() - y * m,
+            ObjectiveKind::Gamma => y * (-m).exp() + m,
+            ObjectiveKind::Tweedie => {
+                let r = p.tweedie_variance_power;
+                -y * ((1.0 - r) * m).exp() / (1.0 - r) + ((2.0 - r) * m).exp() / (2.0 - r)
+            }
+            ObjectiveKind::Logistic | ObjectiveKind::LogitRaw => (1.0 + m.exp()).ln() - y * m,
+            ObjectiveKind::Softprob | ObjectiveKind::Softmax => unreachable!("one group only"),
+        }
+    }
+
+    #[test]
+    fn gradients_and_hessians_are_the_derivatives_of_each_loss() {
+        let p = ObjectiveParams {
+            quantile_alpha: 0.3,
+            huber_slope: 1.7,
+            tweedie_variance_power: 1.35,
+            max_delta_step: 0.0,
+        };
+        let (step, close) = (1e-3, |a: f64, b: f64| {
+            (a - b).abs() <= 2e-4 * b.abs().max(1.0)
+        });
+        for kind in ObjectiveKind::ALL
+            .into_iter()
+            .filter(|k| !k.is_multiclass())
+        {
+            let obj = Objective::with_params(kind, 1, &p).unwrap();
+            for &m in &[-2.3f32, -0.4, 0.05, 0.9, 3.1] {
+                for &y in &[0.0f32, 0.25, 1.0, 2.5, 7.0] {
+                    if obj.check_label(0, y).is_err() || (m - y).abs() < 0.01 {
+                        continue;
+                    }
+                    let (mut g, mut h) = ([0f32], [0f32]);
+                    obj.gradient(&[m], y, 1.0, &mut g, &mut h);
+                    let (m, y) = (m as f64, y as f64);
+                    let l = |x: f64| loss(kind, &p, x, y);
+                    let d1 = (l(m + step) - l(m - step)) / (2.0 * step);
+                    let d2 = (l(m + step) - 2.0 * l(m) + l(m - step)) / (step * step);
+                    assert!(
+                        close(g[0] as f64, d1),
+                        "{kind} m {m} y {y}: g {} vs {d1}",
+                        g[0]
+                    );
+                    let want_h = match kind {
+                        // piecewise-linear losses: XGBoost and LightGBM use the weight
+                        ObjectiveKind::AbsoluteError | ObjectiveKind::QuantileError => 1.0,
+                        ObjectiveKind::Huber => 1.0,
+                        // XGBoost's safeguard: the hessian at m + max_delta_step
+                        ObjectiveKind::Poisson => d2 * POISSON_MAX_DELTA_STEP.exp(),
+                        _ => d2,
+                    };
+                    assert!(
+                        close(h[0] as f64, want_h),
+                        "{kind} m {m} y {y}: h {} vs {want_h}",
+                        h[0]
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn weights_scale_every_gradient() {
+        for kind in ObjectiveKind::ALL {
+            let k = if kind.is_multiclass() { 3 } else { 1 };
+            let obj = Objective::new(kind, k).unwrap();
+            let m = [0.4f32, -0.2, 1.1];
+            let (mut g1, mut h1, mut g3, mut h3) = ([0f32; 3], [0f32; 3], [0f32; 3], [0f32; 3]);
+            obj.gradient(&m[..k], 1.0, 1.0, &mut g1[..k], &mut h1[..k]);
+            obj.gradient(&m[..k], 1.0, 3.0, &mut g3[..k], &mut h3[..k]);
+            for c in 0..k {
+                assert!(
+                    (g3[c] - 3.0 * g1[c]).abs() <= 1e-6 * g3[c].abs().max(1.0),
+                    "{kind}"
+                );
+                assert!(
+                    (h3[c] - 3.0 * h1[c]).abs() <= 1e-6 * h3[c].abs().max(1.0),
+                    "{kind}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_table_exponential_is_close_to_the_real_one() {
+        let mut worst = 0.0f64;
+        for i in -60_000..=60_000 {
+            let x = i as f32 * 1e-3;
+            let got = exp_det(x) as f64;
+            let want = (x as f64).exp();
+            worst = worst.max((got - want).abs() / want);
+        }
+        // table interpolation and 2^-23 steps; log2(e) in f32 adds |x| * 6e-8
+        assert!(worst < 5e-6, "worst relative error {worst}");
+        // clamped far out, never infinite or zero
+        assert!(exp_det(1e30).is_finite() && exp_det(-1e30) > 0.0);
+        assert_eq!(exp_det(f32::NAN), 1.0);
+    }
+
+    #[test]
+    fn constants_and_labels_are_checked() {
+        let bad = |kind, p: ObjectiveParams, name: &str| {
+            let e = Objective::with_params(kind, 1, &p).unwrap_err().to_string();
+            assert!(e.contains(name), "{e}");
+        };
+        let d = ObjectiveParams::default();
+        bad(
+            ObjectiveKind::QuantileError,
+            ObjectiveParams {
+                quantile_alpha: 1.0,
+                ..d
+            },
+            "quantile_alpha",
+        );
+        bad(
+            ObjectiveKind::Huber,
+            ObjectiveParams {
+                huber_slope: 0.0,
+                ..d
+            },
+            "huber_slope",
+        );
+        bad(
+            ObjectiveKind::Tweedie,
+            ObjectiveParams {
+                tweedie_variance_power: 2.0,
+                ..d
+            },
+            "tweedie_variance_power",
+        );
+        let poisson = Objective::new(ObjectiveKind::Poisson, 1).unwrap();
+        assert!(poisson
+            .check_label(4, -1.0)
+            .unwrap_err()
+            .to_string()
+            .contains("row 4"));
+        poisson.check_label(0, 0.0).unwrap();
+        let gamma = Objective::new(ObjectiveKind::Gamma, 1).unwrap();
+        assert!(gamma.check_label(0, 0.0).is_err());
+        let raw = Objective::new(ObjectiveKind::LogitRaw, 1).unwrap();
+        assert!(raw.check_label(0, 1.5).is_err());
+    }
+
+    #[test]
+    fn outputs_follow_each_link() {
+        let m = [0.5f32, -1.0];
+        let poisson = Objective::new(ObjectiveKind::Poisson, 1).unwrap();
+        assert_eq!(poisson.transform(&m), vec![0.5f32.exp(), (-1.0f32).exp()]);
+        let raw = Objective::new(ObjectiveKind::LogitRaw, 1).unwrap();
+        assert_eq!(raw.transform(&m), m.to_vec());
+        let softmax = Objective::new(ObjectiveKind::Softmax, 2).unwrap();
+        assert_eq!(softmax.output_width(), 1);
+        assert_eq!(softmax.transform(&[0.1, 0.3, 2.0, -1.0]), vec![1.0, 0.0]);
+        assert_eq!(poisson.base_margin_from_score(1.0), vec![0.0]);
     }
 }

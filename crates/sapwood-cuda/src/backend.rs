@@ -10,11 +10,11 @@ use sapwood_core::backend::gpu_layout::{encode_splits, encode_tree, BinLayout, T
 use sapwood_core::backend::shard::kernels::{
     maxima_from_bits, GradScalars, QuantScalars, SampleScalars,
 };
-use sapwood_core::backend::shard::{self, NodeSpans, ShardLimits, ShardShape, Span};
+use sapwood_core::backend::shard::{self, HostRows, NodeSpans, ShardLimits, ShardShape, Span};
 use sapwood_core::backend::{HistBackend, NodeSplit, ShardData, TreeSetup};
 use sapwood_core::error::{Error, Result};
 use sapwood_core::hist::HistBin;
-use sapwood_core::objective::{exp_table, sigmoid_table};
+use sapwood_core::objective::{exp_tables, sigmoid_table, Objective};
 use sapwood_core::tree::{NodeId, Tree};
 
 use crate::device::{driver_error, Gpu};
@@ -88,6 +88,9 @@ pub struct CudaBackend {
     global_tiles: CudaSlice<u32>,
     hist: Option<CudaSlice<u64>>,
     spans: NodeSpans,
+    objective: Objective,
+    /// Labels and weights for a loss whose gradients come from the host.
+    host: Option<HostRows>,
 }
 
 /// (start, len) words of each span, as the kernels read nodes.
@@ -156,7 +159,7 @@ impl CudaBackend {
             rows: zeroed(&gpu, n, "rows")?,
             moved: zeroed(&gpu, n, "moved rows")?,
             sigmoid: upload(&gpu, sigmoid_table(), "sigmoid table")?,
-            exp: upload(&gpu, exp_table(), "exp table")?,
+            exp: upload(&gpu, &exp_tables(), "exp tables")?,
             maxes: zeroed(&gpu, 2 * k, "maxima")?,
             count: zeroed(&gpu, 1, "count")?,
             shared_tiles: tiles(&plan.shared, "tiles")?,
@@ -164,6 +167,11 @@ impl CudaBackend {
             plan,
             hist: None,
             spans: NodeSpans::new(),
+            objective: s.objective,
+            host: (!s.objective.has_kernel()).then(|| HostRows {
+                labels: s.labels.clone(),
+                weights: s.weights.clone(),
+            }),
             gpu,
         };
         backend.sync()?;
@@ -237,6 +245,16 @@ impl HistBackend for CudaBackend {
     }
 
     fn compute_gradients(&mut self) -> Result<Vec<[f32; 2]>> {
+        if let Some(host) = &self.host {
+            let margins = self.margins()?;
+            let (grad, max) = host.gradients(&self.objective, &margins);
+            let flat: Vec<f32> = grad.iter().flatten().copied().collect();
+            self.gpu
+                .stream
+                .memcpy_htod(&flat, &mut self.grad)
+                .map_err(|e| driver_error("upload of host gradients", e))?;
+            return Ok(max);
+        }
         let stream = &self.gpu.stream;
         stream
             .memset_zeros(&mut self.maxes)

@@ -43,7 +43,7 @@ macro_rules! kernel_struct {
 
 kernel_struct! {
     /// Parameters of gradients.cu.
-    GradParams { n: u32, k: u32, kind: u32, has_weights: u32, sigmoid_len: u32, exp_len: u32 }
+    GradParams { n: u32, k: u32, kind: u32, has_weights: u32, sigmoid_len: u32, exp_len: u32, c0: u32, c1: u32 }
 }
 
 kernel_struct! {
@@ -106,6 +106,8 @@ impl From<GradScalars> for GradParams {
             has_weights: s.has_weights,
             sigmoid_len: s.sigmoid_len,
             exp_len: s.exp_len,
+            c0: s.c0,
+            c1: s.c1,
         }
     }
 }
@@ -241,7 +243,7 @@ mod tests {
 
     #[test]
     fn layouts_are_the_natural_c_layouts() {
-        assert_eq!(GradParams::layout().size, 24);
+        assert_eq!(GradParams::layout().size, 32);
         let q = QuantParams::layout();
         assert_eq!((q.size, q.align), (56, 8));
         assert_eq!((q.fields[4].name, q.fields[4].offset), ("g_scale", 16));

@@ -477,6 +477,11 @@ fn gradient_constants_match_the_core() {
     );
     let inv: f32 = define("INV_ONE").trim_end_matches('f').parse().unwrap();
     assert_eq!(inv, 1.0 / (1u32 << o::PROB_BITS) as f32);
+    assert_eq!(uint(define("EXP2_STEP_BITS")), o::EXP2_STEP_BITS as u64);
+    assert_eq!(uint(define("EXP2_VALUE_BITS")), o::EXP2_VALUE_BITS as u64);
+    let limit: f32 = define("EXP2_LIMIT").trim_end_matches('f').parse().unwrap();
+    assert_eq!(limit, o::EXP2_LIMIT);
+    assert_eq!(uint(define("LOG2_E_BITS")), o::LOG2_E.to_bits() as u64);
 }
 
 #[test]

@@ -17,7 +17,7 @@ use sapwood_core::backend::{
 use sapwood_core::data::FeatureCuts;
 use sapwood_core::hash::{HashKey, SampleRate, Stream};
 use sapwood_core::hist::HistBin;
-use sapwood_core::objective::{Objective, ObjectiveKind};
+use sapwood_core::objective::{Objective, ObjectiveKind, ObjectiveParams};
 use sapwood_core::params::{GrowPolicy, Params, Quantisation};
 use sapwood_core::quantise::{quantise_exact, GroupScales, Scale};
 use sapwood_core::split::{BinSet, SplitRule};
@@ -380,6 +380,15 @@ pub(crate) fn gradients_and_margins<B: HistBackend + ?Sized>(
     for (kind, k) in [
         (ObjectiveKind::SquaredError, 1),
         (ObjectiveKind::Logistic, 1),
+        (ObjectiveKind::LogitRaw, 1),
+        (ObjectiveKind::AbsoluteError, 1),
+        (ObjectiveKind::QuantileError, 1),
+        (ObjectiveKind::Huber, 1),
+        (ObjectiveKind::PseudoHuber, 1),
+        (ObjectiveKind::Poisson, 1),
+        (ObjectiveKind::Gamma, 1),
+        (ObjectiveKind::Tweedie, 1),
+        (ObjectiveKind::Softmax, 4),
         (ObjectiveKind::Softprob, 3),
         (ObjectiveKind::Softprob, 7),
         // beyond the 64 groups a GPU reduces in workgroup memory
@@ -392,13 +401,22 @@ pub(crate) fn gradients_and_margins<B: HistBackend + ?Sized>(
         let lo_offset = offsets[widths.len() + 1] as usize;
         let labels: Vec<f32> = (0..n)
             .map(|_| match kind {
-                ObjectiveKind::SquaredError => (rng.unit() - 0.5) * 1e4,
-                ObjectiveKind::Logistic => (rng.below(3) as f32) * 0.5,
-                ObjectiveKind::Softprob => rng.below(k as u64) as f32,
+                k if k.is_binary() => (rng.below(3) as f32) * 0.5,
+                k if k.is_multiclass() => rng.below(k as u64) as f32,
+                ObjectiveKind::Poisson | ObjectiveKind::Tweedie => rng.below(20) as f32,
+                ObjectiveKind::Gamma => rng.unit() * 50.0 + 0.01,
+                _ => (rng.unit() - 0.5) * 1e4,
             })
             .collect();
         let weights: Vec<f32> = (0..n).map(|_| rng.unit() * 3.0).collect();
-        let obj = Objective::new(kind, k).expect("objective");
+        // constants away from their defaults, so that a kernel reading the wrong one fails
+        let constants = ObjectiveParams {
+            quantile_alpha: 0.3,
+            huber_slope: 2.5,
+            tweedie_variance_power: 1.3,
+            max_delta_step: 0.0,
+        };
+        let obj = Objective::with_params(kind, k, &constants).expect("objective");
         let spec = ShardData {
             weights: Some(weights.clone()),
             objective: obj,

@@ -65,12 +65,17 @@ pub fn mixed_features(n: usize, seed: u64) -> Mixed {
     }
 }
 
-/// Labels for `kind` from a signal: the signal itself, `signal > 0.4`, or 3 classes.
+/// Labels for `kind` from a signal: the signal itself, `signal > 0.4`, 3 classes, or a
+/// positive value (exp of the signal, rounded down for counts).
 pub fn labels_for(kind: ObjectiveKind, signal: &[f32]) -> Vec<f32> {
     match kind {
-        ObjectiveKind::SquaredError => signal.to_vec(),
-        ObjectiveKind::Logistic => signal.iter().map(|&s| (s > 0.4) as u8 as f32).collect(),
-        ObjectiveKind::Softprob => signal
+        k if k.is_binary() => signal.iter().map(|&s| (s > 0.4) as u8 as f32).collect(),
+        ObjectiveKind::Poisson | ObjectiveKind::Tweedie => {
+            signal.iter().map(|&s| s.exp().floor()).collect()
+        }
+        ObjectiveKind::Gamma => signal.iter().map(|&s| s.exp() + 0.01).collect(),
+        k if !k.is_multiclass() => signal.to_vec(),
+        _ => signal
             .iter()
             .map(|&s| {
                 (if s < 0.0 {

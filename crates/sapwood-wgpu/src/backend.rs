@@ -8,11 +8,11 @@ use sapwood_core::backend::gpu_layout::{encode_splits, plan_tiles, Tile};
 use sapwood_core::backend::shard::kernels::{
     maxima_from_bits, GradScalars, QuantScalars, SampleScalars,
 };
-use sapwood_core::backend::shard::{self, NodeSpans, ShardLimits, ShardShape, Span};
+use sapwood_core::backend::shard::{self, HostRows, NodeSpans, ShardLimits, ShardShape, Span};
 use sapwood_core::backend::{HistBackend, NodeSplit, ShardData, TreeSetup};
 use sapwood_core::error::Result;
 use sapwood_core::hist::HistBin;
-use sapwood_core::objective::{exp_table, sigmoid_table};
+use sapwood_core::objective::{exp_tables, sigmoid_table, Objective};
 use sapwood_core::tree::{NodeId, Tree};
 
 use crate::chunks::{Chunk, DeviceBins};
@@ -51,6 +51,9 @@ pub struct WgpuBackend {
     global_tiles: (wgpu::Buffer, u32),
     hist: Option<wgpu::Buffer>,
     spans: NodeSpans,
+    objective: Objective,
+    /// Labels and weights for a loss whose gradients come from the host.
+    host: Option<HostRows>,
 }
 
 fn words(v: &[u32]) -> &[u8] {
@@ -115,13 +118,18 @@ impl WgpuBackend {
             rows: gpu.zeroed("rows", 4 * n as u64),
             moved: gpu.zeroed("moved rows", 4 * n as u64),
             sigmoid: gpu.storage("sigmoid table", words(sigmoid_table())),
-            exp: gpu.storage("exp table", words(exp_table())),
+            exp: gpu.storage("exp tables", words(&exp_tables())),
             maxes: gpu.zeroed("maxima", 8 * k as u64),
             count: gpu.zeroed("count", 16),
             shared_tiles: tiles(&plan.shared),
             global_tiles: tiles(&plan.global),
             hist: None,
             spans: NodeSpans::new(),
+            objective: s.objective,
+            host: (!s.objective.has_kernel()).then(|| HostRows {
+                labels: s.labels.clone(),
+                weights: s.weights.clone(),
+            }),
             gpu,
         };
         backend.gpu.check()?;
@@ -196,6 +204,12 @@ impl HistBackend for WgpuBackend {
     }
 
     fn compute_gradients(&mut self) -> Result<Vec<[f32; 2]>> {
+        if let Some(host) = &self.host {
+            let margins = self.margins()?;
+            let (grad, max) = host.gradients(&self.objective, &margins);
+            self.gpu.write(&self.grad, bytemuck::cast_slice(&grad))?;
+            return Ok(max);
+        }
         let g = &self.gpu;
         let mut enc = g.encoder();
         enc.clear_buffer(&self.maxes, 0, None);

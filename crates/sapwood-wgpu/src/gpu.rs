@@ -169,6 +169,16 @@ impl Gpu {
             })
     }
 
+    /// Overwrites the start of `buffer` with `data` (a multiple of 4 bytes), ahead of every
+    /// later submission.
+    pub(crate) fn write(&self, buffer: &wgpu::Buffer, data: &[u8]) -> Result<()> {
+        if !data.is_empty() {
+            self.queue.write_buffer(buffer, 0, data);
+            self.submit(self.encoder())?;
+        }
+        Ok(())
+    }
+
     /// A zeroed storage buffer of at least `bytes` bytes.
     pub(crate) fn zeroed(&self, label: &str, bytes: u64) -> wgpu::Buffer {
         self.device.create_buffer(&wgpu::BufferDescriptor {

@@ -30,7 +30,7 @@ macro_rules! gpu_struct {
 
 gpu_struct! {
     /// Parameters of gradients.wgsl.
-    GradParams { n: u32, k: u32, kind: u32, has_weights: u32, sigmoid_len: u32, exp_len: u32, pad0: u32, pad1: u32 }
+    GradParams { n: u32, k: u32, kind: u32, has_weights: u32, sigmoid_len: u32, exp_len: u32, c0: u32, c1: u32 }
 }
 
 gpu_struct! {
@@ -63,7 +63,8 @@ impl From<GradScalars> for GradParams {
             has_weights: s.has_weights,
             sigmoid_len: s.sigmoid_len,
             exp_len: s.exp_len,
-            ..Default::default()
+            c0: s.c0,
+            c1: s.c1,
         }
     }
 }

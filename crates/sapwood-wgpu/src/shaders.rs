@@ -144,5 +144,12 @@ mod tests {
             F32(v) => assert_eq!(v, 1.0 / (1u32 << o::PROB_BITS) as f32),
             l => panic!("INV_ONE is {l:?}"),
         }
+        assert_eq!(constant(&m, "EXP2_STEP_BITS"), U32(o::EXP2_STEP_BITS));
+        assert_eq!(
+            constant(&m, "EXP2_VALUE_BITS"),
+            I32(o::EXP2_VALUE_BITS as i32)
+        );
+        assert_eq!(constant(&m, "EXP2_LIMIT"), F32(o::EXP2_LIMIT));
+        assert_eq!(constant(&m, "LOG2_E_BITS"), U32(o::LOG2_E.to_bits()));
     }
 }

@@ -11,7 +11,6 @@ use sapwood_core::backend::{BackendFactory, CpuFactory, HistBackend, ShardData};
 use sapwood_core::collective::{Collective, CommStats, SingleWorker};
 use sapwood_core::explain;
 use sapwood_core::model::{ClassLabel, Model};
-use sapwood_core::objective::ObjectiveKind;
 use sapwood_core::params::{CollectiveKind, Device, Params, RunOptions};
 use sapwood_core::train::{
     self, BinnedJob, BinnedShard, EvalInput, EvalResult, EvalSet, Quiet, Shard, TrainObserver,
@@ -200,7 +199,7 @@ fn prepare(
     }
     let encoded = labels::encode(params.objective, label)?;
     let mut params = params.clone();
-    if let (Some(c), ObjectiveKind::Softprob) = (&encoded.classes, params.objective) {
+    if let (Some(c), true) = (&encoded.classes, params.objective.is_multiclass()) {
         match params.num_class {
             Some(k) if k != c.len() => {
                 return Err(Error::param(
@@ -216,14 +215,11 @@ fn prepare(
 
 /// Parameters that validate alone but contradict each other.
 fn check_param_combinations(params: &Params) -> Result<()> {
-    if let (Some(k), false) = (
-        params.num_class,
-        params.objective == ObjectiveKind::Softprob,
-    ) {
+    if let (Some(k), false) = (params.num_class, params.objective.is_multiclass()) {
         return Err(Error::param(
             "num_class",
             format!(
-                "{k} given but {} has one output; num_class is for multi:softprob",
+                "{k} given but {} has one output; num_class is for multi:softprob and multi:softmax",
                 params.objective
             ),
         ));
@@ -560,7 +556,7 @@ impl Booster {
             .as_ref()
             .ok_or_else(|| Error::EmptyData("the training shard has no label".into()))?;
         let mut params = params.clone();
-        if let (Some(c), ObjectiveKind::Softprob) = (&classes, params.objective) {
+        if let (Some(c), true) = (&classes, params.objective.is_multiclass()) {
             params.num_class = Some(c.len());
         }
         let encoded = labels::Encoded {
@@ -634,10 +630,14 @@ impl Booster {
     /// Predictions with options (margins, number of rounds).
     pub fn predict_with(&self, data: &Dataset<'_>, opts: PredictOptions) -> Result<Predictions> {
         let m = &self.model;
+        crate::schema::check_categorical_types(m, &data.features)?;
         let rounds = m.check_rounds(opts.rounds)?;
         let side = m.feature_names.len() + 1;
         let (values, per_row) = match opts.output {
-            Output::Value => (m.predict(&data.features, Some(rounds))?, m.groups),
+            Output::Value => (
+                m.predict(&data.features, Some(rounds))?,
+                m.objective().output_width(),
+            ),
             Output::Margin => (m.predict_margins(&data.features, Some(rounds))?, m.groups),
             Output::Contributions => {
                 let v = explain::contributions(m, &m.bin(&data.features)?, rounds);

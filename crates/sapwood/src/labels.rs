@@ -30,16 +30,16 @@ fn class_of_value(row: usize, v: f32) -> Result<ClassLabel> {
 /// Encodes training labels for `objective`: class labels become codes of the sorted classes.
 pub fn encode(objective: ObjectiveKind, label: &Label) -> Result<Encoded> {
     match (objective, label) {
-        (ObjectiveKind::SquaredError, Label::Values(v)) => Ok(Encoded {
+        (k, Label::Values(v)) if !k.is_classification() => Ok(Encoded {
             values: v.clone(),
             classes: None,
         }),
-        (ObjectiveKind::SquaredError, Label::Classes(_)) => Err(Error::InvalidLabel {
+        (k, Label::Classes(_)) if !k.is_classification() => Err(Error::InvalidLabel {
             row: 0,
             value: "a class label".into(),
-            reason: "reg:squarederror needs numeric labels".into(),
+            reason: format!("{k} needs numeric labels"),
         }),
-        (ObjectiveKind::Logistic, Label::Values(v)) => {
+        (k, Label::Values(v)) if k.is_binary() => {
             // 0/1 labels are classes; fractional ones are probabilities
             let binary = v.iter().all(|&y| y == 0.0 || y == 1.0);
             Ok(Encoded {
@@ -66,7 +66,7 @@ pub fn encode(objective: ObjectiveKind, label: &Label) -> Result<Encoded> {
                     reason: format!("{kind} needs at least two classes, found {}", classes.len()),
                 });
             }
-            if kind == ObjectiveKind::Logistic && classes.len() > 2 {
+            if kind.is_binary() && classes.len() > 2 {
                 return Err(Error::InvalidLabel {
                     row: 0,
                     value: format!("{} classes", classes.len()),
@@ -117,7 +117,7 @@ pub fn encode_with(
             .iter()
             .enumerate()
             .map(|(i, &y)| {
-                if objective == ObjectiveKind::Logistic && (y == 0.0 || y == 1.0) {
+                if objective.is_binary() && (y == 0.0 || y == 1.0) {
                     Ok(y)
                 } else {
                     as_class(i, class_of_value(i, y)?)
@@ -136,10 +136,8 @@ pub fn global_classes(
 ) -> Result<Option<Vec<ClassLabel>>> {
     // local distinct classes, or None where the labels are not classes
     let local: Option<Vec<ClassLabel>> = match (objective, label) {
-        (ObjectiveKind::SquaredError, _) => None,
-        (ObjectiveKind::Logistic, Label::Values(v)) if !v.iter().all(|&y| y == 0.0 || y == 1.0) => {
-            None
-        }
+        (k, _) if !k.is_classification() => None,
+        (k, Label::Values(v)) if k.is_binary() && !v.iter().all(|&y| y == 0.0 || y == 1.0) => None,
         (_, Label::Values(v)) => {
             let mut c: Vec<ClassLabel> = v
                 .iter()
@@ -173,14 +171,12 @@ pub fn global_classes(
     let Some(mut classes) = all else {
         return Ok(None);
     };
-    if objective == ObjectiveKind::SquaredError {
+    if !objective.is_classification() {
         return Ok(None);
     }
     classes.sort();
     classes.dedup();
-    if objective == ObjectiveKind::Logistic
-        && classes.iter().all(|c| matches!(c, ClassLabel::Int(0 | 1)))
-    {
+    if objective.is_binary() && classes.iter().all(|c| matches!(c, ClassLabel::Int(0 | 1))) {
         return Ok(Some(vec![ClassLabel::Int(0), ClassLabel::Int(1)]));
     }
     if classes.len() < 2 {
@@ -193,7 +189,7 @@ pub fn global_classes(
             ),
         });
     }
-    if objective == ObjectiveKind::Logistic && classes.len() > 2 {
+    if objective.is_binary() && classes.len() > 2 {
         return Err(Error::InvalidLabel {
             row: 0,
             value: format!("{} classes", classes.len()),

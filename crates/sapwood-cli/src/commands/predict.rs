@@ -240,7 +240,8 @@ pub fn run(a: PredictArgs) -> Result<()> {
             let values = if a.raw {
                 margins.clone()
             } else {
-                objective.transform(&margins)
+                // the class column holds multi:softmax's prediction; these its probabilities
+                objective.class_probabilities(&margins)
             };
             let best: Vec<usize> = margins.chunks_exact(k).map(sapwood::argmax).collect();
             arrays.push(labels_array(model, &names, &best));
@@ -286,9 +287,10 @@ pub fn run(a: PredictArgs) -> Result<()> {
     writer.finish()?;
     let what = match (objective.kind(), a.raw) {
         (_, true) => "margins",
-        (ObjectiveKind::SquaredError, _) => "values",
         (ObjectiveKind::Logistic, _) => "probabilities",
-        (ObjectiveKind::Softprob, _) => "classes and probabilities",
+        (k, _) if k.is_multiclass() => "classes and probabilities",
+        (k, _) if k.has_log_link() => "means",
+        _ => "values",
     };
     eprintln!("wrote {what} for {rows} rows to {}", a.out.display());
     Ok(())

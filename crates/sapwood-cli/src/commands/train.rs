@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use sapwood::{
-    BinnedDataset, Booster, Collective, CollectiveKind, CutPass, Label, ObjectiveKind, Params,
+    BinnedDataset, Booster, Collective, CollectiveKind, CutPass, Label, Params,
     RunOptions, Settings, SingleWorker, PARAM_NAMES, RUN_OPTION_NAMES,
 };
 use sapwood_io::ReadOptions;
@@ -48,10 +48,10 @@ fn settings_of(a: &TrainArgs) -> Result<Settings> {
     p.validate()?;
     if let (Some(k), false) = (
         p.params.num_class,
-        p.params.objective == ObjectiveKind::Softprob,
+        p.params.objective.is_multiclass(),
     ) {
         return Err(settings::Error(format!(
-            "num_class={k}: {} has one output; num_class is for multi:softprob",
+            "num_class={k}: {} has one output; num_class is for multi:softprob and multi:softmax",
             p.params.objective
         ))
         .into());

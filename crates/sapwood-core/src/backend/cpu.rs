@@ -198,39 +198,13 @@ impl HistBackend for CpuBackend {
     }
 
     fn compute_gradients(&mut self) -> Result<Vec<[f32; 2]>> {
-        let k = self.objective.groups();
-        let obj = self.objective;
-        let (labels, weights, margins) = (&self.labels, self.weights.as_deref(), &self.margins);
-        let maxes = self
-            .grad
-            .par_chunks_mut(ROWS_PER_TASK * k)
-            .enumerate()
-            .map(|(task, chunk)| {
-                let mut max = vec![[0.0f32; 2]; k];
-                let mut g = vec![0.0f32; k];
-                let mut h = vec![0.0f32; k];
-                for (j, out) in chunk.chunks_exact_mut(k).enumerate() {
-                    let i = task * ROWS_PER_TASK + j;
-                    let w = weights.map_or(1.0, |w| w[i]);
-                    obj.gradient(&margins[i * k..(i + 1) * k], labels[i], w, &mut g, &mut h);
-                    for c in 0..k {
-                        out[c] = [g[c], h[c]];
-                        max[c][0] = max[c][0].max(g[c].abs());
-                        max[c][1] = max[c][1].max(h[c]);
-                    }
-                }
-                max
-            })
-            .reduce(
-                || vec![[0.0f32; 2]; k],
-                |a, b| {
-                    a.iter()
-                        .zip(&b)
-                        .map(|(x, y)| [x[0].max(y[0]), x[1].max(y[1])])
-                        .collect()
-                },
-            );
-        Ok(maxes)
+        Ok(shard::gradients_into(
+            &self.objective,
+            &self.labels,
+            self.weights.as_deref(),
+            &self.margins,
+            &mut self.grad,
+        ))
     }
 
     fn start_tree(&mut self, s: &TreeSetup) -> Result<u64> {

@@ -161,7 +161,8 @@ pub fn to_text(model: &Model) -> Result<String> {
     let objective = match model.params.objective {
         ObjectiveKind::SquaredError => "regression".to_string(),
         ObjectiveKind::Logistic => "binary sigmoid:1".to_string(),
-        ObjectiveKind::Softprob => format!("multiclass num_class:{k}"),
+        ObjectiveKind::Softprob | ObjectiveKind::Softmax => format!("multiclass num_class:{k}"),
+        other => return Err(super::unsupported_objective(other, "LightGBM")),
     };
     let levels = level_lists(model);
     let infos: Vec<String> = model

@@ -22,6 +22,7 @@ use crate::data::cuts::FeatureCuts;
 use crate::error::{Error, Result};
 use crate::model::Model;
 use crate::objective::ftz;
+use crate::objective::ObjectiveKind;
 use crate::split::SplitRule;
 use crate::tree::{Node, Split, Tree};
 
@@ -91,6 +92,14 @@ pub(crate) fn route(model: &Model, t: usize, n: usize, s: &Split) -> Result<Rout
 /// The error for a split a format cannot express.
 pub(crate) fn unexpressible(t: usize, n: usize, what: &str) -> Error {
     Error::InvalidModel(format!("tree {t}, node {n}: cannot be exported: {what}"))
+}
+
+/// The error for an objective a format's export does not cover yet.
+pub(crate) fn unsupported_objective(objective: ObjectiveKind, format: &str) -> Error {
+    Error::InvalidModel(format!(
+        "objective {objective} cannot be exported to {format} yet (reg:squarederror, \
+         binary:logistic, multi:softprob and multi:softmax can)"
+    ))
 }
 
 /// The trees to write: the model's, with each group's base margin added to every node of

@@ -179,11 +179,12 @@ pub fn to_json(model: &Model) -> Result<String> {
             "[5E-1]".to_string(),
             0,
         ),
-        ObjectiveKind::Softprob => (
-            json!({"name": "multi:softprob", "softmax_multiclass_param": {"num_class": k.to_string()}}),
+        ObjectiveKind::Softprob | ObjectiveKind::Softmax => (
+            json!({"name": model.params.objective.name(), "softmax_multiclass_param": {"num_class": k.to_string()}}),
             format!("[{}]", vec!["0E0"; k].join(",")),
             k,
         ),
+        other => return Err(super::unsupported_objective(other, "XGBoost")),
     };
     let levels = level_lists(model);
     let feature_types: Vec<&str> = levels

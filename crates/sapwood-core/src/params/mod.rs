@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::metric::Metric;
-use crate::objective::ObjectiveKind;
+use crate::objective::{Objective, ObjectiveKind, ObjectiveParams};
 use names::{canonical, num, opt, Setting};
 
 /// How trees grow.
@@ -134,6 +134,27 @@ pub struct Params {
     pub eval_metric: Vec<Metric>,
     /// Stop when the last metric of the last evaluation set has not improved for this many rounds.
     pub early_stopping_rounds: Option<usize>,
+    /// The quantile `reg:quantileerror` fits.
+    #[serde(skip_serializing_if = "is_half")]
+    pub quantile_alpha: f64,
+    /// Where `reg:pseudohubererror` and `huber` turn from quadratic to linear.
+    #[serde(skip_serializing_if = "is_one")]
+    pub huber_slope: f64,
+    /// The variance power of `reg:tweedie`, in [1, 2).
+    #[serde(skip_serializing_if = "is_one_and_a_half")]
+    pub tweedie_variance_power: f64,
+}
+
+// parameters added after the first release are written only when set, so that models of
+// the earlier objectives keep their exact bytes
+fn is_half(v: &f64) -> bool {
+    *v == 0.5
+}
+fn is_one(v: &f64) -> bool {
+    *v == 1.0
+}
+fn is_one_and_a_half(v: &f64) -> bool {
+    *v == 1.5
 }
 
 impl Default for Params {
@@ -170,6 +191,9 @@ impl Default for Params {
             bin_sample_rows: 200_000,
             eval_metric: Vec::new(),
             early_stopping_rounds: None,
+            quantile_alpha: 0.5,
+            huber_slope: 1.0,
+            tweedie_variance_power: 1.5,
         }
     }
 }
@@ -252,17 +276,13 @@ impl Params {
             Quantisation::from_grad_bits(b as u32)?;
         }
         if let Some(k) = self.num_class {
-            if self.objective == ObjectiveKind::Softprob && k < 2 {
+            if self.objective.is_multiclass() && k < 2 {
                 return Err(Error::param("num_class", format!("{k} must be at least 2")));
             }
         }
+        self.objective_params().validate(self.objective)?;
         if let Some(b) = self.base_score {
-            let ok = match self.objective {
-                ObjectiveKind::SquaredError => b.is_finite(),
-                ObjectiveKind::Logistic => b > 0.0 && b < 1.0,
-                ObjectiveKind::Softprob => b.is_finite(),
-            };
-            if !ok {
+            if !Objective::accepts_base_score(self.objective, b) {
                 return Err(Error::param(
                     "base_score",
                     format!("{b} is out of range for {}", self.objective),
@@ -335,6 +355,9 @@ impl Params {
                     .collect::<Result<_>>()?
             }
             "early_stopping_rounds" => self.early_stopping_rounds = opt(name, v)?,
+            "quantile_alpha" => self.quantile_alpha = num(name, v)?,
+            "huber_slope" => self.huber_slope = num(name, v)?,
+            "tweedie_variance_power" => self.tweedie_variance_power = num(name, v)?,
             _ => unreachable!("PARAM_NAMES lists only names handled here"),
         }
         Ok(())
@@ -342,6 +365,21 @@ impl Params {
 }
 
 impl Params {
+    /// The constants of the loss.
+    pub fn objective_params(&self) -> ObjectiveParams {
+        ObjectiveParams {
+            quantile_alpha: self.quantile_alpha,
+            huber_slope: self.huber_slope,
+            tweedie_variance_power: self.tweedie_variance_power,
+            max_delta_step: self.max_delta_step,
+        }
+    }
+
+    /// The loss with `num_class` classes (ignored unless multiclass) and its constants.
+    pub fn objective_with(&self, num_class: usize) -> Result<Objective> {
+        Objective::with_params(self.objective, num_class, &self.objective_params())
+    }
+
     /// The metrics reported for every evaluation set.
     pub fn metrics(&self) -> Vec<Metric> {
         if self.eval_metric.is_empty() {
@@ -470,10 +508,22 @@ mod tests {
             "binary:logistic".parse::<ObjectiveKind>().unwrap(),
             ObjectiveKind::Logistic
         );
-        let e = "reg:tweedie"
+        for kind in ObjectiveKind::ALL {
+            assert_eq!(kind.name().parse::<ObjectiveKind>().unwrap(), kind);
+        }
+        // LightGBM's names are aliases
+        assert_eq!(
+            "regression_l1".parse::<ObjectiveKind>().unwrap(),
+            ObjectiveKind::AbsoluteError
+        );
+        assert_eq!(
+            "poisson".parse::<ObjectiveKind>().unwrap(),
+            ObjectiveKind::Poisson
+        );
+        let e = "reg:tweedy"
             .parse::<ObjectiveKind>()
             .unwrap_err()
             .to_string();
-        assert!(e.contains("reg:tweedie"));
+        assert!(e.contains("reg:tweedy") && e.contains("reg:tweedie"), "{e}");
     }
 }

@@ -45,6 +45,9 @@ pub const PARAM_NAMES: &[(&str, &[&str])] = &[
     ("bin_sample_rows", &["bin_construct_sample_cnt"]),
     ("eval_metric", &["metric"]),
     ("early_stopping_rounds", &["early_stopping"]),
+    ("quantile_alpha", &[]),
+    ("huber_slope", &[]),
+    ("tweedie_variance_power", &[]),
 ];
 
 /// Canonical run option names and their aliases.

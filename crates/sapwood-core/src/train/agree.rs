@@ -50,12 +50,35 @@ pub fn base_margin(
         Ok(exact_sum(&v, n_total, c)? / total_w)
     };
     Ok(match objective.kind() {
-        ObjectiveKind::SquaredError => vec![weighted_mean(&|y| y, collective)? as f32],
-        ObjectiveKind::Logistic => {
+        ObjectiveKind::SquaredError | ObjectiveKind::Huber => {
+            vec![weighted_mean(&|y| y, collective)? as f32]
+        }
+        ObjectiveKind::AbsoluteError
+        | ObjectiveKind::QuantileError
+        | ObjectiveKind::PseudoHuber => {
+            // the loss's own minimiser over a constant: a quantile (the median for the
+            // robust losses), exact over every worker
+            let slot = vec![0u32; labels.len()];
+            let q = super::quantile::weighted_quantiles(
+                &slot,
+                labels,
+                weights,
+                1,
+                objective.refit_quantile(),
+                n_total,
+                collective,
+            )?;
+            vec![q[0].unwrap_or(0.0)]
+        }
+        ObjectiveKind::Poisson | ObjectiveKind::Tweedie | ObjectiveKind::Gamma => {
+            let mean = weighted_mean(&|y| y, collective)?;
+            vec![detmath::ln(mean.max(1e-6)) as f32]
+        }
+        ObjectiveKind::Logistic | ObjectiveKind::LogitRaw => {
             let p = weighted_mean(&|y| y, collective)?.clamp(1e-6, 1.0 - 1e-6);
             vec![detmath::ln(p / (1.0 - p)) as f32]
         }
-        ObjectiveKind::Softprob => {
+        ObjectiveKind::Softprob | ObjectiveKind::Softmax => {
             let mut m = Vec::with_capacity(objective.groups());
             for k in 0..objective.groups() {
                 let p = weighted_mean(&|y| if y as usize == k { 1.0 } else { 0.0 }, collective)?;
@@ -102,7 +125,7 @@ pub fn agree_num_class(
     collective: &mut dyn Collective,
 ) -> Result<usize> {
     Ok(match params.objective {
-        ObjectiveKind::Softprob => match params.num_class {
+        k if k.is_multiclass() => match params.num_class {
             Some(k) => k,
             None => {
                 let local = labels

@@ -8,6 +8,7 @@ use rayon::prelude::*;
 
 use super::checkpoint::Checkpoint;
 use super::observer::{Control, EvalResult, RoundReport, TrainObserver};
+use super::quantile::{refit_leaves, RefitRows};
 use crate::backend::{HistBackend, TreeSetup};
 use crate::collective::{Collective, CommStats};
 use crate::data::binned::BinnedMatrix;
@@ -82,13 +83,18 @@ pub fn sample_features(n_features: usize, rate: f64, seed: u64, tree_index: u32)
     f
 }
 
-fn metrics_of(set: &EvalSet, groups: usize, metrics: &[Metric]) -> Vec<EvalResult> {
+fn metrics_of(set: &EvalSet, objective: &Objective, metrics: &[Metric]) -> Vec<EvalResult> {
     metrics
         .iter()
         .map(|&metric| EvalResult {
             dataset: set.name.clone(),
             metric,
-            value: metric.evaluate(&set.margins, groups, &set.labels, set.weights.as_deref()),
+            value: metric.evaluate_for(
+                objective,
+                &set.margins,
+                &set.labels,
+                set.weights.as_deref(),
+            ),
         })
         .collect()
 }
@@ -146,6 +152,8 @@ pub struct BoostSetup<'a> {
     pub n_total: u64,
     /// The checkpoint to continue from (its trees are replayed into the margins).
     pub resume: Option<&'a Checkpoint>,
+    /// This worker's rows, for losses whose leaves are refit to quantiles of residuals.
+    pub refit: Option<RefitRows<'a>>,
 }
 
 /// Boosts `params.num_rounds` rounds on this worker's backend. Evaluation sets are only
@@ -162,6 +170,7 @@ pub fn boost(
         objective,
         n_total,
         resume,
+        refit,
     } = *setup;
     let (params, cuts, base_margin) = (&skeleton.params, &skeleton.cuts, &skeleton.base_margin);
     let start = Instant::now();
@@ -252,7 +261,22 @@ pub fn boost(
                 params.seed,
                 tree_index,
             );
-            let tree = grow_tree(&cfg, backend, collective, &setup, &features, &mut store)?;
+            let mut tree = grow_tree(&cfg, backend, collective, &setup, &features, &mut store)?;
+            if let Some(rows) = &refit {
+                // every group's margins before this round's trees are added
+                let margins = backend.margins()?;
+                refit_leaves(
+                    &mut tree,
+                    rows,
+                    &margins,
+                    group,
+                    k,
+                    objective.refit_quantile(),
+                    params.learning_rate,
+                    n_total,
+                    collective,
+                )?;
+            }
             check_tree(&tree, round, tree_index as usize, &mut margin_bound[group])?;
             backend.update_margins(&tree, group)?;
             add_to_evals(evals, &tree, group, k);
@@ -260,7 +284,7 @@ pub fn boost(
         }
         let results: Vec<EvalResult> = evals
             .iter()
-            .flat_map(|e| metrics_of(e, k, &metrics))
+            .flat_map(|e| metrics_of(e, objective, &metrics))
             .collect();
         let mut stop = false;
         if let (Some(esr), Some(m), Some(last)) =

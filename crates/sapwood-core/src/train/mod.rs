@@ -11,6 +11,7 @@ pub mod agree;
 pub mod boost;
 pub mod checkpoint;
 pub mod observer;
+pub mod quantile;
 
 use std::sync::Arc;
 
@@ -217,7 +218,7 @@ pub fn train_binned(
     }
     let n_local = shard.binned.n_rows();
     let num_class = agree_num_class(params, &shard.labels, collective)?;
-    let objective = Objective::new(params.objective, num_class)?;
+    let objective = params.objective_with(num_class)?;
     check_inputs(
         &objective,
         &shard.labels,
@@ -266,6 +267,14 @@ pub fn train_binned(
         c.check_matches(&model)?;
     }
     let mut eval_sets = evals;
+    // the leaf refit of quantile losses reads rows on the host, whatever the backend
+    let refit_copy = objective.kind().refits_leaves().then(|| {
+        (
+            shard.binned.clone(),
+            shard.labels.clone(),
+            shard.weights.clone(),
+        )
+    });
     let mut backend = factory.create(ShardData {
         binned: shard.binned,
         offsets: model.cuts.offsets().to_vec(),
@@ -280,6 +289,13 @@ pub fn train_binned(
         objective: &objective,
         n_total,
         resume: resume.as_ref(),
+        refit: refit_copy
+            .as_ref()
+            .map(|(binned, labels, weights)| quantile::RefitRows {
+                binned,
+                labels,
+                weights: weights.as_deref(),
+            }),
     };
     let outcome = boost(
         &setup,

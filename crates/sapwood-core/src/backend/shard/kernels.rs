@@ -81,13 +81,21 @@ impl Kernel {
     }
 }
 
-/// The objective's code in the gradient kernels.
-pub fn objective_code(kind: ObjectiveKind) -> u32 {
-    match kind {
+/// The objective's code in the gradient kernels; `None` for a loss whose gradients GPU
+/// backends take from the host ([`Objective::has_kernel`]).
+pub fn objective_code(kind: ObjectiveKind) -> Option<u32> {
+    Some(match kind {
         ObjectiveKind::SquaredError => 0,
-        ObjectiveKind::Logistic => 1,
-        ObjectiveKind::Softprob => 2,
-    }
+        ObjectiveKind::Logistic | ObjectiveKind::LogitRaw => 1,
+        ObjectiveKind::Softprob | ObjectiveKind::Softmax => 2,
+        ObjectiveKind::AbsoluteError => 3,
+        ObjectiveKind::QuantileError => 4,
+        ObjectiveKind::Huber => 5,
+        ObjectiveKind::Poisson => 6,
+        ObjectiveKind::Gamma => 7,
+        ObjectiveKind::Tweedie => 8,
+        ObjectiveKind::PseudoHuber => return None,
+    })
 }
 
 /// Scalars of the gradient kernel.
@@ -103,8 +111,12 @@ pub struct GradScalars {
     pub has_weights: u32,
     /// Entries of the logistic table.
     pub sigmoid_len: u32,
-    /// Entries of the exponential table.
+    /// Entries of the exponential table (the base-2 table follows it in the same buffer).
     pub exp_len: u32,
+    /// The loss's first constant, as f32 bits ([`Objective::constant_bits`]).
+    pub c0: u32,
+    /// Its second constant.
+    pub c1: u32,
 }
 
 impl GradScalars {
@@ -113,10 +125,13 @@ impl GradScalars {
         GradScalars {
             n: shape.n as u32,
             k: shape.k as u32,
-            kind: objective_code(objective.kind()),
+            // a host-computed loss never launches the kernel; any code will do
+            kind: objective_code(objective.kind()).unwrap_or(u32::MAX),
             has_weights: has_weights as u32,
             sigmoid_len: sigmoid_table().len() as u32,
             exp_len: exp_table().len() as u32,
+            c0: objective.constant_bits()[0],
+            c1: objective.constant_bits()[1],
         }
     }
 }

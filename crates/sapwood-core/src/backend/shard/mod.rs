@@ -3,9 +3,11 @@
 //! the scalars each kernel is given ([`kernels`]). A backend adds allocation, launches and
 //! read-backs.
 
+mod host;
 pub mod kernels;
 mod spans;
 
+pub use host::{gradients_into, HostRows};
 pub use spans::{NodeSpans, Span};
 
 use rayon::prelude::*;
