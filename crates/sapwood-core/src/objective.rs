@@ -334,6 +334,8 @@ pub struct Objective {
     kind: ObjectiveKind,
     groups: usize,
     constants: LossConstants,
+    /// `quantile_alpha` in full precision: quantile selection compares weights with it.
+    quantile_alpha: f64,
 }
 
 impl Objective {
@@ -384,6 +386,7 @@ impl Objective {
             kind,
             groups,
             constants,
+            quantile_alpha: p.quantile_alpha,
         })
     }
 
@@ -417,7 +420,7 @@ impl Objective {
         let mut c = crate::metric::MetricConstants::default();
         let LossConstants { c0, c1 } = self.constants;
         match self.kind {
-            ObjectiveKind::QuantileError => c.quantile_alpha = c0 as f64,
+            ObjectiveKind::QuantileError => c.quantile_alpha = self.quantile_alpha,
             ObjectiveKind::PseudoHuber | ObjectiveKind::Huber => c.huber_slope = c0 as f64,
             ObjectiveKind::Tweedie => c.tweedie_variance_power = 2.0 - c1 as f64,
             _ => {}
@@ -428,7 +431,7 @@ impl Objective {
     /// The quantile the leaves are refit to ([`ObjectiveKind::refits_leaves`]).
     pub fn refit_quantile(&self) -> f64 {
         match self.kind {
-            ObjectiveKind::QuantileError => self.constants.c0 as f64,
+            ObjectiveKind::QuantileError => self.quantile_alpha,
             _ => 0.5,
         }
     }

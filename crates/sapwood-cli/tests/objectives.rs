@@ -1,0 +1,177 @@
+//! Every loss from the command line, on the bundled datasets that suit it: the CPU with one
+//! and three workers and the WGSL backend save the same bytes, and predictions are written in
+//! the loss's output space.
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use sapwood::Column;
+use sapwood_io::{read_parquet, ReadOptions};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn sapwood() -> Command {
+    Command::cargo_bin("sapwood").unwrap()
+}
+
+/// (objective, dataset, label, extra settings)
+const CASES: [(&str, &str, &str, &[&str]); 9] = [
+    ("reg:absoluteerror", "txhousing", "median", &[]),
+    (
+        "reg:quantileerror",
+        "txhousing",
+        "median",
+        &["quantile_alpha=0.9"],
+    ),
+    (
+        "reg:pseudohubererror",
+        "txhousing",
+        "median",
+        &["huber_slope=20000"],
+    ),
+    ("huber", "txhousing", "median", &["huber_slope=20000"]),
+    ("count:poisson", "diamonds", "price", &[]),
+    (
+        "reg:tweedie",
+        "diamonds",
+        "price",
+        &["tweedie_variance_power=1.3"],
+    ),
+    ("reg:gamma", "diamonds", "price", &[]),
+    ("binary:logitraw", "chile", "vote", &[]),
+    ("multi:softmax", "penguins", "species", &[]),
+];
+
+/// Trains one case; returns whether it succeeded and its stderr.
+fn train(
+    case: &(&str, &str, &str, &[&str]),
+    device: &str,
+    workers: &str,
+    model: &Path,
+    tmp: &Path,
+) -> (bool, String) {
+    let (objective, dataset, label, sets) = case;
+    let data = repo().join("datasets").join(dataset).join("train.parquet");
+    let mut cmd = sapwood();
+    cmd.args([
+        "train",
+        "--quiet",
+        "--label",
+        label,
+        "--objective",
+        objective,
+    ])
+    .args(["--rounds", "6", "--device", device, "--workers", workers])
+    .args(["--set", "subsample=0.9"]);
+    for s in *sets {
+        cmd.args(["--set", s]);
+    }
+    let out = cmd
+        .arg("--data")
+        .arg(&data)
+        .arg("--model")
+        .arg(model)
+        .env("XDG_RUNTIME_DIR", tmp)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn every_loss_saves_one_model_on_the_cpu_any_worker_count_and_wgpu() {
+    let t = tempfile::tempdir().unwrap();
+    let require_adapter = std::env::var_os("SAPWOOD_REQUIRE_ADAPTER").is_some();
+    for case in &CASES {
+        let name = case.0.replace(':', "_");
+        let cpu = t.path().join(format!("{name}.cpu.json"));
+        let (ok, err) = train(case, "cpu", "1", &cpu, t.path());
+        assert!(ok, "{}: {err}", case.0);
+        let three = t.path().join(format!("{name}.cpu3.json"));
+        let (ok, err) = train(case, "cpu", "3", &three, t.path());
+        assert!(ok, "{}: {err}", case.0);
+        assert!(
+            std::fs::read(&cpu).unwrap() == std::fs::read(&three).unwrap(),
+            "{}: three workers save another model",
+            case.0
+        );
+        let gpu = t.path().join(format!("{name}.wgpu.json"));
+        let (ok, err) = train(case, "wgpu", "1", &gpu, t.path());
+        if !ok {
+            assert!(
+                !require_adapter && err.contains("adapter"),
+                "{}: wgpu failed: {err}",
+                case.0
+            );
+            continue;
+        }
+        assert!(
+            std::fs::read(&cpu).unwrap() == std::fs::read(&gpu).unwrap(),
+            "{}: wgpu and cpu models differ",
+            case.0
+        );
+    }
+}
+
+/// The `prediction` column of a predictions file: values, or class names.
+fn prediction_column(path: &Path) -> Result<Vec<f32>, Vec<String>> {
+    let t = read_parquet(path, &ReadOptions::default()).unwrap();
+    let j = t
+        .features
+        .names()
+        .iter()
+        .position(|n| n == "prediction")
+        .expect("a prediction column");
+    match t.features.column(j) {
+        Column::Numeric(v) => Ok(v.to_vec()),
+        Column::Categorical { codes, levels } => {
+            Err(codes.iter().map(|&c| levels[c as usize].clone()).collect())
+        }
+    }
+}
+
+#[test]
+fn predictions_are_in_each_losses_output_space() {
+    let t = tempfile::tempdir().unwrap();
+    for case in [&CASES[4], &CASES[7], &CASES[8]] {
+        let name = case.0.replace(':', "_");
+        let model = t.path().join(format!("{name}.json"));
+        let (ok, err) = train(case, "cpu", "1", &model, t.path());
+        assert!(ok, "{}: {err}", case.0);
+        let data = repo().join("datasets").join(case.1).join("test.parquet");
+        let out = t.path().join(format!("{name}.parquet"));
+        let run = sapwood()
+            .args(["predict", "--model"])
+            .arg(&model)
+            .arg("--data")
+            .arg(&data)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        match (case.0, prediction_column(&out)) {
+            // means of a log link are positive
+            ("count:poisson", Ok(v)) => assert!(v.iter().all(|&p| p > 0.0)),
+            // margins, not probabilities: some fall outside [0, 1]
+            ("binary:logitraw", Ok(v)) => {
+                assert!(v.iter().any(|p| !(0.0..=1.0).contains(p)), "probabilities")
+            }
+            // one class name per row
+            ("multi:softmax", Err(names)) => {
+                assert!(names
+                    .iter()
+                    .all(|n| ["Adelie", "Chinstrap", "Gentoo"].contains(&n.as_str())))
+            }
+            (objective, got) => panic!("{objective}: unexpected predictions {got:?}"),
+        }
+    }
+}

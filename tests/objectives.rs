@@ -1,0 +1,305 @@
+//! Every loss beyond the first three: trains, learns, keeps the determinism contract across
+//! workers and quantisation, and does what its definition says (quantile leaves, coverage,
+//! class outputs, label domains).
+
+use sapwood::{
+    Booster, Dataset, Label, ObjectiveKind, Output, Params, PredictOptions, Quantisation, Quiet,
+    RunOptions,
+};
+use sapwood_tests::{bundled, synthetic};
+
+/// The synthetic regression task with labels mapped into `kind`'s domain.
+fn data_for(kind: ObjectiveKind, n: usize, seed: u32) -> Dataset<'static> {
+    let task = if kind.is_binary() {
+        "binary"
+    } else if kind.is_multiclass() {
+        "multiclass"
+    } else {
+        "regression"
+    };
+    let d = synthetic(n, task, seed);
+    let Some(Label::Values(y)) = d.label() else {
+        panic!("numeric labels")
+    };
+    let y: Vec<f32> = match kind {
+        // counts with a mean that grows with the signal
+        ObjectiveKind::Poisson | ObjectiveKind::Tweedie => y
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| ((s + 1.5) * 2.0 + (i % 3) as f32).floor().max(0.0))
+            .collect(),
+        ObjectiveKind::Gamma => y.iter().map(|&s| (s * 0.8).exp()).collect(),
+        _ => y.clone(),
+    };
+    Dataset::from_parts(d.features().clone(), Some(Label::Values(y)), None).unwrap()
+}
+
+const NEW_LOSSES: [ObjectiveKind; 9] = [
+    ObjectiveKind::AbsoluteError,
+    ObjectiveKind::QuantileError,
+    ObjectiveKind::PseudoHuber,
+    ObjectiveKind::Huber,
+    ObjectiveKind::Poisson,
+    ObjectiveKind::Tweedie,
+    ObjectiveKind::Gamma,
+    ObjectiveKind::LogitRaw,
+    ObjectiveKind::Softmax,
+];
+
+fn params_for(objective: ObjectiveKind) -> Params {
+    Params {
+        objective,
+        num_rounds: 8,
+        max_depth: 4,
+        subsample: 0.9,
+        seed: 11,
+        quantile_alpha: 0.8,
+        huber_slope: 0.7,
+        tweedie_variance_power: 1.4,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn every_loss_learns_and_saves_one_model_for_one_to_three_workers() {
+    for objective in NEW_LOSSES {
+        let d = data_for(objective, 2_501, 7);
+        for quantisation in [Quantisation::Exact, Quantisation::Bits(8)] {
+            let params = Params {
+                quantisation,
+                ..params_for(objective)
+            };
+            let one = Booster::train(&params, &d, &[("train", &d)]).unwrap();
+            let history = one.history();
+            let (first, last) = (history[0][0].value, history[history.len() - 1][0].value);
+            let better = if history[0][0].metric.higher_is_better() {
+                last > first
+            } else {
+                last < first
+            };
+            assert!(
+                better,
+                "{objective} {quantisation:?}: {} went from {first} to {last}",
+                history[0][0].metric
+            );
+            for workers in [2, 3] {
+                let run = RunOptions {
+                    workers,
+                    threads: 1,
+                    ..Default::default()
+                };
+                let b =
+                    Booster::train_with(&params, &run, &d, &[("train", &d)], &mut Quiet).unwrap();
+                assert_eq!(
+                    b.run_record().workers(),
+                    workers,
+                    "{objective}: workers ran"
+                );
+                assert!(
+                    b.to_json() == one.to_json(),
+                    "{objective} {quantisation:?}: {workers} workers save another model"
+                );
+            }
+        }
+    }
+}
+
+/// The lower weighted α-quantile: the smallest value whose cumulative weight reaches α of
+/// the total.
+fn lower_quantile(mut pairs: Vec<(f32, f64)>, alpha: f64) -> f32 {
+    pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let total: f64 = pairs.iter().map(|p| p.1).sum();
+    let mut cum = 0.0;
+    for (v, w) in &pairs {
+        cum += w;
+        if cum >= alpha * total {
+            return *v;
+        }
+    }
+    pairs.last().unwrap().0
+}
+
+#[test]
+fn quantile_losses_set_each_leaf_to_the_quantile_of_its_residuals() {
+    for (objective, alpha) in [
+        (ObjectiveKind::AbsoluteError, 0.5),
+        (ObjectiveKind::QuantileError, 0.8),
+        (ObjectiveKind::QuantileError, 0.1),
+    ] {
+        let d = data_for(objective, 3_000, 3);
+        let Some(Label::Values(y)) = d.label() else {
+            panic!()
+        };
+        let params = Params {
+            objective,
+            quantile_alpha: alpha,
+            num_rounds: 1,
+            learning_rate: 1.0,
+            max_depth: 3,
+            ..Default::default()
+        };
+        let run = RunOptions {
+            workers: 3,
+            ..Default::default()
+        };
+        let b = Booster::train_with(&params, &run, &d, &[], &mut Quiet).unwrap();
+        let model = b.model();
+        // the base margin is the α-quantile of the labels
+        let base = model.base_margin[0];
+        let labels: Vec<(f32, f64)> = y.iter().map(|&v| (v, 1.0)).collect();
+        assert_eq!(
+            base,
+            lower_quantile(labels, alpha),
+            "{objective} base margin"
+        );
+        let leaves = b
+            .predict_with(
+                &d,
+                PredictOptions {
+                    output: Output::Leaf,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        let tree = &model.trees[0];
+        let mut checked = 0;
+        for (node, n) in tree.nodes.iter().enumerate() {
+            if n.split.is_some() {
+                continue;
+            }
+            let residuals: Vec<(f32, f64)> = (0..y.len())
+                .filter(|&i| leaves.values[i] as usize == node)
+                .map(|i| (y[i] - base, 1.0))
+                .collect();
+            if residuals.is_empty() {
+                continue;
+            }
+            assert_eq!(
+                n.value,
+                lower_quantile(residuals, alpha),
+                "{objective} alpha {alpha}: leaf {node}"
+            );
+            checked += 1;
+        }
+        assert!(checked >= 4, "{objective}: only {checked} leaves");
+    }
+}
+
+#[test]
+fn quantile_regression_covers_its_alpha_on_txhousing() {
+    let data = bundled("txhousing");
+    let Some(Label::Values(y)) = data.train.label() else {
+        panic!()
+    };
+    for alpha in [0.1, 0.5, 0.9] {
+        let params = Params {
+            objective: ObjectiveKind::QuantileError,
+            quantile_alpha: alpha,
+            num_rounds: 200,
+            learning_rate: 0.1,
+            ..Default::default()
+        };
+        let b = Booster::train(&params, &data.train, &[]).unwrap();
+        let p = b.predict(&data.train).unwrap();
+        let below =
+            y.iter().zip(&p.values).filter(|(y, p)| **y <= **p).count() as f64 / y.len() as f64;
+        assert!(
+            (below - alpha).abs() <= 0.01,
+            "alpha {alpha}: {below} of the training labels lie at or below the prediction"
+        );
+    }
+}
+
+#[test]
+fn softmax_predicts_the_class_softprob_ranks_first() {
+    let d = data_for(ObjectiveKind::Softmax, 2_000, 5);
+    let soft = Booster::train(&params_for(ObjectiveKind::Softprob), &d, &[]).unwrap();
+    let hard = Booster::train(&params_for(ObjectiveKind::Softmax), &d, &[]).unwrap();
+    let probs = soft.predict(&d).unwrap();
+    let classes = hard.predict(&d).unwrap();
+    assert_eq!(classes.per_row, 1);
+    assert_eq!(probs.per_row, 3);
+    for i in 0..d.n_rows() {
+        assert_eq!(
+            classes.values[i] as usize,
+            sapwood::argmax(probs.row(i)),
+            "row {i}"
+        );
+    }
+    // the same trees: only the output differs
+    assert_eq!(soft.model().trees, hard.model().trees);
+}
+
+#[test]
+fn log_link_losses_predict_positive_means_close_to_the_labels() {
+    for objective in [
+        ObjectiveKind::Poisson,
+        ObjectiveKind::Gamma,
+        ObjectiveKind::Tweedie,
+    ] {
+        let d = data_for(objective, 3_000, 9);
+        let Some(Label::Values(y)) = d.label() else {
+            panic!()
+        };
+        let params = Params {
+            num_rounds: 60,
+            ..params_for(objective)
+        };
+        let b = Booster::train(&params, &d, &[]).unwrap();
+        let p = b.predict(&d).unwrap();
+        let margins = b
+            .predict_with(
+                &d,
+                PredictOptions {
+                    output: Output::Margin,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        for (m, v) in margins.values.iter().zip(&p.values) {
+            assert!(
+                (m.exp() - v).abs() <= 1e-5 * v,
+                "{objective}: exp({m}) vs {v}"
+            );
+        }
+        // the fitted means sum to about the labels' sum (the log link's score equation)
+        let (sy, sp): (f64, f64) = (
+            y.iter().map(|&v| v as f64).sum(),
+            p.values.iter().map(|&v| v as f64).sum(),
+        );
+        assert!(
+            (sp - sy).abs() <= 0.05 * sy,
+            "{objective}: predictions sum to {sp}, labels to {sy}"
+        );
+    }
+}
+
+#[test]
+fn labels_outside_a_loss_domain_are_errors_naming_the_row() {
+    for (objective, bad) in [
+        (ObjectiveKind::Poisson, -1.0f32),
+        (ObjectiveKind::Tweedie, -0.5),
+        (ObjectiveKind::Gamma, 0.0),
+        (ObjectiveKind::LogitRaw, 2.0),
+    ] {
+        let d = data_for(objective, 100, 1);
+        let Some(Label::Values(y)) = d.label() else {
+            panic!()
+        };
+        let mut y = y.clone();
+        y[17] = bad;
+        let d = Dataset::from_parts(d.features().clone(), Some(Label::Values(y)), None).unwrap();
+        let e = Booster::train(&params_for(objective), &d, &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("row 17"), "{objective}: {e}");
+    }
+    let e = Params {
+        quantile_alpha: 1.5,
+        ..params_for(ObjectiveKind::QuantileError)
+    }
+    .validate()
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("quantile_alpha"), "{e}");
+}
