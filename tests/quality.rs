@@ -1,11 +1,31 @@
 //! Test-set quality against XGBoost `hist` with matched parameters (depth 6, 256 bins,
 //! learning rate 0.1, 200 rounds), from the golden file made by `datasets/make_golden.py`.
+//!
+//! Tolerances are fractions of XGBoost's *error* (1 − AUC, RMSE, mlogloss), not of the
+//! metric: 0.5% of an AUC of 0.999 would allow five times XGBoost's error. Exact and 8-bit
+//! gradients are held to the same bar, except 8-bit on `breast_cancer` (see its test).
 
 use sapwood::{Booster, Metric, Params, Quantisation};
 use sapwood_tests::{bundled, repo_root};
 
-/// Allowed relative shortfall against XGBoost.
-const TOLERANCE: f64 = 0.005;
+/// The error a metric value stands for: 1 − AUC for AUC, the metric itself otherwise.
+fn error_of(metric: Metric, value: f64) -> f64 {
+    if metric.higher_is_better() {
+        1.0 - value
+    } else {
+        value
+    }
+}
+
+/// Allowed excess error over XGBoost's, as a fraction of XGBoost's error. 1 − AUC on test
+/// sets of 113 to 4,000 rows moves by whole misordered pairs, so it gets a wider bar
+/// (`synthetic` measures 1.022 exact, 1.023 8-bit) than RMSE and mlogloss (at most 1.0055).
+fn tolerance(metric: Metric) -> f64 {
+    match metric {
+        Metric::Auc => 0.025,
+        _ => 0.01,
+    }
+}
 
 fn golden() -> serde_json::Value {
     let p = repo_root().join("tests/golden/quality.json");
@@ -40,20 +60,25 @@ fn score(name: &str, quantisation: Quantisation) -> (Metric, f64, f64) {
 }
 
 fn check(name: &str, quantisation: Quantisation) {
+    check_within(name, quantisation, None);
+}
+
+/// Sapwood's test-set error is at most `max_ratio` times XGBoost's (by default, 1 plus the
+/// metric's tolerance).
+fn check_within(name: &str, quantisation: Quantisation, max_ratio: Option<f64>) {
     let (metric, ours, theirs) = score(name, quantisation);
-    let ratio = ours / theirs;
-    println!("{name:>14} {quantisation:?}: {metric} sapwood {ours:.6} xgboost {theirs:.6} ratio {ratio:.4}");
-    if metric.higher_is_better() {
-        assert!(
-            ours >= theirs * (1.0 - TOLERANCE),
-            "{name}: {metric} {ours} vs XGBoost {theirs}"
-        );
-    } else {
-        assert!(
-            ours <= theirs * (1.0 + TOLERANCE),
-            "{name}: {metric} {ours} vs XGBoost {theirs}"
-        );
-    }
+    let max_ratio = max_ratio.unwrap_or(1.0 + tolerance(metric));
+    let (our_error, their_error) = (error_of(metric, ours), error_of(metric, theirs));
+    let ratio = our_error / their_error;
+    println!(
+        "{name:>14} {quantisation:?}: {metric} sapwood {ours:.6} xgboost {theirs:.6} \
+         error ratio {ratio:.4} (at most {max_ratio})"
+    );
+    assert!(
+        our_error <= their_error * max_ratio,
+        "{name} {quantisation:?}: {metric} {ours} vs XGBoost {theirs}: error {our_error:.6} is \
+         {ratio:.4} times XGBoost's {their_error:.6}, above {max_ratio}"
+    );
 }
 
 macro_rules! quality_tests {
@@ -61,8 +86,8 @@ macro_rules! quality_tests {
         mod exact {
             $(#[test] fn $test() { super::check($name, sapwood::Quantisation::Exact); })*
             #[test]
-            fn penguins_mlogloss() {
-                super::check("penguins", sapwood::Quantisation::Exact);
+            fn breast_cancer_auc() {
+                super::check("breast_cancer", sapwood::Quantisation::Exact);
             }
         }
         mod grad_bits_8 {
@@ -71,29 +96,21 @@ macro_rules! quality_tests {
     };
 }
 
-/// Penguins has 69 test rows: 0.5% of its mlogloss (0.097) is 0.0005 nats, one row's
-/// log-probability moving by 0.034. With 8-bit gradients it measured 0.09789 against
-/// XGBoost's 0.09736 (ratio 1.0055); it is reported here and held to 1%, while the
-/// multiclass 0.5% bar is held by `digits` (1,438 training rows).
+/// `breast_cancer`'s test set has 113 rows (about 3,000 positive-negative pairs), and
+/// XGBoost's AUC misorders 3 of them (1 − AUC = 0.0010). With 8-bit gradients Sapwood
+/// measured 0.99799, 3 more pairs: twice XGBoost's error, so this one set is held to 2.5
+/// times it (the README says so); exact gradients meet the common bar on it.
 #[test]
-fn grad_bits_8_penguins_within_one_percent() {
-    let (metric, ours, theirs) = score("penguins", Quantisation::Bits(8));
-    println!(
-        "penguins Bits(8): {metric} sapwood {ours:.6} xgboost {theirs:.6} ratio {:.4}",
-        ours / theirs
-    );
-    assert!(
-        ours <= theirs * 1.01,
-        "penguins: {metric} {ours} vs XGBoost {theirs}"
-    );
+fn grad_bits_8_breast_cancer_within_two_and_a_half_times_the_error() {
+    check_within("breast_cancer", Quantisation::Bits(8), Some(2.5));
 }
 
 quality_tests! {
-    breast_cancer_auc: "breast_cancer",
     chile_auc: "chile",
     synthetic_auc: "synthetic",
     diabetes_rmse: "diabetes",
     diamonds_rmse: "diamonds",
     txhousing_rmse: "txhousing",
     digits_mlogloss: "digits",
+    penguins_mlogloss: "penguins",
 }

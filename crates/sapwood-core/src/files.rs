@@ -18,11 +18,35 @@ pub fn temporary_beside(path: &Path) -> PathBuf {
     dir.join(format!(".{name}.{}.tmp", std::process::id()))
 }
 
+/// Test only: `SAPWOOD_TEST_FAIL_WRITE=<file name>:<bytes>` makes [`write_atomic`] to a file
+/// of that name fail after that many of its bytes reached the temporary file, as a full disk
+/// would, so tests can show that a failure mid-write leaves no output and no temporary
+/// (models, summaries, checkpoints). Never set it outside tests.
+pub const TEST_FAIL_WRITE_ENV: &str = "SAPWOOD_TEST_FAIL_WRITE";
+
+/// The bytes after which writing `path` fails, when [`TEST_FAIL_WRITE_ENV`] names its file.
+fn injected_failure(path: &Path) -> Option<usize> {
+    let spec = std::env::var(TEST_FAIL_WRITE_ENV).ok()?;
+    let (name, bytes) = spec.rsplit_once(':')?;
+    if path.file_name()? != std::ffi::OsStr::new(name) {
+        return None;
+    }
+    bytes.trim().parse().ok()
+}
+
 /// Writes `bytes` to a temporary file beside `path`, then renames it into place.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = temporary_beside(path);
+    let fail_after = injected_failure(path);
     let write = || -> std::io::Result<()> {
         let mut f = std::fs::File::create(&tmp)?;
+        if let Some(n) = fail_after {
+            f.write_all(&bytes[..n.min(bytes.len())])?;
+            f.sync_all()?;
+            return Err(std::io::Error::other(format!(
+                "write failed after {n} bytes (injected by {TEST_FAIL_WRITE_ENV}, a test hook)"
+            )));
+        }
         f.write_all(bytes)?;
         f.sync_all()?;
         std::fs::rename(&tmp, path)
