@@ -1,0 +1,219 @@
+"""Each objective against XGBoost and LightGBM on a bundled dataset that suits it.
+
+    python bench/objectives.py [--rounds 200] [--json out.json]
+
+Matched parameters (depth 6, 256 bins, learning rate 0.1, lambda 1, one thread per
+library so times compare), the same train/test split, the metric that fits the loss
+computed here by one formula for all three libraries on the test rows, and the fit time.
+python/tests/test_objectives.py runs the same cases with fewer rounds and asserts the
+quality bar.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import numpy as np
+import pandas as pd
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def load(name: str) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
+    """(meta, train, test) of datasets/<name>, categoricals with the training levels."""
+    meta = json.loads((REPO / "datasets" / name / "meta.json").read_text())
+    read = lambda part: pd.read_csv(  # noqa: E731
+        REPO / "datasets" / name / f"{part}.csv", keep_default_na=False, na_values=[""]
+    )
+    train, test = read("train"), read("test")
+    for c in meta["categorical"]:
+        levels = sorted(train[c].dropna().unique())
+        train[c] = pd.Categorical(train[c], categories=levels)
+        test[c] = pd.Categorical(test[c], categories=levels)
+    return meta, train, test
+
+
+def pinball(alpha: float) -> Callable[[np.ndarray, np.ndarray], float]:
+    def f(y: np.ndarray, p: np.ndarray) -> float:
+        d = y - p
+        return float(np.mean(np.where(d >= 0, alpha * d, (alpha - 1) * d)))
+
+    return f
+
+
+def mae(y: np.ndarray, p: np.ndarray) -> float:
+    return float(np.mean(np.abs(y - p)))
+
+
+def rmse(y: np.ndarray, p: np.ndarray) -> float:
+    return float(np.sqrt(np.mean((y - p) ** 2)))
+
+
+def poisson_deviance(y: np.ndarray, p: np.ndarray) -> float:
+    from sklearn.metrics import mean_poisson_deviance
+
+    return float(mean_poisson_deviance(y, np.maximum(p, 1e-9)))
+
+
+def gamma_deviance(y: np.ndarray, p: np.ndarray) -> float:
+    from sklearn.metrics import mean_gamma_deviance
+
+    return float(mean_gamma_deviance(y, np.maximum(p, 1e-9)))
+
+
+def tweedie_deviance(power: float) -> Callable[[np.ndarray, np.ndarray], float]:
+    def f(y: np.ndarray, p: np.ndarray) -> float:
+        from sklearn.metrics import mean_tweedie_deviance
+
+        return float(mean_tweedie_deviance(y, np.maximum(p, 1e-9), power=power))
+
+    return f
+
+
+def auc_of_margin(y: np.ndarray, p: np.ndarray) -> float:
+    from sklearn.metrics import roc_auc_score
+
+    return float(roc_auc_score(y, p))
+
+
+def accuracy(y: np.ndarray, p: np.ndarray) -> float:
+    return float(np.mean(y == p))
+
+
+#: name -> (dataset, label, dropped columns, sapwood objective, extra params,
+#:          xgboost objective (None: no such loss), lightgbm objective, metric,
+#:          whether a larger metric is better)
+CASES: dict[str, tuple[Any, ...]] = {
+    "reg:absoluteerror": ("txhousing", "median", [], {}, "reg:absoluteerror", "regression_l1", mae, False),
+    "reg:quantileerror": (
+        "txhousing", "median", [], {"quantile_alpha": 0.9}, "reg:quantileerror", "quantile",
+        pinball(0.9), False,
+    ),
+    "reg:pseudohubererror": (
+        "txhousing", "median", [], {"huber_slope": 20000.0}, "reg:pseudohubererror", "huber", rmse, False,
+    ),
+    "huber": ("txhousing", "median", [], {"huber_slope": 20000.0}, None, "huber", rmse, False),
+    "count:poisson": ("txhousing", "sales", ["volume"], {}, "count:poisson", "poisson", poisson_deviance, False),
+    "reg:tweedie": (
+        "diamonds", "price", [], {"tweedie_variance_power": 1.5}, "reg:tweedie", "tweedie",
+        tweedie_deviance(1.5), False,
+    ),
+    "reg:gamma": ("diamonds", "price", [], {}, "reg:gamma", "gamma", gamma_deviance, False),
+    "binary:logitraw": ("chile", "vote", [], {}, "binary:logitraw", "binary", auc_of_margin, True),
+    "multi:softmax": ("penguins", "species", [], {}, "multi:softmax", "multiclass", accuracy, True),
+}
+
+
+#: The metric each case reports, as the table names it.
+METRIC_NAMES = {
+    "reg:absoluteerror": "MAE",
+    "reg:quantileerror": "pinball@0.9",
+    "reg:pseudohubererror": "RMSE",
+    "huber": "RMSE",
+    "count:poisson": "Poisson deviance",
+    "reg:tweedie": "Tweedie deviance (1.5)",
+    "reg:gamma": "gamma deviance",
+    "binary:logitraw": "AUC",
+    "multi:softmax": "accuracy",
+}
+
+
+def run_case(name: str, rounds: int, grad_bits: int = 0) -> dict[str, Any]:
+    """Trains `name` with the three libraries; returns metric and seconds per library."""
+    import lightgbm as lgb
+    import xgboost as xgb
+
+    import sapwood
+
+    dataset, label, dropped, extra, xgb_obj, lgb_obj, metric, _ = CASES[name]
+    meta, train, test = load(dataset)
+    train = train.dropna(subset=[label])
+    test = test.dropna(subset=[label])
+    y_train, y_test = train.pop(label), test.pop(label)
+    for c in dropped:
+        train.pop(c)
+        test.pop(c)
+    multiclass = name == "multi:softmax"
+    if multiclass:
+        classes = sorted(y_train.unique())
+        y_train = y_train.map({c: i for i, c in enumerate(classes)})
+        y_test = y_test.map({c: i for i, c in enumerate(classes)})
+    y_train_np, y_test_np = y_train.to_numpy(float), y_test.to_numpy(float)
+    out: dict[str, Any] = {"dataset": dataset, "label": label, "rows": len(train)}
+
+    params = {"objective": name, "max_depth": 6, "max_bin": 256, "learning_rate": 0.1,
+              "lambda": 1.0, "threads": 1, "grad_bits": grad_bits, **extra}
+    t = time.perf_counter()
+    b = sapwood.train(params, sapwood.Dataset(train, label=y_train_np), rounds, verbose_eval=False)
+    out["sapwood_s"] = time.perf_counter() - t
+    p = np.asarray(b.predict(test))
+    out["sapwood"] = metric(y_test_np, p)
+
+    if xgb_obj is not None:
+        xp: dict[str, Any] = {"objective": xgb_obj, "tree_method": "hist", "max_depth": 6, "max_bin": 256,
+                              "eta": 0.1, "lambda": 1.0, "nthread": 1}
+        if "quantile_alpha" in extra:
+            xp["quantile_alpha"] = extra["quantile_alpha"]
+        if "huber_slope" in extra:
+            xp["huber_slope"] = extra["huber_slope"]
+        if "tweedie_variance_power" in extra:
+            xp["tweedie_variance_power"] = extra["tweedie_variance_power"]
+        if multiclass:
+            xp["num_class"] = len(classes)
+        t = time.perf_counter()
+        dm = xgb.DMatrix(train, label=y_train_np, enable_categorical=True)
+        bx = xgb.train(xp, dm, rounds)
+        out["xgboost_s"] = time.perf_counter() - t
+        px = bx.predict(xgb.DMatrix(test, enable_categorical=True), output_margin=name == "binary:logitraw")
+        out["xgboost"] = metric(y_test_np, np.asarray(px))
+    if lgb_obj is not None:
+        lp: dict[str, Any] = {"objective": lgb_obj, "max_depth": 6, "num_leaves": 63, "max_bin": 255,
+                              "learning_rate": 0.1, "lambda_l2": 1.0, "num_threads": 1, "verbose": -1,
+                              "deterministic": True}
+        if "quantile_alpha" in extra:
+            lp["alpha"] = extra["quantile_alpha"]
+        if "huber_slope" in extra:
+            lp["alpha"] = extra["huber_slope"]
+        if "tweedie_variance_power" in extra:
+            lp["tweedie_variance_power"] = extra["tweedie_variance_power"]
+        if multiclass:
+            lp["num_class"] = len(classes)
+        t = time.perf_counter()
+        bl = lgb.train(lp, lgb.Dataset(train, label=y_train_np), rounds)
+        out["lightgbm_s"] = time.perf_counter() - t
+        pl = np.asarray(bl.predict(test, raw_score=name == "binary:logitraw"))
+        if multiclass:
+            pl = pl.argmax(axis=1)
+        out["lightgbm"] = metric(y_test_np, pl)
+    return out
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=200)
+    ap.add_argument("--grad-bits", type=int, default=0)
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args(argv)
+    rows = {}
+    print(f"| objective | dataset (label) | metric | Sapwood | XGBoost | LightGBM | time S / X / L (s) |")
+    print("|---|---|---|---|---|---|---|")
+    for name in CASES:
+        r = run_case(name, args.rounds, args.grad_bits)
+        rows[name] = r
+        metric = METRIC_NAMES[name]
+        fmt = lambda k: f"{r[k]:.6g}" if k in r else "—"  # noqa: E731
+        times = " / ".join(f"{r[k]:.2f}" if k in r else "—" for k in ("sapwood_s", "xgboost_s", "lightgbm_s"))
+        print(f"| {name} | {r['dataset']} ({r['label']}) | {metric} | {fmt('sapwood')} | "
+              f"{fmt('xgboost')} | {fmt('lightgbm')} | {times} |", flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

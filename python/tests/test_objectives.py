@@ -1,0 +1,97 @@
+"""Each objective beyond the first three against live XGBoost and LightGBM, with matched
+parameters on the bundled dataset that suits it (bench/objectives.py holds the cases and
+prints the full table).
+
+The bar: Sapwood's test metric within TOLERANCE of the better peer's (a fraction of the
+metric, which here is an error or a deviance, except AUC and accuracy where the error is
+1 - metric). Where a loss is measured to miss that bar, GAPS holds the excess allowed and
+why; python/README.md lists the same.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+import pytest
+
+from conftest import REPO
+
+spec = importlib.util.spec_from_file_location("bench_objectives", REPO / "bench" / "objectives.py")
+assert spec is not None and spec.loader is not None
+bench: Any = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench)
+
+#: Sapwood's error may exceed the better peer's by this fraction of it.
+TOLERANCE = 0.005
+#: Measured with 100 rounds (bench/objectives.py --rounds 100), one test split each. The
+#: peers that win here grow LightGBM's leaf-wise 63-leaf trees (depth-wise depth 6 here), and
+#: their margins are a fraction of a percent to a few percent; each is allowed its measured
+#: excess plus 1 point:
+GAPS: dict[str, float] = {
+    # MAE 5867.6 vs XGBoost 5811.7 (+0.96%)
+    "reg:absoluteerror": 0.02,
+    # pinball 1530.3 vs LightGBM 1466.9 (+4.3%), LightGBM's leaf-wise trees
+    "reg:quantileerror": 0.055,
+    # RMSE 8938 vs LightGBM 8403 (+6.4%), LightGBM's leaf-wise trees
+    "huber": 0.075,
+    # no peer has this loss with a usable start (XGBoost's starts far from the labels):
+    # compared with LightGBM's Huber loss at the same slope, RMSE 9641 vs 8403 (+14.7%)
+    "reg:pseudohubererror": 0.16,
+    # Poisson deviance 6.542 vs LightGBM 6.409 (+2.1%)
+    "count:poisson": 0.03,
+    # Tweedie deviance 0.4601 vs XGBoost 0.4569 (+0.7%)
+    "reg:tweedie": 0.017,
+}
+ROUNDS = 100
+
+
+def _error(name: str, value: float) -> float:
+    return 1.0 - value if bench.CASES[name][7] else value
+
+
+@pytest.mark.parametrize("name", list(bench.CASES))
+def test_each_objective_matches_the_better_peer(name: str) -> None:
+    r = bench.run_case(name, ROUNDS)
+    peers = [r[k] for k in ("xgboost", "lightgbm") if k in r]
+    # a peer whose own default start fails on this data (XGBoost's pseudo-Huber starts far
+    # from labels in the tens of thousands) is not a bar
+    best = min(_error(name, v) for v in peers if _error(name, v) < 10 * _error(name, r["sapwood"]))
+    ours = _error(name, r["sapwood"])
+    allowed = GAPS.get(name, TOLERANCE)
+    assert ours <= best * (1 + allowed), (
+        f"{name} on {r['dataset']}: {ours:.6g} vs the better peer's {best:.6g} "
+        f"({ours / best - 1:+.2%}, allowed {allowed:.1%})"
+    )
+
+
+def test_quantile_regression_covers_alpha_on_held_out_rows_as_well_as_the_peers() -> None:
+    """On the training rows coverage is within a point of alpha (tests/objectives.rs); on
+    held-out rows every library overfits the tails (100 rounds, alpha 0.1: Sapwood 0.134,
+    XGBoost 0.133, LightGBM 0.122), so the bar is the miss of XGBoost, whose depth-wise trees
+    match Sapwood's, plus 0.01; LightGBM's leaf-wise trees (better at 0.1, worse at 0.5) are
+    reported in the message."""
+    import lightgbm as lgb
+    import numpy as np
+    import xgboost as xgb
+
+    import sapwood
+
+    _, train, test = bench.load("txhousing")
+    y_train, y_test = train.pop("median").to_numpy(float), test.pop("median").to_numpy(float)
+    for alpha in (0.1, 0.5, 0.9):
+        params = {"objective": "reg:quantileerror", "quantile_alpha": alpha, "learning_rate": 0.1}
+        b = sapwood.train(params, sapwood.Dataset(train, label=y_train), ROUNDS, verbose_eval=False)
+        ours = abs(float(np.mean(y_test <= np.asarray(b.predict(test)))) - alpha)
+        xp = {"objective": "reg:quantileerror", "quantile_alpha": alpha, "eta": 0.1,
+              "tree_method": "hist", "max_depth": 6, "nthread": 1}
+        bx = xgb.train(xp, xgb.DMatrix(train, label=y_train, enable_categorical=True), ROUNDS)
+        px = bx.predict(xgb.DMatrix(test, enable_categorical=True))
+        lp = {"objective": "quantile", "alpha": alpha, "learning_rate": 0.1, "verbose": -1,
+              "num_leaves": 63, "max_depth": 6, "num_threads": 1}
+        pl = lgb.train(lp, lgb.Dataset(train, label=y_train), ROUNDS).predict(test)
+        xgb_miss, lgb_miss = (abs(float(np.mean(y_test <= p)) - alpha) for p in (px, pl))
+        assert ours <= xgb_miss + 0.01, (
+            f"alpha {alpha}: coverage misses by {ours:.3f}, XGBoost's by {xgb_miss:.3f} "
+            f"(LightGBM's {lgb_miss:.3f})"
+        )
