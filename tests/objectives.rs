@@ -303,3 +303,100 @@ fn labels_outside_a_loss_domain_are_errors_naming_the_row() {
     .to_string();
     assert!(e.contains("quantile_alpha"), "{e}");
 }
+
+/// A custom objective from outside the engine: squared error, written as a user would.
+struct OutsideSquaredError {
+    labels: Vec<f32>,
+    poison_row: Option<usize>,
+}
+
+impl sapwood::TrainObserver for OutsideSquaredError {
+    fn on_round(&mut self, _: &sapwood::RoundReport<'_>) -> sapwood::Control {
+        sapwood::Control::Continue
+    }
+    fn has_custom_objective(&self) -> bool {
+        true
+    }
+    fn gradients(
+        &mut self,
+        margins: &[f32],
+        groups: usize,
+    ) -> Option<sapwood::Result<Vec<[f32; 2]>>> {
+        assert_eq!(groups, 1);
+        let mut g: Vec<[f32; 2]> = margins
+            .iter()
+            .zip(&self.labels)
+            .map(|(&m, &y)| [m - y, 1.0])
+            .collect();
+        if let Some(r) = self.poison_row {
+            g[r][0] = f32::NAN;
+        }
+        Some(Ok(g))
+    }
+}
+
+#[test]
+fn a_custom_objective_goes_through_the_same_quantiser_as_the_built_in_one() {
+    let d = data_for(ObjectiveKind::SquaredError, 2_000, 4);
+    let Some(Label::Values(y)) = d.label() else {
+        panic!()
+    };
+    for quantisation in [Quantisation::Exact, Quantisation::Bits(8)] {
+        let params = Params {
+            quantisation,
+            base_score: Some(0.0),
+            ..params_for(ObjectiveKind::SquaredError)
+        };
+        let built_in = Booster::train(&params, &d, &[]).unwrap();
+        let mut custom = OutsideSquaredError {
+            labels: y.clone(),
+            poison_row: None,
+        };
+        let outside =
+            Booster::train_with(&params, &RunOptions::default(), &d, &[], &mut custom).unwrap();
+        assert!(
+            outside.to_json() == built_in.to_json(),
+            "{quantisation:?}: the custom squared error grew other trees"
+        );
+    }
+    let mut custom = OutsideSquaredError {
+        labels: y.clone(),
+        poison_row: None,
+    };
+    let two = RunOptions {
+        workers: 2,
+        ..Default::default()
+    };
+    let e = Booster::train_with(
+        &params_for(ObjectiveKind::SquaredError),
+        &two,
+        &d,
+        &[],
+        &mut custom,
+    )
+    .map(|_| ())
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("workers") && e.contains("custom objective"),
+        "{e}"
+    );
+    let mut poisoned = OutsideSquaredError {
+        labels: y.clone(),
+        poison_row: Some(33),
+    };
+    let e = Booster::train_with(
+        &params_for(ObjectiveKind::SquaredError),
+        &RunOptions::default(),
+        &d,
+        &[],
+        &mut poisoned,
+    )
+    .map(|_| ())
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("row 33") && e.contains("custom objective"),
+        "{e}"
+    );
+}

@@ -123,6 +123,15 @@ pub struct TrainArgs {
     /// uninterrupted run saves, byte for byte.
     #[arg(long)]
     pub resume: Option<PathBuf>,
+    /// Each row's base margin: training starts the row's margin there instead of at the
+    /// model's base margin (XGBoost's base_margin); never a feature. Multiclass: one column
+    /// per class, comma-separated, in class order.
+    #[arg(long, value_delimiter = ',', value_name = "COLUMN")]
+    pub base_margin: Vec<String>,
+    /// Continue this model: replay its trees, bin the data with its cuts and add --rounds
+    /// more rounds; parameters not given are the model's.
+    #[arg(long, value_name = "MODEL")]
+    pub init_model: Option<PathBuf>,
 }
 
 /// `sapwood predict`.
@@ -153,6 +162,10 @@ pub struct PredictArgs {
     /// Use only the first N rounds (default: all, or through the best iteration).
     #[arg(long)]
     pub rounds: Option<usize>,
+    /// Each row's base margin, replacing the model's (as given in training); multiclass:
+    /// one column per class, comma-separated, in class order.
+    #[arg(long, value_delimiter = ',', value_name = "COLUMN")]
+    pub base_margin: Vec<String>,
 }
 
 /// `sapwood eval`.

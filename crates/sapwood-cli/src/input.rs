@@ -288,3 +288,97 @@ pub fn label_of(col: LabelColumn, first_row: usize, column: &str) -> Result<Labe
         ),
     })
 }
+
+/// Reads the `--base-margin` columns of a batch (kept out of the features by the reader)
+/// as row-major margins, one per column per row; a missing or non-finite value is an error
+/// naming the file, column and row (counted in the whole file from `first_row`).
+pub fn base_margins_of(
+    kept: &[(String, ArrayRef)],
+    columns: &[String],
+    first_row: usize,
+    path: &Path,
+) -> Result<Vec<f32>> {
+    let k = columns.len();
+    let mut out = Vec::new();
+    for (c, name) in columns.iter().enumerate() {
+        let array = kept
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, a)| a)
+            .ok_or_else(|| {
+                crate::settings::Error(format!(
+                    "{}: base margin column `{name}` was not read",
+                    path.display()
+                ))
+            })?;
+        let values = numbers_of(array, first_row).map_err(|why| {
+            crate::settings::Error(format!(
+                "{}: base margin column `{name}`: {why}",
+                path.display()
+            ))
+        })?;
+        if c == 0 {
+            out = vec![0f32; values.len() * k];
+        }
+        for (i, v) in values.into_iter().enumerate() {
+            match v {
+                Some(v) if v.is_finite() => out[i * k + c] = v,
+                v => {
+                    return Err(crate::settings::Error(format!(
+                        "{}: base margin column `{name}`, row {}: {}; base margins must be \
+                         finite numbers",
+                        path.display(),
+                        first_row + i,
+                        v.map_or("missing".to_string(), |v| v.to_string()),
+                    ))
+                    .into())
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A numeric column's values as f32 (None where null); text (a CSV column) is parsed.
+fn numbers_of(array: &ArrayRef, first_row: usize) -> std::result::Result<Vec<Option<f32>>, String> {
+    use sapwood_io::arrow_array::cast::AsArray;
+    use sapwood_io::arrow_array::types::*;
+    use sapwood_io::arrow_array::Array;
+    use sapwood_io::arrow_schema::DataType as T;
+    macro_rules! numbers {
+        ($t:ty) => {
+            array
+                .as_primitive::<$t>()
+                .iter()
+                .map(|v| v.map(|v| v as f32))
+                .collect()
+        };
+    }
+    Ok(match array.data_type() {
+        T::Float32 => numbers!(Float32Type),
+        T::Float64 => numbers!(Float64Type),
+        T::Int8 => numbers!(Int8Type),
+        T::Int16 => numbers!(Int16Type),
+        T::Int32 => numbers!(Int32Type),
+        T::Int64 => numbers!(Int64Type),
+        T::UInt8 => numbers!(UInt8Type),
+        T::UInt16 => numbers!(UInt16Type),
+        T::UInt32 => numbers!(UInt32Type),
+        T::UInt64 => numbers!(UInt64Type),
+        T::Utf8 => {
+            let s = array.as_string::<i32>();
+            let mut v = Vec::with_capacity(s.len());
+            for (i, x) in s.iter().enumerate() {
+                v.push(match x.map(str::trim) {
+                    None | Some("") => None,
+                    Some(x) => Some(
+                        x.parse::<f32>()
+                            .map_err(|_| format!("row {}: `{x}` is not a number", first_row + i))?,
+                    ),
+                });
+            }
+            v
+        }
+        t => return Err(format!("type {t}, not a number")),
+    })
+}

@@ -57,7 +57,8 @@ fn main() -> ExitCode {
                     line.push_str(cause);
                 }
             }
-            let _ = writeln!(std::io::stderr(), "error: {line}");
+            // one write, so that MPI ranks failing together never interleave their lines
+            let _ = std::io::stderr().write_all(format!("error: {line}\n").as_bytes());
             exit_code(&e)
         }
     }

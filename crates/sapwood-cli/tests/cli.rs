@@ -288,8 +288,8 @@ fn bad_input_exits_2_with_one_line_and_no_output() {
             "two classes",
         ),
         (
-            train(&p("ok.csv"), &["--objective", "reg:tweedie"]),
-            "reg:tweedie",
+            train(&p("ok.csv"), &["--objective", "reg:nonsense"]),
+            "reg:nonsense",
         ),
         (
             train(&p("ok.csv"), &["--set", "max_dept=3"]),

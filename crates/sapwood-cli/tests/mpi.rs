@@ -174,7 +174,9 @@ fn ranks_of(mpirun: u32) -> Vec<u32> {
 /// model is written.
 #[test]
 fn a_rank_that_dies_stops_the_job_with_sapwoods_error_within_its_timeout() {
-    let timeout = sapwood::collective::mpi_transport::DEFAULT_TIMEOUT;
+    // set from the command line, so the test also shows the option takes effect (the
+    // default is 60 s)
+    let timeout = Duration::from_secs(5);
     let bin = assert_cmd::cargo::cargo_bin("sapwood");
     let t = tempfile::tempdir().unwrap();
     let model = t.path().join("m.json");
@@ -192,7 +194,7 @@ fn a_rank_that_dies_stops_the_job_with_sapwoods_error_within_its_timeout() {
         .arg("--enable-recovery")
         .arg(&bin)
         .args(args)
-        .args(["--collective", "mpi"])
+        .args(["--collective", "mpi", "--set", "comm_timeout=5"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

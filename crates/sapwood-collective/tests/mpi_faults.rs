@@ -45,7 +45,11 @@ fn rank() {
         let mut data: Vec<i64> = (0..n).map(|i| (i as i64 + round as i64) % 17).collect();
         let want: Vec<i64> = data.iter().map(|v| v * p as i64).collect();
         if let Err(e) = coll.allreduce_sum(&mut data, 17 * p as u64) {
-            eprintln!("error: {e}");
+            // one write: the survivors report at the same instant, and mpirun forwards
+            // their stderr into one stream where separate writes interleave
+            use std::io::Write;
+            let line = format!("error: {e}\n");
+            let _ = std::io::stderr().write_all(line.as_bytes());
             std::process::exit(FAILED);
         }
         assert_eq!(data, want, "rank {r} round {round}");

@@ -72,6 +72,16 @@ pub fn ln(x: f64) -> f64 {
     2.0 * sum + e as f64 * LN2
 }
 
+/// 2^x for real x, reproducible to the bit (through [`exp`]).
+pub fn pow2_f(x: f64) -> f64 {
+    exp(x * LN2)
+}
+
+/// log2(x) for x > 0, reproducible to the bit (through [`ln`]).
+pub fn log2(x: f64) -> f64 {
+    ln(x) / LN2
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

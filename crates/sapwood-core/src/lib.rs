@@ -28,6 +28,7 @@ pub mod model;
 pub mod objective;
 pub mod params;
 pub mod quantise;
+pub mod rank;
 pub mod split;
 pub mod train;
 pub mod tree;

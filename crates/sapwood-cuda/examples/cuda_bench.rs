@@ -138,6 +138,7 @@ fn hist_throughput(n: usize, shape: Shape) -> f64 {
             weights: None,
             objective,
             base_margin: vec![0.0],
+            initial_margins: None,
             row_offset: 0,
         },
         None,

@@ -10,11 +10,11 @@ use sapwood_core::backend::gpu_layout::{encode_splits, encode_tree, BinLayout, T
 use sapwood_core::backend::shard::kernels::{
     maxima_from_bits, GradScalars, QuantScalars, SampleScalars,
 };
-use sapwood_core::backend::shard::{self, HostRows, NodeSpans, ShardLimits, ShardShape, Span};
+use sapwood_core::backend::shard::{self, NodeSpans, ShardLimits, ShardShape, Span};
 use sapwood_core::backend::{HistBackend, NodeSplit, ShardData, TreeSetup};
 use sapwood_core::error::{Error, Result};
 use sapwood_core::hist::HistBin;
-use sapwood_core::objective::{exp_tables, sigmoid_table, Objective};
+use sapwood_core::objective::{exp_tables, sigmoid_table};
 use sapwood_core::tree::{NodeId, Tree};
 
 use crate::device::{driver_error, Gpu};
@@ -88,9 +88,6 @@ pub struct CudaBackend {
     global_tiles: CudaSlice<u32>,
     hist: Option<CudaSlice<u64>>,
     spans: NodeSpans,
-    objective: Objective,
-    /// Labels and weights for a loss whose gradients come from the host.
-    host: Option<HostRows>,
 }
 
 /// (start, len) words of each span, as the kernels read nodes.
@@ -137,7 +134,7 @@ impl CudaBackend {
             let w: Vec<u32> = t.iter().flat_map(|t| t.words()).collect();
             upload(&gpu, &w, what)
         };
-        let margins: Vec<f32> = (0..n).flat_map(|_| s.base_margin.iter().copied()).collect();
+        let margins: Vec<f32> = s.starting_margins()?;
         let bp = BinParams::new(&layout, n as u32, shape.total_bins as u32, k as u32, 0);
         let backend = CudaBackend {
             shape,
@@ -167,11 +164,6 @@ impl CudaBackend {
             plan,
             hist: None,
             spans: NodeSpans::new(),
-            objective: s.objective,
-            host: (!s.objective.has_kernel()).then(|| HostRows {
-                labels: s.labels.clone(),
-                weights: s.weights.clone(),
-            }),
             gpu,
         };
         backend.sync()?;
@@ -245,16 +237,6 @@ impl HistBackend for CudaBackend {
     }
 
     fn compute_gradients(&mut self) -> Result<Vec<[f32; 2]>> {
-        if let Some(host) = &self.host {
-            let margins = self.margins()?;
-            let (grad, max) = host.gradients(&self.objective, &margins);
-            let flat: Vec<f32> = grad.iter().flatten().copied().collect();
-            self.gpu
-                .stream
-                .memcpy_htod(&flat, &mut self.grad)
-                .map_err(|e| driver_error("upload of host gradients", e))?;
-            return Ok(max);
-        }
         let stream = &self.gpu.stream;
         stream
             .memset_zeros(&mut self.maxes)
@@ -276,6 +258,15 @@ impl HistBackend for CudaBackend {
         unsafe { b.launch(cfg((self.gpu.blocks(self.shape.n, 4), 1, 1), 0)) }
             .map_err(launch_error(Kernel::Gradients))?;
         Ok(maxima_from_bits(&self.read(&self.maxes, 2 * self.shape.k)?))
+    }
+
+    fn set_gradients(&mut self, grad: &[[f32; 2]]) -> Result<()> {
+        shard::check_gradients(grad.len(), self.shape.n * self.shape.k)?;
+        let flat: Vec<f32> = grad.iter().flatten().copied().collect();
+        self.gpu
+            .stream
+            .memcpy_htod(&flat, &mut self.grad)
+            .map_err(|e| driver_error("upload of host gradients", e))
     }
 
     fn start_tree(&mut self, s: &TreeSetup) -> Result<u64> {

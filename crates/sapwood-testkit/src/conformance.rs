@@ -421,6 +421,7 @@ pub(crate) fn gradients_and_margins<B: HistBackend + ?Sized>(
             weights: Some(weights.clone()),
             objective: obj,
             base_margin: (0..k).map(|c| c as f32 * 0.1 - 0.2).collect(),
+            initial_margins: None,
             ..shard(binned, offsets, labels.clone())
         };
         let mut p = Pair::with(make, &spec);
@@ -432,7 +433,22 @@ pub(crate) fn gradients_and_margins<B: HistBackend + ?Sized>(
                 p.update_margins(&tree, group, &what);
             }
             let margins = p.cpu.margins().expect("cpu margins");
-            let max = p.compute_gradients(&what);
+            let max = if obj.has_kernel() {
+                p.compute_gradients(&what)
+            } else {
+                // no kernel: the boosting loop hands every backend the host's gradients
+                let mut host = vec![[0f32; 2]; n * k];
+                let max = sapwood_core::backend::shard::gradients_into(
+                    &obj,
+                    &labels,
+                    Some(&weights),
+                    &margins,
+                    &mut host,
+                );
+                p.cpu.set_gradients(&host).expect("cpu set_gradients");
+                p.dev.set_gradients(&host).expect("set_gradients");
+                max
+            };
             // the definition, row by row
             let mut want = vec![[0f32; 2]; n * k];
             let (mut g, mut h) = (vec![0f32; k], vec![0f32; k]);
@@ -892,6 +908,7 @@ pub fn softmax_labels_outside_the_classes_match_the_cpu(factory: &dyn BackendFac
     let spec = ShardData {
         objective: obj,
         base_margin: margins.to_vec(),
+        initial_margins: None,
         ..shard(
             binned(n, 1, bins, false),
             offsets_of(&[n as u32 + 1]),
@@ -1019,6 +1036,7 @@ pub fn grow_against_the_cpu(
     let spec = ShardData {
         weights: Some((0..n).map(|_| rng.unit() * 2.0).collect()),
         base_margin: vec![0.5],
+        initial_margins: None,
         row_offset: 77,
         ..shard(binned, offsets, labels)
     };
@@ -1117,6 +1135,9 @@ impl HistBackend for Keeping {
     }
     fn compute_gradients(&mut self) -> Result<Vec<[f32; 2]>> {
         self.inner.compute_gradients()
+    }
+    fn set_gradients(&mut self, grad: &[[f32; 2]]) -> Result<()> {
+        self.inner.set_gradients(grad)
     }
     fn start_tree(&mut self, s: &TreeSetup) -> Result<u64> {
         self.inner.start_tree(s)

@@ -154,6 +154,7 @@ pub fn shard(binned: BinnedMatrix, offsets: Vec<u32>, labels: Vec<f32>) -> Shard
         weights: None,
         objective: Objective::new(ObjectiveKind::SquaredError, 1).expect("one group"),
         base_margin: vec![0.0],
+        initial_margins: None,
         row_offset: 0,
     }
 }
@@ -167,6 +168,7 @@ pub fn copy_shard(s: &ShardData) -> ShardData {
         weights: s.weights.clone(),
         objective: s.objective,
         base_margin: s.base_margin.clone(),
+        initial_margins: s.initial_margins.clone(),
         row_offset: s.row_offset,
     }
 }

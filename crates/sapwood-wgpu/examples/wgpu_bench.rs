@@ -44,6 +44,7 @@ fn hist_throughput(factory: &dyn BackendFactory, n: usize, nf: usize) -> sapwood
         weights: None,
         objective: Objective::new(ObjectiveKind::SquaredError, 1)?,
         base_margin: vec![0.0],
+        initial_margins: None,
         row_offset: 0,
     })?;
     let max = b.compute_gradients()?;

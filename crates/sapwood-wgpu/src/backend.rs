@@ -8,11 +8,11 @@ use sapwood_core::backend::gpu_layout::{encode_splits, plan_tiles, Tile};
 use sapwood_core::backend::shard::kernels::{
     maxima_from_bits, GradScalars, QuantScalars, SampleScalars,
 };
-use sapwood_core::backend::shard::{self, HostRows, NodeSpans, ShardLimits, ShardShape, Span};
+use sapwood_core::backend::shard::{self, NodeSpans, ShardLimits, ShardShape, Span};
 use sapwood_core::backend::{HistBackend, NodeSplit, ShardData, TreeSetup};
 use sapwood_core::error::Result;
 use sapwood_core::hist::HistBin;
-use sapwood_core::objective::{exp_tables, sigmoid_table, Objective};
+use sapwood_core::objective::{exp_tables, sigmoid_table};
 use sapwood_core::tree::{NodeId, Tree};
 
 use crate::chunks::{Chunk, DeviceBins};
@@ -51,9 +51,6 @@ pub struct WgpuBackend {
     global_tiles: (wgpu::Buffer, u32),
     hist: Option<wgpu::Buffer>,
     spans: NodeSpans,
-    objective: Objective,
-    /// Labels and weights for a loss whose gradients come from the host.
-    host: Option<HostRows>,
 }
 
 fn words(v: &[u32]) -> &[u8] {
@@ -98,7 +95,7 @@ impl WgpuBackend {
             let w: Vec<u32> = t.iter().flat_map(|t| t.words()).collect();
             (gpu.storage("tiles", words(&w)), t.len() as u32)
         };
-        let margins: Vec<f32> = (0..n).flat_map(|_| s.base_margin.iter().copied()).collect();
+        let margins: Vec<f32> = s.starting_margins()?;
         let backend = WgpuBackend {
             shape,
             grad_scalars: GradScalars::of(&shape, &s.objective, s.weights.is_some()),
@@ -125,11 +122,6 @@ impl WgpuBackend {
             global_tiles: tiles(&plan.global),
             hist: None,
             spans: NodeSpans::new(),
-            objective: s.objective,
-            host: (!s.objective.has_kernel()).then(|| HostRows {
-                labels: s.labels.clone(),
-                weights: s.weights.clone(),
-            }),
             gpu,
         };
         backend.gpu.check()?;
@@ -204,12 +196,6 @@ impl HistBackend for WgpuBackend {
     }
 
     fn compute_gradients(&mut self) -> Result<Vec<[f32; 2]>> {
-        if let Some(host) = &self.host {
-            let margins = self.margins()?;
-            let (grad, max) = host.gradients(&self.objective, &margins);
-            self.gpu.write(&self.grad, bytemuck::cast_slice(&grad))?;
-            return Ok(max);
-        }
         let g = &self.gpu;
         let mut enc = g.encoder();
         enc.clear_buffer(&self.maxes, 0, None);
@@ -231,6 +217,11 @@ impl HistBackend for WgpuBackend {
         );
         let bytes = g.read(enc, &[(&self.maxes, 0, 8 * self.shape.k as u64)])?;
         Ok(maxima_from_bits(bytemuck::cast_slice(&bytes[0])))
+    }
+
+    fn set_gradients(&mut self, grad: &[[f32; 2]]) -> Result<()> {
+        shard::check_gradients(grad.len(), self.shape.n * self.shape.k)?;
+        self.gpu.write(&self.grad, bytemuck::cast_slice(grad))
     }
 
     fn start_tree(&mut self, s: &TreeSetup) -> Result<u64> {

@@ -11,12 +11,16 @@ use sapwood_core::backend::{BackendFactory, CpuFactory, HistBackend, ShardData};
 use sapwood_core::collective::{Collective, CommStats, SingleWorker};
 use sapwood_core::explain;
 use sapwood_core::model::{ClassLabel, Model};
+use sapwood_core::objective::ftz;
 use sapwood_core::params::{CollectiveKind, Device, Params, RunOptions};
 use sapwood_core::train::{
-    self, BinnedJob, BinnedShard, EvalInput, EvalResult, EvalSet, Quiet, Shard, TrainObserver,
+    self, BinnedJob, BinnedShard, EvalInput, EvalResult, EvalSet, Quiet, Shard, Start,
+    TrainObserver,
 };
 
-use crate::dataset::{Dataset, Label};
+use rayon::prelude::*;
+
+use crate::dataset::{check_base_margin, Dataset, Label};
 use crate::labels;
 use crate::stream::BinnedDataset;
 use crate::{Error, Result};
@@ -24,7 +28,8 @@ use crate::{Error, Result};
 /// What [`Booster::predict_with`] returns for each row.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Output {
-    /// Values, probabilities or class probabilities: one per output group.
+    /// Values, probabilities or class probabilities: one per output group (one class index
+    /// per row for `multi:softmax`).
     #[default]
     Value,
     /// Raw margins: one per output group.
@@ -91,14 +96,34 @@ pub enum Importance {
 #[derive(Debug, Clone)]
 pub struct RankShard<'a> {
     /// This rank's rows, binned with cuts agreed through the collective
-    /// ([`crate::CutPass::finish_with`]).
+    /// ([`crate::CutPass::finish_with`]), or with the init model's cuts.
     pub local: &'a BinnedDataset,
     /// Global index of its first row.
     pub row_offset: u64,
     /// Rows over all ranks.
     pub n_total: u64,
-    /// The job's classes, from [`crate::global_classes`].
+    /// The job's classes, from [`crate::global_classes`] (the init model's when continuing
+    /// one).
     pub classes: Option<Vec<ClassLabel>>,
+    /// Where this rank's part of the job starts: its rows' base margins, the model every
+    /// rank continues.
+    pub start: TrainStart<'a>,
+}
+
+/// Where a training job starts besides its data (XGBoost's `xgb_model` and
+/// `base_margin`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TrainStart<'a> {
+    /// A saved model to continue: its trees are replayed into the margins, then
+    /// `num_rounds` more rounds are added. The data is binned with the model's cuts (so it
+    /// may differ from the data the model was trained on; binned data must already be, see
+    /// [`Booster::bin_pass`]); the objective, its constants, the class count and the
+    /// features must be the model's, and its binning parameters are kept. With the same
+    /// data and parameters, 50 rounds continued by 50 save the bytes of 100 in one go.
+    pub init_model: Option<&'a Booster>,
+    /// Each training row's base margin (see [`Dataset::set_base_margin`]), for binned data,
+    /// which carries none; a [`Dataset`] brings its own.
+    pub base_margin: Option<&'a [f32]>,
 }
 
 /// What a training run actually used, as opposed to what it was asked for: settings that
@@ -176,9 +201,13 @@ fn prepare(
     label: Option<&Label>,
     n_rows: usize,
     n_evals: usize,
+    init: Option<&Model>,
 ) -> Result<(Params, labels::Encoded)> {
     params.validate()?;
     run.validate()?;
+    if let Some(m) = init {
+        check_init_objective(params, m)?;
+    }
     if run.collective != CollectiveKind::InProcess {
         return Err(Error::param(
             "collective",
@@ -197,7 +226,7 @@ fn prepare(
     if n_rows == 0 {
         return Err(Error::EmptyData("the training dataset has no rows".into()));
     }
-    let encoded = labels::encode(params.objective, label)?;
+    let encoded = encode_for(params.objective, label, init)?;
     let mut params = params.clone();
     if let (Some(c), true) = (&encoded.classes, params.objective.is_multiclass()) {
         match params.num_class {
@@ -211,6 +240,55 @@ fn prepare(
         }
     }
     Ok((params, encoded))
+}
+
+/// Refuses to continue a model with another objective before the labels are encoded for
+/// it (the engine checks the rest of what must match, see `train::continued_params`).
+fn check_init_objective(params: &Params, init: &Model) -> Result<()> {
+    if params.objective != init.params.objective {
+        return Err(Error::param(
+            "objective",
+            format!(
+                "{} given but the model to continue was trained with {}: continued training \
+                 keeps the loss",
+                params.objective, init.params.objective
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Encodes training labels: with the classes of the model to continue when it has some
+/// (so class codes mean what its trees learned), else from the labels themselves.
+fn encode_for(
+    objective: sapwood_core::objective::ObjectiveKind,
+    label: &Label,
+    init: Option<&Model>,
+) -> Result<labels::Encoded> {
+    match init.and_then(|m| m.classes.as_deref()) {
+        Some(classes) => Ok(labels::Encoded {
+            values: labels::encode_with(objective, label, Some(classes))?,
+            classes: Some(classes.to_vec()),
+        }),
+        None => labels::encode(objective, label),
+    }
+}
+
+/// Output groups of a job when known before training (multiclass jobs whose class count
+/// comes from numeric labels learn it in training).
+fn known_groups(params: &Params) -> Option<usize> {
+    if params.objective.is_multiclass() {
+        params.num_class
+    } else {
+        Some(1)
+    }
+}
+
+/// Checks a training set's per-row base margins before any work; returns the values per
+/// row.
+fn check_train_margins(margins: &[f32], n: usize, params: &Params) -> Result<usize> {
+    check_base_margin(margins, n, known_groups(params))?;
+    Ok(margins.len() / n.max(1))
 }
 
 /// Parameters that validate alone but contradict each other.
@@ -266,6 +344,13 @@ where
             backends: Vec::new(),
         };
         return Ok((t, record));
+    }
+    if observer.has_custom_objective() {
+        // the objective sees one worker's rows; XGBoost's `obj` expects the whole dataset
+        return Err(Error::param(
+            "workers",
+            format!("{workers} in-process workers with a custom objective: it trains on one"),
+        ));
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let most = max_workers(cores);
@@ -410,13 +495,44 @@ impl Booster {
         evals: &[(&str, &Dataset<'_>)],
         observer: &mut dyn TrainObserver,
     ) -> Result<Booster> {
+        Self::train_dataset(params, run, train, evals, None, observer)
+    }
+
+    /// Continues `init` (XGBoost's `xgb_model`): replays its trees and trains
+    /// `params.num_rounds` more rounds on `train`, binned with the model's cuts (see
+    /// [`TrainStart::init_model`] for what must match). Otherwise like
+    /// [`Booster::train_with`].
+    pub fn train_from_model(
+        params: &Params,
+        run: &RunOptions,
+        init: &Booster,
+        train: &Dataset<'_>,
+        evals: &[(&str, &Dataset<'_>)],
+        observer: &mut dyn TrainObserver,
+    ) -> Result<Booster> {
+        Self::train_dataset(params, run, train, evals, Some(&init.model), observer)
+    }
+
+    fn train_dataset(
+        params: &Params,
+        run: &RunOptions,
+        train: &Dataset<'_>,
+        evals: &[(&str, &Dataset<'_>)],
+        init: Option<&Model>,
+        observer: &mut dyn TrainObserver,
+    ) -> Result<Booster> {
         let (params, encoded) = prepare(
             params,
             run,
             train.label.as_ref(),
             train.n_rows(),
             evals.len(),
+            init,
         )?;
+        let per_row = match &train.base_margin {
+            Some(m) => check_train_margins(m, train.n_rows(), &params)?,
+            None => 0,
+        };
         let mut eval_inputs = Vec::with_capacity(evals.len());
         for (name, d) in evals {
             eval_inputs.push(EvalInput {
@@ -424,6 +540,7 @@ impl Booster {
                 features: d.features.slice_rows(0..d.n_rows()),
                 labels: eval_labels(&params, name, d.label.as_ref(), &encoded)?,
                 weights: d.weight.clone(),
+                base_margin: d.base_margin.clone(),
             });
         }
         let eval_inputs = std::sync::Mutex::new(Some(eval_inputs));
@@ -448,15 +565,15 @@ impl Booster {
                 } else {
                     Vec::new()
                 };
-                train::train_from(
-                    &params,
-                    shard,
-                    evals,
-                    resume.clone(),
-                    collective,
-                    &factory,
-                    observer,
-                )
+                let start = Start {
+                    base_margin: train
+                        .base_margin
+                        .as_ref()
+                        .map(|m| m[rows.start * per_row..rows.end * per_row].to_vec()),
+                    init_model: init.cloned(),
+                    resume: resume.clone(),
+                };
+                train::train_started(&params, shard, evals, start, collective, &factory, observer)
             },
         )?;
         record.backends = factory.names();
@@ -472,13 +589,32 @@ impl Booster {
         evals: &[(&str, &BinnedDataset)],
         observer: &mut dyn TrainObserver,
     ) -> Result<Booster> {
+        Self::train_binned_from(params, run, train, evals, TrainStart::default(), observer)
+    }
+
+    /// Trains like [`Booster::train_binned`], starting as `start` says (a model to
+    /// continue, the training rows' base margins).
+    pub fn train_binned_from(
+        params: &Params,
+        run: &RunOptions,
+        train: &BinnedDataset,
+        evals: &[(&str, &BinnedDataset)],
+        start: TrainStart<'_>,
+        observer: &mut dyn TrainObserver,
+    ) -> Result<Booster> {
+        let init = start.init_model.map(|b| &b.model);
         let (params, encoded) = prepare(
             params,
             run,
             train.label.as_ref(),
             train.n_rows(),
             evals.len(),
+            init,
         )?;
+        let per_row = match start.base_margin {
+            Some(m) => check_train_margins(m, train.n_rows(), &params)?,
+            None => 0,
+        };
         let mut eval_sets = Vec::with_capacity(evals.len());
         for (name, d) in evals {
             if d.cuts != train.cuts || d.names != train.names {
@@ -509,6 +645,9 @@ impl Booster {
                 binned,
                 labels: encoded.values[rows.clone()].to_vec(),
                 weights: train.weight.as_ref().map(|w| w[rows.clone()].to_vec()),
+                base_margin: start
+                    .base_margin
+                    .map(|m| m[rows.start * per_row..rows.end * per_row].to_vec()),
                 row_offset: rows.start as u64,
             };
             let evals = if collective.rank() == 0 {
@@ -523,6 +662,7 @@ impl Booster {
                 n_total: n as u64,
                 evals,
                 resume: resume.clone(),
+                init_model: init.cloned(),
             };
             train::train_binned(&params, job, collective, &factory, observer)
         })?;
@@ -550,7 +690,12 @@ impl Booster {
             row_offset,
             n_total,
             classes,
+            start,
         } = shard;
+        let init = start.init_model.map(|b| &b.model);
+        if let Some(m) = init {
+            check_init_objective(params, m)?;
+        }
         let label = local
             .label
             .as_ref()
@@ -574,10 +719,14 @@ impl Booster {
                 ));
             }
         }
+        if let Some(m) = start.base_margin {
+            check_train_margins(m, local.n_rows(), &params)?;
+        }
         let shard = BinnedShard {
             binned: local.binned.clone(),
             labels: encoded.values,
             weights: local.weight.clone(),
+            base_margin: start.base_margin.map(<[f32]>::to_vec),
             row_offset,
         };
         let chosen = factory(run)?;
@@ -589,6 +738,7 @@ impl Booster {
             n_total,
             evals: eval_sets,
             resume: observer.resume_from()?,
+            init_model: init.cloned(),
         };
         let (trained, threads) = in_pool(run.threads, || {
             train::train_binned(&params, job, collective, &factory, observer)
@@ -627,24 +777,47 @@ impl Booster {
         self.predict_with(data, PredictOptions::default())
     }
 
-    /// Predictions with options (margins, number of rounds).
+    /// Predictions with options (margins, number of rounds). When `data` carries base
+    /// margins ([`Dataset::set_base_margin`]), each row's trees are added to its own base
+    /// margin instead of the model's (and SHAP's bias moves by the difference).
     pub fn predict_with(&self, data: &Dataset<'_>, opts: PredictOptions) -> Result<Predictions> {
         let m = &self.model;
         crate::schema::check_categorical_types(m, &data.features)?;
         let rounds = m.check_rounds(opts.rounds)?;
         let side = m.feature_names.len() + 1;
+        let base = data.base_margin.as_deref();
+        if let Some(b) = base {
+            check_base_margin(b, data.n_rows(), Some(m.groups))?;
+        }
         let (values, per_row) = match opts.output {
-            Output::Value => (
-                m.predict(&data.features, Some(rounds))?,
-                m.objective().output_width(),
-            ),
-            Output::Margin => (m.predict_margins(&data.features, Some(rounds))?, m.groups),
+            Output::Value => match base {
+                Some(b) => (
+                    m.objective()
+                        .transform(&self.margins_from(data, rounds, b)?),
+                    m.objective().output_width(),
+                ),
+                None => (
+                    m.predict(&data.features, Some(rounds))?,
+                    m.objective().output_width(),
+                ),
+            },
+            Output::Margin => match base {
+                Some(b) => (self.margins_from(data, rounds, b)?, m.groups),
+                None => (m.predict_margins(&data.features, Some(rounds))?, m.groups),
+            },
             Output::Contributions => {
-                let v = explain::contributions(m, &m.bin(&data.features)?, rounds);
+                let mut v = explain::contributions(m, &m.bin(&data.features)?, rounds);
+                if let Some(b) = base {
+                    self.move_bias(&mut v, b, side, side - 1);
+                }
                 (v.into_iter().map(|x| x as f32).collect(), m.groups * side)
             }
             Output::Interactions => {
-                let v = explain::interactions(m, &m.bin(&data.features)?, rounds);
+                let mut v = explain::interactions(m, &m.bin(&data.features)?, rounds);
+                if let Some(b) = base {
+                    // the bias is entry (nf, nf) of each group's matrix
+                    self.move_bias(&mut v, b, side * side, side * side - 1);
+                }
                 (
                     v.into_iter().map(|x| x as f32).collect(),
                     m.groups * side * side,
@@ -656,6 +829,55 @@ impl Booster {
             }
         };
         Ok(Predictions { values, per_row })
+    }
+
+    /// Margins of `data` (`groups` per row) from each row's own base margin `base`: the
+    /// trees are added in the order training added them, so a training row's prediction
+    /// has the bits of its training margin.
+    fn margins_from(&self, data: &Dataset<'_>, rounds: usize, base: &[f32]) -> Result<Vec<f32>> {
+        self.predict_binned_from(&self.model.bin(&data.features)?, rounds, base)
+    }
+
+    /// Margins (`groups` per row) of rows binned with the model's cuts
+    /// ([`Model::bin`]) using the first `rounds` rounds, starting from each row's own base
+    /// margin `base` (`groups` per row, row-major) instead of the model's.
+    pub fn predict_binned_from(
+        &self,
+        binned: &sapwood_core::data::BinnedMatrix,
+        rounds: usize,
+        base: &[f32],
+    ) -> Result<Vec<f32>> {
+        let m = &self.model;
+        let k = m.groups.max(1);
+        check_base_margin(base, binned.n_rows(), Some(k))?;
+        let trees = &m.trees[..rounds.min(m.num_rounds()) * k];
+        // training flushes subnormal starting margins too (every backend alike)
+        let mut out: Vec<f32> = base.iter().map(|&v| ftz(v)).collect();
+        out.par_chunks_mut(k)
+            .enumerate()
+            .for_each(|(row, margins)| {
+                for (t, tree) in trees.iter().enumerate() {
+                    let leaf = tree.leaf_of_binned(binned, row);
+                    margins[t % k] = ftz(margins[t % k] + tree.value(leaf));
+                }
+            });
+        Ok(out)
+    }
+
+    /// Moves each row's SHAP bias (at `at` within each block of `block` values, one block
+    /// per row and group) from the model's base margin to the row's own.
+    fn move_bias(&self, values: &mut [f64], base: &[f32], block: usize, at: usize) {
+        let model_base = &self.model.base_margin;
+        let k = model_base.len().max(1);
+        for (i, chunk) in values.chunks_mut(block).enumerate() {
+            chunk[at] += base[i] as f64 - model_base[i % k] as f64;
+        }
+    }
+
+    /// A binning pass with the model's cuts: data binned by it can continue the model
+    /// ([`TrainStart::init_model`] with [`Booster::train_binned_from`]).
+    pub fn bin_pass(&self) -> crate::BinPass {
+        crate::BinPass::with_cuts(self.model.feature_names.clone(), self.model.cuts.clone())
     }
 
     /// The most likely class of each row (classification models).

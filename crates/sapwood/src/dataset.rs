@@ -1,4 +1,4 @@
-//! `Dataset`: feature columns with an optional label and sample weights.
+//! `Dataset`: feature columns with an optional label, sample weights and base margin.
 
 use std::borrow::Cow;
 
@@ -31,12 +31,14 @@ impl Label {
     }
 }
 
-/// Feature columns plus, for training and evaluation, a label and optional weights.
+/// Feature columns plus, for training and evaluation, a label and optional weights; and
+/// optionally each row's base margin.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Dataset<'a> {
     pub(crate) features: FeatureMatrix<'a>,
     pub(crate) label: Option<Label>,
     pub(crate) weight: Option<Vec<f32>>,
+    pub(crate) base_margin: Option<Vec<f32>>,
 }
 
 impl<'a> Dataset<'a> {
@@ -74,7 +76,22 @@ impl<'a> Dataset<'a> {
             features,
             label,
             weight,
+            base_margin: None,
         })
+    }
+
+    /// Sets (or with `None` removes) each row's base margin: one value per row, or for
+    /// multiclass models one per row and class, row-major (XGBoost's `base_margin`,
+    /// LightGBM's `init_score`). Training starts these rows' margins there instead of at
+    /// the model's base margin (which is still estimated and saved); predicting on a dataset
+    /// with one adds the trees to it instead of to the model's base margin. Every value must
+    /// be finite; the length is checked against the model's outputs where it is used.
+    pub fn set_base_margin(&mut self, margins: Option<Vec<f32>>) -> Result<()> {
+        if let Some(m) = &margins {
+            check_base_margin(m, self.n_rows(), None)?;
+        }
+        self.base_margin = margins;
+        Ok(())
     }
 
     /// Rows.
@@ -96,6 +113,49 @@ impl<'a> Dataset<'a> {
     pub fn weight(&self) -> Option<&[f32]> {
         self.weight.as_deref()
     }
+
+    /// Each row's base margin, if any (see [`Dataset::set_base_margin`]).
+    pub fn base_margin(&self) -> Option<&[f32]> {
+        self.base_margin.as_deref()
+    }
+}
+
+/// Checks per-row base margins for `n` rows: `groups` per row when known (else a whole
+/// number per row), every one finite; errors name the row (and group).
+pub(crate) fn check_base_margin(margins: &[f32], n: usize, groups: Option<usize>) -> Result<()> {
+    let k = match groups {
+        Some(k) => k,
+        None if n > 0 && !margins.is_empty() && margins.len().is_multiple_of(n) => {
+            margins.len() / n
+        }
+        None => 1,
+    };
+    if margins.len() != n * k {
+        return Err(crate::Error::param(
+            "base_margin",
+            format!(
+                "{} values for {n} rows: give {k} per row (one per output{})",
+                margins.len(),
+                if k > 1 { ", row-major" } else { "" }
+            ),
+        ));
+    }
+    match margins.iter().position(|v| !v.is_finite()) {
+        Some(i) => Err(crate::Error::param(
+            "base_margin",
+            format!(
+                "row {}{} is {}: base margins must be finite",
+                i / k,
+                if k > 1 {
+                    format!(", group {}", i % k)
+                } else {
+                    String::new()
+                },
+                margins[i]
+            ),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Builds a [`Dataset`] column by column; [`DatasetBuilder::build`] checks everything.
@@ -105,6 +165,7 @@ pub struct DatasetBuilder<'a> {
     columns: Vec<Column<'a>>,
     label: Option<Label>,
     weight: Option<Vec<f32>>,
+    base_margin: Option<Vec<f32>>,
 }
 
 impl<'a> DatasetBuilder<'a> {
@@ -173,9 +234,17 @@ impl<'a> DatasetBuilder<'a> {
         self
     }
 
+    /// Sets each row's base margin (see [`Dataset::set_base_margin`]).
+    pub fn base_margin(mut self, margins: Vec<f32>) -> Self {
+        self.base_margin = Some(margins);
+        self
+    }
+
     /// Checks names and lengths and returns the dataset.
     pub fn build(self) -> Result<Dataset<'a>> {
         let features = FeatureMatrix::new(self.names, self.columns)?;
-        Dataset::from_parts(features, self.label, self.weight)
+        let mut d = Dataset::from_parts(features, self.label, self.weight)?;
+        d.set_base_margin(self.base_margin)?;
+        Ok(d)
     }
 }

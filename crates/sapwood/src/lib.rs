@@ -3,10 +3,13 @@
 mod booster;
 mod dataset;
 mod labels;
+mod schema;
 mod stream;
 
 pub use booster::ExportFormat;
-pub use booster::{Booster, Importance, Output, PredictOptions, Predictions, RankShard, RunRecord};
+pub use booster::{
+    Booster, Importance, Output, PredictOptions, Predictions, RankShard, RunRecord, TrainStart,
+};
 pub use dataset::{Dataset, DatasetBuilder, Label};
 pub use labels::{
     encode as encode_labels, encode_with as encode_labels_with, global_classes,
@@ -29,4 +32,5 @@ pub use sapwood_core::split::{BinSet, SplitRule};
 pub use sapwood_core::train::{Checkpoint, Control, EvalResult, Quiet, RoundReport, TrainObserver};
 pub use sapwood_core::tree::{Node, NodeId, Split, Tree};
 pub use sapwood_core::{Error, Result};
+pub use schema::{check_categorical_levels, check_categorical_types};
 pub use stream::{BinPass, BinnedDataset, CutPass};

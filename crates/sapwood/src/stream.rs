@@ -4,12 +4,13 @@
 use std::sync::Arc;
 
 use sapwood_core::collective::{Collective, SingleWorker};
-use sapwood_core::data::{BinnedMatrix, Bins, CutSample, Cuts, FeatureMatrix};
+use sapwood_core::data::{BinnedMatrix, Bins, CutSample, Cuts, FeatureCuts, FeatureMatrix};
 use sapwood_core::model::select_columns;
 use sapwood_core::params::Params;
 use sapwood_core::train::agree_cuts;
 
 use crate::dataset::Label;
+use crate::schema::check_categorical_levels;
 use crate::{Error, Result};
 
 /// The first pass: samples rows (by a hash of their global index) for the cuts.
@@ -89,6 +90,8 @@ impl CutPass {
         let sample = self.sample.expect("set with the names");
         let cuts = agree_cuts(&sample, &self.params, collective)?;
         let mut pass = BinPass::with_cuts(names, cuts);
+        // the cuts come from these very batches: their levels are the training levels
+        pass.given_cuts = false;
         pass.expected_rows = (self.next_row - self.first_row) as usize;
         Ok(pass)
     }
@@ -105,6 +108,9 @@ pub struct BinPass {
     expected_rows: usize,
     label: Option<Label>,
     weight: Option<Vec<f32>>,
+    /// Whether the cuts came from other data (an evaluation set binned like a training
+    /// set), whose categorical levels each batch is checked against.
+    given_cuts: bool,
 }
 
 impl BinPass {
@@ -118,6 +124,7 @@ impl BinPass {
             expected_rows: 0,
             label: None,
             weight: None,
+            given_cuts: true,
         }
     }
 
@@ -134,6 +141,9 @@ impl BinPass {
         weight: Option<Vec<f32>>,
     ) -> Result<()> {
         let n = features.n_rows();
+        if self.given_cuts {
+            check_categorical_levels(self.trained_levels(), features)?;
+        }
         let m = select_columns(&self.names, &self.cuts, features)?;
         let part = BinnedMatrix::new(&m, &self.cuts)?;
         let first = self.bins.is_none();
@@ -184,6 +194,17 @@ impl BinPass {
             "{n} rows pushed"
         );
         Ok(())
+    }
+
+    /// Each feature's name with its training levels (`None` for numeric features).
+    fn trained_levels(&self) -> impl Iterator<Item = (&str, Option<&[String]>)> {
+        self.names
+            .iter()
+            .zip(self.cuts.features())
+            .map(|(name, cuts)| match cuts {
+                FeatureCuts::Categorical { levels, .. } => (name.as_str(), Some(levels.as_slice())),
+                FeatureCuts::Numeric { .. } => (name.as_str(), None),
+            })
     }
 
     fn rows(&self) -> usize {

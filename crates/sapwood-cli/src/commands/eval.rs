@@ -155,11 +155,13 @@ pub fn run(a: EvalArgs) -> Result<()> {
     }
     let w = (!weights.is_empty()).then_some(weights.as_slice());
     let mut out = std::io::stdout().lock();
+    // metrics see what training reported: predictions under a log link, margins otherwise
+    let objective = model.objective();
     for m in metrics {
         writeln!(
             out,
             "{m}: {:.6}",
-            m.evaluate(&margins, model.groups, &labels, w)
+            m.evaluate_for(&objective, &margins, &labels, w)
         )?;
     }
     Ok(())

@@ -11,7 +11,7 @@ use sapwood_io::{PredictionWriter, ReadOptions};
 
 use super::{categorical_features, check_categorical_types, check_rounds};
 use crate::cli::PredictArgs;
-use crate::input::{check_unique_columns, Shard, Source};
+use crate::input::{base_margins_of, check_unique_columns, Shard, Source};
 use crate::settings;
 
 /// The output columns after the kept ones: names and types.
@@ -167,6 +167,33 @@ fn check_keep(keep: &[String], outputs: &[(String, DataType)]) -> Result<()> {
     Ok(())
 }
 
+/// Refuses `--base-margin` columns that are the model's features or named twice, and a
+/// count that is not the model's outputs.
+fn check_base_margin_columns(columns: &[String], model: &Model) -> Result<()> {
+    for (i, c) in columns.iter().enumerate() {
+        if columns[..i].contains(c) {
+            return Err(settings::Error(format!("--base-margin names `{c}` twice")).into());
+        }
+        if model.feature_names.contains(c) {
+            return Err(settings::Error(format!(
+                "--base-margin {c}: `{c}` is a feature of the model; a base margin is never a \
+                 feature"
+            ))
+            .into());
+        }
+    }
+    if !columns.is_empty() && columns.len() != model.groups {
+        return Err(settings::Error(format!(
+            "--base-margin: {} columns given but the model has {} outputs: give one column per \
+             output (class), comma-separated",
+            columns.len(),
+            model.groups
+        ))
+        .into());
+    }
+    Ok(())
+}
+
 /// Runs `sapwood predict`.
 pub fn run(a: PredictArgs) -> Result<()> {
     check_not_input(
@@ -186,6 +213,16 @@ pub fn run(a: PredictArgs) -> Result<()> {
         .iter()
         .cloned()
         .partition(|k| model.feature_names.contains(k));
+    check_base_margin_columns(&a.base_margin, model)?;
+    // base-margin columns are read beside the features, never as features
+    let mut keep = keep;
+    keep.extend(
+        a.base_margin
+            .iter()
+            .filter(|c| !keep.contains(c))
+            .cloned()
+            .collect::<Vec<_>>(),
+    );
     let opts = ReadOptions {
         features: model.feature_names.clone(),
         categorical: categorical_features(model),
@@ -193,7 +230,8 @@ pub fn run(a: PredictArgs) -> Result<()> {
         ..Default::default()
     };
     let source = Source::open(&a.data, &opts)?;
-    let roles: Vec<(&str, &str)> = a.keep.iter().map(|k| ("kept", k.as_str())).collect();
+    let mut roles: Vec<(&str, &str)> = a.keep.iter().map(|k| ("kept", k.as_str())).collect();
+    roles.extend(a.base_margin.iter().map(|c| ("base margin", c.as_str())));
     check_unique_columns(&a.data, &source, &roles)?;
     sapwood::check_writable(&a.out)?;
     sapwood::remove_stale_temporaries(&a.out);
@@ -206,8 +244,16 @@ pub fn run(a: PredictArgs) -> Result<()> {
     source.for_each_copying(&opts, &whole, &copies, |t, copied| {
         check_categorical_types(model, &t.features, &a.data)?;
         let binned = model.bin(&t.features)?;
-        let margins = model.predict_binned(&binned, used);
         let n = t.n_rows();
+        let base = if a.base_margin.is_empty() {
+            None
+        } else {
+            Some(base_margins_of(&t.kept, &a.base_margin, rows, &a.data)?)
+        };
+        let margins = match &base {
+            Some(b) => booster.predict_binned_from(&binned, used, b)?,
+            None => model.predict_binned(&binned, used),
+        };
         // kept columns in the order --keep gave them
         let kept: Vec<(String, ArrayRef)> = a
             .keep
@@ -252,8 +298,15 @@ pub fn run(a: PredictArgs) -> Result<()> {
             }
         }
         if a.contributions {
-            let c = sapwood::explain::contributions(model, &binned, used);
-            let width = k * (model.feature_names.len() + 1);
+            let mut c = sapwood::explain::contributions(model, &binned, used);
+            let side = model.feature_names.len() + 1;
+            let width = k * side;
+            if let Some(b) = &base {
+                // the bias holds the base margin: move it to the row's own
+                for (i, chunk) in c.chunks_mut(side).enumerate() {
+                    chunk[side - 1] += b[i] as f64 - model.base_margin[i % k] as f64;
+                }
+            }
             for j in 0..width {
                 arrays.push(Arc::new(Float32Array::from_iter_values(
                     (0..n).map(|i| c[i * width + j] as f32),

@@ -5,23 +5,32 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use sapwood::{
-    BinnedDataset, Booster, Collective, CollectiveKind, CutPass, Label, Params,
-    RunOptions, Settings, SingleWorker, PARAM_NAMES, RUN_OPTION_NAMES,
+    BinnedDataset, Booster, Collective, CollectiveKind, CutPass, Label, Params, RunOptions,
+    Settings, SingleWorker, TrainStart, PARAM_NAMES, RUN_OPTION_NAMES,
 };
 use sapwood_io::ReadOptions;
 use serde_json::json;
 
 use crate::checkpoints::Checkpoints;
 use crate::cli::TrainArgs;
-use crate::input::{check_unique_columns, label_of, Shard, Source};
+use crate::input::{base_margins_of, check_unique_columns, label_of, Shard, Source};
 use crate::progress::Progress;
 use crate::settings::{self, apply_config, apply_sets};
 use crate::Interrupted;
 
 /// Parameters and run options from the config file, the flags and `--set`, checked before
-/// any data is read.
-fn settings_of(a: &TrainArgs) -> Result<Settings> {
+/// any data is read. Continuing a model (`--init-model`), what is not given is the model's
+/// (as XGBoost's `xgb_model`), except the rounds to add and early stopping, which belong to
+/// a run.
+fn settings_of(a: &TrainArgs, init: Option<&Booster>) -> Result<Settings> {
     let mut p = Settings::default();
+    if let Some(b) = init {
+        p.params = Params {
+            num_rounds: p.params.num_rounds,
+            early_stopping_rounds: None,
+            ..b.model().params.clone()
+        };
+    }
     if let Some(c) = &a.config {
         apply_config(&mut p, c)?;
     }
@@ -46,10 +55,7 @@ fn settings_of(a: &TrainArgs) -> Result<Settings> {
     check_set_repeats(&flags, &a.set)?;
     apply_sets(&mut p, &a.set)?;
     p.validate()?;
-    if let (Some(k), false) = (
-        p.params.num_class,
-        p.params.objective.is_multiclass(),
-    ) {
+    if let (Some(k), false) = (p.params.num_class, p.params.objective.is_multiclass()) {
         return Err(settings::Error(format!(
             "num_class={k}: {} has one output; num_class is for multi:softprob and multi:softmax",
             p.params.objective
@@ -104,17 +110,31 @@ fn check_set_repeats(flags: &[(&str, Option<String>)], sets: &[String]) -> Resul
     Ok(())
 }
 
+/// Where the cuts a file is binned with come from.
+#[derive(Clone, Copy)]
+enum CutsFrom<'a> {
+    /// Computed from the training data with the other workers.
+    Agreed,
+    /// The training set's (an evaluation set).
+    Like(&'a BinnedDataset),
+    /// The model being continued (the training set of `--init-model`).
+    Model(&'a Booster),
+}
+
 /// Reads and bins one worker's share of a file with the training cuts (or, for the
-/// training set, computes them with the other workers).
+/// training set, computes them with the other workers), with the rows' base margins when
+/// `margins` names their columns.
+#[allow(clippy::too_many_arguments)]
 fn bin_source(
     source: &Source,
     path: &Path,
     opts: &ReadOptions,
     params: &Params,
-    like: Option<&BinnedDataset>,
+    cuts: CutsFrom<'_>,
     shard: &Shard,
     collective: &mut dyn Collective,
-) -> Result<BinnedDataset> {
+    margins: &[String],
+) -> Result<(BinnedDataset, Option<Vec<f32>>)> {
     let mut roles = Vec::new();
     if let Some(l) = &opts.label {
         roles.push(("label", l.as_str()));
@@ -122,6 +142,7 @@ fn bin_source(
     if let Some(w) = &opts.weight {
         roles.push(("weight", w.as_str()));
     }
+    roles.extend(margins.iter().map(|m| ("base margin", m.as_str())));
     check_unique_columns(path, source, &roles)?;
     let n = source.num_rows();
     if n == 0 {
@@ -129,9 +150,10 @@ fn bin_source(
             sapwood::Error::EmptyData(format!("{}: the file has no rows", path.display())).into(),
         );
     }
-    let mut bin = match like {
-        Some(d) => d.bin_like(),
-        None => {
+    let mut bin = match cuts {
+        CutsFrom::Like(d) => d.bin_like(),
+        CutsFrom::Model(b) => b.bin_pass(),
+        CutsFrom::Agreed => {
             let mut cut = CutPass::for_shard(params, n, shard.rows.start);
             source.for_each_in(opts, shard, |t| {
                 Ok(cut.push(&t.features, t.weight.as_deref())?)
@@ -142,8 +164,12 @@ fn bin_source(
     let label_name = opts.label.clone().unwrap_or_default();
     let mut row = shard.rows.start as usize;
     let mut labelled = 0i64;
+    let mut base = (!margins.is_empty()).then(Vec::new);
     source.for_each_in(opts, shard, |t| {
         let n = t.n_rows();
+        if let Some(base) = &mut base {
+            base.extend(base_margins_of(&t.kept, margins, row, path)?);
+        }
         let col = t
             .label
             .expect("the label column is part of the read options");
@@ -153,12 +179,19 @@ fn bin_source(
             Label::Values(v) => v.iter().filter(|x| !x.is_nan()).count(),
             Label::Classes(_) => n,
         } as i64;
-        bin.push(&t.features, Some(label), t.weight)?;
+        bin.push(&t.features, Some(label), t.weight)
+            .map_err(|e| match cuts {
+                CutsFrom::Model(_) => anyhow::Error::new(e).context(format!(
+                    "{}: binning with the cuts of the model to continue (--init-model)",
+                    path.display()
+                )),
+                _ => e.into(),
+            })?;
         row += n;
         Ok(())
     })?;
     let mut total = [labelled];
-    if like.is_none() {
+    if !matches!(cuts, CutsFrom::Like(_)) {
         collective.allreduce_sum(&mut total, n)?;
     }
     if total[0] == 0 {
@@ -168,7 +201,7 @@ fn bin_source(
         ))
         .into());
     }
-    Ok(bin.finish()?)
+    Ok((bin.finish()?, base))
 }
 
 /// Names the file and column of a label or weight error found once training started
@@ -226,6 +259,9 @@ fn check_outputs(a: &TrainArgs) -> Result<()> {
     if let Some(c) = &a.config {
         inputs.push(("--config file", c.as_path()));
     }
+    if let Some(m) = &a.init_model {
+        inputs.push(("--init-model file", m.as_path()));
+    }
     super::predict::check_not_input(&a.model, &inputs, "--model")?;
     sapwood::check_writable(&a.model)?;
     if let Some(s) = &a.summary {
@@ -253,13 +289,25 @@ fn bin_file(
     path: &Path,
     opts: &ReadOptions,
     params: &Params,
-    like: Option<&BinnedDataset>,
-) -> Result<BinnedDataset> {
+    cuts: CutsFrom<'_>,
+    margins: &[String],
+) -> Result<(BinnedDataset, Option<Vec<f32>>)> {
     let source = Source::open(path, opts)?;
     let shard = Shard::whole(source.num_rows());
-    bin_source(&source, path, opts, params, like, &shard, &mut SingleWorker)
+    bin_source(
+        &source,
+        path,
+        opts,
+        params,
+        cuts,
+        &shard,
+        &mut SingleWorker,
+        margins,
+    )
 }
 
+/// How the training file is read: the `--base-margin` columns are kept out of the
+/// features (an evaluation file is read without them: see [`valid_options`]).
 fn read_options(a: &TrainArgs) -> ReadOptions {
     ReadOptions {
         label: Some(a.label.clone()),
@@ -267,8 +315,47 @@ fn read_options(a: &TrainArgs) -> ReadOptions {
         categorical: a.columns.categorical.clone(),
         drop: a.columns.drop.clone(),
         features: a.columns.features.clone(),
-        keep: Vec::new(),
+        keep: a.base_margin.clone(),
     }
+}
+
+/// How a `--valid` file is read: its features are matched to the training features by
+/// name, so base-margin columns in it are never features. Evaluation sets start at the
+/// model's base margin: the engine does not take theirs yet.
+fn valid_options(a: &TrainArgs) -> ReadOptions {
+    ReadOptions {
+        keep: Vec::new(),
+        ..read_options(a)
+    }
+}
+
+/// Refuses a `--base-margin` column that has another role.
+fn check_base_margin_columns(a: &TrainArgs) -> Result<()> {
+    for (i, c) in a.base_margin.iter().enumerate() {
+        let clash = if a.base_margin[..i].contains(c) {
+            Some("is named twice in --base-margin")
+        } else if *c == a.label {
+            Some("is the label")
+        } else if a.columns.weight.as_ref() == Some(c) {
+            Some("is the weight column")
+        } else if a.columns.features.contains(c) || a.columns.categorical.contains(c) {
+            Some("is named as a feature; a base margin is never a feature")
+        } else {
+            None
+        };
+        if let Some(why) = clash {
+            return Err(settings::Error(format!("--base-margin {c}: the column {why}")).into());
+        }
+    }
+    Ok(())
+}
+
+/// Loads `--init-model`, naming the flag in errors.
+fn init_model_of(a: &TrainArgs) -> Result<Option<Booster>> {
+    a.init_model
+        .as_ref()
+        .map(|p| Booster::load(p).with_context(|| format!("--init-model {}", p.display())))
+        .transpose()
 }
 
 fn check_group(a: &TrainArgs) -> Result<()> {
@@ -388,16 +475,26 @@ fn note_loading_peak() {
 
 /// Runs `sapwood train`.
 pub fn run(a: TrainArgs) -> Result<()> {
-    let settings = settings_of(&a)?;
+    let init = init_model_of(&a)?;
+    let settings = settings_of(&a, init.as_ref())?;
     check_outputs(&a)?;
+    check_base_margin_columns(&a)?;
     match settings.run.collective {
-        CollectiveKind::InProcess => run_local(a, settings),
-        CollectiveKind::Mpi => run_mpi(a, settings),
+        CollectiveKind::InProcess => run_local(a, settings, init),
+        CollectiveKind::Mpi => run_mpi(a, settings, init),
+    }
+}
+
+/// Where the training file's cuts come from.
+fn training_cuts(init: Option<&Booster>) -> CutsFrom<'_> {
+    match init {
+        Some(b) => CutsFrom::Model(b),
+        None => CutsFrom::Agreed,
     }
 }
 
 #[cfg(not(feature = "mpi"))]
-fn run_mpi(_a: TrainArgs, _settings: Settings) -> Result<()> {
+fn run_mpi(_a: TrainArgs, _settings: Settings, _init: Option<Booster>) -> Result<()> {
     Err(settings::Error(
         "--collective mpi: this build of sapwood has no MPI support (build with --features mpi)"
             .into(),
@@ -406,12 +503,12 @@ fn run_mpi(_a: TrainArgs, _settings: Settings) -> Result<()> {
 }
 
 #[cfg(feature = "mpi")]
-fn run_mpi(a: TrainArgs, settings: Settings) -> Result<()> {
+fn run_mpi(a: TrainArgs, settings: Settings, init: Option<Booster>) -> Result<()> {
     use sapwood::collective::mpi_transport::MpiTransport;
     use sapwood::collective::{RingCollective, Transport};
     let Settings { params, run } = settings;
     check_group(&a)?;
-    let transport = MpiTransport::init()?;
+    let transport = MpiTransport::init()?.with_timeout(run.comm_timeout);
     let (rank, size) = (transport.rank(), transport.size());
     let mut coll = RingCollective::new(transport, run.comm_codec);
     let mut interrupted = false;
@@ -420,7 +517,16 @@ fn run_mpi(a: TrainArgs, settings: Settings) -> Result<()> {
         let opts = read_options(&a);
         let source = Source::open(&a.data, &opts)?;
         let shard = source.shard(rank, size);
-        let local = bin_source(&source, &a.data, &opts, &params, None, &shard, &mut coll)?;
+        let (local, base_margin) = bin_source(
+            &source,
+            &a.data,
+            &opts,
+            &params,
+            training_cuts(init.as_ref()),
+            &shard,
+            &mut coll,
+            &a.base_margin,
+        )?;
         if !a.quiet {
             // every rank reads only its own rows (whole row groups for Parquet): say which,
             // counted from what was binned, so a run and its tests can see it; one write,
@@ -435,18 +541,23 @@ fn run_mpi(a: TrainArgs, settings: Settings) -> Result<()> {
             );
             eprint!("{line}");
         }
-        let classes = sapwood::global_classes(
-            params.objective,
-            local.label().expect("labels were read"),
-            &mut coll,
-        )?;
+        // a continued model's classes give the class codes its trees learned
+        let classes = match init.as_ref().and_then(|b| b.classes()) {
+            Some(c) => Some(c.to_vec()),
+            None => sapwood::global_classes(
+                params.objective,
+                local.label().expect("labels were read"),
+                &mut coll,
+            )?,
+        };
         let mut valid = Vec::new();
         if rank == 0 {
             for v in &a.valid {
                 let name = v
                     .file_stem()
                     .map_or("valid".into(), |s| s.to_string_lossy().into_owned());
-                valid.push((name, bin_file(v, &opts, &params, Some(&local))?));
+                let (d, _) = bin_file(v, &valid_options(&a), &params, CutsFrom::Like(&local), &[])?;
+                valid.push((name, d));
             }
         }
         let load_seconds = load_start.elapsed().as_secs_f64();
@@ -460,6 +571,10 @@ fn run_mpi(a: TrainArgs, settings: Settings) -> Result<()> {
             row_offset: shard.rows.start,
             n_total: source.num_rows(),
             classes,
+            start: TrainStart {
+                init_model: init.as_ref(),
+                base_margin: base_margin.as_deref(),
+            },
         };
         let mut observer = checkpoints_of(&a, &mut progress);
         let trained =
@@ -495,18 +610,25 @@ fn run_mpi(a: TrainArgs, settings: Settings) -> Result<()> {
     Ok(())
 }
 
-fn run_local(a: TrainArgs, settings: Settings) -> Result<()> {
+fn run_local(a: TrainArgs, settings: Settings, init: Option<Booster>) -> Result<()> {
     let Settings { params, run } = settings;
     check_group(&a)?;
     let load_start = Instant::now();
     let opts = read_options(&a);
-    let train = bin_file(&a.data, &opts, &params, None)?;
+    let (train, base_margin) = bin_file(
+        &a.data,
+        &opts,
+        &params,
+        training_cuts(init.as_ref()),
+        &a.base_margin,
+    )?;
     let mut valid = Vec::new();
     for v in &a.valid {
         let name = v
             .file_stem()
             .map_or("valid".into(), |s| s.to_string_lossy().into_owned());
-        valid.push((name, bin_file(v, &opts, &params, Some(&train))?));
+        let (d, _) = bin_file(v, &valid_options(&a), &params, CutsFrom::Like(&train), &[])?;
+        valid.push((name, d));
     }
     let load_seconds = load_start.elapsed().as_secs_f64();
     note_loading_peak();
@@ -514,7 +636,11 @@ fn run_local(a: TrainArgs, settings: Settings) -> Result<()> {
     let train_start = Instant::now();
     let evals: Vec<(&str, &BinnedDataset)> = valid.iter().map(|(n, d)| (n.as_str(), d)).collect();
     let mut observer = checkpoints_of(&a, &mut progress);
-    let result = Booster::train_binned(&params, &run, &train, &evals, &mut observer);
+    let start = TrainStart {
+        init_model: init.as_ref(),
+        base_margin: base_margin.as_deref(),
+    };
+    let result = Booster::train_binned_from(&params, &run, &train, &evals, start, &mut observer);
     progress.finish();
     let mut booster = result.map_err(|e| name_file(e, &a))?;
     let train_seconds = train_start.elapsed().as_secs_f64();

@@ -47,12 +47,12 @@ pub struct CpuBackend {
 
 impl CpuBackend {
     /// A backend over `s.binned` (global rows `s.row_offset..`), margins starting at the
-    /// base margin of each group.
+    /// rows' own base margins when given, else at the base margin of each group.
     pub fn new(s: ShardData) -> Result<Self> {
         let shape = shard::validate(&s, ShardLimits::default())?;
         let (n, k) = (shape.n, shape.k);
         let columns = transpose(s.binned.bins(), n, shape.nf);
-        let margins = (0..n).flat_map(|_| s.base_margin.iter().copied()).collect();
+        let margins = s.starting_margins()?;
         Ok(CpuBackend {
             binned: s.binned,
             columns,
@@ -205,6 +205,12 @@ impl HistBackend for CpuBackend {
             &self.margins,
             &mut self.grad,
         ))
+    }
+
+    fn set_gradients(&mut self, grad: &[[f32; 2]]) -> Result<()> {
+        shard::check_gradients(grad.len(), self.grad.len())?;
+        self.grad.copy_from_slice(grad);
+        Ok(())
     }
 
     fn start_tree(&mut self, s: &TreeSetup) -> Result<u64> {

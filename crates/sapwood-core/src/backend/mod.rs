@@ -68,6 +68,10 @@ pub trait HistBackend: Send {
     /// largest |g| and largest h per group.
     fn compute_gradients(&mut self) -> Result<Vec<[f32; 2]>>;
 
+    /// Replaces every group's gradients with `grad` (`groups` per row, row-major), computed
+    /// on the host: losses without a kernel, ranking, custom objectives.
+    fn set_gradients(&mut self, grad: &[[f32; 2]]) -> Result<()>;
+
     /// Quantises the group's gradients, samples rows and resets the partition to the root;
     /// returns the rows in the root on this shard.
     fn start_tree(&mut self, setup: &TreeSetup) -> Result<u64>;

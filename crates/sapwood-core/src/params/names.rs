@@ -57,6 +57,7 @@ pub const RUN_OPTION_NAMES: &[(&str, &[&str])] = &[
     ("workers", &[]),
     ("collective", &[]),
     ("comm_codec", &[]),
+    ("comm_timeout", &[]),
 ];
 
 /// A known name, resolved to its canonical form and its kind.
@@ -181,6 +182,7 @@ mod tests {
                 workers: 2,
                 collective: CollectiveKind::Mpi,
                 comm_codec: CommCodec::Sparse,
+                ..Default::default()
             }
         );
         assert_eq!(s.params.learning_rate, 0.1);

@@ -114,6 +114,8 @@ pub struct RunOptions {
     pub collective: CollectiveKind,
     /// Encoding of exchanged histograms.
     pub comm_codec: CommCodec,
+    /// Longest wait for a peer (MPI ranks) before the job fails naming the rank.
+    pub comm_timeout: std::time::Duration,
 }
 
 impl Default for RunOptions {
@@ -124,6 +126,7 @@ impl Default for RunOptions {
             workers: 1,
             collective: CollectiveKind::InProcess,
             comm_codec: CommCodec::Auto,
+            comm_timeout: std::time::Duration::from_secs(60),
         }
     }
 }
@@ -146,6 +149,16 @@ impl RunOptions {
             Setting::Run("workers") => self.workers = num("workers", v)?,
             Setting::Run("collective") => self.collective = v.parse()?,
             Setting::Run("comm_codec") => self.comm_codec = v.parse()?,
+            Setting::Run("comm_timeout") => {
+                let secs: f64 = num("comm_timeout", v)?;
+                if !(secs.is_finite() && secs > 0.0) {
+                    return Err(Error::param(
+                        "comm_timeout",
+                        format!("{v} must be a finite number of seconds > 0"),
+                    ));
+                }
+                self.comm_timeout = std::time::Duration::from_secs_f64(secs);
+            }
             Setting::Run(_) => unreachable!("RUN_OPTION_NAMES lists only names handled here"),
             Setting::Param(name) => {
                 return Err(Error::param(

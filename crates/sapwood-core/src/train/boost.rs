@@ -8,7 +8,7 @@ use rayon::prelude::*;
 
 use super::checkpoint::Checkpoint;
 use super::observer::{Control, EvalResult, RoundReport, TrainObserver};
-use super::quantile::{refit_leaves, RefitRows};
+use super::quantile::refit_leaves;
 use crate::backend::{HistBackend, TreeSetup};
 use crate::collective::{Collective, CommStats};
 use crate::data::binned::BinnedMatrix;
@@ -34,6 +34,8 @@ pub struct EvalSet {
     pub labels: Vec<f32>,
     /// Optional weights.
     pub weights: Option<Vec<f32>>,
+    /// Optional per-row base margins (`groups` per row) the margins start from.
+    pub base_margin: Option<Vec<f32>>,
     margins: Vec<f32>,
 }
 
@@ -50,8 +52,16 @@ impl EvalSet {
             binned,
             labels,
             weights,
+            base_margin: None,
             margins: Vec::new(),
         }
+    }
+
+    /// The set with its rows' own base margins (`groups` per row, row-major) in place of the
+    /// model's (XGBoost's `base_margin` of an evaluation `DMatrix`).
+    pub fn with_base_margin(mut self, base_margin: Vec<f32>) -> Self {
+        self.base_margin = Some(base_margin);
+        self
     }
 }
 
@@ -141,6 +151,70 @@ fn check_tree(tree: &Tree, round: usize, index: usize, bound: &mut f64) -> Resul
     Ok(())
 }
 
+/// This worker's rows as the host reads them: for the leaf refit of quantile losses and for
+/// gradients computed on the host (losses without a kernel).
+#[derive(Debug, Clone, Copy)]
+pub struct HostRows<'a> {
+    /// Binned rows (to find each row's leaf).
+    pub binned: &'a BinnedMatrix,
+    /// Labels.
+    pub labels: &'a [f32],
+    /// Optional weights.
+    pub weights: Option<&'a [f32]>,
+}
+
+/// Gradients computed on the host from the backend's margins (a custom objective's, or a
+/// built-in loss without a kernel), handed to the backend; returns their maxima per group.
+fn host_gradients(
+    objective: &Objective,
+    rows: Option<&HostRows<'_>>,
+    backend: &mut dyn HistBackend,
+    observer: &mut dyn TrainObserver,
+    round: usize,
+) -> Result<Vec<[f32; 2]>> {
+    let k = objective.groups();
+    let margins = backend.margins()?;
+    let (grad, max) = match observer.gradients(&margins, k) {
+        Some(grad) => {
+            let grad = grad?;
+            crate::backend::shard::check_gradients(grad.len(), margins.len())?;
+            let mut max = vec![[0.0f32; 2]; k];
+            for (j, &[g, h]) in grad.iter().enumerate() {
+                if !(g.is_finite() && h.is_finite() && h >= 0.0) {
+                    return Err(Error::Diverged {
+                        round,
+                        tree: round * k + j % k,
+                        what: format!(
+                            "the custom objective gave row {} group {} the gradient {g} and \
+                             hessian {h} (both must be finite, the hessian >= 0)",
+                            j / k,
+                            j % k
+                        ),
+                    });
+                }
+                let m = &mut max[j % k];
+                m[0] = m[0].max(g.abs());
+                m[1] = m[1].max(h);
+            }
+            (grad, max)
+        }
+        None => {
+            let rows = rows.expect("a loss without a kernel keeps its rows on the host");
+            let mut grad = vec![[0.0f32; 2]; margins.len()];
+            let max = crate::backend::shard::gradients_into(
+                objective,
+                rows.labels,
+                rows.weights,
+                &margins,
+                &mut grad,
+            );
+            (grad, max)
+        }
+    };
+    backend.set_gradients(&grad)?;
+    Ok(max)
+}
+
 /// What every worker of a job has agreed on when boosting starts.
 #[derive(Debug, Clone, Copy)]
 pub struct BoostSetup<'a> {
@@ -152,8 +226,12 @@ pub struct BoostSetup<'a> {
     pub n_total: u64,
     /// The checkpoint to continue from (its trees are replayed into the margins).
     pub resume: Option<&'a Checkpoint>,
-    /// This worker's rows, for losses whose leaves are refit to quantiles of residuals.
-    pub refit: Option<RefitRows<'a>>,
+    /// This worker's rows, for losses whose leaves are refit to quantiles of residuals or
+    /// whose gradients are computed on the host.
+    pub rows: Option<HostRows<'a>>,
+    /// The largest |per-row base margin| of each group over every worker, when training
+    /// rows start from their own margins (agreed, so every worker refuses a tree alike).
+    pub start_bound: Option<&'a [f64]>,
 }
 
 /// Boosts `params.num_rounds` rounds on this worker's backend. Evaluation sets are only
@@ -170,15 +248,25 @@ pub fn boost(
         objective,
         n_total,
         resume,
-        refit,
+        rows,
+        start_bound,
     } = *setup;
     let (params, cuts, base_margin) = (&skeleton.params, &skeleton.cuts, &skeleton.base_margin);
     let start = Instant::now();
     let k = objective.groups();
     for e in evals.iter_mut() {
-        e.margins = (0..e.binned.n_rows())
-            .flat_map(|_| base_margin.iter().copied())
-            .collect();
+        let n = e.binned.n_rows();
+        e.margins = match &e.base_margin {
+            Some(m) if m.len() == n * k => m.iter().map(|&v| ftz(v)).collect(),
+            Some(m) => {
+                return Err(Error::LengthMismatch {
+                    column: format!("`{}` base margin", e.name),
+                    got: m.len(),
+                    expected: n * k,
+                })
+            }
+            None => (0..n).flat_map(|_| base_margin.iter().copied()).collect(),
+        };
     }
     let cfg = GrowerConfig {
         cuts,
@@ -200,7 +288,14 @@ pub fn boost(
     let mut last_comm = collective.stats();
     let mut store = HistStore::new();
     // |margin| of any row is at most |base| plus the largest |leaf| of every tree so far
-    let mut margin_bound: Vec<f64> = base_margin.iter().map(|m| (*m as f64).abs()).collect();
+    let mut margin_bound: Vec<f64> = base_margin
+        .iter()
+        .enumerate()
+        .map(|(g, m)| {
+            let row_bound = start_bound.map_or(0.0, |b| b[g]);
+            (*m as f64).abs().max(row_bound)
+        })
+        .collect();
     let first_round = resume.map_or(0, |c| c.rounds);
     // a resumed run adds the checkpoint's trees to every margin exactly as training did
     for (t, tree) in resume.iter().flat_map(|c| &c.model.trees).enumerate() {
@@ -211,8 +306,13 @@ pub fn boost(
         trees.push(tree.clone());
     }
     let every = observer.checkpoint_every();
+    let custom = observer.has_custom_objective();
     for round in first_round..params.num_rounds {
-        let local = backend.compute_gradients()?;
+        let local = if custom || !objective.has_kernel() {
+            host_gradients(objective, rows.as_ref(), backend, observer, round)?
+        } else {
+            backend.compute_gradients()?
+        };
         let mut max: Vec<u64> = local
             .iter()
             .flat_map(|m| [m[0].to_bits() as u64, m[1].to_bits() as u64])
@@ -262,7 +362,7 @@ pub fn boost(
                 tree_index,
             );
             let mut tree = grow_tree(&cfg, backend, collective, &setup, &features, &mut store)?;
-            if let Some(rows) = &refit {
+            if let (true, Some(rows)) = (objective.kind().refits_leaves(), &rows) {
                 // every group's margins before this round's trees are added
                 let margins = backend.margins()?;
                 refit_leaves(

@@ -12,9 +12,11 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use super::observer::EvalResult;
+use crate::data::cuts::Cuts;
 use crate::error::{Error, Result};
 use crate::metric::Metric;
 use crate::model::Model;
+use crate::params::Params;
 
 /// A run's state at the end of a round.
 #[derive(Debug, Clone, PartialEq)]
@@ -198,4 +200,142 @@ impl Checkpoint {
             None => Ok(()),
         }
     }
+}
+
+impl Checkpoint {
+    /// A saved model seen as the checkpoint of the longer job `skeleton` describes (the
+    /// model's cuts, base margin and continued parameters, see [`continued_params`]):
+    /// nothing random is stateful, so replaying its trees and boosting on gives the bytes a
+    /// run of every round in one go gives. Early stopping starts afresh.
+    pub fn of_model(init: &Model, skeleton: &Model) -> Checkpoint {
+        Checkpoint {
+            model: Model {
+                trees: init.trees.clone(),
+                best_iteration: None,
+                ..skeleton.clone()
+            },
+            rounds: init.num_rounds(),
+            best: None,
+            history: Vec::new(),
+        }
+    }
+
+    /// Checks that this checkpoint (a run continuing `init`, resumed) begins with the
+    /// trees of `init`.
+    pub fn check_continues(&self, init: &Model) -> Result<()> {
+        let n = init.trees.len();
+        if self.model.trees.len() < n || self.model.trees[..n] != init.trees[..] {
+            return Err(Error::param(
+                "resume",
+                "the checkpoint does not continue the init model: its first trees differ",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The parameters of a job continuing `init` with `params`: `params.num_rounds` more
+/// rounds after the model's, the model's classes, and its binning parameters (its cuts
+/// bin the data, so the parameters saved with the new model must be the ones that made
+/// them). The loss (objective and its constants), the class count, the base score and the
+/// features (by name, binned with the model's cuts) must match the model's: anything else
+/// is an error naming what differs.
+pub fn continued_params(
+    params: &Params,
+    init: &Model,
+    feature_names: &[String],
+    cuts: &Cuts,
+) -> Result<Params> {
+    let was = &init.params;
+    let differ = |name: &'static str, given: String, model: String| {
+        Error::param(
+            name,
+            format!(
+                "{given} given but the model to continue was trained with {model}: \
+                 continued training keeps the loss"
+            ),
+        )
+    };
+    if params.objective != was.objective {
+        return Err(differ(
+            "objective",
+            params.objective.to_string(),
+            was.objective.to_string(),
+        ));
+    }
+    for (name, given, model) in [
+        ("quantile_alpha", params.quantile_alpha, was.quantile_alpha),
+        ("huber_slope", params.huber_slope, was.huber_slope),
+        (
+            "tweedie_variance_power",
+            params.tweedie_variance_power,
+            was.tweedie_variance_power,
+        ),
+    ] {
+        if given.to_bits() != model.to_bits() {
+            return Err(differ(name, given.to_string(), model.to_string()));
+        }
+    }
+    let show = |k: Option<usize>| k.map_or("none".to_string(), |k| k.to_string());
+    let num_class = match (params.num_class, was.num_class) {
+        (Some(a), Some(b)) if a != b => {
+            return Err(differ("num_class", show(Some(a)), show(Some(b))))
+        }
+        (Some(a), None) => return Err(differ("num_class", show(Some(a)), show(None))),
+        (_, k) => k,
+    };
+    if let Some(b) = params.base_score {
+        if was.base_score.map(f64::to_bits) != Some(b.to_bits()) {
+            return Err(differ(
+                "base_score",
+                b.to_string(),
+                was.base_score
+                    .map_or("the base score estimated from its labels".into(), |s| {
+                        s.to_string()
+                    }),
+            ));
+        }
+    }
+    if feature_names != init.feature_names.as_slice() {
+        let missing: Vec<&str> = init
+            .feature_names
+            .iter()
+            .filter(|f| !feature_names.contains(f))
+            .map(String::as_str)
+            .collect();
+        return Err(Error::SchemaMismatch(if missing.is_empty() {
+            format!(
+                "the features are not those of the model to continue ({}), in its order",
+                init.feature_names.join(", ")
+            )
+        } else {
+            format!(
+                "the model to continue splits on features the data lacks: {}",
+                missing.join(", ")
+            )
+        }));
+    }
+    if cuts != &init.cuts {
+        return Err(Error::SchemaMismatch(
+            "the data was binned with other cuts than the model to continue: bin it with the \
+             model's"
+                .into(),
+        ));
+    }
+    let rounds = init.num_rounds();
+    Ok(Params {
+        num_rounds: rounds.checked_add(params.num_rounds).ok_or_else(|| {
+            Error::param(
+                "num_rounds",
+                format!("{rounds} + {} rounds overflow", params.num_rounds),
+            )
+        })?,
+        num_class,
+        base_score: was.base_score,
+        max_bin: was.max_bin,
+        min_data_in_bin: was.min_data_in_bin,
+        min_category_count: was.min_category_count,
+        bin_sample_rows: was.bin_sample_rows,
+        ..params.clone()
+    })
 }

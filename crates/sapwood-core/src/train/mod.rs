@@ -3,7 +3,8 @@
 //! - [`observer`]: per-round reports and the stop signal front ends use;
 //! - [`agree`]: what workers agree on before boosting (rows, cuts, classes, base margin);
 //! - [`mod@boost`]: the boosting loop around the grower;
-//! - [`checkpoint`]: a run's state at the end of a round, to continue to the same bytes.
+//! - [`checkpoint`]: a run's state at the end of a round, to continue to the same bytes,
+//!   and the continuation of a saved model (XGBoost's `xgb_model`) built on it.
 //!
 //! Parameters are validated by the public crate (`sapwood`) before they reach this module.
 
@@ -26,8 +27,8 @@ use crate::objective::Objective;
 use crate::params::Params;
 
 pub use agree::{agree_cuts, agree_num_class, base_margin, exact_sum, total_rows};
-pub use boost::{boost, sample_features, BoostOutcome, BoostSetup, EvalSet};
-pub use checkpoint::Checkpoint;
+pub use boost::{boost, sample_features, BoostOutcome, BoostSetup, EvalSet, HostRows};
+pub use checkpoint::{continued_params, Checkpoint};
 pub use observer::{Control, EvalResult, Quiet, RoundReport, TrainObserver};
 
 /// This worker's rows of a training job.
@@ -52,8 +53,24 @@ pub struct EvalInput<'a> {
     pub labels: Vec<f32>,
     /// Optional weights.
     pub weights: Option<Vec<f32>>,
+    /// Optional per-row base margins (`groups` per row, row-major) the set's margins start
+    /// from instead of the model's base margin.
+    pub base_margin: Option<Vec<f32>>,
 }
 
+/// How a job starts, besides the base margin it estimates from the labels.
+#[derive(Debug, Clone, Default)]
+pub struct Start {
+    /// This worker's rows' own base margins (`groups` per row, row-major): training starts
+    /// their margins there (XGBoost's `base_margin`, LightGBM's `init_score`); the model's
+    /// base margin is still estimated and saved, and predictions do not include these.
+    pub base_margin: Option<Vec<f32>>,
+    /// A saved model to continue (XGBoost's `xgb_model`): its cuts bin the data, its base
+    /// margin and trees are where the margins start, and `num_rounds` more rounds follow.
+    pub init_model: Option<Model>,
+    /// A checkpoint of this very job to continue from (see [`checkpoint`]).
+    pub resume: Option<Checkpoint>,
+}
 /// A finished training job on one worker.
 pub struct Trained {
     /// The model (identical on every worker).
@@ -113,6 +130,8 @@ pub struct BinnedShard {
     pub labels: Vec<f32>,
     /// Optional sample weights.
     pub weights: Option<Vec<f32>>,
+    /// Optional per-row base margins (`groups` per row, row-major; see [`Start`]).
+    pub base_margin: Option<Vec<f32>>,
     /// Global index of the shard's first row.
     pub row_offset: u64,
 }
@@ -131,6 +150,9 @@ pub struct BinnedJob {
     pub evals: Vec<EvalSet>,
     /// The checkpoint to continue from (every worker gets the same one).
     pub resume: Option<Checkpoint>,
+    /// The saved model to continue (every worker gets the same one); the shard and the
+    /// evaluation sets must be binned with its cuts.
+    pub init_model: Option<Model>,
 }
 
 /// Trains on this worker's shard: cuts from the gathered sample, binning, base margin,
@@ -143,7 +165,15 @@ pub fn train(
     factory: &dyn BackendFactory,
     observer: &mut dyn TrainObserver,
 ) -> Result<Trained> {
-    train_from(params, shard, evals, None, collective, factory, observer)
+    train_started(
+        params,
+        shard,
+        evals,
+        Start::default(),
+        collective,
+        factory,
+        observer,
+    )
 }
 
 /// Trains like [`train`], continuing from `resume` when given (see [`checkpoint`]).
@@ -156,33 +186,68 @@ pub fn train_from(
     factory: &dyn BackendFactory,
     observer: &mut dyn TrainObserver,
 ) -> Result<Trained> {
+    let start = Start {
+        resume,
+        ..Start::default()
+    };
+    train_started(params, shard, evals, start, collective, factory, observer)
+}
+
+/// Trains like [`train`], starting as `start` says: from the rows' own base margins, a
+/// saved model to continue, a checkpoint.
+pub fn train_started(
+    params: &Params,
+    shard: Shard<'_>,
+    evals: Vec<EvalInput<'_>>,
+    start: Start,
+    collective: &mut dyn Collective,
+    factory: &dyn BackendFactory,
+    observer: &mut dyn TrainObserver,
+) -> Result<Trained> {
     let n_total = total_rows(shard.features.n_rows(), collective)?;
     if n_total == 0 {
         return Err(Error::EmptyData("the training data has no rows".into()));
     }
-    let sample = CutSample::collect(
-        &shard.features,
-        shard.weights.as_deref(),
-        shard.row_offset,
-        n_total,
-        params.seed,
-        params.bin_sample_rows,
-    );
-    let cuts = agree_cuts(&sample, params, collective)?;
-    let names = shard.features.names().to_vec();
-    let binned = Arc::new(BinnedMatrix::new(&shard.features, &cuts)?);
+    let (names, cuts, binned) = match &start.init_model {
+        // the model's cuts, so the new data (which may differ from the old) falls in the
+        // bins its trees split on; every worker holds the same model, so none gathers
+        Some(m) => {
+            let selected = crate::model::select_columns(&m.feature_names, &m.cuts, &shard.features)
+                .map_err(|e| in_init_model("the training data", e))?;
+            let binned = BinnedMatrix::new(&selected, &m.cuts)?;
+            (m.feature_names.clone(), m.cuts.clone(), binned)
+        }
+        None => {
+            let sample = CutSample::collect(
+                &shard.features,
+                shard.weights.as_deref(),
+                shard.row_offset,
+                n_total,
+                params.seed,
+                params.bin_sample_rows,
+            );
+            let cuts = agree_cuts(&sample, params, collective)?;
+            let binned = BinnedMatrix::new(&shard.features, &cuts)?;
+            (shard.features.names().to_vec(), cuts, binned)
+        }
+    };
     let mut eval_sets = Vec::new();
     if collective.rank() == 0 {
         for e in evals {
             let m = crate::model::select_columns(&names, &cuts, &e.features)?;
             let binned = BinnedMatrix::new(&m, &cuts)?;
-            eval_sets.push(EvalSet::new(e.name, Arc::new(binned), e.labels, e.weights));
+            let mut set = EvalSet::new(e.name, Arc::new(binned), e.labels, e.weights);
+            if let Some(m) = e.base_margin {
+                set = set.with_base_margin(m);
+            }
+            eval_sets.push(set);
         }
     }
     let shard = BinnedShard {
-        binned,
+        binned: Arc::new(binned),
         labels: shard.labels,
         weights: shard.weights,
+        base_margin: start.base_margin,
         row_offset: shard.row_offset,
     };
     let job = BinnedJob {
@@ -191,9 +256,51 @@ pub fn train_from(
         shard,
         n_total,
         evals: eval_sets,
-        resume,
+        resume: start.resume,
+        init_model: start.init_model,
     };
     train_binned(params, job, collective, factory, observer)
+}
+
+/// Names the init model in an error about data that does not fit it.
+fn in_init_model(what: &str, e: Error) -> Error {
+    match e {
+        Error::SchemaMismatch(m) => Error::SchemaMismatch(format!(
+            "{what} does not have the features of the model to continue: {m}"
+        )),
+        e => e,
+    }
+}
+
+/// Checks this worker's per-row base margins: `groups` per row, every one finite (rows
+/// named by their index in the whole dataset).
+fn check_row_margins(margins: &[f32], n: usize, k: usize, first_row: usize) -> Result<()> {
+    if margins.len() != n * k {
+        return Err(Error::param(
+            "base_margin",
+            format!(
+                "{} values for {n} rows: give {k} per row (one per output{})",
+                margins.len(),
+                if k > 1 { ", row-major" } else { "" }
+            ),
+        ));
+    }
+    match margins.iter().position(|v| !v.is_finite()) {
+        Some(i) => Err(Error::param(
+            "base_margin",
+            format!(
+                "row {}{} is {}: base margins must be finite",
+                first_row + i / k,
+                if k > 1 {
+                    format!(", group {}", i % k)
+                } else {
+                    String::new()
+                },
+                margins[i]
+            ),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Trains on a shard already binned with the agreed cuts (the streaming path: data read
@@ -212,11 +319,16 @@ pub fn train_binned(
         n_total,
         evals,
         resume,
+        init_model,
     } = job;
     if n_total == 0 {
         return Err(Error::EmptyData("the training data has no rows".into()));
     }
     let n_local = shard.binned.n_rows();
+    let params = &match &init_model {
+        Some(m) => checkpoint::continued_params(params, m, &feature_names, &cuts)?,
+        None => params.clone(),
+    };
     let num_class = agree_num_class(params, &shard.labels, collective)?;
     let objective = params.objective_with(num_class)?;
     check_inputs(
@@ -241,14 +353,21 @@ pub fn train_binned(
             source: Box::new(source),
         })?;
     }
-    let base = base_margin(
-        params,
-        &objective,
-        &shard.labels,
-        shard.weights.as_deref(),
-        n_total,
-        collective,
-    )?;
+    if let Some(m) = &shard.base_margin {
+        check_row_margins(m, n_local, objective.groups(), shard.row_offset as usize)?;
+    }
+    let base = match &init_model {
+        // a continued model keeps the base margin its trees were grown on
+        Some(m) => m.base_margin.clone(),
+        None => base_margin(
+            params,
+            &objective,
+            &shard.labels,
+            shard.weights.as_deref(),
+            n_total,
+            collective,
+        )?,
+    };
     let mut model = Model {
         params: Params {
             num_class: (num_class > 1).then_some(num_class),
@@ -263,12 +382,45 @@ pub fn train_binned(
         best_iteration: None,
         label_name: None,
     };
+    // a continued model is a checkpoint of the longer job: its trees are replayed into
+    // the margins and training goes on from its last round
+    let resume = match (resume, &init_model) {
+        (Some(c), Some(init)) => {
+            c.check_continues(init)?;
+            Some(c)
+        }
+        (None, Some(init)) => Some(Checkpoint::of_model(init, &model)),
+        (resume, None) => resume,
+    };
     if let Some(c) = &resume {
         c.check_matches(&model)?;
     }
+    // the divergence check starts from the largest row margin of every worker
+    let start_bound = match &shard.base_margin {
+        Some(m) => {
+            let k = objective.groups();
+            let mut max: Vec<u64> = (0..k)
+                .map(|g| {
+                    m.iter()
+                        .skip(g)
+                        .step_by(k)
+                        .fold(0.0f32, |a, v| a.max(v.abs()))
+                        .to_bits() as u64
+                })
+                .collect();
+            collective.allreduce_max(&mut max)?;
+            Some(
+                max.iter()
+                    .map(|&b| f32::from_bits(b as u32) as f64)
+                    .collect::<Vec<f64>>(),
+            )
+        }
+        None => None,
+    };
     let mut eval_sets = evals;
-    // the leaf refit of quantile losses reads rows on the host, whatever the backend
-    let refit_copy = objective.kind().refits_leaves().then(|| {
+    // the leaf refit of quantile losses and losses without a kernel read rows on the host,
+    // whatever the backend
+    let host_copy = (objective.kind().refits_leaves() || !objective.has_kernel()).then(|| {
         (
             shard.binned.clone(),
             shard.labels.clone(),
@@ -282,6 +434,7 @@ pub fn train_binned(
         weights: shard.weights,
         objective,
         base_margin: base.clone(),
+        initial_margins: shard.base_margin,
         row_offset: shard.row_offset,
     })?;
     let setup = BoostSetup {
@@ -289,13 +442,14 @@ pub fn train_binned(
         objective: &objective,
         n_total,
         resume: resume.as_ref(),
-        refit: refit_copy
+        rows: host_copy
             .as_ref()
-            .map(|(binned, labels, weights)| quantile::RefitRows {
+            .map(|(binned, labels, weights)| boost::HostRows {
                 binned,
                 labels,
                 weights: weights.as_deref(),
             }),
+        start_bound: start_bound.as_deref(),
     };
     let outcome = boost(
         &setup,

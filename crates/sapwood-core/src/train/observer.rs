@@ -64,6 +64,21 @@ pub trait TrainObserver: Send {
     fn resume_from(&mut self) -> Result<Option<Checkpoint>> {
         Ok(None)
     }
+
+    /// Whether gradients come from [`TrainObserver::gradients`] (a custom objective, such
+    /// as XGBoost's `obj=`) instead of the built-in loss; false by default.
+    fn has_custom_objective(&self) -> bool {
+        false
+    }
+
+    /// A custom objective's (g, h) of every row and group from this worker's margins
+    /// (`groups` per row, row-major), asked every round when
+    /// [`TrainObserver::has_custom_objective`]; `None` (the default) uses the built-in loss.
+    /// The values go through the same quantiser as the built-in losses' gradients.
+    fn gradients(&mut self, margins: &[f32], groups: usize) -> Option<Result<Vec<[f32; 2]>>> {
+        let _ = (margins, groups);
+        None
+    }
 }
 
 /// An observer that ignores everything.

@@ -10,11 +10,12 @@
 use rayon::prelude::*;
 
 use crate::collective::Collective;
-use crate::data::binned::BinnedMatrix;
 use crate::error::Result;
 use crate::objective::ftz;
 use crate::quantise::{exact_shift, quantise_exact, EXACT_SUM_BITS};
 use crate::tree::Tree;
+
+use super::boost::HostRows;
 
 /// Bits selected per pass.
 const RADIX_BITS: u32 = 8;
@@ -126,17 +127,6 @@ pub fn weighted_quantiles(
         .collect())
 }
 
-/// This worker's rows as the leaf refit of [`refit_leaves`] reads them.
-#[derive(Debug, Clone, Copy)]
-pub struct RefitRows<'a> {
-    /// Binned rows (to find each row's leaf).
-    pub binned: &'a BinnedMatrix,
-    /// Labels.
-    pub labels: &'a [f32],
-    /// Optional weights.
-    pub weights: Option<&'a [f32]>,
-}
-
 /// Sets every leaf of `tree` (fitting `group`) to `learning_rate` times the `alpha`-quantile
 /// of the residuals (label - margin) of its rows over every worker, as XGBoost and LightGBM
 /// do for absolute and quantile losses. `margins` holds `k` values per row, before the tree
@@ -144,7 +134,7 @@ pub struct RefitRows<'a> {
 #[allow(clippy::too_many_arguments)]
 pub fn refit_leaves(
     tree: &mut Tree,
-    rows: &RefitRows<'_>,
+    rows: &HostRows<'_>,
     margins: &[f32],
     group: usize,
     k: usize,

@@ -1,5 +1,6 @@
-//! Gradients computed on the host: the CPU backend's, and a GPU backend's for a loss without
-//! a kernel ([`Objective::has_kernel`]), which reads its margins back and uploads these.
+//! Gradients computed on the host: the CPU backend's, and those the boosting loop computes
+//! for any backend when a loss has no kernel ([`Objective::has_kernel`]) and hands over with
+//! [`crate::backend::HistBackend::set_gradients`].
 
 use rayon::prelude::*;
 
@@ -7,35 +8,6 @@ use crate::objective::Objective;
 
 /// Rows per parallel task.
 const ROWS_PER_TASK: usize = 16_384;
-
-/// The labels and weights a GPU backend keeps on the host for host-computed gradients.
-#[derive(Debug, Clone)]
-pub struct HostRows {
-    /// Labels.
-    pub labels: Vec<f32>,
-    /// Optional weights.
-    pub weights: Option<Vec<f32>>,
-}
-
-impl HostRows {
-    /// The gradients of every row and group (interleaved as the kernels write them) and the
-    /// largest |g| and h per group.
-    pub fn gradients(
-        &self,
-        objective: &Objective,
-        margins: &[f32],
-    ) -> (Vec<[f32; 2]>, Vec<[f32; 2]>) {
-        let mut out = vec![[0.0f32; 2]; margins.len()];
-        let max = gradients_into(
-            objective,
-            &self.labels,
-            self.weights.as_deref(),
-            margins,
-            &mut out,
-        );
-        (out, max)
-    }
-}
 
 /// Writes the (g, h) of every row and group of `margins` (`groups` per row) into `out` and
 /// returns the largest |g| and h per group (NaN never wins).
@@ -74,4 +46,17 @@ pub fn gradients_into(
                     .collect()
             },
         )
+}
+
+/// Checks that host gradients cover every row and group of the shard.
+pub fn check_gradients(got: usize, expected: usize) -> crate::error::Result<()> {
+    if got == expected {
+        Ok(())
+    } else {
+        Err(crate::error::Error::LengthMismatch {
+            column: "gradients".into(),
+            got,
+            expected,
+        })
+    }
 }

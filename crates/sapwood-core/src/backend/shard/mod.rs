@@ -7,7 +7,7 @@ mod host;
 pub mod kernels;
 mod spans;
 
-pub use host::{gradients_into, HostRows};
+pub use host::{check_gradients, gradients_into};
 pub use spans::{NodeSpans, Span};
 
 use rayon::prelude::*;

@@ -1,0 +1,491 @@
+//! Learning to rank: query groups, LambdaMART gradients (`rank:ndcg`, `rank:map`,
+//! `rank:pairwise`) and the ranking metrics (`ndcg@k`, `map@k`, `pre@k`).
+//!
+//! Gradients are computed on the host for every backend, one query at a time, from the
+//! query's rows alone; a query is never split between workers, so the gradients (and the
+//! model) are the same for any number of workers. The logistic of score differences uses
+//! [`crate::detmath::exp`], so machines with different C libraries agree to the bit.
+
+use std::cmp::Ordering;
+
+use rayon::prelude::*;
+
+use crate::detmath;
+use crate::error::{Error, Result};
+
+/// Query boundaries: query q holds rows `offsets[q]..offsets[q + 1]`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Queries {
+    offsets: Vec<u32>,
+}
+
+impl Queries {
+    /// Groups from one query id per row; rows of a query must be contiguous (the error names
+    /// `column` and the row where a query comes back).
+    pub fn from_ids(ids: &[i64], column: &str) -> Result<Self> {
+        let mut offsets = vec![0u32];
+        let mut seen = std::collections::HashSet::new();
+        for i in 1..ids.len() {
+            if ids[i] != ids[i - 1] {
+                if !seen.insert(ids[i - 1]) {
+                    unreachable!("a finished query is inserted once");
+                }
+                if seen.contains(&ids[i]) {
+                    return Err(Error::param(
+                        "group",
+                        format!(
+                            "column `{column}`, row {i}: query {} appears again after other \
+                             queries; the rows of a query must be contiguous (sort by `{column}`)",
+                            ids[i]
+                        ),
+                    ));
+                }
+                offsets.push(i as u32);
+            }
+        }
+        if !ids.is_empty() {
+            offsets.push(ids.len() as u32);
+        }
+        Ok(Queries { offsets })
+    }
+
+    /// Groups from the number of rows of each query (XGBoost's `group` sizes).
+    pub fn from_sizes(sizes: &[u32]) -> Self {
+        let mut offsets = Vec::with_capacity(sizes.len() + 1);
+        offsets.push(0u32);
+        for &s in sizes {
+            offsets.push(offsets.last().copied().unwrap_or(0) + s);
+        }
+        Queries { offsets }
+    }
+
+    /// Queries.
+    pub fn len(&self) -> usize {
+        self.offsets.len().saturating_sub(1)
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Rows over all queries.
+    pub fn n_rows(&self) -> usize {
+        self.offsets.last().copied().unwrap_or(0) as usize
+    }
+
+    /// The rows of query `q`.
+    pub fn rows(&self, q: usize) -> std::ops::Range<usize> {
+        self.offsets[q] as usize..self.offsets[q + 1] as usize
+    }
+
+    /// The boundaries, `len() + 1` values from 0.
+    pub fn offsets(&self) -> &[u32] {
+        &self.offsets
+    }
+}
+
+/// Which pairs of documents a query contributes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PairMethod {
+    /// Every pair with at least one document in the model's top `k` (XGBoost's `topk`).
+    TopK(u32),
+}
+
+/// The LambdaMART losses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RankLoss {
+    /// Pairs weighted by the change in NDCG of swapping them.
+    Ndcg,
+    /// Pairs weighted by the change in mean average precision.
+    Map,
+    /// Every pair alike (RankNet).
+    Pairwise,
+}
+
+/// What a ranking loss needs besides margins and labels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RankParams {
+    /// The loss.
+    pub loss: RankLoss,
+    /// Pair construction.
+    pub pairs: PairMethod,
+    /// Gains 2^label - 1 (else the label itself) for NDCG.
+    pub exp_gain: bool,
+    /// Divide each query's gradients by Σ|λ| / log2(1 + Σ|λ|) (`lambdarank_normalization`).
+    pub normalise: bool,
+}
+
+#[inline]
+fn gain(y: f32, exp_gain: bool) -> f64 {
+    if exp_gain {
+        detmath::pow2_f(y as f64) - 1.0
+    } else {
+        y as f64
+    }
+}
+
+#[inline]
+fn discount(rank: usize) -> f64 {
+    1.0 / detmath::log2((rank + 2) as f64)
+}
+
+/// Rows of one query ordered by score, highest first; ties keep row order.
+fn ranked(scores: &[f32]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..scores.len()).collect();
+    order.sort_by(|&a, &b| {
+        scores[b]
+            .partial_cmp(&scores[a])
+            .unwrap_or(Ordering::Equal)
+            .then(a.cmp(&b))
+    });
+    order
+}
+
+/// 1 / the ideal DCG over the top `k` (0 when no document is relevant).
+fn inverse_ideal_dcg(labels: &[f32], k: usize, exp_gain: bool) -> f64 {
+    let mut sorted: Vec<f32> = labels.to_vec();
+    sorted.sort_by(|a, b| b.total_cmp(a));
+    let idcg: f64 = sorted
+        .iter()
+        .take(k)
+        .enumerate()
+        .map(|(r, &y)| gain(y, exp_gain) * discount(r))
+        .sum();
+    if idcg > 0.0 {
+        1.0 / idcg
+    } else {
+        0.0
+    }
+}
+
+/// The gradients of one query: `labels` and `scores` of its rows, `out` its (g, h) pairs.
+fn query_gradients(p: &RankParams, labels: &[f32], scores: &[f32], out: &mut [[f64; 2]]) {
+    let n = labels.len();
+    if n < 2 {
+        return;
+    }
+    let order = ranked(scores);
+    let PairMethod::TopK(k) = p.pairs;
+    let top = (k as usize).min(n);
+    let inv_idcg = inverse_ideal_dcg(labels, top.max(1), p.exp_gain);
+    // MAP statistics along the model's ranking: relevant documents up to each rank, and
+    // the sum of precisions at relevant ranks up to each rank
+    let (mut n_rel, mut acc) = (vec![0.0f64; n], vec![0.0f64; n]);
+    if p.loss == RankLoss::Map {
+        let (mut hits, mut sum) = (0.0, 0.0);
+        for (r, &i) in order.iter().enumerate() {
+            if labels[i] > 0.0 {
+                hits += 1.0;
+                sum += hits / (r + 1) as f64;
+            }
+            n_rel[r] = hits;
+            acc[r] = sum;
+        }
+    }
+    let (best, worst) = (scores[order[0]], scores[order[n - 1]]);
+    let mut sum_lambda = 0.0f64;
+    for r_a in 0..top {
+        for r_b in r_a + 1..n {
+            let (a, b) = (order[r_a], order[r_b]);
+            if labels[a] == labels[b] {
+                continue;
+            }
+            // the document with the higher label and its rank
+            let ((hi, r_hi), (lo, r_lo)) = if labels[a] > labels[b] {
+                ((a, r_a), (b, r_b))
+            } else {
+                ((b, r_b), (a, r_a))
+            };
+            let delta = match p.loss {
+                RankLoss::Pairwise => 1.0,
+                RankLoss::Ndcg => {
+                    let (gh, gl) = (gain(labels[hi], p.exp_gain), gain(labels[lo], p.exp_gain));
+                    let (dh, dl) = (discount(r_hi), discount(r_lo));
+                    ((gh - gl) * (dh - dl)).abs() * inv_idcg
+                }
+                RankLoss::Map => map_delta(labels[hi], labels[lo], r_hi, r_lo, &n_rel, &acc),
+            };
+            let mut delta = delta.abs();
+            let diff = scores[hi] as f64 - scores[lo] as f64;
+            if p.loss == RankLoss::Ndcg && best != worst {
+                // LightGBM's and XGBoost's damping of pairs already far apart
+                delta /= diff.abs() + 0.01;
+            }
+            let sigmoid = 1.0 / (1.0 + detmath::exp(-diff));
+            let lambda = (sigmoid - 1.0) * delta;
+            let hess = (sigmoid * (1.0 - sigmoid)).max(1e-16) * delta * 2.0;
+            out[hi][0] += lambda;
+            out[lo][0] -= lambda;
+            out[hi][1] += hess;
+            out[lo][1] += hess;
+            sum_lambda += -lambda;
+        }
+    }
+    if p.normalise && sum_lambda > 0.0 {
+        let norm = detmath::log2(1.0 + sum_lambda) / sum_lambda;
+        for o in out.iter_mut() {
+            o[0] *= norm;
+            o[1] *= norm;
+        }
+    }
+}
+
+/// The change in average precision of swapping the documents at ranks `r_hi` and `r_lo`
+/// (0-based; binary relevance: label > 0), from relevant counts and precision sums by rank.
+fn map_delta(y_hi: f32, y_lo: f32, r_hi: usize, r_lo: usize, n_rel: &[f64], acc: &[f64]) -> f64 {
+    let total = n_rel[n_rel.len() - 1];
+    let (rel_hi, rel_lo) = (y_hi > 0.0, y_lo > 0.0);
+    if total <= 0.0 || rel_hi == rel_lo {
+        return 0.0;
+    }
+    // brute force over the ranks between the two: exact and simple for top-k pairs
+    let (first, last) = (r_hi.min(r_lo), r_hi.max(r_lo));
+    let rel_first = if r_hi < r_lo { rel_hi } else { rel_lo };
+    let before = if first == 0 { 0.0 } else { n_rel[first - 1] };
+    let acc_before = if first == 0 { 0.0 } else { acc[first - 1] };
+    // recompute the precision sum over [first, last] with the two swapped
+    let mut hits = before;
+    let mut sum = 0.0;
+    for r in first..=last {
+        let rel = if r == first {
+            !rel_first
+        } else if r == last {
+            rel_first
+        } else {
+            n_rel[r] - n_rel[r - 1] > 0.0
+        };
+        if rel {
+            hits += 1.0;
+            sum += hits / (r + 1) as f64;
+        }
+    }
+    let original = acc[last] - acc_before;
+    (sum - original) / total
+}
+
+/// LambdaMART gradients of every row (weighted by row) into `out`, query by query; returns
+/// the largest |g| and h.
+pub fn gradients(
+    p: &RankParams,
+    queries: &Queries,
+    labels: &[f32],
+    weights: Option<&[f32]>,
+    margins: &[f32],
+    out: &mut [[f32; 2]],
+) -> [f32; 2] {
+    let per_query: Vec<(usize, Vec<[f64; 2]>)> = (0..queries.len())
+        .into_par_iter()
+        .map(|q| {
+            let rows = queries.rows(q);
+            let mut g = vec![[0.0f64; 2]; rows.len()];
+            query_gradients(p, &labels[rows.clone()], &margins[rows.clone()], &mut g);
+            (rows.start, g)
+        })
+        .collect();
+    let mut max = [0.0f32; 2];
+    for (start, g) in per_query {
+        for (j, gh) in g.into_iter().enumerate() {
+            let w = weights.map_or(1.0, |w| w[start + j] as f64);
+            let v = [(gh[0] * w) as f32, (gh[1] * w) as f32];
+            max[0] = max[0].max(v[0].abs());
+            max[1] = max[1].max(v[1]);
+            out[start + j] = v;
+        }
+    }
+    max
+}
+
+/// The ranking metrics, per query then averaged over queries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RankMetric {
+    /// Normalised DCG over the top k (exponential gains); a query without relevant
+    /// documents scores 1.
+    Ndcg,
+    /// Average precision over the top k; a query without relevant documents there scores 1.
+    Map,
+    /// Precision at k.
+    Precision,
+}
+
+/// The metric over the top `k` (all rows when `None`), averaged over queries weighted by
+/// their first row's weight.
+pub fn evaluate(
+    metric: RankMetric,
+    k: Option<u32>,
+    queries: &Queries,
+    labels: &[f32],
+    weights: Option<&[f32]>,
+    margins: &[f32],
+) -> f64 {
+    let (mut sum, mut total) = (0.0f64, 0.0f64);
+    for q in 0..queries.len() {
+        let rows = queries.rows(q);
+        let (y, s) = (&labels[rows.clone()], &margins[rows.clone()]);
+        let n = y.len();
+        let k = k.map_or(n, |k| (k as usize).min(n));
+        let order = ranked(s);
+        let value = match metric {
+            RankMetric::Ndcg => {
+                let inv = inverse_ideal_dcg(y, k, true);
+                if inv == 0.0 {
+                    1.0
+                } else {
+                    let dcg: f64 = order
+                        .iter()
+                        .take(k)
+                        .enumerate()
+                        .map(|(r, &i)| gain(y[i], true) * discount(r))
+                        .sum();
+                    dcg * inv
+                }
+            }
+            RankMetric::Map => {
+                let (mut hits, mut ap) = (0.0, 0.0);
+                for (r, &i) in order.iter().take(k).enumerate() {
+                    if y[i] > 0.0 {
+                        hits += 1.0;
+                        ap += hits / (r + 1) as f64;
+                    }
+                }
+                if hits > 0.0 {
+                    ap / hits
+                } else {
+                    1.0
+                }
+            }
+            RankMetric::Precision => {
+                let hits = order.iter().take(k).filter(|&&i| y[i] > 0.0).count();
+                hits as f64 / k.max(1) as f64
+            }
+        };
+        let w = weights.map_or(1.0, |w| w[rows.start] as f64);
+        sum += w * value;
+        total += w;
+    }
+    if total > 0.0 {
+        sum / total
+    } else {
+        f64::NAN
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ndcg_of(order: &[usize], labels: &[f32]) -> f64 {
+        let dcg: f64 = order
+            .iter()
+            .enumerate()
+            .map(|(r, &i)| (2f64.powf(labels[i] as f64) - 1.0) / ((r + 2) as f64).log2())
+            .sum();
+        dcg * inverse_ideal_dcg(labels, labels.len(), true)
+    }
+
+    fn ap_of(order: &[usize], labels: &[f32]) -> f64 {
+        let (mut hits, mut ap) = (0.0, 0.0);
+        for (r, &i) in order.iter().enumerate() {
+            if labels[i] > 0.0 {
+                hits += 1.0;
+                ap += hits / (r + 1) as f64;
+            }
+        }
+        let total = labels.iter().filter(|&&y| y > 0.0).count() as f64;
+        ap / total
+    }
+
+    #[test]
+    fn queries_must_be_contiguous() {
+        let q = Queries::from_ids(&[7, 7, 3, 3, 3, 9], "qid").unwrap();
+        assert_eq!(q.offsets(), &[0, 2, 5, 6]);
+        assert_eq!(q.rows(1), 2..5);
+        let e = Queries::from_ids(&[1, 1, 2, 1], "qid")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("qid") && e.contains("row 3"), "{e}");
+        assert_eq!(Queries::from_sizes(&[2, 3, 1]), q);
+    }
+
+    #[test]
+    fn swap_deltas_match_recomputed_metrics() {
+        let labels = [0.0f32, 2.0, 1.0, 0.0, 3.0, 1.0];
+        let scores = [0.3f32, 0.1, -0.2, 0.9, 0.0, 0.5];
+        let order = ranked(&scores);
+        let (mut n_rel, mut acc) = (vec![0.0; 6], vec![0.0; 6]);
+        let (mut hits, mut sum) = (0.0, 0.0);
+        for (r, &i) in order.iter().enumerate() {
+            if labels[i] > 0.0 {
+                hits += 1.0;
+                sum += hits / (r + 1) as f64;
+            }
+            n_rel[r] = hits;
+            acc[r] = sum;
+        }
+        for ra in 0..6 {
+            for rb in ra + 1..6 {
+                let mut swapped = order.clone();
+                swapped.swap(ra, rb);
+                let (a, b) = (order[ra], order[rb]);
+                let want_ndcg = (ndcg_of(&swapped, &labels) - ndcg_of(&order, &labels)).abs();
+                let (ga, gb) = (gain(labels[a], true), gain(labels[b], true));
+                let got = ((ga - gb) * (discount(ra) - discount(rb))).abs()
+                    * inverse_ideal_dcg(&labels, 6, true);
+                assert!((got - want_ndcg).abs() < 1e-12, "ndcg {ra} {rb}");
+                let want_map = ap_of(&swapped, &labels) - ap_of(&order, &labels);
+                let (hi, lo, rh, rl) = if labels[a] > labels[b] {
+                    (a, b, ra, rb)
+                } else {
+                    (b, a, rb, ra)
+                };
+                let got = map_delta(labels[hi], labels[lo], rh, rl, &n_rel, &acc);
+                if (labels[a] > 0.0) != (labels[b] > 0.0) {
+                    assert!(
+                        (got - want_map).abs() < 1e-12,
+                        "map {ra} {rb}: {got} vs {want_map}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn pairwise_gradients_are_ranknet_and_sum_to_zero() {
+        let p = RankParams {
+            loss: RankLoss::Pairwise,
+            pairs: PairMethod::TopK(u32::MAX),
+            exp_gain: true,
+            normalise: false,
+        };
+        let q = Queries::from_sizes(&[2, 3]);
+        let labels = [1.0f32, 0.0, 2.0, 0.0, 1.0];
+        let margins = [0.2f32, 0.7, 0.0, 0.1, -0.3];
+        let mut out = vec![[0f32; 2]; 5];
+        gradients(&p, &q, &labels, None, &margins, &mut out);
+        // first query: one pair, high doc 0 with score 0.2 against 0.7
+        let s = 1.0 / (1.0 + (-(0.2f64 - 0.7)).exp());
+        assert!((out[0][0] as f64 - (s - 1.0)).abs() < 1e-6);
+        assert!((out[1][0] as f64 + (s - 1.0)).abs() < 1e-6);
+        assert!((out[0][1] as f64 - 2.0 * s * (1.0 - s)).abs() < 1e-6);
+        for rows in [0..2, 2..5] {
+            let total: f64 = out[rows].iter().map(|g| g[0] as f64).sum();
+            assert!(total.abs() < 1e-6);
+        }
+    }
+
+    #[test]
+    fn metrics_match_their_definitions() {
+        let q = Queries::from_sizes(&[4, 3]);
+        let labels = [0.0f32, 1.0, 2.0, 0.0, 0.0, 0.0, 0.0];
+        let margins = [0.9f32, 0.1, 0.5, -1.0, 0.3, 0.2, 0.1];
+        // query 0 ranks rows 0, 2, 1, 3; query 1 has no relevant document (scores 1)
+        let dcg = 3.0 / 3f64.log2() + 1.0 / 4f64.log2();
+        let idcg = 3.0 + 1.0 / 3f64.log2();
+        let ndcg = evaluate(RankMetric::Ndcg, None, &q, &labels, None, &margins);
+        assert!((ndcg - (dcg / idcg + 1.0) / 2.0).abs() < 1e-12);
+        let map = evaluate(RankMetric::Map, None, &q, &labels, None, &margins);
+        assert!((map - ((0.5 + 2.0 / 3.0) / 2.0 + 1.0) / 2.0).abs() < 1e-12);
+        let pre = evaluate(RankMetric::Precision, Some(2), &q, &labels, None, &margins);
+        assert!((pre - (0.5 + 0.0) / 2.0).abs() < 1e-12);
+    }
+}
