@@ -26,14 +26,15 @@ pub enum Error {
     #[error(
         "unknown objective `{0}`; expected one of reg:squarederror, reg:absoluteerror, \
          reg:quantileerror, reg:pseudohubererror, huber, count:poisson, reg:tweedie, reg:gamma, \
-         binary:logistic, binary:logitraw, multi:softprob, multi:softmax"
+         binary:logistic, binary:logitraw, multi:softprob, multi:softmax, rank:ndcg, rank:map, \
+         rank:pairwise"
     )]
     UnknownObjective(String),
     /// The metric name is not one Sapwood knows.
     #[error(
         "unknown metric `{0}`; expected one of rmse, rmsle, mae, mape, mphe, quantile, \
          poisson-nloglik, gamma-nloglik, gamma-deviance, tweedie-nloglik@RHO, logloss, error, auc, \
-         aucpr, mlogloss, merror"
+         aucpr, mlogloss, merror, ndcg[@K], map[@K], pre@K"
     )]
     UnknownMetric(String),
     /// There is nothing to train on or to predict.

@@ -62,6 +62,13 @@ pub enum Metric {
     MLogLoss,
     /// Multiclass error rate.
     MError,
+    /// Normalised discounted cumulative gain over the top k of each query (all when `None`),
+    /// averaged over queries.
+    Ndcg(Option<u32>),
+    /// Mean average precision over the top k of each query.
+    Map(Option<u32>),
+    /// Precision at k, averaged over queries.
+    Pre(Option<u32>),
 }
 
 impl Metric {
@@ -84,7 +91,15 @@ impl Metric {
             Metric::AucPr => "aucpr",
             Metric::MLogLoss => "mlogloss",
             Metric::MError => "merror",
+            Metric::Ndcg(_) => "ndcg",
+            Metric::Map(_) => "map",
+            Metric::Pre(_) => "pre",
         }
+    }
+
+    /// Whether the metric is computed per query group.
+    pub fn is_ranking(self) -> bool {
+        matches!(self, Metric::Ndcg(_) | Metric::Map(_) | Metric::Pre(_))
     }
 
     /// The metric reported for `objective` when none is asked for (XGBoost's choice).
@@ -99,12 +114,17 @@ impl Metric {
             ObjectiveKind::Tweedie => Metric::TweedieNLogLik(None),
             ObjectiveKind::Logistic | ObjectiveKind::LogitRaw => Metric::LogLoss,
             ObjectiveKind::Softprob | ObjectiveKind::Softmax => Metric::MLogLoss,
+            ObjectiveKind::RankNdcg | ObjectiveKind::RankPairwise => Metric::Ndcg(None),
+            ObjectiveKind::RankMap => Metric::Map(None),
         }
     }
 
     /// Whether a larger value is better (for early stopping).
     pub fn higher_is_better(self) -> bool {
-        matches!(self, Metric::Auc | Metric::AucPr)
+        matches!(
+            self,
+            Metric::Auc | Metric::AucPr | Metric::Ndcg(_) | Metric::Map(_) | Metric::Pre(_)
+        )
     }
 
     /// Refuses a metric that makes no sense for the objective.
@@ -114,6 +134,7 @@ impl Metric {
             Metric::Auc => objective.is_classification(),
             Metric::LogLoss | Metric::Error | Metric::AucPr => objective.is_binary(),
             Metric::MLogLoss | Metric::MError => objective.is_multiclass(),
+            m if m.is_ranking() => objective.is_ranking(),
             _ => regression,
         };
         if ok {
@@ -136,6 +157,22 @@ impl Metric {
         labels: &[f32],
         weights: Option<&[f32]>,
     ) -> f64 {
+        self.evaluate_on(objective, margins, labels, weights, None)
+    }
+
+    /// [`Metric::evaluate_for`] with the rows' query groups, which ranking metrics read (a
+    /// set without groups is one query).
+    pub fn evaluate_on(
+        self,
+        objective: &Objective,
+        margins: &[f32],
+        labels: &[f32],
+        weights: Option<&[f32]>,
+        queries: Option<&crate::rank::Queries>,
+    ) -> f64 {
+        if self.is_ranking() {
+            return self.evaluate_ranked(margins, labels, weights, queries);
+        }
         let kind = objective.kind();
         let preds;
         let values = if kind.has_log_link() && !self.on_margins() {
@@ -146,6 +183,31 @@ impl Metric {
         };
         let constants = objective.metric_constants();
         self.evaluate_with(values, objective.groups(), labels, weights, constants)
+    }
+
+    fn evaluate_ranked(
+        self,
+        margins: &[f32],
+        labels: &[f32],
+        weights: Option<&[f32]>,
+        queries: Option<&crate::rank::Queries>,
+    ) -> f64 {
+        use crate::rank::{evaluate, Queries, RankMetric};
+        let whole;
+        let queries = match queries {
+            Some(q) => q,
+            None => {
+                whole = Queries::from_sizes(&[labels.len() as u32]);
+                &whole
+            }
+        };
+        let (metric, k) = match self {
+            Metric::Ndcg(k) => (RankMetric::Ndcg, k),
+            Metric::Map(k) => (RankMetric::Map, k),
+            Metric::Pre(k) => (RankMetric::Precision, k),
+            _ => unreachable!("a ranking metric"),
+        };
+        evaluate(metric, k, queries, labels, weights, margins)
     }
 
     /// Whether the metric reads margins of a log-link model (its likelihoods) rather than
@@ -277,6 +339,9 @@ impl Metric {
                     f64::NAN
                 }
             }
+            Metric::Ndcg(_) | Metric::Map(_) | Metric::Pre(_) => {
+                self.evaluate_ranked(margins, labels, weights, None)
+            }
             Metric::MError => mean(&|i| {
                 let row = &margins[i * groups..(i + 1) * groups];
                 if argmax(row) == labels[i] as usize {
@@ -314,6 +379,9 @@ impl fmt::Display for Metric {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Metric::TweedieNLogLik(Some(p)) => write!(f, "tweedie-nloglik@{}", p.value()),
+            Metric::Ndcg(Some(k)) | Metric::Map(Some(k)) | Metric::Pre(Some(k)) => {
+                write!(f, "{}@{k}", self.name())
+            }
             other => f.write_str(other.name()),
         }
     }
@@ -333,7 +401,24 @@ impl FromStr for Metric {
             }
             return Ok(Metric::TweedieNLogLik(Some(MetricParam::new(rho))));
         }
+        for (prefix, make) in [
+            ("ndcg@", Metric::Ndcg as fn(Option<u32>) -> Metric),
+            ("map@", Metric::Map),
+            ("pre@", Metric::Pre),
+        ] {
+            if let Some(k) = s.strip_prefix(prefix) {
+                return match k.parse::<u32>() {
+                    Ok(k) if k > 0 => Ok(make(Some(k))),
+                    _ => Err(Error::param(
+                        "eval_metric",
+                        format!("`{s}`: the cut-off must be a whole number >= 1"),
+                    )),
+                };
+            }
+        }
         Ok(match s {
+            "ndcg" | "lambdarank" => Metric::Ndcg(None),
+            "map" => Metric::Map(None),
             "rmse" | "l2_root" | "root_mean_squared_error" => Metric::Rmse,
             "rmsle" => Metric::Rmsle,
             "mae" | "l1" | "mean_absolute_error" => Metric::Mae,

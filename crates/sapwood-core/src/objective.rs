@@ -55,11 +55,20 @@ pub enum ObjectiveKind {
     /// `multi:softmax`: the softprob loss, predicting the most likely class index.
     #[serde(rename = "multi:softmax")]
     Softmax,
+    /// `rank:ndcg`: LambdaMART weighted by the change in NDCG; needs query groups.
+    #[serde(rename = "rank:ndcg")]
+    RankNdcg,
+    /// `rank:map`: LambdaMART weighted by the change in mean average precision.
+    #[serde(rename = "rank:map")]
+    RankMap,
+    /// `rank:pairwise`: RankNet, every mis-ordered pair alike.
+    #[serde(rename = "rank:pairwise")]
+    RankPairwise,
 }
 
 impl ObjectiveKind {
     /// Every objective, in the order users see them listed.
-    pub const ALL: [ObjectiveKind; 12] = [
+    pub const ALL: [ObjectiveKind; 15] = [
         ObjectiveKind::SquaredError,
         ObjectiveKind::AbsoluteError,
         ObjectiveKind::QuantileError,
@@ -72,6 +81,9 @@ impl ObjectiveKind {
         ObjectiveKind::LogitRaw,
         ObjectiveKind::Softprob,
         ObjectiveKind::Softmax,
+        ObjectiveKind::RankNdcg,
+        ObjectiveKind::RankMap,
+        ObjectiveKind::RankPairwise,
     ];
 
     /// The XGBoost-style name.
@@ -89,7 +101,18 @@ impl ObjectiveKind {
             ObjectiveKind::LogitRaw => "binary:logitraw",
             ObjectiveKind::Softprob => "multi:softprob",
             ObjectiveKind::Softmax => "multi:softmax",
+            ObjectiveKind::RankNdcg => "rank:ndcg",
+            ObjectiveKind::RankMap => "rank:map",
+            ObjectiveKind::RankPairwise => "rank:pairwise",
         }
+    }
+
+    /// Whether this is a learning-to-rank loss over query groups.
+    pub fn is_ranking(self) -> bool {
+        matches!(
+            self,
+            ObjectiveKind::RankNdcg | ObjectiveKind::RankMap | ObjectiveKind::RankPairwise
+        )
     }
 
     /// Whether labels are class indices.
@@ -149,6 +172,9 @@ impl FromStr for ObjectiveKind {
             "binary:logitraw" => ObjectiveKind::LogitRaw,
             "multi:softprob" | "multiclass" | "softmax" => ObjectiveKind::Softprob,
             "multi:softmax" => ObjectiveKind::Softmax,
+            "rank:ndcg" | "lambdarank" => ObjectiveKind::RankNdcg,
+            "rank:map" => ObjectiveKind::RankMap,
+            "rank:pairwise" => ObjectiveKind::RankPairwise,
             other => return Err(Error::UnknownObjective(other.to_string())),
         })
     }
@@ -336,6 +362,8 @@ pub struct Objective {
     constants: LossConstants,
     /// `quantile_alpha` in full precision: quantile selection compares weights with it.
     quantile_alpha: f64,
+    /// Pair construction and gains of the ranking losses.
+    rank: crate::rank::RankParams,
 }
 
 impl Objective {
@@ -387,6 +415,16 @@ impl Objective {
             groups,
             constants,
             quantile_alpha: p.quantile_alpha,
+            rank: crate::rank::RankParams {
+                loss: match kind {
+                    ObjectiveKind::RankMap => crate::rank::RankLoss::Map,
+                    ObjectiveKind::RankPairwise => crate::rank::RankLoss::Pairwise,
+                    _ => crate::rank::RankLoss::Ndcg,
+                },
+                pairs: crate::rank::PairMethod::TopK(p.lambdarank_num_pair_per_sample),
+                exp_gain: p.ndcg_exp_gain,
+                normalise: p.lambdarank_normalization,
+            },
         })
     }
 
@@ -462,6 +500,9 @@ impl Objective {
                 bad(format!("{name} needs labels >= 0"))
             }
             ObjectiveKind::Gamma if y <= 0.0 => bad(format!("{name} needs labels > 0")),
+            k if k.is_ranking() && !(0.0..=31.0).contains(&y) => {
+                bad(format!("{name} needs relevance labels in [0, 31]"))
+            }
             _ => Ok(()),
         }
     }
@@ -469,7 +510,12 @@ impl Objective {
     /// Whether GPU backends compute this loss's gradients in a kernel; the others read the
     /// margins back and take the host's gradients (the same bits either way).
     pub fn has_kernel(&self) -> bool {
-        self.kind != ObjectiveKind::PseudoHuber
+        self.kind != ObjectiveKind::PseudoHuber && !self.kind.is_ranking()
+    }
+
+    /// Pair construction and gains of a ranking loss.
+    pub fn rank_params(&self) -> &crate::rank::RankParams {
+        &self.rank
     }
 
     /// Gradient and hessian of one row for every group, written to `g` and `h` (length
@@ -544,6 +590,12 @@ impl Objective {
                 let p = sigmoid_fixed(margins[0]) as f32 * (1.0 / ONE as f32);
                 g[0] = ftz(ftz(p - y) * w);
                 h[0] = ftz((p * (1.0 - p)).max(MIN_HESSIAN) * w);
+            }
+            ObjectiveKind::RankNdcg | ObjectiveKind::RankMap | ObjectiveKind::RankPairwise => {
+                // listwise: a row's gradient depends on its query (see crate::rank); the
+                // boosting loop computes them on the host, never row by row
+                g[0] = 0.0;
+                h[0] = 0.0;
             }
             ObjectiveKind::Softprob | ObjectiveKind::Softmax => {
                 // recomputing the cheap table lookups avoids any scratch allocation per row
@@ -631,6 +683,12 @@ pub struct ObjectiveParams {
     pub tweedie_variance_power: f64,
     /// `max_delta_step`: the Poisson hessian's offset (0 means 0.7, as XGBoost).
     pub max_delta_step: f64,
+    /// `lambdarank_num_pair_per_sample`: the truncation level of top-k pairs.
+    pub lambdarank_num_pair_per_sample: u32,
+    /// `ndcg_exp_gain`: gains 2^label - 1.
+    pub ndcg_exp_gain: bool,
+    /// `lambdarank_normalization`: scale each query's gradients by log2(1 + Σ|λ|) / Σ|λ|.
+    pub lambdarank_normalization: bool,
 }
 
 impl Default for ObjectiveParams {
@@ -640,6 +698,9 @@ impl Default for ObjectiveParams {
             huber_slope: 1.0,
             tweedie_variance_power: 1.5,
             max_delta_step: 0.0,
+            lambdarank_num_pair_per_sample: 32,
+            ndcg_exp_gain: true,
+            lambdarank_normalization: true,
         }
     }
 }
@@ -763,7 +824,7 @@ mod tests {
                 -y * ((1.0 - r) * m).exp() / (1.0 - r) + ((2.0 - r) * m).exp() / (2.0 - r)
             }
             ObjectiveKind::Logistic | ObjectiveKind::LogitRaw => (1.0 + m.exp()).ln() - y * m,
-            ObjectiveKind::Softprob | ObjectiveKind::Softmax => unreachable!("one group only"),
+            _ => unreachable!("pointwise, one group"),
         }
     }
 
@@ -773,14 +834,14 @@ mod tests {
             quantile_alpha: 0.3,
             huber_slope: 1.7,
             tweedie_variance_power: 1.35,
-            max_delta_step: 0.0,
+            ..Default::default()
         };
         let (step, close) = (1e-3, |a: f64, b: f64| {
             (a - b).abs() <= 2e-4 * b.abs().max(1.0)
         });
         for kind in ObjectiveKind::ALL
             .into_iter()
-            .filter(|k| !k.is_multiclass())
+            .filter(|k| !k.is_multiclass() && !k.is_ranking())
         {
             let obj = Objective::with_params(kind, 1, &p).unwrap();
             for &m in &[-2.3f32, -0.4, 0.05, 0.9, 3.1] {

@@ -83,6 +83,40 @@ impl Queries {
     pub fn offsets(&self) -> &[u32] {
         &self.offsets
     }
+
+    /// The queries of `rows`, renumbered from its first row; `None` when `rows` starts or
+    /// ends inside a query.
+    pub fn slice(&self, rows: std::ops::Range<usize>) -> Option<Queries> {
+        let lo = self.offsets.binary_search(&(rows.start as u32)).ok()?;
+        let hi = self.offsets.binary_search(&(rows.end as u32)).ok()?;
+        Some(Queries {
+            offsets: self.offsets[lo..=hi]
+                .iter()
+                .map(|&o| o - rows.start as u32)
+                .collect(),
+        })
+    }
+
+    /// `blocks` moved to query boundaries: each inner boundary to the first query start at or
+    /// after it; `None` when a block would be left empty (fewer queries than blocks).
+    pub fn align(&self, blocks: &[std::ops::Range<usize>]) -> Option<Vec<std::ops::Range<usize>>> {
+        let mut out = Vec::with_capacity(blocks.len());
+        let mut start = 0usize;
+        for (i, b) in blocks.iter().enumerate() {
+            let end = if i + 1 == blocks.len() {
+                self.n_rows()
+            } else {
+                let at = self.offsets.partition_point(|&o| (o as usize) < b.end);
+                self.offsets.get(at).map_or(self.n_rows(), |&o| o as usize)
+            };
+            if end <= start {
+                return None;
+            }
+            out.push(start..end);
+            start = end;
+        }
+        Some(out)
+    }
 }
 
 /// Which pairs of documents a query contributes.
@@ -405,6 +439,10 @@ mod tests {
             .to_string();
         assert!(e.contains("qid") && e.contains("row 3"), "{e}");
         assert_eq!(Queries::from_sizes(&[2, 3, 1]), q);
+        assert_eq!(q.slice(2..6).unwrap().offsets(), &[0, 3, 4]);
+        assert!(q.slice(1..6).is_none());
+        assert_eq!(q.align(&[0..3, 3..6]).unwrap(), vec![0..5, 5..6]);
+        assert!(q.align(&[0..1, 1..2, 2..4, 4..6]).is_none());
     }
 
     #[test]

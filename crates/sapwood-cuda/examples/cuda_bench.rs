@@ -72,6 +72,7 @@ fn train_time(params: &Params, n: usize, factory: &dyn BackendFactory) -> (Strin
         labels: y,
         weights: None,
         row_offset: 0,
+        queries: None,
     };
     let t = Instant::now();
     let model = train::train(
@@ -367,6 +368,7 @@ mod nccl {
                         labels: y[lo..hi].to_vec(),
                         weights: None,
                         row_offset: lo as u64,
+                        queries: None,
                     };
                     let factory = &factory;
                     s.spawn(move || {

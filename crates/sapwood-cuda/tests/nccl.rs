@@ -50,6 +50,7 @@ fn train_over_nccl(params: &Params, rows: usize, world: usize) -> Vec<RankResult
                     labels: y[lo..hi].to_vec(),
                     weights: None,
                     row_offset: lo as u64,
+                    queries: None,
                 };
                 let factory = &factory;
                 s.spawn(move || {

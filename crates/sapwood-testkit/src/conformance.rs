@@ -414,7 +414,7 @@ pub(crate) fn gradients_and_margins<B: HistBackend + ?Sized>(
             quantile_alpha: 0.3,
             huber_slope: 2.5,
             tweedie_variance_power: 1.3,
-            max_delta_step: 0.0,
+            ..Default::default()
         };
         let obj = Objective::with_params(kind, k, &constants).expect("objective");
         let spec = ShardData {
@@ -1190,6 +1190,7 @@ pub fn training_margins_equal_model_predictions(factory: &dyn BackendFactory) {
             labels: y.clone(),
             weights: None,
             row_offset: 0,
+            queries: None,
         };
         let keep = KeepMargins {
             inner: factory,

@@ -71,6 +71,7 @@ pub fn train_model(params: &Params, factory: &dyn BackendFactory, job: Job) -> M
             labels: y[lo..hi].to_vec(),
             weights: job.weighted.then(|| data.weights[lo..hi].to_vec()),
             row_offset: lo as u64,
+            queries: None,
         }
     };
     if workers == 1 {

@@ -96,6 +96,7 @@ fn train_secs(factory: &dyn BackendFactory, n: usize, nf: usize, rounds: usize) 
             labels: y,
             weights: None,
             row_offset: 0,
+            queries: None,
         },
         vec![],
         &mut SingleWorker,

@@ -328,6 +328,7 @@ fn eval_labels(
 fn run_workers<F>(
     run: &RunOptions,
     n_rows: usize,
+    queries: Option<&sapwood_core::rank::Queries>,
     observer: &mut dyn TrainObserver,
     work: F,
 ) -> Result<(train::Trained, RunRecord)>
@@ -373,7 +374,19 @@ where
     let total_threads = if run.threads == 0 { cores } else { run.threads };
     let per_worker = (total_threads / workers).max(1);
     let transports = in_process(workers, WORKER_TIMEOUT);
-    let blocks = sapwood_collective::ring::even_blocks(n_rows, workers);
+    let mut blocks = sapwood_collective::ring::even_blocks(n_rows, workers);
+    if let Some(q) = queries {
+        // a query's gradients need all its rows: shards end where queries do
+        blocks = q.align(&blocks).ok_or_else(|| {
+            Error::param(
+                "workers",
+                format!(
+                    "{workers} workers for {} queries: every worker needs a query",
+                    q.len()
+                ),
+            )
+        })?;
+    }
     let work = &work;
     let results: Vec<Result<WorkerRun>> = std::thread::scope(|scope| {
         let mut observer = Some(observer);
@@ -541,6 +554,7 @@ impl Booster {
                 labels: eval_labels(&params, name, d.label.as_ref(), &encoded)?,
                 weights: d.weight.clone(),
                 base_margin: d.base_margin.clone(),
+                queries: d.queries.clone(),
             });
         }
         let eval_inputs = std::sync::Mutex::new(Some(eval_inputs));
@@ -551,6 +565,7 @@ impl Booster {
         let (trained, mut record) = run_workers(
             run,
             train.n_rows(),
+            train.queries.as_ref(),
             observer,
             |rows, collective, observer| {
                 let shard = Shard {
@@ -558,6 +573,7 @@ impl Booster {
                     labels: encoded.values[rows.clone()].to_vec(),
                     weights: train.weight.as_ref().map(|w| w[rows.clone()].to_vec()),
                     row_offset: rows.start as u64,
+                    queries: train.queries.as_ref().and_then(|q| q.slice(rows.clone())),
                 };
                 // evaluation sets matter on rank 0 only
                 let evals = if collective.rank() == 0 {
@@ -635,37 +651,39 @@ impl Booster {
         let n = train.n_rows();
         // every worker continues from the same checkpoint
         let resume = observer.resume_from()?;
-        let (trained, mut record) = run_workers(run, n, observer, |rows, collective, observer| {
-            let binned = if rows.len() == n {
-                train.binned.clone()
-            } else {
-                Arc::new(train.binned.slice_rows(rows.clone()))
-            };
-            let shard = BinnedShard {
-                binned,
-                labels: encoded.values[rows.clone()].to_vec(),
-                weights: train.weight.as_ref().map(|w| w[rows.clone()].to_vec()),
-                base_margin: start
-                    .base_margin
-                    .map(|m| m[rows.start * per_row..rows.end * per_row].to_vec()),
-                row_offset: rows.start as u64,
-            };
-            let evals = if collective.rank() == 0 {
-                eval_sets.lock().unwrap().take().unwrap_or_default()
-            } else {
-                Vec::new()
-            };
-            let job = BinnedJob {
-                feature_names: train.names.clone(),
-                cuts: train.cuts.clone(),
-                shard,
-                n_total: n as u64,
-                evals,
-                resume: resume.clone(),
-                init_model: init.cloned(),
-            };
-            train::train_binned(&params, job, collective, &factory, observer)
-        })?;
+        let (trained, mut record) =
+            run_workers(run, n, None, observer, |rows, collective, observer| {
+                let binned = if rows.len() == n {
+                    train.binned.clone()
+                } else {
+                    Arc::new(train.binned.slice_rows(rows.clone()))
+                };
+                let shard = BinnedShard {
+                    binned,
+                    labels: encoded.values[rows.clone()].to_vec(),
+                    weights: train.weight.as_ref().map(|w| w[rows.clone()].to_vec()),
+                    base_margin: start
+                        .base_margin
+                        .map(|m| m[rows.start * per_row..rows.end * per_row].to_vec()),
+                    row_offset: rows.start as u64,
+                    queries: None,
+                };
+                let evals = if collective.rank() == 0 {
+                    eval_sets.lock().unwrap().take().unwrap_or_default()
+                } else {
+                    Vec::new()
+                };
+                let job = BinnedJob {
+                    feature_names: train.names.clone(),
+                    cuts: train.cuts.clone(),
+                    shard,
+                    n_total: n as u64,
+                    evals,
+                    resume: resume.clone(),
+                    init_model: init.cloned(),
+                };
+                train::train_binned(&params, job, collective, &factory, observer)
+            })?;
         record.backends = factory.names();
         Ok(Booster::finish(trained, encoded.classes, record))
     }
@@ -728,6 +746,7 @@ impl Booster {
             weights: local.weight.clone(),
             base_margin: start.base_margin.map(<[f32]>::to_vec),
             row_offset,
+            queries: None,
         };
         let chosen = factory(run)?;
         let factory = Recording::new(chosen.as_ref());

@@ -1,5 +1,6 @@
 //! `Dataset`: feature columns with an optional label, sample weights and base margin.
 
+use sapwood_core::rank::Queries;
 use std::borrow::Cow;
 
 use sapwood_core::data::{Column, FeatureMatrix};
@@ -39,6 +40,7 @@ pub struct Dataset<'a> {
     pub(crate) label: Option<Label>,
     pub(crate) weight: Option<Vec<f32>>,
     pub(crate) base_margin: Option<Vec<f32>>,
+    pub(crate) queries: Option<Queries>,
 }
 
 impl<'a> Dataset<'a> {
@@ -77,6 +79,7 @@ impl<'a> Dataset<'a> {
             label,
             weight,
             base_margin: None,
+            queries: None,
         })
     }
 
@@ -92,6 +95,39 @@ impl<'a> Dataset<'a> {
         }
         self.base_margin = margins;
         Ok(())
+    }
+
+    /// Sets the query each row belongs to, for ranking (XGBoost's `qid`): one id per row,
+    /// the rows of a query contiguous (an error names the row where a query comes back).
+    pub fn set_group(&mut self, qid: &[i64]) -> Result<()> {
+        self.check_group_rows(qid.len())?;
+        self.queries = Some(Queries::from_ids(qid, "qid")?);
+        Ok(())
+    }
+
+    /// Sets the query groups by their sizes in row order (XGBoost's and LightGBM's `group`).
+    pub fn set_group_sizes(&mut self, sizes: &[u32]) -> Result<()> {
+        let q = Queries::from_sizes(sizes);
+        self.check_group_rows(q.n_rows())?;
+        self.queries = Some(q);
+        Ok(())
+    }
+
+    fn check_group_rows(&self, got: usize) -> Result<()> {
+        if got == self.n_rows() {
+            Ok(())
+        } else {
+            Err(crate::Error::LengthMismatch {
+                column: "group".into(),
+                got,
+                expected: self.n_rows(),
+            })
+        }
+    }
+
+    /// The query groups, if any (see [`Dataset::set_group`]).
+    pub fn queries(&self) -> Option<&Queries> {
+        self.queries.as_ref()
     }
 
     /// Rows.

@@ -143,6 +143,34 @@ pub struct Params {
     /// The variance power of `reg:tweedie`, in [1, 2).
     #[serde(skip_serializing_if = "is_one_and_a_half")]
     pub tweedie_variance_power: f64,
+    /// Ranking: pairs are taken with a document among the model's top this many.
+    #[serde(skip_serializing_if = "is_thirty_two")]
+    pub lambdarank_num_pair_per_sample: u32,
+    /// Ranking: NDCG gains are 2^label - 1 (else the label).
+    #[serde(skip_serializing_if = "is_true")]
+    pub ndcg_exp_gain: bool,
+    /// Ranking: each query's gradients are scaled by log2(1 + Σ|λ|) / Σ|λ|.
+    #[serde(skip_serializing_if = "is_true")]
+    pub lambdarank_normalization: bool,
+}
+
+/// A boolean as users write it: true/false, 1/0.
+fn flag(name: &'static str, v: &str) -> Result<bool> {
+    match v.to_ascii_lowercase().as_str() {
+        "true" | "1" => Ok(true),
+        "false" | "0" => Ok(false),
+        other => Err(Error::param(
+            name,
+            format!("`{other}` is not true or false"),
+        )),
+    }
+}
+
+fn is_thirty_two(v: &u32) -> bool {
+    *v == 32
+}
+fn is_true(v: &bool) -> bool {
+    *v
 }
 
 // parameters added after the first release are written only when set, so that models of
@@ -194,6 +222,9 @@ impl Default for Params {
             quantile_alpha: 0.5,
             huber_slope: 1.0,
             tweedie_variance_power: 1.5,
+            lambdarank_num_pair_per_sample: 32,
+            ndcg_exp_gain: true,
+            lambdarank_normalization: true,
         }
     }
 }
@@ -358,6 +389,18 @@ impl Params {
             "quantile_alpha" => self.quantile_alpha = num(name, v)?,
             "huber_slope" => self.huber_slope = num(name, v)?,
             "tweedie_variance_power" => self.tweedie_variance_power = num(name, v)?,
+            "lambdarank_num_pair_per_sample" => self.lambdarank_num_pair_per_sample = num(name, v)?,
+            "ndcg_exp_gain" => self.ndcg_exp_gain = flag(name, v)?,
+            "lambdarank_normalization" => self.lambdarank_normalization = flag(name, v)?,
+            "lambdarank_pair_method" => match v {
+                "topk" => {}
+                other => {
+                    return Err(Error::param(
+                        name,
+                        format!("`{other}` is not supported yet; `topk` is (the default)"),
+                    ))
+                }
+            },
             _ => unreachable!("PARAM_NAMES lists only names handled here"),
         }
         Ok(())
@@ -372,6 +415,9 @@ impl Params {
             huber_slope: self.huber_slope,
             tweedie_variance_power: self.tweedie_variance_power,
             max_delta_step: self.max_delta_step,
+            lambdarank_num_pair_per_sample: self.lambdarank_num_pair_per_sample,
+            ndcg_exp_gain: self.ndcg_exp_gain,
+            lambdarank_normalization: self.lambdarank_normalization,
         }
     }
 

@@ -48,6 +48,13 @@ pub const PARAM_NAMES: &[(&str, &[&str])] = &[
     ("quantile_alpha", &[]),
     ("huber_slope", &[]),
     ("tweedie_variance_power", &[]),
+    (
+        "lambdarank_num_pair_per_sample",
+        &["lambdarank_truncation_level"],
+    ),
+    ("lambdarank_pair_method", &[]),
+    ("ndcg_exp_gain", &[]),
+    ("lambdarank_normalization", &["lambdarank_norm"]),
 ];
 
 /// Canonical run option names and their aliases.

@@ -78,6 +78,10 @@ pub fn base_margin(
             let p = weighted_mean(&|y| y, collective)?.clamp(1e-6, 1.0 - 1e-6);
             vec![detmath::ln(p / (1.0 - p)) as f32]
         }
+        // scores rank documents within a query: any constant start is the same model
+        ObjectiveKind::RankNdcg | ObjectiveKind::RankMap | ObjectiveKind::RankPairwise => {
+            vec![0.0]
+        }
         ObjectiveKind::Softprob | ObjectiveKind::Softmax => {
             let mut m = Vec::with_capacity(objective.groups());
             for k in 0..objective.groups() {

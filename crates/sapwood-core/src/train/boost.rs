@@ -21,6 +21,7 @@ use crate::metric::Metric;
 use crate::model::Model;
 use crate::objective::{ftz, Objective};
 use crate::quantise::{GroupScales, Scale};
+use crate::rank::Queries;
 use crate::split::SplitParams;
 use crate::tree::Tree;
 
@@ -36,6 +37,8 @@ pub struct EvalSet {
     pub weights: Option<Vec<f32>>,
     /// Optional per-row base margins (`groups` per row) the margins start from.
     pub base_margin: Option<Vec<f32>>,
+    /// Query groups, for ranking metrics (without, the set is one query).
+    pub queries: Option<Queries>,
     margins: Vec<f32>,
 }
 
@@ -53,8 +56,15 @@ impl EvalSet {
             labels,
             weights,
             base_margin: None,
+            queries: None,
             margins: Vec::new(),
         }
+    }
+
+    /// The set with the query groups its rows belong to (ranking metrics).
+    pub fn with_queries(mut self, queries: Queries) -> Self {
+        self.queries = Some(queries);
+        self
     }
 
     /// The set with its rows' own base margins (`groups` per row, row-major) in place of the
@@ -99,11 +109,12 @@ fn metrics_of(set: &EvalSet, objective: &Objective, metrics: &[Metric]) -> Vec<E
         .map(|&metric| EvalResult {
             dataset: set.name.clone(),
             metric,
-            value: metric.evaluate_for(
+            value: metric.evaluate_on(
                 objective,
                 &set.margins,
                 &set.labels,
                 set.weights.as_deref(),
+                set.queries.as_ref(),
             ),
         })
         .collect()
@@ -161,6 +172,8 @@ pub struct HostRows<'a> {
     pub labels: &'a [f32],
     /// Optional weights.
     pub weights: Option<&'a [f32]>,
+    /// Query groups, for ranking losses.
+    pub queries: Option<&'a Queries>,
 }
 
 /// Gradients computed on the host from the backend's margins (a custom objective's, or a
@@ -201,13 +214,23 @@ fn host_gradients(
         None => {
             let rows = rows.expect("a loss without a kernel keeps its rows on the host");
             let mut grad = vec![[0.0f32; 2]; margins.len()];
-            let max = crate::backend::shard::gradients_into(
-                objective,
-                rows.labels,
-                rows.weights,
-                &margins,
-                &mut grad,
-            );
+            let max = match rows.queries {
+                Some(q) if objective.kind().is_ranking() => vec![crate::rank::gradients(
+                    objective.rank_params(),
+                    q,
+                    rows.labels,
+                    rows.weights,
+                    &margins,
+                    &mut grad,
+                )],
+                _ => crate::backend::shard::gradients_into(
+                    objective,
+                    rows.labels,
+                    rows.weights,
+                    &margins,
+                    &mut grad,
+                ),
+            };
             (grad, max)
         }
     };

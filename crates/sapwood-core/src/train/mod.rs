@@ -25,6 +25,7 @@ use crate::error::{Error, Result};
 use crate::model::Model;
 use crate::objective::Objective;
 use crate::params::Params;
+use crate::rank::Queries;
 
 pub use agree::{agree_cuts, agree_num_class, base_margin, exact_sum, total_rows};
 pub use boost::{boost, sample_features, BoostOutcome, BoostSetup, EvalSet, HostRows};
@@ -41,6 +42,9 @@ pub struct Shard<'a> {
     pub weights: Option<Vec<f32>>,
     /// Global index of the shard's first row.
     pub row_offset: u64,
+    /// Query groups of the shard's rows, for ranking (a query is never split between
+    /// shards).
+    pub queries: Option<Queries>,
 }
 
 /// An evaluation set before binning.
@@ -56,6 +60,8 @@ pub struct EvalInput<'a> {
     /// Optional per-row base margins (`groups` per row, row-major) the set's margins start
     /// from instead of the model's base margin.
     pub base_margin: Option<Vec<f32>>,
+    /// Query groups, for ranking metrics.
+    pub queries: Option<Queries>,
 }
 
 /// How a job starts, besides the base margin it estimates from the labels.
@@ -134,6 +140,8 @@ pub struct BinnedShard {
     pub base_margin: Option<Vec<f32>>,
     /// Global index of the shard's first row.
     pub row_offset: u64,
+    /// Query groups of the shard's rows, for ranking.
+    pub queries: Option<Queries>,
 }
 
 /// A shard binned with cuts every worker agreed on, and what training needs besides.
@@ -240,6 +248,9 @@ pub fn train_started(
             if let Some(m) = e.base_margin {
                 set = set.with_base_margin(m);
             }
+            if let Some(q) = e.queries {
+                set = set.with_queries(q);
+            }
             eval_sets.push(set);
         }
     }
@@ -249,6 +260,7 @@ pub fn train_started(
         weights: shard.weights,
         base_margin: start.base_margin,
         row_offset: shard.row_offset,
+        queries: shard.queries,
     };
     let job = BinnedJob {
         feature_names: names,
@@ -260,6 +272,39 @@ pub fn train_started(
         init_model: start.init_model,
     };
     train_binned(params, job, collective, factory, observer)
+}
+
+/// (name, queries, rows) of every evaluation set, for the checks before training.
+fn eval_sets_check(evals: &[EvalSet]) -> Vec<(&str, Option<&Queries>, usize)> {
+    evals
+        .iter()
+        .map(|e| (e.name.as_str(), e.queries.as_ref(), e.binned.n_rows()))
+        .collect()
+}
+
+/// A ranking loss needs query groups covering the rows; others take none.
+fn check_queries(
+    objective: &Objective,
+    queries: Option<&Queries>,
+    n: usize,
+    what: &str,
+) -> Result<()> {
+    match (objective.kind().is_ranking(), queries) {
+        (true, None) if what == "training" => Err(Error::param(
+            "group",
+            format!(
+                "{} ranks documents within queries: give the {what} data query groups \
+                 (CLI --group COLUMN, Python group= or qid=, Rust Dataset::set_group)",
+                objective.kind()
+            ),
+        )),
+        (_, Some(q)) if q.n_rows() != n => Err(Error::LengthMismatch {
+            column: format!("{what} query groups"),
+            got: q.n_rows(),
+            expected: n,
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// Names the init model in an error about data that does not fit it.
@@ -356,6 +401,10 @@ pub fn train_binned(
     if let Some(m) = &shard.base_margin {
         check_row_margins(m, n_local, objective.groups(), shard.row_offset as usize)?;
     }
+    check_queries(&objective, shard.queries.as_ref(), n_local, "training")?;
+    for e in &eval_sets_check(&evals) {
+        check_queries(&objective, e.1, e.2, e.0)?;
+    }
     let base = match &init_model {
         // a continued model keeps the base margin its trees were grown on
         Some(m) => m.base_margin.clone(),
@@ -427,6 +476,7 @@ pub fn train_binned(
             shard.weights.clone(),
         )
     });
+    let queries = shard.queries;
     let mut backend = factory.create(ShardData {
         binned: shard.binned,
         offsets: model.cuts.offsets().to_vec(),
@@ -448,6 +498,7 @@ pub fn train_binned(
                 binned,
                 labels,
                 weights: weights.as_deref(),
+                queries: queries.as_ref(),
             }),
         start_bound: start_bound.as_deref(),
     };

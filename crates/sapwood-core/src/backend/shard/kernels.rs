@@ -94,7 +94,10 @@ pub fn objective_code(kind: ObjectiveKind) -> Option<u32> {
         ObjectiveKind::Poisson => 6,
         ObjectiveKind::Gamma => 7,
         ObjectiveKind::Tweedie => 8,
-        ObjectiveKind::PseudoHuber => return None,
+        ObjectiveKind::PseudoHuber
+        | ObjectiveKind::RankNdcg
+        | ObjectiveKind::RankMap
+        | ObjectiveKind::RankPairwise => return None,
     })
 }
 
