@@ -30,7 +30,18 @@ from ._sapwood import (
     SchemaMismatchError,
     __version__,
 )
-from .core import Booster, Callback, Dataset, EvalsResult, RoundInfo, cv, train
+from .core import (
+    Booster,
+    Callback,
+    Dataset,
+    EvalsResult,
+    RoundInfo,
+    cv,
+    early_stopping,
+    log_evaluation,
+    record_evaluation,
+    train,
+)
 from .plotting import plot_importance, plot_metric, plot_tree, to_graphviz
 
 __all__ = [
@@ -53,9 +64,12 @@ __all__ = [
     "SchemaMismatchError",
     "__version__",
     "cv",
+    "early_stopping",
+    "log_evaluation",
     "plot_importance",
     "plot_metric",
     "plot_tree",
+    "record_evaluation",
     "to_graphviz",
     "train",
 ]

@@ -333,6 +333,78 @@ def _sparse(
     )
 
 
+def replace_missing(data: Any, missing: Optional[float]) -> Any:
+    """``data`` with every numeric value equal to ``missing`` made missing (NaN or null),
+    as XGBoost's ``missing=`` does; categorical and text columns are left alone. ``None``
+    or NaN change nothing (NaN is always missing)."""
+    if missing is None:
+        return data
+    try:
+        sentinel = float(missing)
+    except (TypeError, ValueError):
+        raise ParameterError(f"invalid parameter `missing`: `{missing}` is not a number") from None
+    if np.isnan(sentinel):
+        return data
+    if isinstance(data, NativeData):
+        raise ParameterError(
+            "invalid parameter `missing`: it applies to input data, not to a NativeData"
+        )
+    if is_pandas_frame(data):
+        out = data.copy()
+        for c in out.columns:
+            col = out[c]
+            if col.dtype.kind in "iuf" or str(col.dtype) in _NULLABLE_NUMERIC - {"boolean"}:
+                hit = (col == sentinel).fillna(False).to_numpy(dtype=bool)
+                if hit.any():
+                    if col.dtype.kind in "iu":
+                        col = col.astype(np.float64)
+                    out[c] = col.mask(hit)
+        return out
+    if is_scipy_sparse(data):
+        out = data.copy().astype(np.float64) if data.dtype.kind != "f" else data.copy()
+        if hasattr(out, "data") and out.format in ("csr", "csc", "coo", "bsr"):
+            out.data[out.data == sentinel] = np.nan
+            return out
+        out = out.tocsr()
+        out.data[out.data == sentinel] = np.nan
+        return out
+    if type(data).__module__.startswith("polars"):
+        import polars as pl
+
+        numeric = [c for c, t in zip(data.columns, data.dtypes) if t.is_numeric()]
+        return data.with_columns(
+            [pl.when(pl.col(c) == sentinel).then(None).otherwise(pl.col(c)).alias(c) for c in numeric]
+        )
+    if is_arrow_like(data):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        table = data if isinstance(data, (pa.Table, pa.RecordBatch)) else pa.table(data)
+        columns = []
+        for col in table.columns:
+            if pa.types.is_integer(col.type) or pa.types.is_floating(col.type):
+                hit = pc.equal(col, pa.scalar(sentinel).cast(col.type, safe=False))
+                col = pc.if_else(hit, pa.nulls(len(col), col.type), col)
+            columns.append(col)
+        return type(table).from_arrays(columns, names=table.column_names)
+    arr = np.asarray(data)
+    if arr.dtype.kind in "biuf":
+        arr = arr.astype(np.float64) if arr.dtype.kind != "f" else arr.copy()
+        arr[arr == sentinel] = np.nan
+        return arr
+    if arr.dtype.kind == "O" and arr.ndim == 2:
+        out = arr.copy()
+        for j in range(out.shape[1]):
+            col = out[:, j]
+            hit = np.array(
+                [isinstance(v, (int, float, np.number)) and not isinstance(v, bool) and v == sentinel for v in col],
+                dtype=bool,
+            )
+            col[hit] = np.nan
+        return out
+    return data
+
+
 def to_native(
     data: Any,
     *,

@@ -6,28 +6,49 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Callable, NamedTuple, Optional, Union
+from typing import Any, Callable, NamedTuple, Optional, Protocol, Union
 
 import numpy as np
 import numpy.typing as npt
 
-from . import _data, _sapwood
+from . import _data, _params, _sapwood
 from ._data import CategoricalSpec
+from ._params import Params, ParamValue, canonical_param
 from ._sapwood import DataError, NativeBooster, NativeData, ParameterError, SchemaMismatchError
 
-__all__ = ["Dataset", "Booster", "train", "cv", "RoundInfo", "Callback", "EvalsResult"]
+__all__ = [
+    "Dataset",
+    "Booster",
+    "train",
+    "cv",
+    "RoundInfo",
+    "Callback",
+    "EvalsResult",
+    "early_stopping",
+    "log_evaluation",
+    "record_evaluation",
+]
 
 #: Metrics per evaluation set per metric name, one value per round.
 EvalsResult = dict[str, dict[str, list[float]]]
-
-#: Parameter values: numbers, names, or lists of names (``eval_metric``).
-ParamValue = Union[str, int, float, bool, None, Sequence[str]]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
 
 class RoundInfo(NamedTuple):
-    """What a callback learns after each boosting round."""
+    """What a callback learns after each boosting round.
+
+    Attributes
+    ----------
+    iteration : int
+        Zero-based round just completed.
+    num_rounds : int
+        Rounds requested.
+    evaluation : dict of str to dict of str to float
+        ``{dataset: {metric: value}}`` after this round, for every set in ``evals``.
+    elapsed : float
+        Seconds since training started.
+    """
 
     #: Zero-based round just completed.
     iteration: int
@@ -39,8 +60,146 @@ class RoundInfo(NamedTuple):
     elapsed: float
 
 
-#: A training callback: called after every round; returning True stops training.
-Callback = Callable[[RoundInfo], Optional[bool]]
+class Callback(Protocol):
+    """A training callback: any callable taking a :class:`RoundInfo`.
+
+    :func:`train` and the estimators' ``fit`` call every callback after every boosting
+    round, in the order given; training stops after the round when one returns True (the
+    rounds so far are kept and :attr:`Booster.interrupted` is True). An exception raised by
+    a callback stops training and is raised by ``train``. A plain function is a callback::
+
+        def stop_after_a_minute(info: sapwood.RoundInfo) -> bool:
+            return info.elapsed > 60
+
+    Ready-made callbacks, named as in LightGBM: :func:`early_stopping`,
+    :func:`log_evaluation` and :func:`record_evaluation`.
+
+    Parameters
+    ----------
+    info : RoundInfo
+        The round just completed (``iteration``, 0-based), the rounds requested
+        (``num_rounds``), the metrics of every evaluation set after it (``evaluation``,
+        ``{dataset: {metric: value}}``) and the seconds since training started
+        (``elapsed``).
+
+    Returns
+    -------
+    bool or None
+        True to stop training after this round; False or None to go on.
+    """
+
+    def __call__(self, info: RoundInfo) -> Optional[bool]:
+        """Called after each round; returning True stops training."""
+        ...
+
+
+class _EarlyStopping:
+    """The callback :func:`early_stopping` returns: :func:`train` turns it into the
+    engine's early stopping (``early_stopping_rounds``), so the best iteration is kept."""
+
+    def __init__(self, stopping_rounds: int, min_delta: float = 0.0) -> None:
+        if min_delta != 0:
+            raise ParameterError(
+                "invalid parameter `min_delta`: Sapwood's early stopping counts any "
+                "improvement; leave min_delta at 0"
+            )
+        if isinstance(stopping_rounds, bool) or int(stopping_rounds) < 1:
+            raise ParameterError(
+                f"invalid parameter `stopping_rounds`: {stopping_rounds} must be at least 1"
+            )
+        self.stopping_rounds = int(stopping_rounds)
+
+    def __call__(self, info: RoundInfo) -> Optional[bool]:
+        """Does nothing: the engine stops, watching the last metric of the last set."""
+        return None
+
+    def __repr__(self) -> str:
+        return f"sapwood.early_stopping({self.stopping_rounds})"
+
+
+def early_stopping(
+    stopping_rounds: int, first_metric_only: bool = False, verbose: bool = True,
+    min_delta: float = 0.0,
+) -> Callback:
+    """A callback that stops training when the validation metric stops improving, as
+    LightGBM's ``lightgbm.early_stopping``.
+
+    It is the same as ``early_stopping_rounds=stopping_rounds`` in :func:`train` or the
+    estimators: the last metric of the last evaluation set must improve at least once every
+    ``stopping_rounds`` rounds; :attr:`Booster.best_iteration` and
+    :attr:`Booster.best_score` record the best round.
+
+    Parameters
+    ----------
+    stopping_rounds : int
+        Rounds without improvement before training stops (at least 1).
+    first_metric_only : bool, default False
+        Accepted for LightGBM scripts; Sapwood always watches the **last** metric of the
+        last evaluation set (XGBoost's rule), so put the metric to watch last.
+    verbose : bool, default True
+        Accepted for LightGBM scripts; the engine prints nothing when it stops.
+    min_delta : float, default 0.0
+        Only 0 (any improvement counts) is supported.
+
+    Returns
+    -------
+    Callback
+        A callback to pass in ``callbacks``.
+    """
+    return _EarlyStopping(stopping_rounds, min_delta)
+
+
+def log_evaluation(period: int = 1) -> Callback:
+    """A callback printing the metrics every ``period`` rounds (and after the last one),
+    as LightGBM's ``lightgbm.log_evaluation``; ``period=0`` prints nothing.
+
+    Lines look like XGBoost's: ``[round]\tset-metric:value\tset-metric:value``.
+
+    Parameters
+    ----------
+    period : int, default 1
+        Rounds between two printed lines; 0 or less prints nothing.
+
+    Returns
+    -------
+    Callback
+        A callback to pass in ``callbacks``.
+    """
+    if period <= 0:
+        return _silent
+    return _print_evaluation(int(period))
+
+
+def _silent(info: RoundInfo) -> None:
+    return None
+
+
+def record_evaluation(eval_result: EvalsResult) -> Callback:
+    """A callback filling ``eval_result`` with the metrics history,
+    ``{dataset: {metric: [value per round]}}``, as LightGBM's
+    ``lightgbm.record_evaluation`` (the dict is emptied first).
+
+    Parameters
+    ----------
+    eval_result : dict
+        The dict to fill.
+
+    Returns
+    -------
+    Callback
+        A callback to pass in ``callbacks``.
+    """
+    if not isinstance(eval_result, dict):
+        raise ParameterError("invalid parameter `eval_result`: expected a dict")
+    eval_result.clear()
+
+    def record(info: RoundInfo) -> None:
+        for dataset, metrics in info.evaluation.items():
+            for metric, value in metrics.items():
+                eval_result.setdefault(dataset, {}).setdefault(metric, []).append(value)
+        return None
+
+    return record
 
 
 class Dataset:
@@ -55,10 +214,20 @@ class Dataset:
 
     ``label`` holds numbers or class labels (strings, ints or bools); ``weight`` holds
     non-negative sample weights. ``categorical_features`` is ``"auto"`` (detect from
-    dtypes) or a list of column names or positions. ``group`` (ranking) is not supported.
+    dtypes) or a list of column names or positions. ``missing`` is a value that stands
+    for a missing value in numeric features (XGBoost's ``DMatrix(missing=...)``, e.g.
+    ``-999``); NaN and nulls are always missing. ``reference`` (LightGBM's way to bin a
+    validation set like its training set) is accepted and not needed: evaluation and
+    prediction data are always binned with the model's cuts. ``group`` (ranking) is not
+    supported.
+
+    ``base_margin`` (XGBoost) or ``init_score`` (LightGBM) is each row's starting margin,
+    shape ``(n,)``, or ``(n, classes)`` for multiclass models: training starts these rows
+    there instead of at the model's base score, and predicting on this Dataset adds the
+    trees to it instead of to the model's base score (see :meth:`set_base_margin`).
 
     The Dataset keeps a reference to numpy arrays it reads in place: changing such an
-    array afterwards changes the data.
+    array afterwards changes the data (not with ``missing``, which works on a copy).
     """
 
     def __init__(
@@ -69,12 +238,22 @@ class Dataset:
         group: Any = None,
         categorical_features: CategoricalSpec = "auto",
         feature_names: Optional[Sequence[str]] = None,
+        missing: Optional[float] = None,
+        reference: Optional[Dataset] = None,
+        base_margin: Any = None,
+        init_score: Any = None,
     ) -> None:
         if group is not None:
             raise ParameterError(
                 "invalid parameter `group`: ranking objectives are not supported"
             )
-        # kept so that cv() can take row subsets of the original input
+        if base_margin is not None and init_score is not None:
+            raise ParameterError(
+                "invalid parameter `init_score`: given with `base_margin`, which is the same "
+                "thing (XGBoost's name); give one"
+            )
+        data = _data.replace_missing(data, missing)
+        # kept so that cv() and scale_pos_weight can rebuild it from the original input
         self._source = (data, label, weight, categorical_features, feature_names)
         self._native: NativeData = _data.to_native(
             data,
@@ -83,6 +262,86 @@ class Dataset:
             categorical_features=categorical_features,
             feature_names=feature_names,
         )
+        #: Each row's base margin as given (``(n,)`` or ``(n, k)``, float32), or None.
+        self._base_margin: Optional[npt.NDArray[np.float32]] = None
+        if base_margin is not None:
+            self.set_base_margin(base_margin)
+        elif init_score is not None:
+            self.set_init_score(init_score)
+
+    def set_base_margin(self, margin: Any) -> Dataset:
+        """Sets (or with None removes) each row's base margin, as XGBoost's
+        ``DMatrix.set_base_margin``.
+
+        Parameters
+        ----------
+        margin : array-like or None
+            One finite margin per row, shape ``(n,)``; for a multiclass model one per row
+            and class, shape ``(n, classes)`` (or flat, row after row). Margins are raw
+            scores: log-odds for ``binary:logistic``, log of the mean for log-link
+            objectives.
+
+        Returns
+        -------
+        Dataset
+            This dataset.
+        """
+        self._set_margin(margin, "base_margin", class_major=False)
+        return self
+
+    def set_init_score(self, init_score: Any) -> Dataset:
+        """Sets (or with None removes) each row's initial score, as LightGBM's
+        ``Dataset.set_init_score``: the same as :meth:`set_base_margin`, except that a flat
+        multiclass array is read class after class, as LightGBM lays it out.
+
+        Parameters
+        ----------
+        init_score : array-like or None
+            Shape ``(n,)``, or ``(n, classes)``, or flat ``(n * classes,)`` with every
+            row's score of class 0 first.
+
+        Returns
+        -------
+        Dataset
+            This dataset.
+        """
+        self._set_margin(init_score, "init_score", class_major=True)
+        return self
+
+    def _set_margin(self, margin: Any, name: str, class_major: bool) -> None:
+        if margin is None:
+            self._native.set_base_margin(None)
+            self._base_margin = None
+            return
+        arr = _margin_array(margin, self.num_row(), name, class_major)
+        try:
+            self._native.set_base_margin(np.ascontiguousarray(arr, dtype=np.float32).ravel())
+        except ParameterError as e:
+            raise ParameterError(str(e).replace("`base_margin`", f"`{name}`")) from None
+        self._base_margin = arr
+
+    def get_base_margin(self) -> Optional[npt.NDArray[np.float32]]:
+        """Each row's base margin, ``(n,)`` or ``(n, classes)``, or None (XGBoost's
+        ``DMatrix.get_base_margin``)."""
+        return None if self._base_margin is None else self._base_margin.copy()
+
+    def get_init_score(self) -> Optional[npt.NDArray[np.float32]]:
+        """The same as :meth:`get_base_margin` (LightGBM's name)."""
+        return self.get_base_margin()
+
+    def get_label(self) -> Optional[npt.NDArray[Any]]:
+        """The label as given (float32 for numbers), or None; XGBoost's and LightGBM's
+        ``get_label``, for custom objectives and metrics."""
+        label = self._source[1]
+        if label is None:
+            return None
+        arr = np.asarray(label).ravel()
+        return arr.astype(np.float32) if arr.dtype.kind in "biuf" else arr
+
+    def get_weight(self) -> Optional[npt.NDArray[np.float32]]:
+        """The sample weights as float32, or None."""
+        weight = self._source[2]
+        return None if weight is None else np.asarray(weight, dtype=np.float32).ravel()
 
     @property
     def feature_names(self) -> list[str]:
@@ -106,51 +365,55 @@ class Dataset:
         return f"<sapwood.Dataset {self.num_row()} rows x {self.num_col()} features>"
 
 
-_ALIASES: Optional[dict[str, str]] = None
+def _margin_array(
+    margin: Any, n: int, name: str, class_major: bool
+) -> npt.NDArray[np.float32]:
+    """Per-row margins as float32, ``(n,)`` or ``(n, k)``: a flat array of ``n * k``
+    values is read row after row (XGBoost), or class after class when ``class_major``
+    (LightGBM's ``init_score``). Errors name the argument ``name``."""
+    if _data.is_pandas_frame(margin) or hasattr(margin, "to_numpy"):
+        margin = margin.to_numpy()
+    try:
+        arr = np.array(margin, dtype=np.float32)
+    except (TypeError, ValueError) as e:
+        raise ParameterError(f"invalid parameter `{name}`: expected numbers: {e}") from None
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    if arr.ndim == 1 and n > 0 and arr.size != n and arr.size % n == 0:
+        k = arr.size // n
+        arr = arr.reshape(k, n).T if class_major else arr.reshape(n, k)
+    if arr.ndim not in (1, 2) or arr.shape[0] != n:
+        raise ParameterError(
+            f"invalid parameter `{name}`: shape {arr.shape} for {n} rows: give one value per "
+            "row, or (rows, classes) for a multiclass model"
+        )
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        row = int(np.argwhere(bad)[0][0])
+        raise ParameterError(
+            f"invalid parameter `{name}`: row {row} is {arr.reshape(n, -1)[row].tolist()}: "
+            "margins must be finite"
+        )
+    return np.ascontiguousarray(arr)
 
 
-def canonical_param(name: str) -> Optional[str]:
-    """The engine's name of a parameter given by name or alias, or None if unknown."""
-    global _ALIASES
-    if _ALIASES is None:
-        _ALIASES = {}
-        for canonical, aliases in _sapwood.parameter_names():
-            _ALIASES[canonical] = canonical
-            for a in aliases:
-                _ALIASES[a] = canonical
-    return _ALIASES.get(name.strip().replace("-", "_"))
+def _native_of(data: Any, booster: Booster, base_margin: Any = None) -> NativeData:
+    """Prediction data for ``booster`` with each row's base margin (``base_margin``, or
+    the Dataset's own)."""
+    if base_margin is not None and isinstance(data, Dataset):
+        raise ParameterError(
+            "invalid parameter `base_margin`: the data is a Dataset; set its margin with "
+            "Dataset.set_base_margin"
+        )
+    native = _native_for(data, booster)
+    if base_margin is None:
+        return native
+    arr = _margin_array(base_margin, native.n_rows, "base_margin", class_major=False)
+    native.set_base_margin(np.ascontiguousarray(arr, dtype=np.float32).ravel())
+    return native
 
 
-#: Keys accepted for compatibility and ignored: they only tune logging, and Sapwood does
-#: not log.
-_IGNORED_KEYS = frozenset({"verbosity", "verbose", "silent"})
-
-
-def _param_text(value: ParamValue) -> str:
-    if isinstance(value, (bool, np.bool_)):
-        return "true" if value else "false"
-    if isinstance(value, (int, np.integer)):
-        return str(int(value))
-    if isinstance(value, (float, np.floating)):
-        return repr(float(value))
-    if isinstance(value, str):
-        return value
-    if isinstance(value, Iterable):
-        return ",".join(str(v) for v in value)
-    return str(value)
-
-
-def param_pairs(params: Mapping[str, ParamValue]) -> list[tuple[str, str]]:
-    """Parameters as the ``(name, text)`` pairs the engine parses; ``None`` means the
-    engine's default."""
-    return [
-        (str(k), _param_text(v))
-        for k, v in params.items()
-        if v is not None and str(k) not in _IGNORED_KEYS
-    ]
-
-
-def _native_of(data: Any, booster: Booster) -> NativeData:
+def _native_for(data: Any, booster: Booster) -> NativeData:
     """Prediction data for ``booster``: checks columns against the model and encodes
     categorical features of unnamed input with the model's kinds."""
     if isinstance(data, Dataset):
@@ -222,6 +485,8 @@ class Booster:
 
     def __init__(self, model_file: Optional[PathLike] = None) -> None:
         self._native: Optional[NativeBooster] = None
+        #: Every round's metrics when custom metrics were computed in Python.
+        self._custom_history: Optional[list[list[tuple[str, str, float]]]] = None
         if model_file is not None:
             self.load_model(model_file)
 
@@ -247,28 +512,65 @@ class Booster:
         pred_contribs: bool = False,
         pred_interactions: bool = False,
         pred_leaf: bool = False,
+        *,
+        base_margin: Any = None,
     ) -> npt.NDArray[np.float32]:
-        """Predictions: values (regression), probabilities of the positive class
-        (binary), or an ``(n, classes)`` array of class probabilities (multiclass).
+        """Predictions, as XGBoost's ``Booster.predict``.
 
-        ``output_margin`` gives raw scores. ``iteration_range=(0, k)`` uses the first k
-        rounds (``(0, 0)`` means all); by default all rounds, or through the best
-        iteration when early stopping chose one. As in XGBoost, ``pred_contribs`` gives SHAP
-        contributions, ``(n, features + 1)`` with the bias last (``(n, classes,
-        features + 1)`` for multiclass), summing to the margin; ``pred_interactions`` SHAP
-        interaction values, ``(n, features + 1, features + 1)`` (a class axis after the
-        rows for multiclass); ``pred_leaf`` the leaf index of each tree, ``(n, trees)``.
+        Parameters
+        ----------
+        data : Dataset or any input Dataset accepts
+            Rows to predict, with the training columns (matched by name when the input
+            has names). A categorical feature must be given as categories (strings, a
+            pandas ``category`` column...): integer codes for a feature trained on text
+            levels raise :class:`SchemaMismatchError`.
+        output_margin : bool, default False
+            Raw scores (margins) instead of values or probabilities.
+        iteration_range : (int, int), optional
+            The rounds ``[start, end)`` whose trees are used (half open, as in XGBoost),
+            with the base score; ``start`` may be any round before ``end``. ``(0, 0)``
+            and None (the default) use **every round trained**, also after early
+            stopping, as XGBoost's ``Booster.predict`` does: pass
+            ``iteration_range=(0, booster.best_iteration + 1)`` (or slice the booster,
+            ``booster[: booster.best_iteration + 1]``) for the best model. The
+            scikit-learn estimators' ``predict`` uses the best iteration by default.
+        pred_contribs : bool, default False
+            SHAP contributions, ``(n, features + 1)`` with the bias last (``(n, classes,
+            features + 1)`` for multiclass), summing to the margin.
+        pred_interactions : bool, default False
+            SHAP interaction values, ``(n, features + 1, features + 1)`` (a class axis
+            after the rows for multiclass).
+        pred_leaf : bool, default False
+            The leaf index of each tree, ``(n, trees)``.
+        base_margin : array-like, optional
+            Each row's base margin, ``(n,)`` or ``(n, classes)``: the trees are added to
+            it instead of to the model's base score (SHAP's bias moves with it). A
+            :class:`Dataset` carries its own (``Dataset(..., base_margin=...)``, XGBoost's
+            way), used when this is None.
+
+        Returns
+        -------
+        numpy.ndarray of float32
+            Values (regression), probabilities of the positive class (binary), an
+            ``(n, classes)`` array of class probabilities (``multi:softprob``), or the
+            class index of each row, shape ``(n,)`` (``multi:softmax``, as XGBoost),
+            unless one of the options above asks for something else.
         """
         model = self._model
-        rounds: Optional[int] = None
-        if iteration_range is not None:
-            begin, end = iteration_range
-            if begin != 0:
-                raise ParameterError(
-                    "invalid parameter `iteration_range`: only ranges starting at 0 "
-                    "are supported"
-                )
-            rounds = None if end == 0 else int(end)
+        total = model.num_rounds
+        begin, end = (0, 0) if iteration_range is None else iteration_range
+        begin, end = int(begin), int(end)
+        if end == 0:
+            end = total
+        if not 0 <= begin < end <= total:
+            raise ParameterError(
+                f"invalid parameter `iteration_range`: ({begin}, {end}) is not a range of "
+                f"rounds within the {total} rounds trained (use (0, 0) for all)"
+            )
+        if begin > 0:
+            # the trees of rounds [begin, end) alone, with the base score (XGBoost's rule)
+            model = model.slice(begin, end)
+            end = end - begin
         flags = [("contributions", pred_contribs), ("interactions", pred_interactions),
                  ("leaf", pred_leaf)]
         asked = [k for k, on in flags if on]
@@ -278,7 +580,7 @@ class Booster:
                 "pred_interactions and pred_leaf"
             )
         output = asked[0] if asked else ("margin" if output_margin else "value")
-        values, per_row = model.predict(_native_of(data, self), output, rounds)
+        values, per_row = model.predict(_native_of(data, self, base_margin), output, end)
         groups = model.groups
         if output == "contributions":
             if groups == 1:
@@ -291,6 +593,33 @@ class Booster:
         if output == "leaf":
             return values.reshape(-1, per_row)
         return values if per_row == 1 else values.reshape(-1, per_row)
+
+    def __getitem__(self, index: Union[int, slice]) -> Booster:
+        """The model of some rounds, as XGBoost's model slicing: ``booster[10:20]`` holds
+        the trees of rounds 10 to 19 (and the base score), ``booster[:best + 1]`` the
+        best model after early stopping, ``booster[i]`` round i alone; a step is allowed
+        (``booster[::2]``). The slice has no best iteration."""
+        total = self.num_boosted_rounds()
+        if isinstance(index, slice):
+            start, stop, step = index.indices(total)
+            if step < 1:
+                raise ParameterError(
+                    "invalid parameter `index`: a booster slice needs a positive step"
+                )
+        elif isinstance(index, (int, np.integer)) and not isinstance(index, bool):
+            i = int(index)
+            if not -total <= i < total:
+                raise IndexError(f"round {i} is out of range for {total} rounds")
+            start = i % total
+            stop, step = start + 1, 1
+        else:
+            raise TypeError(f"a Booster is indexed by rounds (an int or a slice), not {index!r}")
+        if start >= stop:
+            raise ParameterError(
+                f"invalid parameter `index`: rounds [{start}, {stop}) hold no round of the "
+                f"{total} trained"
+            )
+        return Booster._wrap(self._model.slice(start, stop, step))
 
     # ---- files and text ---------------------------------------------------------------
 
@@ -330,7 +659,7 @@ class Booster:
         state: dict[str, Any] = {"model": None, "history": None}
         if self._native is not None:
             state["model"] = self._native.to_json().encode("utf-8")
-            state["history"] = self._native.history
+            state["history"] = self._history_rounds()
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -358,8 +687,201 @@ class Booster:
 
     @property
     def best_iteration(self) -> Optional[int]:
-        """The best round (0-based) chosen by early stopping, or None."""
+        """The best round (0-based, as in XGBoost) chosen by early stopping, or None.
+        LightGBM counts it from 1: its ``best_iteration`` is this plus one."""
         return self._model.best_iteration
+
+    @property
+    def best_score(self) -> Optional[float]:
+        """The score early stopping watched (the last metric of the last evaluation set)
+        at :attr:`best_iteration`, or None without early stopping or history (a loaded
+        model keeps no history)."""
+        best = self.best_iteration
+        history = self._history_rounds()
+        if best is None or best >= len(history) or not history[best]:
+            return None
+        return float(history[best][-1][2])
+
+    def current_iteration(self) -> int:
+        """Rounds trained (LightGBM's name for :meth:`num_boosted_rounds`)."""
+        return self.num_boosted_rounds()
+
+    def feature_name(self) -> list[str]:
+        """Feature names, in training order (LightGBM's name for :attr:`feature_names`)."""
+        return self.feature_names
+
+    def trees_to_dataframe(self) -> Any:
+        """Every node of every tree as a pandas DataFrame, with XGBoost's columns.
+
+        ``Tree`` (tree index: round × classes + class), ``Node``, ``ID``
+        (``"tree-node"``), ``Feature`` (name, or ``"Leaf"``), ``Split`` (numeric splits
+        send values ``< Split`` to ``Yes``, as in XGBoost; Sapwood's own rule is ``<=`` the
+        threshold :meth:`get_dump` and ``sapwood inspect`` print, and ``Split`` is the next
+        float32 above it), ``Yes``, ``No``, ``Missing`` (the IDs of the children and of the
+        one missing values go to), ``Gain`` (the split's loss reduction; for a leaf, its
+        value, learning rate applied, as in XGBoost), ``Cover`` (the hessian sum of the
+        training rows) and ``Category`` (for a categorical split, the levels sent to
+        ``Yes``). Leaves have NaN in the split columns.
+        """
+        import pandas as pd
+
+        nodes = self._model.tree_nodes()
+        leaf = np.asarray(nodes["feature"]) < 0
+        tree = np.asarray(nodes["tree"], dtype=np.int64)
+        node = np.asarray(nodes["node"], dtype=np.int64)
+        names = self.feature_names
+
+        def node_id(t: int, n: int) -> Any:
+            return f"{t}-{n}" if n >= 0 else np.nan
+
+        threshold = np.asarray(nodes["threshold"], dtype=np.float32)
+        split = np.where(
+            np.isnan(threshold), np.nan, np.nextafter(threshold, np.float32(np.inf))
+        ).astype(np.float64)
+        yes = [node_id(t, n) for t, n in zip(tree, nodes["left"])]
+        no = [node_id(t, n) for t, n in zip(tree, nodes["right"])]
+        missing = [y if d else n for y, n, d in zip(yes, no, nodes["default_left"])]
+        return pd.DataFrame(
+            {
+                "Tree": tree,
+                "Node": node,
+                "ID": [f"{t}-{n}" for t, n in zip(tree, node)],
+                "Feature": ["Leaf" if f < 0 else names[f] for f in nodes["feature"]],
+                "Split": split,
+                "Yes": yes,
+                "No": no,
+                "Missing": missing,
+                "Gain": np.where(leaf, nodes["value"], nodes["gain"]),
+                "Cover": np.asarray(nodes["cover"], dtype=np.float64),
+                "Category": [np.nan if c is None else c for c in nodes["categories"]],
+            }
+        )
+
+    def get_dump(
+        self, fmap: str = "", with_stats: bool = False, dump_format: str = "text"
+    ) -> list[str]:
+        """Each tree as text, in XGBoost's dump formats.
+
+        Parameters
+        ----------
+        fmap : str, default ""
+            Not used: feature names come from the model (accepted for XGBoost scripts;
+            anything but "" is refused).
+        with_stats : bool, default False
+            Add each split's ``gain`` and each node's ``cover`` (hessian sum).
+        dump_format : {"text", "json"}, default "text"
+            ``"text"``: one line per node, depth-first, indented by depth:
+            ``0:[x<=0.5] yes=1,no=2,missing=2`` for a numeric split (values ``<=`` the
+            threshold go to ``yes``), ``0:[colour:{red,blue}] yes=1,...`` for a
+            categorical split (the levels listed go to ``yes``) and ``1:leaf=0.25`` for a
+            leaf (its value, learning rate applied). ``"json"``: one JSON object per tree,
+            nested through ``children``, with XGBoost's keys (``nodeid``, ``depth``,
+            ``split``, ``split_condition`` or ``split_categories``, ``yes``, ``no``,
+            ``missing``, ``leaf``, and ``gain``/``cover`` with stats).
+
+        Returns
+        -------
+        list of str
+            One string per tree, in tree order (round × classes + class).
+        """
+        import json
+
+        if fmap:
+            raise ParameterError(
+                "invalid parameter `fmap`: feature maps are not supported; the model "
+                "carries its feature names"
+            )
+        if dump_format not in ("text", "json"):
+            raise ParameterError(
+                f"invalid parameter `dump_format`: `{dump_format}` is not text or json"
+            )
+        nodes = self._model.tree_nodes()
+        names = self.feature_names
+        trees: dict[int, list[int]] = {}
+        for row, t in enumerate(nodes["tree"]):
+            trees.setdefault(int(t), []).append(row)
+        out = []
+        for t in range(self.num_trees()):
+            rows = trees.get(t, [])
+
+            def describe(n: int, depth: int) -> dict[str, Any]:
+                r = rows[n]
+                f = int(nodes["feature"][r])
+                d: dict[str, Any] = {"nodeid": n, "depth": depth}
+                if f < 0:
+                    d["leaf"] = float(nodes["value"][r])
+                    if with_stats:
+                        d["cover"] = float(nodes["cover"][r])
+                    return d
+                left, right = int(nodes["left"][r]), int(nodes["right"][r])
+                d["split"] = names[f]
+                if nodes["categories"][r] is not None:
+                    d["split_categories"] = list(nodes["categories"][r])
+                else:
+                    d["split_condition"] = float(np.float32(nodes["threshold"][r]))
+                d.update(yes=left, no=right, missing=left if nodes["default_left"][r] else right)
+                if with_stats:
+                    d["gain"] = float(nodes["gain"][r])
+                    d["cover"] = float(nodes["cover"][r])
+                d["children"] = [describe(left, depth + 1), describe(right, depth + 1)]
+                return d
+
+            if not rows:
+                out.append("" if dump_format == "text" else "{}")
+                continue
+            root = describe(0, 0)
+            if dump_format == "json":
+                out.append(json.dumps(root))
+                continue
+            lines: list[str] = []
+            stack = [root]
+            while stack:
+                d = stack.pop()
+                pad = "\t" * d["depth"]
+                if "leaf" in d:
+                    text = f"{pad}{d['nodeid']}:leaf={d['leaf']:.9g}"
+                    if with_stats:
+                        text += f",cover={d['cover']:.9g}"
+                else:
+                    if "split_categories" in d:
+                        rule = f"{d['split']}:{{{','.join(d['split_categories'])}}}"
+                    else:
+                        rule = f"{d['split']}<={d['split_condition']:.9g}"
+                    text = (
+                        f"{pad}{d['nodeid']}:[{rule}] yes={d['yes']},no={d['no']},"
+                        f"missing={d['missing']}"
+                    )
+                    if with_stats:
+                        text += f",gain={d['gain']:.9g},cover={d['cover']:.9g}"
+                    stack.extend(reversed(d["children"]))
+                lines.append(text)
+            out.append("\n".join(lines) + "\n")
+        return out
+
+    def dump_model(
+        self, fout: PathLike, fmap: str = "", with_stats: bool = False, dump_format: str = "text"
+    ) -> None:
+        """Writes :meth:`get_dump`'s trees to the file ``fout`` (XGBoost's
+        ``dump_model``): ``booster[i]:`` before each tree in text, a JSON list in json."""
+        dump = self.get_dump(fmap, with_stats, dump_format)
+        if dump_format == "json":
+            text = "[\n" + ",\n".join(dump) + "]\n"
+        else:
+            text = "".join(f"booster[{i}]:\n{t}" for i, t in enumerate(dump))
+        with open(os.fspath(fout), "w", encoding="utf-8") as f:
+            f.write(text)
+
+    def _history_rounds(self) -> list[list[tuple[str, str, float]]]:
+        custom: Optional[list[list[tuple[str, str, float]]]] = getattr(
+            self, "_custom_history", None
+        )
+        if custom is not None:
+            # custom metrics, computed in Python, joined with the engine's
+            return custom
+        history = self._model.history if self._native is not None else []
+        if not history:
+            history = getattr(self, "_history", None) or []
+        return history
 
     @property
     def comm_stats(self) -> dict[str, Any]:
@@ -404,11 +926,8 @@ class Booster:
     def evals_result(self) -> EvalsResult:
         """Metrics of every evaluation set after every round:
         ``{dataset: {metric: [value per round]}}``."""
-        history = self._model.history if self._native is not None else []
-        if not history:
-            history = getattr(self, "_history", None) or []
         out: EvalsResult = {}
-        for round_metrics in history:
+        for round_metrics in self._history_rounds():
             for dataset, metric, value in round_metrics:
                 out.setdefault(dataset, {}).setdefault(metric, []).append(value)
         return out
@@ -440,7 +959,7 @@ def _print_evaluation(period: int) -> Callback:
     return callback
 
 
-def _evals(evals: Any) -> list[tuple[str, NativeData]]:
+def _eval_pairs(evals: Any) -> list[tuple[Dataset, str]]:
     out = []
     for i, item in enumerate(evals or ()):
         if not isinstance(item, (tuple, list)) or len(item) != 2:
@@ -453,12 +972,12 @@ def _evals(evals: Any) -> list[tuple[str, NativeData]]:
             raise ParameterError(
                 f"invalid parameter `evals`: item {i} is not a (Dataset, name) pair"
             )
-        out.append((name, data._native))
+        out.append((data, name))
     return out
 
 
 def train(
-    params: Mapping[str, ParamValue],
+    params: Params,
     dtrain: Dataset,
     num_boost_round: int = 100,
     evals: Sequence[tuple[Dataset, str]] = (),
@@ -469,47 +988,246 @@ def train(
     checkpoint: Optional[PathLike] = None,
     checkpoint_every: int = 10,
     resume: Optional[PathLike] = None,
+    *,
+    valid_sets: Optional[Sequence[Dataset]] = None,
+    valid_names: Optional[Sequence[str]] = None,
+    xgb_model: Union[Booster, PathLike, None] = None,
+    init_model: Union[Booster, PathLike, None] = None,
+    obj: Optional[Objective] = None,
+    custom_metric: Optional[CustomMetric] = None,
+    feval: Union[Feval, Sequence[Feval], None] = None,
+    maximize: Optional[bool] = None,
 ) -> Booster:
-    """Trains a booster.
+    """Trains a booster, as ``xgboost.train`` (and ``lightgbm.train``).
 
-    ``params`` use XGBoost or LightGBM names (``eta``, ``max_depth``, ``num_leaves``,
-    ``reg_lambda``, ``n_jobs``, ``device``, ...); unknown names raise
-    :class:`ParameterError` suggesting the closest one. A rounds parameter in ``params``
-    (``num_boost_round``, ``n_estimators``, ...) wins over ``num_boost_round``.
+    Parameters
+    ----------
+    params : dict or list of (str, value) pairs
+        Model parameters and run options (see *Model parameters* and *Run options*
+        below), by their names or their XGBoost/LightGBM aliases. A list of pairs may
+        repeat ``eval_metric`` to report several metrics (XGBoost's habit). A rounds
+        parameter here (``num_boost_round``, ``n_estimators``, ...) wins over the
+        ``num_boost_round`` argument. Unknown names raise :class:`ParameterError`
+        suggesting the closest one; None values mean the default.
+    dtrain : Dataset
+        Training data with its label (and weights).
+    num_boost_round : int, default 100
+        Boosting rounds (one tree per round, one per class per round for multiclass).
+    evals : list of (Dataset, str) pairs, default ()
+        Datasets reported after every round under the given names; early stopping
+        watches the last metric of the last pair. A categorical column of an evaluation
+        set must hold the same kind of levels as in ``dtrain``.
+    early_stopping_rounds : int, optional
+        Stop when the watched metric has not improved for this many rounds; the booster
+        keeps every round trained and records :attr:`Booster.best_iteration` and
+        :attr:`Booster.best_score` (XGBoost's rule: ``Booster.predict`` uses every round
+        unless given ``iteration_range``). Needs ``evals``.
+    callbacks : list of Callback, optional
+        Called after every round with a :class:`RoundInfo`; one returning True stops
+        training. :func:`early_stopping`, :func:`log_evaluation` and
+        :func:`record_evaluation` are LightGBM's callbacks of the same names.
+    verbose_eval : bool or int, default True
+        Print the metrics of ``evals`` every round (True), every n rounds (an int > 0),
+        or never (False, 0 or a negative number).
+    evals_result : dict, optional
+        Filled with the metrics history, ``{dataset: {metric: [value per round]}}``.
+    checkpoint : str or os.PathLike, optional
+        A file written atomically every ``checkpoint_every`` rounds, from which
+        ``resume`` continues.
+    checkpoint_every : int, default 10
+        Rounds between two checkpoints (at least 1).
+    resume : str or os.PathLike, optional
+        A checkpoint written by the same job (same data and parameters): training
+        continues from it and gives the model an uninterrupted run gives, byte for byte.
+    valid_sets : list of Dataset, optional
+        LightGBM's way to give evaluation sets: reported after ``evals``, named by
+        ``valid_names``.
+    valid_names : list of str, optional
+        Names of ``valid_sets`` (default ``valid_0``, ``valid_1``, ... as in LightGBM).
+    xgb_model : Booster or str or os.PathLike, optional
+        A model (or model file) to continue, as XGBoost's ``xgb_model``: its trees are
+        kept and ``num_boost_round`` **more** rounds are trained on ``dtrain`` (binned with
+        the model's cuts). The objective and its constants, the class count and the
+        features must be the model's (the objective is the model's when ``params`` gives
+        none). With the same data and parameters, 50 rounds continued by 50 save the bytes
+        of 100 rounds in one go (row and column sampling are keyed by round).
+    init_model : Booster or str or os.PathLike, optional
+        The same, under LightGBM's name; give one of the two.
+    obj : callable, optional
+        A custom objective, XGBoost's ``obj(preds, dtrain) -> (grad, hess)``: ``preds``
+        are the raw margins of the training rows (float32, ``(n,)``, or ``(n, classes)``
+        with ``num_class``), ``dtrain`` is the training :class:`Dataset` (``get_label()``,
+        ``get_weight()``), and ``grad``, ``hess`` are arrays of the same shape (finite,
+        hessians >= 0). Its gradients go through the quantiser the built-in losses use.
+        LightGBM's way, ``params["objective"] = fn`` (called the same way), works too.
+        Training uses one worker. Without an ``objective`` in ``params`` the model is saved
+        as ``reg:squarederror`` with ``base_score=0`` (unless given): it **predicts
+        margins**, and loading it needs no code (with ``num_class`` > 1 it is saved as
+        ``multi:softprob``: ``predict`` gives the softmax of the margins,
+        ``output_margin=True`` the margins).
+    custom_metric : callable, optional
+        XGBoost's ``custom_metric(preds, dmatrix) -> (name, value)`` (or a list of such
+        pairs), computed after every round on every evaluation set and reported after the
+        built-in metrics in ``evals_result`` and to callbacks. ``preds`` are raw margins
+        with a custom objective, else the objective's output (probabilities for
+        ``binary:logistic``), ``(n,)`` or ``(n, classes)``. Early stopping then watches it
+        (the last metric), lower being better unless ``maximize``.
+    feval : callable or list of callables, optional
+        LightGBM's ``feval(preds, dataset) -> (name, value, is_higher_better)`` (or a list
+        of such triples), reported like ``custom_metric``; ``is_higher_better`` sets the
+        direction early stopping watches.
+    maximize : bool, optional
+        Whether a larger ``custom_metric`` is better (XGBoost's argument), default False.
 
-    ``evals`` are ``(Dataset, name)`` pairs reported every round; early stopping
-    (``early_stopping_rounds``) watches the last metric of the last pair. ``callbacks``
-    are called after every round with a :class:`RoundInfo` and stop training by
-    returning True. ``verbose_eval`` prints metrics every round (True) or every n
-    rounds (an int). ``evals_result``, if given, is filled with the metrics history.
+    Returns
+    -------
+    Booster
+        The trained model, with its evaluation history.
 
-    ``checkpoint`` is a file written atomically every ``checkpoint_every`` rounds;
-    ``resume`` continues from a checkpoint written by the same job (same data and
-    parameters) and gives the model an uninterrupted run gives, byte for byte.
+    Raises
+    ------
+    ParameterError
+        An unknown parameter, a value out of range, or a peer setting Sapwood does not
+        offer (the message says what it does instead); named as given.
+    DataError, LabelError
+        Unusable data or labels (the message names the row or column).
+    KeyboardInterrupt
+        Ctrl-C: training stops after the current round (the GIL is released while
+        training).
 
-    The GIL is released while training; Ctrl-C stops training after the current round
-    and raises ``KeyboardInterrupt``.
+    Notes
+    -----
+    **Model parameters** (aliases in brackets; defaults are XGBoost's where it has the
+    same parameter):
+
+    - ``objective`` [objective_type]: ``reg:squarederror`` (default; LightGBM's
+      ``regression``), ``binary:logistic`` (``binary``), ``multi:softprob``
+      (``multiclass``), and the other objectives the engine lists in its errors.
+    - ``num_class`` [num_classes]: classes of a multiclass objective (taken from the
+      labels when not given).
+    - ``quantile_alpha``: the quantile ``reg:quantileerror`` fits, default 0.5.
+    - ``huber_slope``: where the Huber losses turn from quadratic to linear, default 1.
+    - ``tweedie_variance_power``: the variance power of ``reg:tweedie``, default 1.5.
+    - ``num_rounds`` [num_boost_round, n_estimators, num_iterations, rounds]: rounds.
+    - ``learning_rate`` [eta, shrinkage_rate]: shrinkage of every leaf, default 0.3.
+    - ``max_depth``: maximum depth, default 6; -1 or 0 means no limit (then
+      ``max_leaves`` must bound the trees).
+    - ``max_leaves`` [num_leaves]: maximum leaves per tree, 0 (default) for no limit.
+    - ``grow_policy``: ``depthwise`` (default, level by level) or ``lossguide``
+      (best-first, LightGBM's leaf-wise growth).
+    - ``max_bin`` [max_bins]: bins per feature, default 256.
+    - ``min_child_weight`` [min_sum_hessian_in_leaf]: minimum hessian sum in a child,
+      default 1.
+    - ``lambda`` [reg_lambda, lambda_l2]: L2 regularisation of leaf values, default 1.
+    - ``alpha`` [reg_alpha, lambda_l1]: L1 regularisation, default 0.
+    - ``gamma`` [min_split_loss, min_gain_to_split, min_split_gain]: minimum loss
+      reduction of a split, default 0.
+    - ``max_delta_step``: bound on leaf values before shrinkage, 0 (default) for none.
+    - ``min_data_in_leaf`` [min_child_samples]: minimum rows in a child, default 0.
+    - ``subsample`` [bagging_fraction]: fraction of rows sampled every round, default 1.
+    - ``colsample_bytree`` [feature_fraction]: fraction of features per tree, default 1.
+    - ``seed`` [random_state]: seed of every random choice, default 0.
+    - ``grad_bits``: 0 (default) for exact integer gradients, 2..16 for low-bit
+      quantised training (LightGBM's ``use_quantized_grad``).
+    - ``base_score``: the initial prediction, estimated from the labels when not given.
+    - ``max_cat_to_onehot``, ``max_cat_threshold``, ``cat_smooth``, ``cat_l2``,
+      ``min_data_per_group``, ``min_category_count``: categorical splits, as LightGBM
+      and XGBoost name them.
+    - ``min_data_in_bin``: rows a numeric bin must hold, default 1.
+    - ``bin_sample_rows`` [bin_construct_sample_cnt, subsample_for_bin]: rows sampled to
+      compute the bins.
+    - ``eval_metric`` [metric]: metrics reported on ``evals`` (a name, a list, or a
+      comma-separated string); the objective's default when not given.
+    - ``early_stopping_rounds`` [early_stopping]: as the argument of the same name.
+    - ``scale_pos_weight``: weight multiplier of the positive rows of ``dtrain`` (binary
+      objectives; XGBoost's meaning: rows whose label is 1, or the second class in sorted
+      order for class labels).
+
+    **Run options** (never change the model): ``threads`` [nthread, n_jobs,
+    num_threads], ``device`` (``cpu``, ``wgpu``, ``cuda``), ``workers``, ``collective``,
+    ``comm_codec``.
+
+    **Peer settings**: ``tree_method="hist"``, ``booster="gbtree"``,
+    ``boosting_type="gbdt"`` (or ``boosting``), ``enable_categorical``, ``deterministic``,
+    ``force_col_wise``, ``force_row_wise``, ``validate_parameters``, ``subsample_freq=1``,
+    ``verbosity``, ``verbose`` and ``silent`` describe what Sapwood always does: they are
+    accepted with a one-time warning. Values that would change the model
+    (``tree_method="exact"``, ``boosting_type="dart"``, ``booster="gblinear"``,
+    ``subsample_freq`` > 1, ...) raise :class:`ParameterError` saying what Sapwood does
+    instead.
     """
     if not isinstance(dtrain, Dataset):
         raise DataError("dtrain must be a sapwood.Dataset")
-    pairs = param_pairs(params)
+    normalised = _params.normalise(params)
+    pairs = normalised.pairs
+    user_names = normalised.user_names
     if not any(canonical_param(k) == "num_rounds" for k, _ in pairs):
-        pairs.insert(0, ("num_rounds", str(int(num_boost_round))))
+        pairs.insert(0, ("num_boost_round", str(int(num_boost_round))))
+        user_names["num_rounds"] = "num_boost_round"
+    init = _init_booster(xgb_model, init_model)
+    objective_fn = _custom_objective(obj, normalised.objective_fn)
+    if init is not None and normalised.value("objective") is None:
+        # XGBoost continues with the model's own configuration
+        pairs.append(("objective", init.objective))
+    if objective_fn is not None:
+        _custom_objective_params(pairs, normalised, init)
+    metrics = _custom_metrics(custom_metric, feval, normalised.metric_fns, maximize)
+    all_callbacks: list[Callback] = []
+    for cb in callbacks or ():
+        if isinstance(cb, _EarlyStopping):
+            if early_stopping_rounds is not None and early_stopping_rounds != cb.stopping_rounds:
+                raise ParameterError(
+                    "invalid parameter `early_stopping_rounds`: given as "
+                    f"{early_stopping_rounds} and as early_stopping({cb.stopping_rounds})"
+                )
+            early_stopping_rounds = cb.stopping_rounds
+        elif not callable(cb):
+            raise ParameterError(
+                f"invalid parameter `callbacks`: {cb!r} is not callable; a callback takes a "
+                "sapwood.RoundInfo"
+            )
+        else:
+            all_callbacks.append(cb)
     if early_stopping_rounds is not None:
+        pairs = [(k, v) for k, v in pairs if canonical_param(k) != "early_stopping_rounds"]
         pairs.append(("early_stopping_rounds", str(int(early_stopping_rounds))))
-    native_evals = _evals(evals)
-    wants_stopping = any(canonical_param(k) == "early_stopping_rounds" and v not in ("", "none", "null") for k, v in pairs)
+        user_names["early_stopping_rounds"] = "early_stopping_rounds"
+    eval_sets = [*_eval_pairs(evals), *_valid_sets(valid_sets, valid_names)]
+    native_evals = [(name, d._native) for d, name in eval_sets]
+    stopping_text = next(
+        (v for k, v in pairs if canonical_param(k) == "early_stopping_rounds"), None
+    )
+    wants_stopping = stopping_text is not None and stopping_text not in ("", "none", "null")
     if wants_stopping and not native_evals:
         raise ParameterError(
             "invalid parameter `early_stopping_rounds`: early stopping needs at least "
             "one evaluation set in `evals`"
         )
-    all_callbacks: list[Callback] = list(callbacks or ())
-    if verbose_eval and native_evals:
-        period = 1 if verbose_eval is True else int(verbose_eval)
-        all_callbacks.append(_print_evaluation(max(period, 1)))
+    if normalised.scale_pos_weight is not None:
+        dtrain = _scale_positive(dtrain, normalised.scale_pos_weight, normalised.value("objective"))
+    if verbose_eval is True or (verbose_eval is not False and int(verbose_eval) > 0):
+        if native_evals:
+            period = 1 if verbose_eval is True else int(verbose_eval)
+            all_callbacks.append(_print_evaluation(period))
+    run = _CustomRun(
+        metrics,
+        eval_sets,
+        all_callbacks,
+        hide_builtin=normalised.disable_default_metric and normalised.value("eval_metric") is None,
+        margins=objective_fn is not None,
+        objective=next((v for k, v in pairs if canonical_param(k) == "objective"), None),
+        first_round=0 if init is None else init.num_boosted_rounds(),
+    )
+    if run.active:
+        if wants_stopping:
+            # the custom metric is the last one: stopping is decided here, not by the engine
+            assert stopping_text is not None
+            run.stopping_rounds = int(stopping_text)
+            pairs = [(k, v) for k, v in pairs if canonical_param(k) != "early_stopping_rounds"]
     hook: Optional[Callable[[int, int, list[tuple[str, str, float]], float], bool]] = None
-    if all_callbacks:
+    if run.active:
+        hook = run.on_round
+    elif all_callbacks:
 
         def hook(round_: int, num_rounds: int, metrics: list[tuple[str, str, float]], elapsed: float) -> bool:
             evaluation: dict[str, dict[str, float]] = {}
@@ -522,16 +1240,372 @@ def train(
                     stop = True
             return stop
 
+    native_obj = None if objective_fn is None else _native_objective(objective_fn, dtrain)
     ck = None if checkpoint is None else (os.fspath(checkpoint), int(checkpoint_every))
-    native = _sapwood.train(
-        pairs, dtrain._native, native_evals, hook, ck,
-        None if resume is None else os.fspath(resume),
-    )
+    try:
+        native = _sapwood.train(
+            pairs, dtrain._native, native_evals, hook, ck,
+            None if resume is None else os.fspath(resume),
+            None if init is None else init._model,
+            native_obj,
+            run.on_metrics if run.active else None,
+        )
+    except ParameterError as e:
+        raise _params.renamed(e, user_names) from None
+    if run.active:
+        native = run.finish(native)
     booster = Booster._wrap(native)
+    if run.active:
+        booster._custom_history = run.history
     if evals_result is not None:
         evals_result.clear()
         evals_result.update(booster.evals_result())
     return booster
+
+
+#: XGBoost's custom objective: ``obj(preds, dtrain) -> (grad, hess)``.
+Objective = Callable[[npt.NDArray[np.float32], "Dataset"], tuple[Any, Any]]
+#: XGBoost's custom metric: ``custom_metric(preds, dmatrix) -> (name, value)``.
+CustomMetric = Callable[[npt.NDArray[np.float32], "Dataset"], Any]
+#: LightGBM's ``feval(preds, dataset) -> (name, value, is_higher_better)``.
+Feval = Callable[[npt.NDArray[np.float32], "Dataset"], Any]
+
+
+def _init_booster(
+    xgb_model: Union[Booster, PathLike, None], init_model: Union[Booster, PathLike, None]
+) -> Optional[Booster]:
+    """The model to continue, from XGBoost's ``xgb_model`` or LightGBM's ``init_model``."""
+    if xgb_model is not None and init_model is not None:
+        raise ParameterError(
+            "invalid parameter `init_model`: given with `xgb_model`, which is the same "
+            "thing (XGBoost's name); give one"
+        )
+    given, name = (xgb_model, "xgb_model") if xgb_model is not None else (init_model, "init_model")
+    if given is None:
+        return None
+    if isinstance(given, Booster):
+        if given._native is None:
+            raise ParameterError(f"invalid parameter `{name}`: the Booster holds no model")
+        return given
+    if isinstance(given, (str, os.PathLike)):
+        return Booster(model_file=given)
+    raise ParameterError(
+        f"invalid parameter `{name}`: expected a Booster or a model file's path, got "
+        f"{type(given).__name__}"
+    )
+
+
+def _custom_objective(
+    obj: Optional[Objective], from_params: Optional[Callable[..., Any]]
+) -> Optional[Callable[..., Any]]:
+    if obj is not None and from_params is not None:
+        raise ParameterError(
+            "invalid parameter `obj`: a custom objective is also given as params "
+            "`objective`; give one"
+        )
+    fn = obj if obj is not None else from_params
+    if fn is not None and not callable(fn):
+        raise ParameterError(
+            "invalid parameter `obj`: expected a callable obj(preds, dtrain) -> (grad, hess)"
+        )
+    return fn
+
+
+def _custom_objective_params(
+    pairs: list[tuple[str, str]], normalised: _params.Normalised, init: Optional[Booster]
+) -> None:
+    """The engine's settings for a custom objective: an identity loss (the model predicts
+    margins) starting at margin 0, unless the user chose an objective or base score."""
+    if normalised.value("objective") is None and init is None:
+        classes = normalised.value("num_class")
+        multiclass = classes is not None and classes.strip() not in ("", "0", "1")
+        pairs.append(("objective", "multi:softprob" if multiclass else "reg:squarederror"))
+        if normalised.value("base_score") is None:
+            pairs.append(("base_score", "0"))
+    if multiclass_text := normalised.value("num_class"):
+        if multiclass_text.strip() in ("0", "1"):
+            # XGBoost's num_class=1 is one output; the engine only takes it for multiclass
+            pairs[:] = [(k, v) for k, v in pairs if canonical_param(k) != "num_class"]
+
+
+def _native_objective(
+    fn: Callable[..., Any], dtrain: Dataset
+) -> Callable[
+    [npt.NDArray[np.float32], int], tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]
+]:
+    """The engine's side of a custom objective: flat margins in, flat float32 (grad,
+    hess) out, checked for shape."""
+
+    def objective(
+        margins: npt.NDArray[np.float32], groups: int
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
+        preds = margins if groups == 1 else margins.reshape(-1, groups)
+        answer = fn(preds, dtrain)
+        try:
+            grad, hess = answer
+        except (TypeError, ValueError):
+            raise ParameterError(
+                "invalid parameter `obj`: the objective must return (grad, hess), got "
+                f"{type(answer).__name__}"
+            ) from None
+        out = []
+        for what, values in (("gradients", grad), ("hessians", hess)):
+            arr = np.asarray(values, dtype=np.float32)
+            if arr.size != margins.size or (arr.ndim == 2 and arr.shape != preds.shape):
+                raise ParameterError(
+                    f"invalid parameter `obj`: {what} of shape {arr.shape} for predictions "
+                    f"of shape {preds.shape}"
+                )
+            out.append(np.ascontiguousarray(arr).ravel())
+        return out[0], out[1]
+
+    return objective
+
+
+class _Metric(NamedTuple):
+    """A custom metric function, with the peer whose convention it follows."""
+
+    fn: Callable[..., Any]
+    #: ``xgboost`` (returns (name, value)) or ``lightgbm`` ((name, value, higher_better)).
+    style: str
+    #: Whether larger is better (XGBoost's ``maximize``; LightGBM's metrics say it).
+    maximize: bool = False
+
+
+def _custom_metrics(
+    custom_metric: Optional[CustomMetric],
+    feval: Union[Feval, Sequence[Feval], None],
+    from_params: Sequence[Callable[..., Any]],
+    maximize: Optional[bool],
+) -> list[_Metric]:
+    out = []
+    if custom_metric is not None:
+        if not callable(custom_metric):
+            raise ParameterError(
+                "invalid parameter `custom_metric`: expected a callable "
+                "custom_metric(preds, dmatrix) -> (name, value)"
+            )
+        out.append(_Metric(custom_metric, "xgboost", bool(maximize)))
+    fevals = [] if feval is None else [feval] if callable(feval) else list(feval)
+    for f in [*fevals, *from_params]:
+        if not callable(f):
+            raise ParameterError(
+                "invalid parameter `feval`: expected callables feval(preds, dataset) -> "
+                "(name, value, is_higher_better)"
+            )
+        out.append(_Metric(f, "lightgbm"))
+    if maximize is not None and custom_metric is None:
+        raise ParameterError(
+            "invalid parameter `maximize`: it gives the direction of `custom_metric`, "
+            "which is not given"
+        )
+    return out
+
+
+#: Objectives whose output is exp(margin), the sigmoid or the softmax of the margins.
+_LOG_LINK = frozenset(
+    {"count:poisson", "poisson", "reg:tweedie", "tweedie", "reg:gamma", "gamma"}
+)
+_SIGMOID = frozenset({"binary:logistic", "binary"})
+_SOFTMAX = frozenset({"multi:softprob", "multiclass", "softmax", "multi:softmax"})
+
+
+def _transform(objective: Optional[str], margins: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """What a built-in objective predicts from margins, as the peers hand custom metrics."""
+    name = (objective or "").strip()
+    m = margins.astype(np.float64)
+    if name in _SIGMOID:
+        out = 1.0 / (1.0 + np.exp(-m))
+    elif name in _LOG_LINK:
+        out = np.exp(m)
+    elif name in _SOFTMAX and m.ndim == 2:
+        e = np.exp(m - m.max(axis=1, keepdims=True))
+        out = e / e.sum(axis=1, keepdims=True)
+    else:
+        return margins
+    return out.astype(np.float32)
+
+
+class _CustomRun:
+    """Custom metrics during training: computed from each evaluation set's margins after
+    every round (the engine hands them over after the round's callback), joined with the
+    engine's metrics, shown to callbacks, and watched for early stopping."""
+
+    def __init__(
+        self,
+        metrics: list[_Metric],
+        eval_sets: list[tuple[Dataset, str]],
+        callbacks: list[Callback],
+        hide_builtin: bool,
+        margins: bool,
+        objective: Optional[str],
+        first_round: int,
+    ) -> None:
+        self.metrics = metrics
+        self.sets = {name: d for d, name in eval_sets}
+        self.callbacks = callbacks
+        self.hide_builtin = hide_builtin
+        self.margins = margins
+        self.objective = objective
+        self.active = bool(eval_sets) and (bool(metrics) or hide_builtin)
+        #: Rounds of the model continued (round numbers count from there).
+        self.first_round = first_round
+        self.stopping_rounds: Optional[int] = None
+        #: The engine's metrics of the round just trained, and its number.
+        self.pending: tuple[int, list[tuple[str, str, float]]] = (0, [])
+        self.history: list[list[tuple[str, str, float]]] = []
+        self.num_rounds = 0
+        self.elapsed = 0.0
+        self.best: Optional[tuple[int, float]] = None
+        self.stopped = False
+
+    def on_round(
+        self, round_: int, num_rounds: int, metrics: list[tuple[str, str, float]], elapsed: float
+    ) -> bool:
+        # the custom metrics of this round come next, in on_metrics
+        self.pending = (round_, [] if self.hide_builtin else metrics)
+        self.num_rounds, self.elapsed = num_rounds, elapsed
+        return False
+
+    def _evaluate(self, name: str, margins: npt.NDArray[np.float32]) -> list[tuple[str, float, bool]]:
+        data = self.sets[name]
+        n = data.num_row()
+        preds = margins if margins.size == n else margins.reshape(n, -1)
+        if not self.margins:
+            preds = _transform(self.objective, preds)
+        out = []
+        for metric in self.metrics:
+            answer = metric.fn(preds.copy(), data)
+            items = answer if isinstance(answer, list) else [answer]
+            for item in items:
+                try:
+                    if metric.style == "xgboost":
+                        metric_name, value = item
+                        higher = metric.maximize
+                    else:
+                        metric_name, value, higher = item
+                except (TypeError, ValueError):
+                    what = "(name, value)" if metric.style == "xgboost" else (
+                        "(name, value, is_higher_better)"
+                    )
+                    arg = "custom_metric" if metric.style == "xgboost" else "feval"
+                    raise ParameterError(
+                        f"invalid parameter `{arg}`: it must return {what}, got {item!r}"
+                    ) from None
+                out.append((str(metric_name), float(value), bool(higher)))
+        return out
+
+    def on_metrics(self, _round: int, sets: list[tuple[str, npt.NDArray[np.float32]]]) -> bool:
+        round_, row = self.pending[0], list(self.pending[1])
+        watched: Optional[tuple[float, bool]] = None
+        for name, margins in sets:
+            computed = self._evaluate(name, margins) if self.metrics else []
+            at = max((i + 1 for i, m in enumerate(row) if m[0] == name), default=len(row))
+            row[at:at] = [(name, metric, value) for metric, value, _ in computed]
+            if computed:
+                watched = (computed[-1][1], computed[-1][2])
+        self.history.append(row)
+        evaluation: dict[str, dict[str, float]] = {}
+        for dataset, metric, value in row:
+            evaluation.setdefault(dataset, {})[metric] = value
+        info = RoundInfo(round_, self.num_rounds, evaluation, self.elapsed)
+        stop = False
+        for cb in self.callbacks:
+            if cb(info):
+                stop = True
+        if self.stopping_rounds is not None and watched is not None:
+            value, higher = watched
+            if self.best is None or (value > self.best[1] if higher else value < self.best[1]):
+                self.best = (round_, value)
+            if round_ - self.best[0] >= self.stopping_rounds:
+                stop = True
+        self.stopped = stop
+        return stop
+
+    def finish(self, native: NativeBooster) -> NativeBooster:
+        """The model as if training had stopped at the round the metric asked: the engine
+        stops one round later, and that round is dropped."""
+        reported = self.first_round + len(self.history)
+        if self.stopped and native.num_rounds > reported and self.history:
+            native = native.slice(0, reported)
+        self.history = self.history[: native.num_rounds - self.first_round]
+        if self.stopping_rounds is not None and self.best is not None:
+            native = native.with_best_iteration(self.best[0])
+        return native
+
+
+def _valid_sets(
+    valid_sets: Optional[Sequence[Dataset]], valid_names: Optional[Sequence[str]]
+) -> list[tuple[Dataset, str]]:
+    """LightGBM's ``valid_sets`` and ``valid_names`` as ``(Dataset, name)`` pairs."""
+    if valid_sets is None:
+        if valid_names is not None:
+            raise ParameterError("invalid parameter `valid_names`: given without `valid_sets`")
+        return []
+    sets = list(valid_sets)
+    names = [f"valid_{i}" for i in range(len(sets))] if valid_names is None else list(valid_names)
+    if len(names) != len(sets):
+        raise ParameterError(
+            f"invalid parameter `valid_names`: {len(names)} names for {len(sets)} valid_sets"
+        )
+    return list(zip(sets, names))
+
+
+def _index_parameters() -> None:
+    """Adds to :func:`train`'s documentation any engine parameter (or alias) its text does
+    not describe yet, so that ``help(sapwood.train)`` names every one."""
+    doc = train.__doc__ or ""
+    absent = [
+        f"``{name}``" + (f" [{', '.join(aliases)}]" if aliases else "")
+        for name, aliases in _sapwood.parameter_names()
+        if name not in doc or any(a not in doc for a in aliases)
+    ]
+    if absent:
+        train.__doc__ = doc.rstrip() + (
+            "\n\n    **Also accepted** (see the engine's documentation): "
+            + "; ".join(absent)
+            + ".\n"
+        )
+
+
+_index_parameters()
+
+
+#: Objectives with a positive class (``scale_pos_weight`` applies to them).
+_BINARY_OBJECTIVES = frozenset({"binary:logistic", "binary", "logistic", "binary:logitraw"})
+
+
+def _scale_positive(dtrain: Dataset, factor: float, objective: Optional[str]) -> Dataset:
+    """``dtrain`` with the weights of its positive rows multiplied by ``factor`` (XGBoost's
+    ``scale_pos_weight``): rows labelled 1, or of the second class of two class labels."""
+    if objective is None or objective.strip() not in _BINARY_OBJECTIVES:
+        raise ParameterError(
+            "invalid parameter `scale_pos_weight`: it weights the positive class of a "
+            f"binary objective, but the objective is {objective or 'reg:squarederror'}"
+        )
+    data, label, weight, categorical, names = dtrain._source
+    if isinstance(data, NativeData) or label is None:
+        raise ParameterError(
+            "invalid parameter `scale_pos_weight`: it needs a Dataset made from data "
+            "with a label"
+        )
+    y = np.asarray(label).ravel()
+    if y.dtype.kind in "biuf":
+        positive = y == 1
+    else:
+        classes = sorted(set(y.tolist()))
+        if len(classes) != 2:
+            raise ParameterError(
+                f"invalid parameter `scale_pos_weight`: the label has {len(classes)} "
+                "classes, a binary objective needs two"
+            )
+        positive = y == classes[1]
+    w = np.ones(len(y), dtype=np.float32) if weight is None else np.asarray(weight, dtype=np.float32)
+    w = np.where(positive, w * np.float32(factor), w).astype(np.float32)
+    return Dataset(
+        data, label=label, weight=w, categorical_features=categorical, feature_names=names,
+        base_margin=dtrain._base_margin,
+    )
 
 
 #: Metrics where a larger value is better (the engine's own rule for early stopping).
@@ -569,12 +1643,14 @@ def _take_rows(data: Any, rows: npt.NDArray[np.intp]) -> Any:
 
 def _subset(dtrain: Dataset, rows: npt.NDArray[np.intp]) -> Dataset:
     data, label, weight, categorical, names = dtrain._source
+    margin = dtrain._base_margin
     return Dataset(
         _take_rows(data, rows),
         label=_take_rows(label, rows),
         weight=_take_rows(weight, rows),
         categorical_features=categorical,
         feature_names=names,
+        base_margin=None if margin is None else margin[rows],
     )
 
 
@@ -634,7 +1710,7 @@ def _make_folds(
 
 
 def cv(
-    params: Mapping[str, ParamValue],
+    params: Params,
     dtrain: Dataset,
     num_boost_round: int = 10,
     nfold: int = 3,
@@ -666,10 +1742,12 @@ def cv(
         raise DataError("dtrain must be a sapwood.Dataset")
     if dtrain._source[1] is None:
         raise DataError("dtrain has no label: cross-validation needs one")
-    run_params = dict(params)
+    run_params: list[tuple[str, Any]] = (
+        [(str(k), v) for k, v in params.items()] if isinstance(params, Mapping) else list(params)
+    )
     if metrics:
-        run_params = {k: v for k, v in run_params.items() if canonical_param(k) != "eval_metric"}
-        run_params["eval_metric"] = [metrics] if isinstance(metrics, str) else list(metrics)
+        run_params = [(k, v) for k, v in run_params if canonical_param(k) != "eval_metric"]
+        run_params.append(("eval_metric", [metrics] if isinstance(metrics, str) else list(metrics)))
     histories: list[EvalsResult] = []
     for tr, te in _make_folds(dtrain, nfold, stratified, folds, shuffle, seed):
         history: EvalsResult = {}

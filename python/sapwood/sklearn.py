@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Sequence
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 import numpy as np
 import numpy.typing as npt
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils import check_random_state
+from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
-from . import _data
+from . import _data, _params
 from ._data import CategoricalSpec
-from ._sapwood import LabelError
-from .core import Booster, Dataset, EvalsResult, ParamValue, train
+from ._sapwood import LabelError, ParameterError
+from .core import Booster, Callback, Dataset, EvalsResult, train
 
 __all__ = ["SapwoodRegressor", "SapwoodClassifier"]
 
@@ -30,6 +32,16 @@ def _threads(n_jobs: Optional[int]) -> int:
     if n_jobs < 0:
         return max((os.cpu_count() or 1) + 1 + n_jobs, 1)
     return int(n_jobs)
+
+
+#: The constructor's engine parameters with the engine's name of each (the estimator
+#: passes its own names, so errors name them).
+_ENGINE_NAMED = (
+    "n_estimators", "learning_rate", "max_depth", "max_leaves", "grow_policy", "max_bin",
+    "min_data_in_bin", "min_child_weight", "min_child_samples", "reg_lambda", "reg_alpha",
+    "gamma", "max_delta_step", "subsample", "colsample_bytree", "grad_bits",
+    "max_cat_to_onehot", "max_cat_threshold", "random_state", "n_jobs", "device", "workers",
+)
 
 
 class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
@@ -57,14 +69,20 @@ class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
         max_cat_to_onehot: int = 4,
         max_cat_threshold: int = 32,
         categorical_features: CategoricalSpec = "auto",
+        objective: Union[str, Callable[..., Any], None] = None,
         eval_metric: Union[str, Sequence[str], None] = None,
         early_stopping_rounds: Optional[int] = None,
+        scale_pos_weight: Optional[float] = None,
+        class_weight: Union[dict[Any, float], str, None] = None,
+        missing: Optional[float] = None,
+        callbacks: Optional[Sequence[Callback]] = None,
         importance_type: str = "gain",
         random_state: Union[int, np.random.RandomState, None] = None,
         n_jobs: Optional[int] = None,
         device: str = "cpu",
         workers: int = 1,
         verbose: Union[bool, int] = False,
+        **kwargs: Any,
     ) -> None:
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
@@ -85,53 +103,94 @@ class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
         self.max_cat_to_onehot = max_cat_to_onehot
         self.max_cat_threshold = max_cat_threshold
         self.categorical_features = categorical_features
+        self.objective = objective
         self.eval_metric = eval_metric
         self.early_stopping_rounds = early_stopping_rounds
+        self.scale_pos_weight = scale_pos_weight
+        self.class_weight = class_weight
+        self.missing = missing
+        self.callbacks = callbacks
         self.importance_type = importance_type
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.device = device
         self.workers = workers
         self.verbose = verbose
+        self._extra_params: list[str] = []
+        self._set_extra(kwargs)
 
-    # ---- helpers ----------------------------------------------------------------------
+    # ---- parameters -------------------------------------------------------------------
 
-    def _engine_params(self) -> dict[str, ParamValue]:
+    def _set_extra(self, extra: dict[str, Any]) -> None:
+        """Keeps engine (and peer) parameters given by keyword beyond the constructor's
+        own. Their names are checked by ``fit`` (scikit-learn's rule: constructors and
+        ``set_params`` never raise), with the engine's "did you mean" message."""
+        for name, value in extra.items():
+            setattr(self, name, value)
+            if name not in self._extra_params:
+                self._extra_params.append(name)
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The estimator's parameters, including engine parameters given by keyword
+        (``SapwoodClassifier(cat_smooth=5).get_params()["cat_smooth"] == 5``)."""
+        params: dict[str, Any] = super().get_params(deep=deep)
+        for name in getattr(self, "_extra_params", ()):
+            params[name] = getattr(self, name)
+        return params
+
+    def set_params(self, **params: Any) -> Any:
+        """Sets parameters: the constructor's, or any engine parameter by name or alias
+        (checked by ``fit``: unknown names raise :class:`~sapwood.ParameterError`)."""
+        own = set(super().get_params(deep=False))
+        extra = {k: v for k, v in params.items() if k not in own and "__" not in k}
+        rest = {k: v for k, v in params.items() if k not in extra}
+        if rest:
+            super().set_params(**rest)
+        self._set_extra(extra)
+        return self
+
+    def _engine_params(self) -> list[tuple[str, Any]]:
+        """The engine's parameters, named as given to this estimator (so errors name
+        them); keyword parameters win over the constructor's defaults, and a parameter
+        set both ways to different values is an error."""
         seed = self.random_state
         if seed is None:
             seed = 0
         elif not isinstance(seed, (int, np.integer)):
             seed = int(check_random_state(seed).randint(np.iinfo(np.int32).max))
-        return {
-            "num_rounds": self.n_estimators,
-            "learning_rate": self.learning_rate,
-            "max_depth": self.max_depth,
-            "max_leaves": self.max_leaves,
-            "grow_policy": self.grow_policy,
-            "max_bin": self.max_bin,
-            "min_data_in_bin": self.min_data_in_bin,
-            "min_child_weight": self.min_child_weight,
-            "min_data_in_leaf": self.min_child_samples,
-            "lambda": self.reg_lambda,
-            "alpha": self.reg_alpha,
-            "gamma": self.gamma,
-            "max_delta_step": self.max_delta_step,
-            "subsample": self.subsample,
-            "colsample_bytree": self.colsample_bytree,
-            "grad_bits": self.grad_bits,
-            "max_cat_to_onehot": self.max_cat_to_onehot,
-            "max_cat_threshold": self.max_cat_threshold,
-            "eval_metric": self.eval_metric,
-            "seed": int(seed),
-            "threads": _threads(self.n_jobs),
-            "device": self.device,
-            "workers": self.workers,
+        if isinstance(self.n_estimators, (int, np.integer)) and self.n_estimators < 1:
+            raise ParameterError(
+                f"invalid parameter `n_estimators`: {self.n_estimators} must be at least 1"
+            )
+        named: dict[str, Any] = {name: getattr(self, name) for name in _ENGINE_NAMED}
+        named["random_state"] = int(seed)
+        named["eval_metric"] = self.eval_metric
+        named["n_jobs"] = _threads(self.n_jobs)
+        defaults = {
+            k: v.default for k, v in inspect.signature(_SapwoodModel.__init__).parameters.items()
         }
+        extra = {name: getattr(self, name) for name in self._extra_params}
+        for name, value in extra.items():
+            canonical = _params.canonical_param(name)
+            for own in list(named):
+                if canonical is not None and _params.canonical_param(own) == canonical:
+                    if getattr(self, own) != defaults[own]:
+                        raise ParameterError(
+                            f"invalid parameter `{name}`: given twice, as `{own}` and as `{name}`"
+                        )
+                    del named[own]
+        return [*named.items(), *extra.items()]
+
+    def _base_score_given(self) -> bool:
+        return any(_params.canonical_param(n) == "base_score" for n in self._extra_params)
 
     def _check_X(self, X: Any, reset: bool) -> Any:
         """Checks feature names and counts the scikit-learn way; DataFrames and Arrow
         tables pass unchanged (their categorical columns survive), other inputs become
-        float32/float64 arrays without a copy where possible."""
+        float32/float64 arrays without a copy where possible. ``missing`` values become
+        NaN."""
+        if self.missing is not None:
+            X = _data.replace_missing(X, self.missing)
         if _data.is_frame(X):
             validate_data(self, X, skip_check_array=True, reset=reset)
             return X
@@ -150,10 +209,9 @@ class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
         self,
         X: Any,
         y: npt.NDArray[Any],
-        params: dict[str, ParamValue],
+        params: list[tuple[str, Any]],
         sample_weight: Any,
-        eval_set: Optional[EvalSet],
-        eval_sample_weight: Optional[Sequence[Any]],
+        fit_args: _FitArgs,
         encode: Any,
     ) -> None:
         X = self._check_X(X, reset=True)
@@ -162,37 +220,81 @@ class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
         dtrain = Dataset(
             X, label=y, weight=sample_weight, categorical_features=self.categorical_features
         )
+        margin_name, margin = fit_args.margin
+        if margin is not None:
+            if margin_name == "init_score":
+                dtrain.set_init_score(margin)
+            else:
+                dtrain.set_base_margin(margin)
+        eval_set = list(fit_args.eval_set or ())
+        weights = fit_args.eval_weights(len(eval_set))
+        margins = fit_args.eval_margins(len(eval_set))
+        names = fit_args.names(len(eval_set))
         evals = []
-        for i, (Xe, ye) in enumerate(eval_set or ()):
-            we = eval_sample_weight[i] if eval_sample_weight is not None else None
-            Xe = self._check_X(Xe, reset=False)
-            evals.append(
-                (
-                    Dataset(
-                        Xe,
-                        label=encode(column_or_1d(ye)),
-                        weight=we,
-                        categorical_features=self.categorical_features,
-                    ),
-                    f"validation_{i}",
+        for i, pair in enumerate(eval_set):
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise ParameterError(
+                    f"invalid parameter `eval_set`: item {i} is not an (X, y) pair"
                 )
+            Xe, ye = pair
+            Xe = self._check_X(Xe, reset=False)
+            try:
+                labels = encode(column_or_1d(ye))
+            except LabelError as e:
+                raise LabelError(f"eval_set {i} (`{names[i]}`): {e}") from None
+            de = Dataset(
+                Xe, label=labels, weight=weights[i], categorical_features=self.categorical_features
             )
+            if margins[i] is not None:
+                if fit_args.eval_margins_name == "eval_init_score":
+                    de.set_init_score(margins[i])
+                else:
+                    de.set_base_margin(margins[i])
+            evals.append((de, names[i]))
+        if fit_args.eval_metric is not None:
+            params = [(k, v) for k, v in params if _params.canonical_param(k) != "eval_metric"]
+            params.append(("eval_metric", fit_args.eval_metric))
+        stopping = fit_args.early_stopping_rounds
+        if stopping is None:
+            stopping = self.early_stopping_rounds
+        verbose = self.verbose if fit_args.verbose is None else fit_args.verbose
         result: EvalsResult = {}
+        obj = None
+        if callable(self.objective):
+            obj = _sklearn_objective(self.objective, y)
+        init = fit_args.init_model
+        if isinstance(init, _SapwoodModel):
+            init = init.get_booster()
         self._Booster = train(
             params,
             dtrain,
             evals=evals,
-            early_stopping_rounds=self.early_stopping_rounds,
-            verbose_eval=self.verbose if evals else False,
+            early_stopping_rounds=stopping,
+            callbacks=[*(self.callbacks or ()), *(fit_args.callbacks or ())],
+            verbose_eval=verbose if evals else False,
             evals_result=result,
+            init_model=init,
+            obj=obj,
         )
         self.evals_result_ = result
 
-    def _raw_predict(self, X: Any, output_margin: bool = False) -> npt.NDArray[np.float32]:
+    def _raw_predict(
+        self,
+        X: Any,
+        output_margin: bool = False,
+        iteration_range: Optional[tuple[int, int]] = None,
+        base_margin: Any = None,
+    ) -> npt.NDArray[np.float32]:
         check_is_fitted(self, "_Booster")
         X = self._check_X(X, reset=False)
         booster: Booster = self._Booster
-        return booster.predict(X, output_margin=output_margin)
+        if iteration_range is None and booster.best_iteration is not None:
+            # XGBoost's estimators predict with the best iteration after early stopping
+            iteration_range = (0, booster.best_iteration + 1)
+        return booster.predict(
+            X, output_margin=output_margin, iteration_range=iteration_range,
+            base_margin=base_margin,
+        )
 
     def _contributions(self, X: Any) -> npt.NDArray[np.float32]:
         """SHAP contributions as LightGBM's ``predict(X, pred_contrib=True)`` lays them
@@ -200,7 +302,9 @@ class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
         check_is_fitted(self, "_Booster")
         X = self._check_X(X, reset=False)
         booster: Booster = self._Booster
-        c = booster.predict(X, pred_contribs=True)
+        best = booster.best_iteration
+        rounds = None if best is None else (0, best + 1)
+        c = booster.predict(X, pred_contribs=True, iteration_range=rounds)
         return c.reshape(c.shape[0], -1)
 
     # ---- fitted attributes ------------------------------------------------------------
@@ -217,8 +321,37 @@ class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
 
     @property
     def best_iteration_(self) -> Optional[int]:
-        """The best round chosen by early stopping, or None."""
+        """The best round (0-based) chosen by early stopping, or None."""
         return self.get_booster().best_iteration
+
+    @property
+    def best_iteration(self) -> Optional[int]:
+        """The best round (0-based) chosen by early stopping, or None (XGBoost's name)."""
+        return self.get_booster().best_iteration
+
+    @property
+    def best_score(self) -> Optional[float]:
+        """The watched score at the best iteration, or None (XGBoost's name)."""
+        return self.get_booster().best_score
+
+    @property
+    def best_score_(self) -> dict[str, dict[str, float]]:
+        """Every metric of every evaluation set at the best iteration (the last round
+        without early stopping), LightGBM's ``best_score_``."""
+        booster = self.get_booster()
+        best = booster.best_iteration
+        at = -1 if best is None else best
+        return {
+            name: {metric: values[at] for metric, values in metrics.items()}
+            for name, metrics in self.evals_result_.items()
+        }
+
+    def evals_result(self) -> EvalsResult:
+        """The metrics history, ``{set: {metric: [value per round]}}`` (XGBoost's
+        method; ``evals_result_`` is the same dict)."""
+        check_is_fitted(self, "_Booster")
+        result: EvalsResult = self.evals_result_
+        return result
 
     @property
     def n_estimators_(self) -> int:
@@ -239,12 +372,179 @@ class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
         return tags
 
 
-class SapwoodRegressor(RegressorMixin, _SapwoodModel):  # type: ignore[misc]
-    """Gradient-boosted trees for regression (squared error), scikit-learn style.
+class _FitArgs:
+    """What ``fit`` takes beyond the data, under XGBoost's and LightGBM's names."""
 
-    Parameters follow XGBoost's scikit-learn names; see :func:`sapwood.train` for their
-    meaning. ``n_jobs`` is the number of threads (None or -1: every core); ``device`` and
-    ``workers`` choose the backend and never change the model.
+    def __init__(
+        self,
+        eval_set: Optional[EvalSet],
+        eval_sample_weight: Optional[Sequence[Any]],
+        sample_weight_eval_set: Optional[Sequence[Any]],
+        eval_names: Optional[Sequence[str]],
+        eval_metric: Union[str, Sequence[str], None],
+        early_stopping_rounds: Optional[int],
+        verbose: Union[bool, int, None],
+        callbacks: Optional[Sequence[Callback]],
+        base_margin: Any = None,
+        init_score: Any = None,
+        base_margin_eval_set: Optional[Sequence[Any]] = None,
+        eval_init_score: Optional[Sequence[Any]] = None,
+        xgb_model: Any = None,
+        init_model: Any = None,
+    ) -> None:
+        for xgb_name, xgb_value, lgb_name, lgb_value in (
+            ("base_margin", base_margin, "init_score", init_score),
+            ("base_margin_eval_set", base_margin_eval_set, "eval_init_score", eval_init_score),
+            ("xgb_model", xgb_model, "init_model", init_model),
+        ):
+            if xgb_value is not None and lgb_value is not None:
+                raise ParameterError(
+                    f"invalid parameter `{lgb_name}`: given with `{xgb_name}`, which is the "
+                    "same thing (XGBoost's name); give one"
+                )
+        #: The training rows' margins, under the name given.
+        self.margin: tuple[str, Any] = (
+            ("init_score", init_score) if init_score is not None else ("base_margin", base_margin)
+        )
+        self.margins_list = eval_init_score if eval_init_score is not None else base_margin_eval_set
+        self.eval_margins_name = (
+            "eval_init_score" if eval_init_score is not None else "base_margin_eval_set"
+        )
+        self.init_model = init_model if init_model is not None else xgb_model
+        if eval_sample_weight is not None and sample_weight_eval_set is not None:
+            raise ParameterError(
+                "invalid parameter `sample_weight_eval_set`: given with `eval_sample_weight`, "
+                "which is the same thing (LightGBM's name); give one"
+            )
+        if callable(eval_metric):
+            raise ParameterError(
+                "invalid parameter `eval_metric`: custom metric functions are not "
+                "supported; give metric names (rmse, logloss, auc, ...)"
+            )
+        self.eval_set = eval_set
+        self.weights = eval_sample_weight if eval_sample_weight is not None else sample_weight_eval_set
+        self.weights_name = (
+            "eval_sample_weight" if eval_sample_weight is not None else "sample_weight_eval_set"
+        )
+        self.eval_names = eval_names
+        self.eval_metric = eval_metric
+        self.early_stopping_rounds = early_stopping_rounds
+        self.verbose = verbose
+        self.callbacks = callbacks
+
+    def eval_weights(self, n: int) -> list[Any]:
+        """One weight array (or None) per evaluation set."""
+        if self.weights is None:
+            return [None] * n
+        weights = list(self.weights)
+        if len(weights) != n:
+            raise ParameterError(
+                f"invalid parameter `{self.weights_name}`: {len(weights)} weight arrays for "
+                f"{n} evaluation sets"
+            )
+        return weights
+
+    def eval_margins(self, n: int) -> list[Any]:
+        """One margin array (or None) per evaluation set."""
+        if self.margins_list is None:
+            return [None] * n
+        margins = list(self.margins_list)
+        if len(margins) != n:
+            raise ParameterError(
+                f"invalid parameter `{self.eval_margins_name}`: {len(margins)} margin arrays "
+                f"for {n} evaluation sets"
+            )
+        return margins
+
+    def names(self, n: int) -> list[str]:
+        """The evaluation sets' names: ``eval_names`` or XGBoost's ``validation_i``."""
+        if self.eval_names is None:
+            return [f"validation_{i}" for i in range(n)]
+        names = [str(x) for x in self.eval_names]
+        if len(names) != n or len(set(names)) != n:
+            raise ParameterError(
+                f"invalid parameter `eval_names`: {names} are not {n} distinct names, one "
+                "per evaluation set"
+            )
+        return names
+
+
+#: The documentation of ``fit``'s arguments, shared by both estimators.
+_FIT_DOC = """Trains on ``X``, ``y``.
+
+        Parameters
+        ----------
+        X : array-like, DataFrame, Arrow table or sparse matrix
+            Training data (see :class:`sapwood.Dataset`).
+        y : array-like
+            Labels.
+        sample_weight : array-like, optional
+            Non-negative row weights.
+        eval_set : list of (X, y) pairs, optional
+            Sets reported after every round; early stopping watches the last one.
+        eval_sample_weight : list of array-like, optional
+            Weights of each evaluation set (LightGBM's name).
+        sample_weight_eval_set : list of array-like, optional
+            The same under XGBoost's name; give one of the two.
+        eval_names : list of str, optional
+            Names of the evaluation sets in ``evals_result_`` (default ``validation_0``,
+            ``validation_1``, ...).
+        eval_metric : str or list of str, optional
+            Metrics reported on the evaluation sets; replaces the constructor's.
+        early_stopping_rounds : int, optional
+            Replaces the constructor's ``early_stopping_rounds``.
+        verbose : bool or int, optional
+            Print the metrics every round (True) or every n rounds; False prints
+            nothing. None (default) uses the constructor's ``verbose``.
+        callbacks : list of Callback, optional
+            Called after every round, after the constructor's ``callbacks`` (see
+            :class:`sapwood.Callback`; ``sapwood.early_stopping`` and
+            ``sapwood.log_evaluation`` are LightGBM's callbacks).
+        base_margin : array-like, optional
+            Each training row's starting margin, ``(n,)`` or ``(n, classes)`` (XGBoost's
+            name; see :meth:`sapwood.Dataset.set_base_margin`). Predictions on other rows
+            start from the model's base score unless ``predict`` is given a
+            ``base_margin`` too.
+        init_score : array-like, optional
+            The same under LightGBM's name (a flat multiclass array is read class after
+            class, as LightGBM does); give one of the two.
+        base_margin_eval_set : list of array-like, optional
+            The margins of each evaluation set (XGBoost's name).
+        eval_init_score : list of array-like, optional
+            The same under LightGBM's name; give one of the two.
+        xgb_model : Booster, estimator or str, optional
+            A model (a :class:`sapwood.Booster`, a fitted Sapwood estimator, or a model
+            file) to continue: ``n_estimators`` more rounds are trained (XGBoost's
+            ``xgb_model``; see :func:`sapwood.train`).
+        init_model : Booster, estimator or str, optional
+            The same under LightGBM's name; give one of the two.
+
+        Returns
+        -------
+        self
+        """
+
+
+class SapwoodRegressor(RegressorMixin, _SapwoodModel):  # type: ignore[misc]
+    """Gradient-boosted trees for regression, scikit-learn style.
+
+    Parameters follow XGBoost's scikit-learn names (``n_estimators``,
+    ``learning_rate``, ``max_depth``, ``reg_lambda``, ...; see :func:`sapwood.train` for
+    their meaning); any other engine parameter, or its XGBoost/LightGBM alias, may be given
+    by keyword (``num_leaves=31``, ``cat_smooth=10``, ``min_category_count=5``) and is
+    validated by name with the engine's "did you mean" message. ``objective`` is a
+    regression objective (default ``reg:squarederror``), or a custom objective as both
+    peers take it, ``objective(y_true, y_pred) -> (grad, hess)`` (with LightGBM's third
+    argument ``weight`` or XGBoost's keyword ``sample_weight`` when the function takes
+    them): ``y_pred`` are raw margins, ``(n,)`` (``(n, classes)`` for a multiclass
+    classifier); the model then predicts margins (see :func:`sapwood.train`'s ``obj``). ``max_depth=-1`` means no depth
+    limit (with ``max_leaves``/``num_leaves`` bounding the trees). ``missing`` is a value
+    standing for a missing value (XGBoost's ``missing=``). ``n_jobs`` is the number of
+    threads (None or -1: every core); ``device`` and ``workers`` choose the backend and
+    never change the model. ``callbacks`` are called after every round (see
+    :class:`sapwood.Callback`). Peer settings that change nothing here
+    (``tree_method="hist"``, ``boosting_type="gbdt"``, ``verbosity``...) are accepted
+    with a one-time warning.
     """
 
     def fit(
@@ -254,22 +554,100 @@ class SapwoodRegressor(RegressorMixin, _SapwoodModel):  # type: ignore[misc]
         sample_weight: Any = None,
         eval_set: Optional[EvalSet] = None,
         eval_sample_weight: Optional[Sequence[Any]] = None,
+        *,
+        sample_weight_eval_set: Optional[Sequence[Any]] = None,
+        eval_names: Optional[Sequence[str]] = None,
+        eval_metric: Union[str, Sequence[str], None] = None,
+        early_stopping_rounds: Optional[int] = None,
+        verbose: Union[bool, int, None] = None,
+        callbacks: Optional[Sequence[Callback]] = None,
+        base_margin: Any = None,
+        init_score: Any = None,
+        base_margin_eval_set: Optional[Sequence[Any]] = None,
+        eval_init_score: Optional[Sequence[Any]] = None,
+        xgb_model: Any = None,
+        init_model: Any = None,
     ) -> SapwoodRegressor:
-        """Trains on ``X``, ``y``; ``eval_set`` is a list of ``(X, y)`` pairs reported
-        each round (early stopping watches the last one)."""
         y_arr = _regression_target(y)
+        if self.class_weight is not None:
+            raise ParameterError(
+                "invalid parameter `class_weight`: class weights are for SapwoodClassifier"
+            )
+        if self.scale_pos_weight is not None:
+            raise ParameterError(
+                "invalid parameter `scale_pos_weight`: it weights the positive class of a "
+                "binary classification; use SapwoodClassifier"
+            )
+        objective = self.objective if self.objective is not None else "reg:squarederror"
+        if not callable(objective) and _is_classification(objective):
+            raise ParameterError(
+                f"invalid parameter `objective`: {objective} is a classification objective; "
+                "use SapwoodClassifier"
+            )
         params = self._engine_params()
-        params["objective"] = "reg:squarederror"
-        self._fit(X, y_arr, params, sample_weight, eval_set, eval_sample_weight, _regression_target)
+        if not callable(objective):
+            # a custom objective trains an identity loss from margin 0 (sapwood.train)
+            params.append(("objective", objective))
+        args = _FitArgs(
+            eval_set, eval_sample_weight, sample_weight_eval_set, eval_names, eval_metric,
+            early_stopping_rounds, verbose, callbacks, base_margin, init_score,
+            base_margin_eval_set, eval_init_score, xgb_model, init_model,
+        )
+        self._fit(X, y_arr, params, sample_weight, args, _regression_target)
         return self
 
+    fit.__doc__ = _FIT_DOC
+
     def predict(
-        self, X: Any, output_margin: bool = False, pred_contrib: bool = False
+        self,
+        X: Any,
+        output_margin: bool = False,
+        pred_contrib: bool = False,
+        iteration_range: Optional[tuple[int, int]] = None,
+        *,
+        base_margin: Any = None,
     ) -> npt.NDArray[np.float32]:
-        """Predicted values; ``pred_contrib`` gives SHAP contributions (LightGBM's layout)."""
+        """Predicted values; ``pred_contrib`` gives SHAP contributions (LightGBM's
+        layout). After early stopping the best iteration is used unless
+        ``iteration_range`` (rounds ``[start, end)``, as in XGBoost) says otherwise.
+        ``base_margin`` (XGBoost's) gives each row's starting margin, ``(n,)``: the trees
+        are added to it instead of to the model's base score. A model fitted with a
+        custom ``objective`` predicts margins."""
         if pred_contrib:
             return self._contributions(X)
-        return self._raw_predict(X, output_margin)
+        return self._raw_predict(X, output_margin, iteration_range, base_margin)
+
+
+def _sklearn_objective(fn: Any, y: npt.NDArray[Any]) -> Any:
+    """The peers' scikit-learn objective ``fn(y_true, y_pred) -> (grad, hess)`` as
+    :func:`sapwood.train`'s ``obj``: LightGBM's ``fn(y_true, y_pred, weight)`` and
+    XGBoost's ``fn(y_true, y_pred, *, sample_weight)`` get the training weights."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        signature = None
+    keyword = signature is not None and "sample_weight" in signature.parameters
+    positional = 0
+    if signature is not None:
+        positional = sum(
+            p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "sample_weight"
+            for p in signature.parameters.values()
+        )
+    y_true = np.asarray(y)
+
+    def obj(preds: npt.NDArray[np.float32], dtrain: Dataset) -> Any:
+        if keyword:
+            return fn(y_true, preds, sample_weight=dtrain.get_weight())
+        if positional >= 3:
+            return fn(y_true, preds, dtrain.get_weight())
+        return fn(y_true, preds)
+
+    return obj
+
+
+def _is_classification(objective: str) -> bool:
+    name = str(objective).strip().lower()
+    return name.startswith(("binary", "multi")) or name in {"softmax", "multiclassova", "ova"}
 
 
 def _regression_target(y: Any) -> npt.NDArray[np.float32]:
@@ -281,11 +659,38 @@ def _regression_target(y: Any) -> npt.NDArray[np.float32]:
         raise LabelError(f"regression labels must be numbers: {e}") from None
 
 
+def _label_kinds(y: npt.NDArray[Any]) -> set[str]:
+    """The kinds of class labels in ``y``: ``number``, ``str`` or ``bool``."""
+    if y.dtype.kind == "b":
+        return {"bool"}
+    if y.dtype.kind in "iuf":
+        return {"number"}
+    if y.dtype.kind in "US":
+        return {"str"}
+    kinds = set()
+    for v in y.tolist():
+        if isinstance(v, (bool, np.bool_)):
+            kinds.add("bool")
+        elif isinstance(v, (int, float, np.number)):
+            kinds.add("number")
+        else:
+            kinds.add(type(v).__name__)
+    return kinds
+
+
 class SapwoodClassifier(ClassifierMixin, _SapwoodModel):  # type: ignore[misc]
     """Gradient-boosted trees for binary and multiclass classification, scikit-learn
-    style. ``classes_`` may be of any type numpy can sort (strings, ints, bools, ...).
+    style. ``classes_`` may be of any one type numpy can sort (strings, ints, bools, ...).
 
-    Parameters follow XGBoost's scikit-learn names; see :class:`SapwoodRegressor`.
+    Parameters are those of :class:`SapwoodRegressor`. ``objective`` is chosen from the
+    classes when None (``binary:logistic`` for two, ``multi:softprob`` for more); a custom
+    ``objective(y_true, y_pred)`` gets the class codes (0, 1, ...) and raw margins, and
+    ``predict_proba`` gives the sigmoid (softmax) of the margins, as XGBoost's classifier;
+    ``class_weight`` weights rows by class, as scikit-learn means it (a dict ``{class:
+    weight}`` or ``"balanced"``: ``n_samples / (n_classes * count(class))``);
+    ``scale_pos_weight`` multiplies the weight of the positive class (``classes_[1]``) of a
+    binary problem, as in XGBoost. Both multiply ``sample_weight`` and apply to the
+    training rows only.
     """
 
     def fit(
@@ -295,10 +700,27 @@ class SapwoodClassifier(ClassifierMixin, _SapwoodModel):  # type: ignore[misc]
         sample_weight: Any = None,
         eval_set: Optional[EvalSet] = None,
         eval_sample_weight: Optional[Sequence[Any]] = None,
+        *,
+        sample_weight_eval_set: Optional[Sequence[Any]] = None,
+        eval_names: Optional[Sequence[str]] = None,
+        eval_metric: Union[str, Sequence[str], None] = None,
+        early_stopping_rounds: Optional[int] = None,
+        verbose: Union[bool, int, None] = None,
+        callbacks: Optional[Sequence[Callback]] = None,
+        base_margin: Any = None,
+        init_score: Any = None,
+        base_margin_eval_set: Optional[Sequence[Any]] = None,
+        eval_init_score: Optional[Sequence[Any]] = None,
+        xgb_model: Any = None,
+        init_model: Any = None,
     ) -> SapwoodClassifier:
-        """Trains on ``X``, ``y``; ``eval_set`` is a list of ``(X, y)`` pairs reported
-        each round (early stopping watches the last one)."""
         y_arr = column_or_1d(y, warn=True)
+        kinds = _label_kinds(y_arr)
+        if len(kinds) > 1:
+            raise LabelError(
+                f"class labels mix types ({', '.join(sorted(kinds))}): give every label as "
+                "the same type (all strings or all numbers)"
+            )
         check_classification_targets(y_arr)
         classes, codes = np.unique(y_arr, return_inverse=True)
         if len(classes) < 2:
@@ -307,21 +729,89 @@ class SapwoodClassifier(ClassifierMixin, _SapwoodModel):  # type: ignore[misc]
             )
         self.classes_ = classes
         self.n_classes_ = len(classes)
+        self._classes_kinds = kinds
         params = self._engine_params()
-        if self.n_classes_ == 2:
-            params["objective"] = "binary:logistic"
-        else:
-            params["objective"] = "multi:softprob"
-            params["num_class"] = self.n_classes_
-        self._fit(
-            X, codes.astype(np.float32), params, sample_weight, eval_set, eval_sample_weight,
-            self._encode,
+        params.extend(self._objective_params())
+        weight = self._class_weights(y_arr, codes, sample_weight)
+        args = _FitArgs(
+            eval_set, eval_sample_weight, sample_weight_eval_set, eval_names, eval_metric,
+            early_stopping_rounds, verbose, callbacks, base_margin, init_score,
+            base_margin_eval_set, eval_init_score, xgb_model, init_model,
         )
+        self._fit(X, codes.astype(np.float32), params, weight, args, self._encode)
         return self
 
+    fit.__doc__ = _FIT_DOC
+
+    def _objective_params(self) -> list[tuple[str, Any]]:
+        """The objective (and class count) for the classes found."""
+        objective = self.objective
+        if callable(objective):
+            # as XGBoost's classifier: the margins' sigmoid or softmax are the probabilities
+            start = [] if self._base_score_given() else [
+                ("base_score", 0.5 if self.n_classes_ == 2 else 0.0)
+            ]
+            if self.n_classes_ == 2:
+                return [("objective", "binary:logistic"), *start]
+            return [("objective", "multi:softprob"), ("num_class", self.n_classes_), *start]
+        if objective is None:
+            if self.n_classes_ == 2:
+                return [("objective", "binary:logistic")]
+            return [("objective", "multi:softprob"), ("num_class", self.n_classes_)]
+        if not _is_classification(objective):
+            raise ParameterError(
+                f"invalid parameter `objective`: {objective} is not a classification "
+                "objective; use SapwoodRegressor"
+            )
+        if str(objective).strip().lower().startswith("binary"):
+            if self.n_classes_ != 2:
+                raise ParameterError(
+                    f"invalid parameter `objective`: {objective} is for two classes but y "
+                    f"has {self.n_classes_}; use multi:softprob"
+                )
+            return [("objective", objective)]
+        return [("objective", objective), ("num_class", self.n_classes_)]
+
+    def _class_weights(self, y: npt.NDArray[Any], codes: npt.NDArray[Any], sample_weight: Any) -> Any:
+        """``sample_weight`` times ``class_weight`` and ``scale_pos_weight``."""
+        if self.class_weight is None and self.scale_pos_weight is None:
+            return sample_weight
+        w = (
+            np.ones(len(y), dtype=np.float64)
+            if sample_weight is None
+            else column_or_1d(np.asarray(sample_weight, dtype=np.float64)).copy()
+        )
+        if self.class_weight is not None:
+            try:
+                w *= compute_sample_weight(self.class_weight, y)
+            except ValueError as e:
+                raise ParameterError(f"invalid parameter `class_weight`: {e}") from None
+        if self.scale_pos_weight is not None:
+            spw = float(self.scale_pos_weight)
+            if not (np.isfinite(spw) and spw > 0):
+                raise ParameterError(
+                    f"invalid parameter `scale_pos_weight`: {self.scale_pos_weight} must be a "
+                    "finite number > 0"
+                )
+            if self.n_classes_ != 2:
+                raise ParameterError(
+                    "invalid parameter `scale_pos_weight`: it weights the positive class of "
+                    f"a binary problem, but y has {self.n_classes_} classes; use class_weight"
+                )
+            w[codes == 1] *= spw
+        return w.astype(np.float32)
+
     def _encode(self, y: Any) -> npt.NDArray[np.float32]:
-        """Class labels to the codes used in training; unseen classes are refused."""
+        """Class labels to the codes used in training; unseen classes and labels of
+        another type than the training labels are refused."""
         y = np.asarray(y)
+        kinds = _label_kinds(y)
+        trained = getattr(self, "_classes_kinds", kinds)
+        if not kinds <= trained:
+            raise LabelError(
+                f"labels are {', '.join(sorted(kinds))} but the training labels are "
+                f"{', '.join(sorted(trained))} (classes {list(self.classes_)[:5]})"
+            )
         classes: npt.NDArray[Any] = self.classes_
         index: npt.NDArray[np.intp] = np.clip(np.searchsorted(classes, y), 0, len(classes) - 1)
         unseen = classes[index] != y
@@ -332,20 +822,59 @@ class SapwoodClassifier(ClassifierMixin, _SapwoodModel):  # type: ignore[misc]
             )
         return index.astype(np.float32)
 
-    def predict_proba(self, X: Any) -> npt.NDArray[np.float64]:
-        """Class probabilities, one column per class in ``classes_`` order."""
-        p = self._raw_predict(X).astype(np.float64)
+    def predict_proba(
+        self,
+        X: Any,
+        iteration_range: Optional[tuple[int, int]] = None,
+        *,
+        base_margin: Any = None,
+    ) -> npt.NDArray[np.float64]:
+        """Class probabilities, one column per class in ``classes_`` order; after early
+        stopping from the best iteration unless ``iteration_range`` (rounds ``[start,
+        end)``) says otherwise. ``base_margin`` gives each row's starting margin, ``(n,)``
+        or ``(n, classes)`` (XGBoost's argument). With a custom ``objective`` the
+        probabilities are the sigmoid (softmax) of the margins, as in XGBoost."""
+        if self._predicts_classes():
+            # multi:softmax predicts class indices; its probabilities are the margins' softmax
+            m = self._raw_predict(
+                X, output_margin=True, iteration_range=iteration_range, base_margin=base_margin
+            )
+            m = m.astype(np.float64) - m.max(axis=1, keepdims=True)
+            e = np.exp(m)
+            proba: npt.NDArray[np.float64] = e / e.sum(axis=1, keepdims=True)
+            return proba
+        p = self._raw_predict(
+            X, iteration_range=iteration_range, base_margin=base_margin
+        ).astype(np.float64)
         if p.ndim == 1:
             return np.column_stack([1.0 - p, p])
         return p
 
-    def predict(self, X: Any, output_margin: bool = False, pred_contrib: bool = False) -> Any:
+    def _predicts_classes(self) -> bool:
+        """Whether the booster's predictions are class indices (``multi:softmax``)."""
+        return self.get_booster().objective == "multi:softmax"
+
+    def predict(
+        self,
+        X: Any,
+        output_margin: bool = False,
+        pred_contrib: bool = False,
+        iteration_range: Optional[tuple[int, int]] = None,
+        *,
+        base_margin: Any = None,
+    ) -> Any:
         """The most probable class of each row (raw scores with ``output_margin``, SHAP
-        contributions in LightGBM's layout with ``pred_contrib``)."""
+        contributions in LightGBM's layout with ``pred_contrib``); ``iteration_range`` and
+        ``base_margin`` as in :meth:`predict_proba`."""
         if pred_contrib:
             return self._contributions(X)
         if output_margin:
-            return self._raw_predict(X, output_margin=True)
-        p = self._raw_predict(X)
-        index = (p > 0.5).astype(np.intp) if p.ndim == 1 else np.argmax(p, axis=1)
+            return self._raw_predict(
+                X, output_margin=True, iteration_range=iteration_range, base_margin=base_margin
+            )
+        p = self._raw_predict(X, iteration_range=iteration_range, base_margin=base_margin)
+        if self._predicts_classes():
+            index = p.astype(np.intp)
+        else:
+            index = (p > 0.5).astype(np.intp) if p.ndim == 1 else np.argmax(p, axis=1)
         return self.classes_[index]

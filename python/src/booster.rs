@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use numpy::{IntoPyArray, PyArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use sapwood::FeatureCuts;
 use sapwood::{Booster, ClassLabel, Importance, Output, PredictOptions};
+use sapwood::{FeatureCuts, SplitRule};
 
 use crate::data::NativeData;
 use crate::errors::{guarded, Kind, OrRaise};
@@ -21,6 +21,11 @@ impl NativeBooster {
     /// Wraps an engine booster.
     pub fn new(inner: Booster) -> Self {
         NativeBooster { inner }
+    }
+
+    /// The engine's booster.
+    pub fn engine(&self) -> &Booster {
+        &self.inner
     }
 }
 
@@ -228,6 +233,147 @@ impl NativeBooster {
                 FeatureCuts::Numeric { .. } => None,
             })
             .collect()
+    }
+
+    /// A model of the rounds `start, start + step, ...` before `end` (their trees with the
+    /// same base margin, cuts and parameters; no best iteration): XGBoost's
+    /// `booster[start:end:step]`. The range must be within the rounds trained.
+    #[pyo3(signature = (start, end, step=1))]
+    fn slice(
+        &self,
+        py: Python<'_>,
+        start: usize,
+        end: usize,
+        step: usize,
+    ) -> PyResult<NativeBooster> {
+        guarded(|| {
+            let model = self.inner.model();
+            let rounds = model.num_rounds();
+            if step == 0 || start >= end || end > rounds {
+                return Err(Kind::Parameter.err(format!(
+                    "invalid parameter `iteration_range`: rounds [{start}, {end}) with step \
+                     {step} are not a non-empty range within the {rounds} rounds trained"
+                )));
+            }
+            let groups = model.groups.max(1);
+            let mut sliced = model.clone();
+            sliced.trees = (start..end)
+                .step_by(step)
+                .flat_map(|r| model.trees[r * groups..(r + 1) * groups].iter().cloned())
+                .collect();
+            sliced.best_iteration = None;
+            sliced.params.num_rounds = sliced.trees.len() / groups;
+            sliced.params.early_stopping_rounds = None;
+            let text = sliced.to_json();
+            let inner = py.detach(|| Booster::from_json(&text)).or_raise()?;
+            Ok(NativeBooster { inner })
+        })
+    }
+
+    /// The same model with `best` as its best iteration (0-based; None for none), for
+    /// early stopping decided outside the engine (a custom metric's).
+    fn with_best_iteration(&self, py: Python<'_>, best: Option<usize>) -> PyResult<NativeBooster> {
+        guarded(|| {
+            let rounds = self.inner.num_rounds();
+            if best.is_some_and(|b| b >= rounds) {
+                return Err(Kind::Parameter.err(format!(
+                    "invalid parameter `best_iteration`: {} is not one of the {rounds} rounds \
+                     trained",
+                    best.unwrap_or_default()
+                )));
+            }
+            let mut model = self.inner.model().clone();
+            model.best_iteration = best;
+            let text = model.to_json();
+            let inner = py.detach(|| Booster::from_json(&text)).or_raise()?;
+            Ok(NativeBooster { inner })
+        })
+    }
+
+    /// Every node of every tree, column by column: `tree`, `node`, `feature` (index, -1 for a
+    /// leaf), `threshold` (numeric splits send values `<=` it left; NaN otherwise),
+    /// `categories` (the levels a categorical split sends left, else None), `left`, `right`
+    /// (children, -1 for a leaf), `default_left` (where missing values go), `gain`, `cover`
+    /// (hessian sum) and `value` (the leaf value, learning rate applied).
+    fn tree_nodes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let model = self.inner.model();
+        let cuts = model.cuts.features();
+        let mut tree_ids = Vec::new();
+        let mut node_ids = Vec::new();
+        let mut feature = Vec::new();
+        let mut threshold = Vec::new();
+        let mut categories: Vec<Option<Vec<String>>> = Vec::new();
+        let mut left = Vec::new();
+        let mut right = Vec::new();
+        let mut default_left = Vec::new();
+        let mut gain = Vec::new();
+        let mut cover = Vec::new();
+        let mut value = Vec::new();
+        for (t, tree) in model.trees.iter().enumerate() {
+            for (i, node) in tree.nodes.iter().enumerate() {
+                tree_ids.push(t);
+                node_ids.push(i);
+                cover.push(node.cover);
+                value.push(f64::from(node.value));
+                let Some(s) = &node.split else {
+                    feature.push(-1i64);
+                    threshold.push(f64::NAN);
+                    categories.push(None);
+                    left.push(-1i64);
+                    right.push(-1i64);
+                    default_left.push(false);
+                    gain.push(0.0);
+                    continue;
+                };
+                feature.push(s.feature as i64);
+                left.push(i64::from(s.left.0));
+                right.push(i64::from(s.right.0));
+                default_left.push(s.default_left);
+                gain.push(s.gain);
+                match (&s.rule, &cuts[s.feature]) {
+                    (SplitRule::Numeric { bin }, FeatureCuts::Numeric { thresholds }) => {
+                        threshold.push(f64::from(FeatureCuts::split_threshold(thresholds, *bin)));
+                        categories.push(None);
+                    }
+                    (
+                        SplitRule::Categorical { left: set },
+                        FeatureCuts::Categorical {
+                            levels, level_bins, ..
+                        },
+                    ) => {
+                        threshold.push(f64::NAN);
+                        categories.push(Some(
+                            levels
+                                .iter()
+                                .zip(level_bins)
+                                .filter(|(_, &b)| set.contains(b))
+                                .map(|(l, _)| l.clone())
+                                .collect(),
+                        ));
+                    }
+                    _ => {
+                        return Err(Kind::Model.err(format!(
+                            "invalid model: tree {t}, node {i}: the split does not match the \
+                             kind of feature `{}`",
+                            model.feature_names[s.feature]
+                        )))
+                    }
+                }
+            }
+        }
+        let out = PyDict::new(py);
+        out.set_item("tree", tree_ids)?;
+        out.set_item("node", node_ids)?;
+        out.set_item("feature", feature)?;
+        out.set_item("threshold", threshold)?;
+        out.set_item("categories", categories)?;
+        out.set_item("left", left)?;
+        out.set_item("right", right)?;
+        out.set_item("default_left", default_left)?;
+        out.set_item("gain", gain)?;
+        out.set_item("cover", cover)?;
+        out.set_item("value", value)?;
+        Ok(out)
     }
 
     /// Class labels of a classification model (bool, int or str), else None.

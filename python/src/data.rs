@@ -6,6 +6,7 @@
 //! prediction call, under a read-only borrow of every array.
 
 use std::borrow::Cow;
+use std::sync::Mutex;
 
 use numpy::ndarray::{ArrayView2, Axis};
 use numpy::{
@@ -42,6 +43,9 @@ pub struct NativeData {
     n_rows: usize,
     label: Option<Label>,
     weight: Option<Vec<f32>>,
+    /// Each row's base margin (XGBoost's `base_margin`, LightGBM's `init_score`), groups
+    /// per row, row-major; settable after construction, as XGBoost's `set_base_margin`.
+    base_margin: Mutex<Option<Vec<f32>>>,
 }
 
 /// Read-only borrows of every numpy array a `NativeData` refers to, in source order.
@@ -122,6 +126,10 @@ fn label_of(label: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Label>> {
     ))
 }
 
+fn poisoned() -> PyErr {
+    input("the dataset's base margin is unavailable after a panic")
+}
+
 fn weight_of(weight: Option<PyReadonlyArray1<'_, f32>>) -> Option<Vec<f32>> {
     weight.map(|w| w.as_array().to_vec())
 }
@@ -194,7 +202,13 @@ impl NativeData {
             columns.push(col);
         }
         let features = FeatureMatrix::new(self.names.clone(), columns).or_raise()?;
-        Dataset::from_parts(features, self.label.clone(), self.weight.clone()).or_raise()
+        let mut dataset =
+            Dataset::from_parts(features, self.label.clone(), self.weight.clone()).or_raise()?;
+        let margin = self.base_margin.lock().map_err(|_| poisoned())?.clone();
+        if margin.is_some() {
+            dataset.set_base_margin(margin).or_raise()?;
+        }
+        Ok(dataset)
     }
 }
 
@@ -231,6 +245,7 @@ impl NativeData {
                 n_rows: 0,
                 label: label_of(label)?,
                 weight: weight_of(weight),
+                base_margin: Mutex::new(None),
             };
             let shape = array
                 .getattr("shape")
@@ -294,6 +309,7 @@ impl NativeData {
                 n_rows: 0,
                 label: label_of(label)?,
                 weight: weight_of(weight),
+                base_margin: Mutex::new(None),
             };
             for (name, values, levels) in columns {
                 let source = match levels {
@@ -398,6 +414,7 @@ impl NativeData {
                 n_rows,
                 label: label_of(label)?,
                 weight: weight_of(weight),
+                base_margin: Mutex::new(None),
             }
             .finish(py)
         })
@@ -437,6 +454,7 @@ impl NativeData {
                 table: Some(table),
                 label: label_of(label)?,
                 weight: weight_of(weight),
+                base_margin: Mutex::new(None),
             }
             .finish(py)
         })
@@ -489,5 +507,36 @@ impl NativeData {
     #[getter]
     fn has_label(&self) -> bool {
         self.label.is_some()
+    }
+
+    /// Sets (or with None removes) each row's base margin: float32, groups per row,
+    /// row-major. Every value must be finite; the length must be a whole number of values
+    /// per row (checked against the model where it is used).
+    #[pyo3(signature = (margin))]
+    fn set_base_margin(
+        &self,
+        py: Python<'_>,
+        margin: Option<PyReadonlyArray1<'_, f32>>,
+    ) -> PyResult<()> {
+        guarded(|| {
+            let margin = margin.map(|m| m.as_array().to_vec());
+            let old = std::mem::replace(
+                &mut *self.base_margin.lock().map_err(|_| poisoned())?,
+                margin,
+            );
+            // the engine's own checks (finite values, whole rows), naming the row
+            let checked = self.borrow(py).and_then(|b| self.dataset(&b).map(drop));
+            if checked.is_err() {
+                *self.base_margin.lock().map_err(|_| poisoned())? = old;
+            }
+            checked
+        })
+    }
+
+    /// Each row's base margin as set, flat (groups per row, row-major), or None.
+    #[getter]
+    fn base_margin<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyArray1<f32>>>> {
+        let margin = self.base_margin.lock().map_err(|_| poisoned())?;
+        Ok(margin.as_ref().map(|m| PyArray1::from_slice(py, m)))
     }
 }

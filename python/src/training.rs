@@ -6,10 +6,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
+use rayon::prelude::*;
 use std::path::PathBuf;
 
-use sapwood::{Booster, Checkpoint, Control, Dataset, RoundReport, Settings, TrainObserver};
+use sapwood::{
+    Booster, Checkpoint, Control, Dataset, NodeId, RoundReport, Settings, TrainObserver, Tree,
+};
 
 use crate::booster::NativeBooster;
 use crate::data::NativeData;
@@ -27,14 +31,138 @@ struct Checkpointing {
     resume: Option<PathBuf>,
 }
 
-/// Calls the Python callback after each round, honours the stop flag set on Ctrl-C, and
-/// keeps checkpoints.
+/// The leaf a row of one evaluation set reaches in a tree (the set binned with the
+/// model's cuts, kept inside the closure).
+type LeafOf = Box<dyn Fn(&Tree, usize) -> NodeId + Send + Sync>;
+
+/// One evaluation set's margins, kept up to date tree by tree for a custom metric.
+struct EvalMargins {
+    name: String,
+    leaf_of: LeafOf,
+    /// `groups` per row, row-major, in the order prediction adds the trees.
+    margins: Vec<f32>,
+}
+
+/// A custom metric computed in Python from the evaluation sets' margins after each round.
+/// The engine hands the trees to [`TrainObserver::on_checkpoint`], asked every round,
+/// which comes after that round's [`TrainObserver::on_round`]: a stop asked by the metric
+/// is honoured at the next round's `on_round`, and the front end drops that extra round.
+struct CustomMetric<'a> {
+    /// `metric(round, [(name, margins)]) -> stop`.
+    callable: &'a Py<PyAny>,
+    evals: &'a [(&'a str, &'a Dataset<'a>)],
+    sets: Option<Vec<EvalMargins>>,
+    trees_seen: usize,
+    stop_next: bool,
+}
+
+/// Flushes subnormal margins to zero, as training and prediction do.
+fn ftz(x: f32) -> f32 {
+    if x.abs() < f32::MIN_POSITIVE {
+        0.0
+    } else {
+        x
+    }
+}
+
+impl CustomMetric<'_> {
+    /// Adds the trees of `checkpoint` not seen yet to every set's margins.
+    fn update(&mut self, checkpoint: &Checkpoint) -> sapwood::Result<()> {
+        let model = &checkpoint.model;
+        let k = model.groups.max(1);
+        if self.sets.is_none() {
+            let mut sets = Vec::with_capacity(self.evals.len());
+            for (name, d) in self.evals {
+                let binned = model.bin(d.features())?;
+                let margins = match d.base_margin() {
+                    Some(b) => b.iter().map(|&v| ftz(v)).collect(),
+                    None => (0..d.n_rows())
+                        .flat_map(|_| model.base_margin.iter().copied())
+                        .collect(),
+                };
+                sets.push(EvalMargins {
+                    name: name.to_string(),
+                    leaf_of: Box::new(move |t: &Tree, row| t.leaf_of_binned(&binned, row)),
+                    margins,
+                });
+            }
+            self.sets = Some(sets);
+        }
+        let new = &model.trees[self.trees_seen.min(model.trees.len())..];
+        for set in self.sets.iter_mut().flatten() {
+            let leaf_of = &set.leaf_of;
+            set.margins
+                .par_chunks_mut(k)
+                .enumerate()
+                .for_each(|(row, m)| {
+                    for (i, tree) in new.iter().enumerate() {
+                        let g = (self.trees_seen + i) % k;
+                        m[g] = ftz(m[g] + tree.value(leaf_of(tree, row)));
+                    }
+                });
+        }
+        self.trees_seen = model.trees.len();
+        Ok(())
+    }
+
+    /// Calls the Python metric with every set's margins; true asks to stop.
+    fn report(&self, round: usize) -> PyResult<bool> {
+        Python::attach(|py| {
+            let sets: Vec<(String, Bound<'_, PyArray1<f32>>)> = self
+                .sets
+                .iter()
+                .flatten()
+                .map(|s| (s.name.clone(), PyArray1::from_slice(py, &s.margins)))
+                .collect();
+            self.callable.call1(py, (round, sets))?.is_truthy(py)
+        })
+    }
+}
+
+/// Calls the Python callback after each round, honours the stop flag set on Ctrl-C, keeps
+/// checkpoints, and asks Python for a custom objective's gradients and a custom metric.
 struct Observer<'a> {
     callback: Option<&'a Py<PyAny>>,
     stop: &'a AtomicBool,
     checkpoints: &'a Checkpointing,
-    /// An exception raised by the callback; training stops and it is re-raised.
+    /// `objective(margins, groups) -> (grad, hess)`, float32 arrays of the margins' length.
+    objective: Option<&'a Py<PyAny>>,
+    metric: Option<CustomMetric<'a>>,
+    /// An exception raised by Python code; training stops and it is re-raised.
     error: Option<PyErr>,
+}
+
+impl Observer<'_> {
+    /// Keeps a Python exception and turns it into the engine error that stops training.
+    fn fail(&mut self, e: PyErr, what: &'static str) -> sapwood::Error {
+        let message = Python::attach(|py| e.value(py).to_string());
+        self.error = Some(e);
+        sapwood::Error::param(what, message)
+    }
+
+    fn custom_gradients(&self, margins: &[f32], groups: usize) -> PyResult<Vec<[f32; 2]>> {
+        let objective = self.objective.expect("asked only with a custom objective");
+        Python::attach(|py| {
+            let preds = PyArray1::from_slice(py, margins);
+            let answer = objective.call1(py, (preds, groups))?;
+            let (grad, hess): (PyReadonlyArray1<'_, f32>, PyReadonlyArray1<'_, f32>) =
+                answer.extract(py)?;
+            let (grad, hess) = (grad.as_array(), hess.as_array());
+            if grad.len() != margins.len() || hess.len() != margins.len() {
+                return Err(Kind::Parameter.err(format!(
+                    "invalid parameter `obj`: {} gradients and {} hessians for {} margins",
+                    grad.len(),
+                    hess.len(),
+                    margins.len()
+                )));
+            }
+            Ok(grad
+                .iter()
+                .zip(hess.iter())
+                .map(|(&g, &h)| [g, h])
+                .collect())
+        })
+    }
 }
 
 impl TrainObserver for Observer<'_> {
@@ -42,8 +170,13 @@ impl TrainObserver for Observer<'_> {
         if self.stop.load(Ordering::Relaxed) {
             return Control::Stop;
         }
+        let stop_asked = self.metric.as_ref().is_some_and(|m| m.stop_next);
         let Some(callback) = self.callback else {
-            return Control::Continue;
+            return if stop_asked {
+                Control::Stop
+            } else {
+                Control::Continue
+            };
         };
         let metrics: Vec<(String, &'static str, f64)> = report
             .metrics
@@ -60,6 +193,7 @@ impl TrainObserver for Observer<'_> {
         });
         match answer {
             Ok(true) => Control::Stop,
+            Ok(false) if stop_asked => Control::Stop,
             Ok(false) => Control::Continue,
             Err(e) => {
                 self.error = Some(e);
@@ -69,7 +203,10 @@ impl TrainObserver for Observer<'_> {
     }
 
     fn checkpoint_every(&self) -> usize {
-        if self.checkpoints.path.is_some() {
+        if self.metric.is_some() {
+            // the custom metric needs each round's trees
+            1
+        } else if self.checkpoints.path.is_some() {
             self.checkpoints.every
         } else {
             0
@@ -77,10 +214,39 @@ impl TrainObserver for Observer<'_> {
     }
 
     fn on_checkpoint(&mut self, checkpoint: &Checkpoint) -> sapwood::Result<()> {
-        match &self.checkpoints.path {
-            Some(p) => checkpoint.save(p),
-            None => Ok(()),
+        if let Some(metric) = self.metric.as_mut() {
+            metric.update(checkpoint)?;
+            match metric.report(checkpoint.rounds - 1) {
+                Ok(stop) => metric.stop_next = stop,
+                Err(e) => return Err(self.fail(e, "custom_metric")),
+            }
         }
+        match &self.checkpoints.path {
+            Some(p)
+                if checkpoint
+                    .rounds
+                    .is_multiple_of(self.checkpoints.every.max(1)) =>
+            {
+                checkpoint.save(p)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn has_custom_objective(&self) -> bool {
+        self.objective.is_some()
+    }
+
+    fn gradients(
+        &mut self,
+        margins: &[f32],
+        groups: usize,
+    ) -> Option<sapwood::Result<Vec<[f32; 2]>>> {
+        self.objective?;
+        Some(
+            self.custom_gradients(margins, groups)
+                .map_err(|e| self.fail(e, "obj")),
+        )
     }
 
     fn resume_from(&mut self) -> sapwood::Result<Option<Checkpoint>> {
@@ -97,13 +263,21 @@ type Outcome = (sapwood::Result<Booster>, Option<PyErr>);
 /// Trains on a worker thread; this thread waits with the GIL released and checks for
 /// signals every [`SIGNAL_POLL`]. A signal (Ctrl-C) sets the stop flag, so training ends
 /// after the current round, and its exception (`KeyboardInterrupt`) is raised.
+/// The Python side of a run: callbacks, the model to continue, custom objective and metric.
+struct Hooks<'a> {
+    callback: Option<&'a Py<PyAny>>,
+    checkpoints: &'a Checkpointing,
+    init: Option<&'a Booster>,
+    objective: Option<&'a Py<PyAny>>,
+    metric: Option<&'a Py<PyAny>>,
+}
+
 fn train_interruptibly(
     py: Python<'_>,
     settings: &Settings,
     train: &Dataset<'_>,
     evals: &[(&str, &Dataset<'_>)],
-    callback: Option<&Py<PyAny>>,
-    checkpoints: &Checkpointing,
+    hooks: &Hooks<'_>,
 ) -> PyResult<Booster> {
     let stop = AtomicBool::new(false);
     let (result, interrupt) = py.detach(|| {
@@ -113,18 +287,36 @@ fn train_interruptibly(
             scope.spawn(move || {
                 let outcome = catch_unwind(AssertUnwindSafe(|| {
                     let mut observer = Observer {
-                        callback,
+                        callback: hooks.callback,
                         stop,
-                        checkpoints,
+                        checkpoints: hooks.checkpoints,
+                        objective: hooks.objective,
+                        metric: hooks.metric.map(|callable| CustomMetric {
+                            callable,
+                            evals,
+                            sets: None,
+                            trees_seen: 0,
+                            stop_next: false,
+                        }),
                         error: None,
                     };
-                    let booster = Booster::train_with(
-                        &settings.params,
-                        &settings.run,
-                        train,
-                        evals,
-                        &mut observer,
-                    );
+                    let booster = match hooks.init {
+                        Some(init) => Booster::train_from_model(
+                            &settings.params,
+                            &settings.run,
+                            init,
+                            train,
+                            evals,
+                            &mut observer,
+                        ),
+                        None => Booster::train_with(
+                            &settings.params,
+                            &settings.run,
+                            train,
+                            evals,
+                            &mut observer,
+                        ),
+                    };
                     (booster, observer.error)
                 }));
                 // The receiver only goes away after this thread is joined.
@@ -169,8 +361,17 @@ fn train_interruptibly(
 /// one); `callback(round, num_rounds, metrics, elapsed)` runs after every round and
 /// stops training by returning True. `checkpoint` is `(path, every)`: a checkpoint written
 /// there every `every` rounds; `resume` continues from a checkpoint of the same job.
+/// `init` is a model to continue (`params` rounds more). `objective(margins, groups)`
+/// returns `(grad, hess)` float32 arrays of the margins' length (a custom objective; one
+/// worker); `metric(round, [(name, margins)])` runs after every round with each
+/// evaluation set's margins (float32, groups per row) and asks to stop by returning True
+/// (the stop comes one round later: the caller drops that round).
 #[pyfunction]
-#[pyo3(signature = (params, train, evals=Vec::new(), callback=None, checkpoint=None, resume=None))]
+#[pyo3(signature = (
+    params, train, evals=Vec::new(), callback=None, checkpoint=None, resume=None, init=None,
+    objective=None, metric=None
+))]
+#[allow(clippy::too_many_arguments)]
 pub fn train(
     py: Python<'_>,
     params: Vec<(String, String)>,
@@ -179,6 +380,9 @@ pub fn train(
     callback: Option<Py<PyAny>>,
     checkpoint: Option<(PathBuf, usize)>,
     resume: Option<PathBuf>,
+    init: Option<Bound<'_, NativeBooster>>,
+    objective: Option<Py<PyAny>>,
+    metric: Option<Py<PyAny>>,
 ) -> PyResult<NativeBooster> {
     guarded(|| {
         let params = crate::params::params_from(&params)?;
@@ -205,14 +409,15 @@ pub fn train(
             every: every.unwrap_or(0),
             resume,
         };
-        let booster = train_interruptibly(
-            py,
-            &params,
-            &train_set,
-            &eval_refs,
-            callback.as_ref(),
-            &checkpoints,
-        )?;
+        let init = init.as_ref().map(|b| b.get());
+        let hooks = Hooks {
+            callback: callback.as_ref(),
+            checkpoints: &checkpoints,
+            init: init.map(NativeBooster::engine),
+            objective: objective.as_ref(),
+            metric: metric.as_ref(),
+        };
+        let booster = train_interruptibly(py, &params, &train_set, &eval_refs, &hooks)?;
         Ok(NativeBooster::new(booster))
     })
 }

@@ -78,8 +78,12 @@ def test_early_stopping_history_and_verbose(
     assert b.evals_result() == result
     best = int(np.argmin(result["valid"]["mae"]))
     assert best == b.best_iteration
-    # predictions default to the best iteration
-    np.testing.assert_array_equal(b.predict(X), b.predict(X, iteration_range=(0, best + 1)))
+    # as in XGBoost, Booster.predict uses every round unless told otherwise (the
+    # estimators use the best iteration); (0, 0) is every round too
+    every = sapwood.train({"eta": 0.5}, dtrain, b.num_boosted_rounds()).predict(X)
+    np.testing.assert_array_equal(b.predict(X), every)
+    np.testing.assert_array_equal(b.predict(X, iteration_range=(0, 0)), every)
+    assert not np.array_equal(b.predict(X, iteration_range=(0, best + 1)), every)
     out = capsys.readouterr().out
     assert out.startswith("[0]\ttrain-rmse:") and "\n[10]\t" in out
 

@@ -28,12 +28,15 @@ def test_unknown_parameter_suggests_a_name() -> None:
     with pytest.raises(sapwood.ParameterError) as e:
         sapwood.train({"max_dept": 3}, d)
     assert str(e.value) == "unknown parameter `max_dept`; did you mean `max_depth`?"
-    with pytest.raises(sapwood.ParameterError, match="invalid parameter `learning_rate`"):
+    # errors name the parameter as it was given, alias or not
+    with pytest.raises(sapwood.ParameterError, match="invalid parameter `eta`: -1"):
         sapwood.train({"eta": -1}, d)
+    with pytest.raises(sapwood.ParameterError, match="invalid parameter `learning_rate`: -1"):
+        sapwood.train({"learning_rate": -1}, d)
     with pytest.raises(sapwood.ParameterError, match="max_depth.*`deep`"):
         sapwood.train({"max_depth": "deep"}, d)
     with pytest.raises(sapwood.ParameterError, match="unknown objective"):
-        sapwood.train({"objective": "reg:tweedie"}, d)
+        sapwood.train({"objective": "reg:nonsense"}, d)
     with pytest.raises(sapwood.ParameterError, match="early stopping needs"):
         sapwood.train({}, d, early_stopping_rounds=3)
     with pytest.raises(sapwood.ParameterError, match="group"):

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import polars as pl
 import pytest
-from sklearn.base import clone
+from sklearn.base import ClassifierMixin, RegressorMixin, clone
 from sklearn.datasets import load_breast_cancer, load_iris
 from sklearn.model_selection import cross_val_score
 
@@ -103,8 +103,9 @@ def test_bad_inputs() -> None:
         SapwoodClassifier().fit(X, [1] * 6)
     with pytest.raises(ValueError):
         SapwoodRegressor().fit(X, [1, 2, 3])
-    with pytest.raises(TypeError):
-        SapwoodRegressor(bogus=1)  # type: ignore[call-arg]
+    # any engine parameter is a keyword; unknown names are refused by fit, by name
+    with pytest.raises(sapwood.ParameterError, match="^unknown parameter `bogus`$"):
+        SapwoodRegressor(bogus=1).fit(X, np.arange(6.0))
     with pytest.raises(sapwood.ParameterError, match="grow_policy"):
         SapwoodRegressor(grow_policy="sideways").fit(X, np.arange(6.0))
     clf = SapwoodClassifier(n_estimators=2).fit(np.arange(12.0).reshape(6, 2), [0, 1] * 3)
@@ -114,5 +115,27 @@ def test_bad_inputs() -> None:
 
 
 def test_sklearn_estimators_exported() -> None:
+    # `from sapwood import SapwoodRegressor` and `sapwood.SapwoodRegressor` both go through
+    # sapwood's lazy __getattr__, so comparing them would compare an object with itself:
+    # check instead, in a fresh interpreter, that importing sapwood does not import
+    # scikit-learn and that the names resolve to the classes defined in sapwood.sklearn
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, sapwood\n"
+        "assert 'sklearn' not in sys.modules and 'sapwood.sklearn' not in sys.modules\n"
+        "import sapwood.sklearn as sk\n"
+        "for name in ('SapwoodRegressor', 'SapwoodClassifier'):\n"
+        "    cls = getattr(sapwood, name)\n"
+        "    assert cls.__module__ == 'sapwood.sklearn' and cls is getattr(sk, name)\n"
+        "    assert name in sapwood.__all__\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout == "ok\n", done.stderr
     est: Any = sapwood.SapwoodRegressor
-    assert est is SapwoodRegressor
+    assert issubclass(est, RegressorMixin) and not issubclass(est, ClassifierMixin)
+    assert issubclass(SapwoodClassifier, ClassifierMixin)
+    with pytest.raises(AttributeError, match="SapwoodRanker"):
+        sapwood.SapwoodRanker  # noqa: B018
