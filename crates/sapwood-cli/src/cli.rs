@@ -34,7 +34,8 @@ pub struct ColumnArgs {
     /// Sample-weight column.
     #[arg(long)]
     pub weight: Option<String>,
-    /// Query/group column (ranking objectives are not available yet).
+    /// Query id column for ranking objectives (the rows of a query contiguous; validation
+    /// files read theirs for ranking metrics).
     #[arg(long)]
     pub group: Option<String>,
     /// Use only these feature columns (comma-separated).

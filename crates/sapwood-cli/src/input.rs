@@ -340,6 +340,90 @@ pub fn base_margins_of(
 }
 
 /// A numeric column's values as f32 (None where null); text (a CSV column) is parsed.
+/// The query ids of the kept column `name` in one batch: integers (or integral floats) as
+/// they are, text mapped to one id per distinct value through `names` (shared by every
+/// batch); a missing value is an error naming the row.
+pub fn query_ids_of(
+    kept: &[(String, ArrayRef)],
+    name: &str,
+    first_row: usize,
+    path: &Path,
+    names: &mut std::collections::HashMap<String, i64>,
+) -> Result<Vec<i64>> {
+    use sapwood_io::arrow_array::cast::AsArray;
+    use sapwood_io::arrow_array::Array;
+    use sapwood_io::arrow_schema::DataType as T;
+    let bad = |row: usize, why: &str| -> anyhow::Error {
+        crate::settings::Error(format!(
+            "{}: group column `{name}`, row {row}: {why}",
+            path.display()
+        ))
+        .into()
+    };
+    let array = kept
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, a)| a)
+        .ok_or_else(|| {
+            crate::settings::Error(format!(
+                "{}: group column `{name}` was not read",
+                path.display()
+            ))
+        })?;
+    if let T::Utf8 = array.data_type() {
+        let s = array.as_string::<i32>();
+        let mut ids = Vec::with_capacity(s.len());
+        for (i, x) in s.iter().enumerate() {
+            let x = x.ok_or_else(|| bad(first_row + i, "missing; every row needs a query"))?;
+            let next = names.len() as i64;
+            ids.push(*names.entry(x.to_string()).or_insert(next));
+        }
+        return Ok(ids);
+    }
+    use sapwood_io::arrow_array::types::*;
+    macro_rules! values {
+        ($t:ty) => {
+            array
+                .as_primitive::<$t>()
+                .iter()
+                .map(|v| v.map(|v| v as f64))
+                .collect::<Vec<_>>()
+        };
+    }
+    let values: Vec<Option<f64>> = match array.data_type() {
+        T::Int8 => values!(Int8Type),
+        T::Int16 => values!(Int16Type),
+        T::Int32 => values!(Int32Type),
+        T::Int64 => {
+            // exact: ids beyond 2^53 must not merge through f64
+            return array
+                .as_primitive::<Int64Type>()
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    v.ok_or_else(|| bad(first_row + i, "missing; every row needs a query"))
+                })
+                .collect();
+        }
+        T::UInt8 => values!(UInt8Type),
+        T::UInt16 => values!(UInt16Type),
+        T::UInt32 => values!(UInt32Type),
+        T::UInt64 => values!(UInt64Type),
+        T::Float32 => values!(Float32Type),
+        T::Float64 => values!(Float64Type),
+        other => return Err(bad(first_row, &format!("{other} is not a query id type"))),
+    };
+    let mut ids = Vec::with_capacity(values.len());
+    for (i, v) in values.into_iter().enumerate() {
+        match v {
+            Some(v) if v.is_finite() && v.fract() == 0.0 && v.abs() < 9.0e15 => ids.push(v as i64),
+            Some(v) => return Err(bad(first_row + i, &format!("{v} is not a whole number"))),
+            None => return Err(bad(first_row + i, "missing; every row needs a query")),
+        }
+    }
+    Ok(ids)
+}
+
 fn numbers_of(array: &ArrayRef, first_row: usize) -> std::result::Result<Vec<Option<f32>>, String> {
     use sapwood_io::arrow_array::cast::AsArray;
     use sapwood_io::arrow_array::types::*;

@@ -175,3 +175,91 @@ fn predictions_are_in_each_losses_output_space() {
         }
     }
 }
+
+/// A CSV of queries (3 to 17 documents) with a relevance label from the features.
+fn ranking_csv(path: &Path, queries: usize, break_row: Option<usize>) {
+    let mut text = String::from("x0,x1,qid,rel\n");
+    let mut row = 0;
+    for q in 0..queries {
+        let docs = 3 + (q * 7) % 15;
+        for d in 0..docs {
+            let x0 = ((q * 31 + d * 17) % 97) as f32 / 97.0;
+            let x1 = ((q * 13 + d * 29) % 89) as f32 / 89.0;
+            let rel = ((x0 * 2.0 + x1).min(2.99) as u32).min(2);
+            // a row of query 0 placed again later, when asked
+            let qid = if Some(row) == break_row { 0 } else { q };
+            text += &format!("{x0},{x1},q{qid},{rel}\n");
+            row += 1;
+        }
+    }
+    std::fs::write(path, text).unwrap();
+}
+
+#[test]
+fn ranking_from_the_command_line_with_a_group_column() {
+    let t = tempfile::tempdir().unwrap();
+    let data = t.path().join("rank.csv");
+    ranking_csv(&data, 60, None);
+    let train = |extra: &[&str], model: &Path| {
+        sapwood()
+            .args(["train", "--quiet", "--label", "rel", "--group", "qid"])
+            .args(["--objective", "rank:ndcg", "--rounds", "8", "--data"])
+            .arg(&data)
+            .arg("--model")
+            .arg(model)
+            .args(extra)
+            .env("XDG_RUNTIME_DIR", t.path())
+            .output()
+            .unwrap()
+    };
+    let one = t.path().join("one.json");
+    let out = train(&[], &one);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let three = t.path().join("three.json");
+    let out = train(&["--workers", "3"], &three);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(std::fs::read(&one).unwrap() == std::fs::read(&three).unwrap());
+    let gpu = t.path().join("gpu.json");
+    let out = train(&["--device", "wgpu"], &gpu);
+    if out.status.success() {
+        assert!(std::fs::read(&one).unwrap() == std::fs::read(&gpu).unwrap());
+    } else {
+        assert!(std::env::var_os("SAPWOOD_REQUIRE_ADAPTER").is_none());
+    }
+    // a query whose rows are not contiguous is refused with the column and row
+    let broken = t.path().join("broken.csv");
+    ranking_csv(&broken, 20, Some(40));
+    let out = sapwood()
+        .args(["train", "--quiet", "--label", "rel", "--group", "qid"])
+        .args(["--objective", "rank:ndcg", "--rounds", "2", "--data"])
+        .arg(&broken)
+        .arg("--model")
+        .arg(t.path().join("x.json"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("qid") && err.contains("row 40"),
+        "{err}"
+    );
+    // groups belong to ranking
+    let out = sapwood()
+        .args([
+            "train", "--quiet", "--label", "rel", "--group", "qid", "--data",
+        ])
+        .arg(&data)
+        .arg("--model")
+        .arg(t.path().join("y.json"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("--group"), "{err}");
+}

@@ -638,12 +638,16 @@ impl Booster {
                     "evaluation set `{name}` was binned with other cuts than the training set"
                 )));
             }
-            eval_sets.push(EvalSet::new(
+            let set = EvalSet::new(
                 name.to_string(),
                 d.binned.clone(),
                 eval_labels(&params, name, d.label.as_ref(), &encoded)?,
                 d.weight.clone(),
-            ));
+            );
+            eval_sets.push(match &d.queries {
+                Some(q) => set.with_queries(q.clone()),
+                None => set,
+            });
         }
         let eval_sets = std::sync::Mutex::new(Some(eval_sets));
         let chosen = factory(run)?;
@@ -651,8 +655,12 @@ impl Booster {
         let n = train.n_rows();
         // every worker continues from the same checkpoint
         let resume = observer.resume_from()?;
-        let (trained, mut record) =
-            run_workers(run, n, None, observer, |rows, collective, observer| {
+        let (trained, mut record) = run_workers(
+            run,
+            n,
+            train.queries.as_ref(),
+            observer,
+            |rows, collective, observer| {
                 let binned = if rows.len() == n {
                     train.binned.clone()
                 } else {
@@ -666,7 +674,7 @@ impl Booster {
                         .base_margin
                         .map(|m| m[rows.start * per_row..rows.end * per_row].to_vec()),
                     row_offset: rows.start as u64,
-                    queries: None,
+                    queries: train.queries.as_ref().and_then(|q| q.slice(rows.clone())),
                 };
                 let evals = if collective.rank() == 0 {
                     eval_sets.lock().unwrap().take().unwrap_or_default()
@@ -683,7 +691,8 @@ impl Booster {
                     init_model: init.cloned(),
                 };
                 train::train_binned(&params, job, collective, &factory, observer)
-            })?;
+            },
+        )?;
         record.backends = factory.names();
         Ok(Booster::finish(trained, encoded.classes, record))
     }
@@ -729,12 +738,16 @@ impl Booster {
         let mut eval_sets = Vec::new();
         if collective.rank() == 0 {
             for (name, d) in evals {
-                eval_sets.push(EvalSet::new(
+                let set = EvalSet::new(
                     name.to_string(),
                     d.binned.clone(),
                     eval_labels(&params, name, d.label.as_ref(), &encoded)?,
                     d.weight.clone(),
-                ));
+                );
+                eval_sets.push(match &d.queries {
+                    Some(q) => set.with_queries(q.clone()),
+                    None => set,
+                });
             }
         }
         if let Some(m) = start.base_margin {
@@ -746,7 +759,7 @@ impl Booster {
             weights: local.weight.clone(),
             base_margin: start.base_margin.map(<[f32]>::to_vec),
             row_offset,
-            queries: None,
+            queries: local.queries.clone(),
         };
         let chosen = factory(run)?;
         let factory = Recording::new(chosen.as_ref());

@@ -223,6 +223,7 @@ impl BinPass {
             cuts: self.cuts,
             label: self.label,
             weight: self.weight,
+            queries: None,
         })
     }
 }
@@ -235,9 +236,24 @@ pub struct BinnedDataset {
     pub(crate) binned: Arc<BinnedMatrix>,
     pub(crate) label: Option<Label>,
     pub(crate) weight: Option<Vec<f32>>,
+    pub(crate) queries: Option<sapwood_core::rank::Queries>,
 }
 
 impl BinnedDataset {
+    /// Sets the query each row belongs to, for ranking (see [`crate::Dataset::set_group`]);
+    /// `column` names the ids in errors.
+    pub fn set_group(&mut self, qid: &[i64], column: &str) -> Result<()> {
+        if qid.len() != self.n_rows() {
+            return Err(crate::Error::LengthMismatch {
+                column: format!("group `{column}`"),
+                got: qid.len(),
+                expected: self.n_rows(),
+            });
+        }
+        self.queries = Some(sapwood_core::rank::Queries::from_ids(qid, column)?);
+        Ok(())
+    }
+
     /// Rows.
     pub fn n_rows(&self) -> usize {
         self.binned.n_rows()

@@ -134,6 +134,7 @@ fn bin_source(
     shard: &Shard,
     collective: &mut dyn Collective,
     margins: &[String],
+    group: Option<&str>,
 ) -> Result<(BinnedDataset, Option<Vec<f32>>)> {
     let mut roles = Vec::new();
     if let Some(l) = &opts.label {
@@ -143,6 +144,7 @@ fn bin_source(
         roles.push(("weight", w.as_str()));
     }
     roles.extend(margins.iter().map(|m| ("base margin", m.as_str())));
+    roles.extend(group.map(|g| ("group", g)));
     check_unique_columns(path, source, &roles)?;
     let n = source.num_rows();
     if n == 0 {
@@ -165,10 +167,20 @@ fn bin_source(
     let mut row = shard.rows.start as usize;
     let mut labelled = 0i64;
     let mut base = (!margins.is_empty()).then(Vec::new);
+    let (mut qids, mut qnames) = (Vec::new(), std::collections::HashMap::new());
     source.for_each_in(opts, shard, |t| {
         let n = t.n_rows();
         if let Some(base) = &mut base {
             base.extend(base_margins_of(&t.kept, margins, row, path)?);
+        }
+        if let Some(g) = group {
+            qids.extend(crate::input::query_ids_of(
+                &t.kept,
+                g,
+                row,
+                path,
+                &mut qnames,
+            )?);
         }
         let col = t
             .label
@@ -201,7 +213,13 @@ fn bin_source(
         ))
         .into());
     }
-    Ok((bin.finish()?, base))
+    let mut binned = bin.finish()?;
+    if let Some(g) = group {
+        binned
+            .set_group(&qids, g)
+            .with_context(|| format!("{}", path.display()))?;
+    }
+    Ok((binned, base))
 }
 
 /// Names the file and column of a label or weight error found once training started
@@ -291,6 +309,7 @@ fn bin_file(
     params: &Params,
     cuts: CutsFrom<'_>,
     margins: &[String],
+    group: Option<&str>,
 ) -> Result<(BinnedDataset, Option<Vec<f32>>)> {
     let source = Source::open(path, opts)?;
     let shard = Shard::whole(source.num_rows());
@@ -303,6 +322,7 @@ fn bin_file(
         &shard,
         &mut SingleWorker,
         margins,
+        group,
     )
 }
 
@@ -315,7 +335,12 @@ fn read_options(a: &TrainArgs) -> ReadOptions {
         categorical: a.columns.categorical.clone(),
         drop: a.columns.drop.clone(),
         features: a.columns.features.clone(),
-        keep: a.base_margin.clone(),
+        keep: a
+            .base_margin
+            .iter()
+            .chain(&a.columns.group)
+            .cloned()
+            .collect(),
     }
 }
 
@@ -324,7 +349,8 @@ fn read_options(a: &TrainArgs) -> ReadOptions {
 /// model's base margin: the engine does not take theirs yet.
 fn valid_options(a: &TrainArgs) -> ReadOptions {
     ReadOptions {
-        keep: Vec::new(),
+        // the query groups of a validation file give its ranking metrics
+        keep: a.columns.group.iter().cloned().collect(),
         ..read_options(a)
     }
 }
@@ -358,13 +384,15 @@ fn init_model_of(a: &TrainArgs) -> Result<Option<Booster>> {
         .transpose()
 }
 
-fn check_group(a: &TrainArgs) -> Result<()> {
-    match &a.columns.group {
-        Some(g) => Err(settings::Error(format!(
-            "--group {g}: ranking objectives are not available yet"
+fn check_group(a: &TrainArgs, params: &Params) -> Result<()> {
+    match (&a.columns.group, params.objective.is_ranking()) {
+        (Some(g), false) => Err(settings::Error(format!(
+            "--group {g}: query groups are for ranking objectives (rank:ndcg, rank:map, \
+             rank:pairwise), not {}",
+            params.objective
         ))
         .into()),
-        None => Ok(()),
+        _ => Ok(()),
     }
 }
 
@@ -507,7 +535,15 @@ fn run_mpi(a: TrainArgs, settings: Settings, init: Option<Booster>) -> Result<()
     use sapwood::collective::mpi_transport::MpiTransport;
     use sapwood::collective::{RingCollective, Transport};
     let Settings { params, run } = settings;
-    check_group(&a)?;
+    check_group(&a, &params)?;
+    if let Some(g) = &a.columns.group {
+        // a query split between two ranks' row groups would get other gradients
+        return Err(settings::Error(format!(
+            "--group {g} with --collective mpi: ranking across MPI ranks is not supported yet; \
+             train on one process (in-process --workers keep queries whole)"
+        ))
+        .into());
+    }
     let transport = MpiTransport::init()?.with_timeout(run.comm_timeout);
     let (rank, size) = (transport.rank(), transport.size());
     let mut coll = RingCollective::new(transport, run.comm_codec);
@@ -526,6 +562,7 @@ fn run_mpi(a: TrainArgs, settings: Settings, init: Option<Booster>) -> Result<()
             &shard,
             &mut coll,
             &a.base_margin,
+            a.columns.group.as_deref(),
         )?;
         if !a.quiet {
             // every rank reads only its own rows (whole row groups for Parquet): say which,
@@ -556,7 +593,14 @@ fn run_mpi(a: TrainArgs, settings: Settings, init: Option<Booster>) -> Result<()
                 let name = v
                     .file_stem()
                     .map_or("valid".into(), |s| s.to_string_lossy().into_owned());
-                let (d, _) = bin_file(v, &valid_options(&a), &params, CutsFrom::Like(&local), &[])?;
+                let (d, _) = bin_file(
+                    v,
+                    &valid_options(&a),
+                    &params,
+                    CutsFrom::Like(&local),
+                    &[],
+                    a.columns.group.as_deref(),
+                )?;
                 valid.push((name, d));
             }
         }
@@ -612,7 +656,7 @@ fn run_mpi(a: TrainArgs, settings: Settings, init: Option<Booster>) -> Result<()
 
 fn run_local(a: TrainArgs, settings: Settings, init: Option<Booster>) -> Result<()> {
     let Settings { params, run } = settings;
-    check_group(&a)?;
+    check_group(&a, &params)?;
     let load_start = Instant::now();
     let opts = read_options(&a);
     let (train, base_margin) = bin_file(
@@ -621,13 +665,21 @@ fn run_local(a: TrainArgs, settings: Settings, init: Option<Booster>) -> Result<
         &params,
         training_cuts(init.as_ref()),
         &a.base_margin,
+        a.columns.group.as_deref(),
     )?;
     let mut valid = Vec::new();
     for v in &a.valid {
         let name = v
             .file_stem()
             .map_or("valid".into(), |s| s.to_string_lossy().into_owned());
-        let (d, _) = bin_file(v, &valid_options(&a), &params, CutsFrom::Like(&train), &[])?;
+        let (d, _) = bin_file(
+            v,
+            &valid_options(&a),
+            &params,
+            CutsFrom::Like(&train),
+            &[],
+            a.columns.group.as_deref(),
+        )?;
         valid.push((name, d));
     }
     let load_seconds = load_start.elapsed().as_secs_f64();
