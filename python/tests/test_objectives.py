@@ -95,3 +95,69 @@ def test_quantile_regression_covers_alpha_on_held_out_rows_as_well_as_the_peers(
             f"alpha {alpha}: coverage misses by {ours:.3f}, XGBoost's by {xgb_miss:.3f} "
             f"(LightGBM's {lgb_miss:.3f})"
         )
+
+
+#: The exports of each loss the peers have, and whether their predictions must match
+#: Sapwood's transformed outputs too (XGBoost derives the link from the objective name).
+EXPORTS = {
+    "reg:absoluteerror": ("xgboost", "lightgbm"),
+    "reg:quantileerror": ("xgboost", "lightgbm"),
+    "reg:pseudohubererror": ("xgboost",),
+    "huber": ("lightgbm",),
+    "count:poisson": ("xgboost", "lightgbm"),
+    "reg:tweedie": ("xgboost", "lightgbm"),
+    "reg:gamma": ("xgboost", "lightgbm"),
+    "binary:logitraw": ("xgboost",),
+    "multi:softmax": ("xgboost", "lightgbm"),
+}
+
+
+@pytest.mark.parametrize("name", list(EXPORTS))
+def test_exports_of_each_loss_predict_sapwood_outputs(name: str, tmp_path: Any) -> None:
+    """The peers' own readers give Sapwood's margins and its outputs (exp for log links,
+    the raw margin for logitraw); a loss a format lacks is refused."""
+    import lightgbm as lgb
+    import numpy as np
+    import xgboost as xgb
+
+    import sapwood
+
+    dataset, label, dropped, extra, *_ = bench.CASES[name]
+    _, train, test = bench.load(dataset)
+    numeric = [c for c in train.columns if str(train[c].dtype) != "category" and c != label]
+    train, test = train[numeric + [label]].dropna(subset=[label]), test[numeric]
+    y = train.pop(label)
+    for c in dropped:
+        train.pop(c)
+        test.pop(c)
+    if name == "multi:softmax":
+        y = y.map({c: i for i, c in enumerate(sorted(y.unique()))})
+    params = {"objective": name, "max_depth": 4, **extra}
+    b = sapwood.train(params, sapwood.Dataset(train, label=y.to_numpy(float)), 10, verbose_eval=False)
+    X = test.to_numpy(np.float32)
+    margins = np.asarray(b.predict(test, output_margin=True), dtype=np.float64)
+    outputs = np.asarray(b.predict(test), dtype=np.float64)
+    for fmt in ("xgboost", "lightgbm"):
+        path = tmp_path / f"m.{fmt}"
+        if fmt not in EXPORTS[name]:
+            with pytest.raises(Exception, match="cannot be exported"):
+                b.save_model(path, format=fmt)
+            continue
+        b.save_model(path, format=fmt)
+        if fmt == "xgboost":
+            xb = xgb.Booster(model_file=str(path))
+            dm = xgb.DMatrix(X, feature_names=list(test.columns))
+            raw = xb.predict(dm, output_margin=True)
+            out = xb.predict(dm)
+        else:
+            lb = lgb.Booster(model_file=str(path))
+            raw = lb.predict(X, raw_score=True)
+            out = lb.predict(X)
+            if name == "multi:softmax":
+                out = np.asarray(out).argmax(axis=1)
+        scale = np.maximum(1.0, np.abs(margins))
+        assert np.max(np.abs(np.asarray(raw, dtype=np.float64).reshape(margins.shape) - margins) / scale) <= 1e-5, fmt
+        if name == "multi:softmax" and fmt == "xgboost":
+            out = np.asarray(out)  # XGBoost's multi:softmax predicts the class index
+        rel = np.abs(np.asarray(out, dtype=np.float64).reshape(outputs.shape) - outputs) / np.maximum(1.0, np.abs(outputs))
+        assert rel.max() <= 1e-4, f"{name} via {fmt}: outputs differ by {rel.max()}"

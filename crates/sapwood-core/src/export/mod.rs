@@ -97,8 +97,9 @@ pub(crate) fn unexpressible(t: usize, n: usize, what: &str) -> Error {
 /// The error for an objective a format's export does not cover yet.
 pub(crate) fn unsupported_objective(objective: ObjectiveKind, format: &str) -> Error {
     Error::InvalidModel(format!(
-        "objective {objective} cannot be exported to {format} yet (reg:squarederror, \
-         binary:logistic, multi:softprob and multi:softmax can)"
+        "objective {objective} cannot be exported to {format}: it has no loss of that kind \
+         (XGBoost lacks LightGBM's huber; LightGBM lacks binary:logitraw, \
+         reg:pseudohubererror, rank:map and rank:pairwise)"
     ))
 }
 

@@ -168,22 +168,70 @@ pub fn to_json(model: &Model) -> Result<String> {
     let rounds = trees.len() / k;
     let iteration_indptr: Vec<usize> = (0..=rounds).map(|r| r * k).collect();
     let tree_info: Vec<usize> = (0..trees.len()).map(|t| t % k).collect();
-    let (objective, base_score, num_class) = match model.params.objective {
-        ObjectiveKind::SquaredError => (
-            json!({"name": "reg:squarederror", "reg_loss_param": {"scale_pos_weight": "1"}}),
+    // base_score is in output space: the value whose margin is 0 (the base margin is folded
+    // into the first trees)
+    let p = &model.params;
+    let name = p.objective.name();
+    let reg_loss = json!({"scale_pos_weight": "1"});
+    let (objective, base_score, num_class) = match p.objective {
+        ObjectiveKind::SquaredError
+        | ObjectiveKind::AbsoluteError
+        | ObjectiveKind::Gamma
+        | ObjectiveKind::LogitRaw
+        | ObjectiveKind::Logistic => {
+            let base = match p.objective {
+                ObjectiveKind::Logistic => "[5E-1]",
+                // XGBoost takes logitraw's base_score as a margin
+                ObjectiveKind::Gamma => "[1E0]",
+                _ => "[0E0]",
+            };
+            let obj = if p.objective == ObjectiveKind::AbsoluteError {
+                json!({ "name": name })
+            } else {
+                json!({ "name": name, "reg_loss_param": reg_loss })
+            };
+            (obj, base.to_string(), 0)
+        }
+        ObjectiveKind::QuantileError => (
+            json!({"name": name, "quantile_loss_param": {"quantile_alpha": format!("[{}]", p.quantile_alpha)}}),
             "[0E0]".to_string(),
             0,
         ),
-        ObjectiveKind::Logistic => (
-            json!({"name": "binary:logistic", "reg_loss_param": {"scale_pos_weight": "1"}}),
-            "[5E-1]".to_string(),
+        ObjectiveKind::PseudoHuber => (
+            json!({"name": name, "pseudo_huber_param": {"huber_slope": p.huber_slope.to_string()}}),
+            "[0E0]".to_string(),
+            0,
+        ),
+        ObjectiveKind::Poisson => (
+            json!({"name": name, "poisson_regression_param": {"max_delta_step":
+                (if p.max_delta_step > 0.0 { p.max_delta_step } else { 0.7 }).to_string()}}),
+            "[1E0]".to_string(),
+            0,
+        ),
+        ObjectiveKind::Tweedie => (
+            json!({"name": name, "tweedie_regression_param": {"tweedie_variance_power": p.tweedie_variance_power.to_string()}}),
+            "[1E0]".to_string(),
             0,
         ),
         ObjectiveKind::Softprob | ObjectiveKind::Softmax => (
-            json!({"name": model.params.objective.name(), "softmax_multiclass_param": {"num_class": k.to_string()}}),
+            json!({"name": name, "softmax_multiclass_param": {"num_class": k.to_string()}}),
             format!("[{}]", vec!["0E0"; k].join(",")),
             k,
         ),
+        ObjectiveKind::RankNdcg | ObjectiveKind::RankMap | ObjectiveKind::RankPairwise => (
+            json!({"name": name, "lambdarank_param": {
+                "lambdarank_num_pair_per_sample": p.lambdarank_num_pair_per_sample.to_string(),
+                "lambdarank_pair_method": "topk",
+                "ndcg_exp_gain": if p.ndcg_exp_gain { "1" } else { "0" },
+                "lambdarank_normalization": if p.lambdarank_normalization { "1" } else { "0" },
+                "lambdarank_unbiased": "0",
+                "lambdarank_bias_norm": "1",
+                "lambdarank_score_normalization": "1",
+            }}),
+            "[0E0]".to_string(),
+            0,
+        ),
+        // XGBoost has no Huber loss of LightGBM's kind
         other => return Err(super::unsupported_objective(other, "XGBoost")),
     };
     let levels = level_lists(model);
