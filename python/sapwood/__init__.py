@@ -8,7 +8,8 @@ The low-level API mirrors XGBoost and LightGBM::
     p = booster.predict(X_test)
 
 scikit-learn estimators live in :mod:`sapwood.sklearn` (``SapwoodRegressor``,
-``SapwoodClassifier``) and are re-exported here when scikit-learn is installed.
+``SapwoodClassifier``, ``SapwoodRanker``) and are re-exported here when scikit-learn is
+installed.
 
 Every error Sapwood raises derives from :class:`SapwoodError`; errors about parameters,
 data, labels and models are also ``ValueError``, a missing file is also
@@ -60,6 +61,7 @@ __all__ = [
     "SapwoodError",
     "SapwoodFileNotFoundError",
     "SapwoodIOError",
+    "SapwoodRanker",
     "SapwoodRegressor",
     "SchemaMismatchError",
     "__version__",
@@ -77,7 +79,7 @@ __all__ = [
 
 def __getattr__(name: str) -> object:
     # The estimators need scikit-learn, an optional dependency: import it on first use.
-    if name in ("SapwoodRegressor", "SapwoodClassifier"):
+    if name in ("SapwoodRegressor", "SapwoodClassifier", "SapwoodRanker"):
         from . import sklearn
 
         return getattr(sklearn, name)

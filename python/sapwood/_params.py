@@ -117,10 +117,14 @@ _RENAMED = {
     "subsample_for_bin": "bin_sample_rows",
 }
 
+#: LightGBM's cut-offs of its ranking metrics (``eval_at=[1, 3, 5]``: ``ndcg@1``,
+#: ``ndcg@3``, ``ndcg@5``), under each of its names.
+_EVAL_AT = frozenset({"eval_at", "ndcg_eval_at", "ndcg_at", "map_eval_at", "map_at"})
+
 #: Names handled here rather than by the engine.
 _PYTHON_NAMES = frozenset(
     {"scale_pos_weight", "subsample_freq", "bagging_freq", "disable_default_eval_metric"}
-)
+) | _EVAL_AT
 
 
 def known_names() -> list[str]:
@@ -248,6 +252,7 @@ def normalise(params: Params) -> Normalised:
     metric_name: Optional[str] = None
     depth_given: Optional[tuple[str, Any]] = None
     subsample_freq: Optional[tuple[str, Any]] = None
+    eval_at: Optional[tuple[str, list[int]]] = None
     for name, value in _items(params):
         key = _clean(name)
         check_name(key)
@@ -268,6 +273,9 @@ def normalise(params: Params) -> Normalised:
             continue
         if key in ("subsample_freq", "bagging_freq"):
             subsample_freq = (name, value)
+            continue
+        if key in _EVAL_AT:
+            eval_at = (name, _cut_offs(name, value))
             continue
         if key == "disable_default_eval_metric":
             out.disable_default_metric = _text(value).lower() not in ("0", "false", "")
@@ -307,6 +315,9 @@ def normalise(params: Params) -> Normalised:
             out.pairs = [(k, v) for k, v in out.pairs if k != name]
         out.user_names[canonical] = name
         out.pairs.append((name, _param_text(value)))
+    if eval_at is not None:
+        metric_name = metric_name or "eval_metric"
+        metrics = _metrics_at(metrics, eval_at[1], out.value("objective"))
     if metrics:
         assert metric_name is not None
         out.user_names["eval_metric"] = metric_name
@@ -321,6 +332,39 @@ def normalise(params: Params) -> Normalised:
             )
     if subsample_freq is not None:
         _check_subsample_freq(out, *subsample_freq)
+    return out
+
+
+def _cut_offs(name: str, value: Any) -> list[int]:
+    """LightGBM's ``eval_at``: an int, a list of ints or a comma-separated string."""
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, Iterable) or isinstance(items, (bytes, bytearray)):
+        items = [items]
+    out: list[int] = []
+    for item in items:
+        k = _number(name, item)
+        if not (k >= 1 and k == int(k)):
+            raise ParameterError(
+                f"invalid parameter `{name}`: {item!r} is not a cut-off (a whole number >= 1)"
+            )
+        out.append(int(k))
+    return out
+
+
+def _metrics_at(metrics: list[str], ks: list[int], objective: Optional[str]) -> list[str]:
+    """LightGBM's ``eval_at``: every ranking metric named without a cut-off (``ndcg``,
+    ``map``; the objective's when none is named) reported at each cut-off."""
+    if not metrics:
+        name = (objective or "").strip().lower()
+        metrics = ["map" if name in ("rank:map", "map") else "ndcg"]
+    out: list[str] = []
+    for m in metrics:
+        base = m.strip().lower()
+        base = "ndcg" if base == "lambdarank" else base
+        if base in ("ndcg", "map"):
+            out.extend(f"{base}@{k}" for k in ks)
+        else:
+            out.append(m)
     return out
 
 

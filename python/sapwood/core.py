@@ -218,8 +218,15 @@ class Dataset:
     for a missing value in numeric features (XGBoost's ``DMatrix(missing=...)``, e.g.
     ``-999``); NaN and nulls are always missing. ``reference`` (LightGBM's way to bin a
     validation set like its training set) is accepted and not needed: evaluation and
-    prediction data are always binned with the model's cuts. ``group`` (ranking) is not
-    supported.
+    prediction data are always binned with the model's cuts.
+
+    ``group`` (XGBoost's and LightGBM's) or ``qid`` (XGBoost's) sets the query groups a
+    ranking objective (``rank:ndcg``, ``rank:map``, ``rank:pairwise``) and the ranking
+    metrics (``ndcg@k``, ``map@k``, ``pre@k``) need: ``group`` is the number of rows of
+    each query in row order (adding up to the rows), ``qid`` one query id per row, with
+    the rows of a query contiguous (sort by ``qid``; the error names the row where a query
+    comes back). With groups, ``weight`` may hold one weight per query (XGBoost's
+    ranking weights, spread over the query's rows) or one per row (LightGBM's).
 
     ``base_margin`` (XGBoost) or ``init_score`` (LightGBM) is each row's starting margin,
     shape ``(n,)``, or ``(n, classes)`` for multiclass models: training starts these rows
@@ -242,11 +249,20 @@ class Dataset:
         reference: Optional[Dataset] = None,
         base_margin: Any = None,
         init_score: Any = None,
+        qid: Any = None,
     ) -> None:
-        if group is not None:
+        if group is not None and qid is not None:
             raise ParameterError(
-                "invalid parameter `group`: ranking objectives are not supported"
+                "invalid parameter `qid`: given with `group`; give the query groups one way "
+                "(`group`: rows per query, `qid`: a query id per row)"
             )
+        queries = None
+        if group is not None:
+            queries = _group_sizes(group)
+        elif qid is not None:
+            queries = _runs(_qid_array(qid))
+        if weight is not None and queries is not None:
+            weight = _query_weights(weight, queries)
         if base_margin is not None and init_score is not None:
             raise ParameterError(
                 "invalid parameter `init_score`: given with `base_margin`, which is the same "
@@ -268,6 +284,75 @@ class Dataset:
             self.set_base_margin(base_margin)
         elif init_score is not None:
             self.set_init_score(init_score)
+        if group is not None:
+            self.set_group(group)
+        elif qid is not None:
+            self.set_qid(qid)
+
+    def set_group(self, group: Any) -> Dataset:
+        """Sets (or with None removes) the query groups by their sizes, as XGBoost's and
+        LightGBM's ``set_group``.
+
+        Parameters
+        ----------
+        group : array-like of int or None
+            The number of rows of each query, in row order; each at least 1, adding up to
+            the rows of the dataset.
+
+        Returns
+        -------
+        Dataset
+            This dataset.
+
+        Raises
+        ------
+        ParameterError
+            A size that is not a whole number >= 1 (the message names its position).
+        DataError
+            Sizes that do not add up to the rows.
+        """
+        if group is None:
+            self._native.set_group_sizes(None)
+            return self
+        sizes = _group_sizes(group)
+        total, n = int(sizes.sum(dtype=np.int64)), self.num_row()
+        if total != n:
+            raise DataError(
+                f"invalid parameter `group`: the {len(sizes)} query sizes add up to {total} "
+                f"rows but the dataset has {n}"
+            )
+        self._native.set_group_sizes(sizes)
+        return self
+
+    def set_qid(self, qid: Any) -> Dataset:
+        """Sets the query groups from one query id per row, as XGBoost's ``qid``.
+
+        Parameters
+        ----------
+        qid : array-like of int
+            The query of each row; the rows of a query must be contiguous (sort the data
+            by ``qid`` first). Ids need not be sorted or consecutive.
+
+        Returns
+        -------
+        Dataset
+            This dataset.
+
+        Raises
+        ------
+        ParameterError
+            A query that comes back after another query (the message names the row), or
+            an id that is not a whole number (NaN included; the message names the row).
+        DataError
+            Not one id per row.
+        """
+        self._native.set_qid(_qid_array(qid))
+        return self
+
+    def get_group(self) -> Optional[npt.NDArray[np.uint32]]:
+        """The number of rows of each query, in row order, or None without groups (as
+        XGBoost's and LightGBM's ``get_group``)."""
+        return self._native.group_sizes
 
     def set_base_margin(self, margin: Any) -> Dataset:
         """Sets (or with None removes) each row's base margin, as XGBoost's
@@ -363,6 +448,72 @@ class Dataset:
 
     def __repr__(self) -> str:
         return f"<sapwood.Dataset {self.num_row()} rows x {self.num_col()} features>"
+
+
+def _whole_numbers(values: Any, name: str, what: str) -> npt.NDArray[np.int64]:
+    """A 1-D array of whole numbers as int64; the error names ``name`` and the position
+    (``what``: "row" or "query") of the first value that is not one."""
+    if hasattr(values, "to_numpy"):
+        values = values.to_numpy()
+    arr = np.asarray(values)
+    if arr.ndim == 2 and 1 in arr.shape:
+        arr = arr.ravel()
+    if arr.ndim != 1:
+        raise ParameterError(f"invalid parameter `{name}`: expected a 1-D array, got shape {arr.shape}")
+    if arr.dtype.kind in "iub":
+        return arr.astype(np.int64)
+    try:
+        as_float = arr.astype(np.float64)
+    except (TypeError, ValueError):
+        raise ParameterError(
+            f"invalid parameter `{name}`: expected whole numbers, got {arr.dtype} values"
+        ) from None
+    bad = ~np.isfinite(as_float) | (as_float != np.round(as_float))
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ParameterError(
+            f"invalid parameter `{name}`: {what} {i} is {float(as_float[i])!r}, not a whole number"
+        )
+    return as_float.astype(np.int64)
+
+
+def _group_sizes(group: Any) -> npt.NDArray[np.uint32]:
+    """Query sizes (``group``) as uint32, each at least 1."""
+    sizes = _whole_numbers(group, "group", "query")
+    small = sizes < 1
+    if small.any():
+        i = int(np.argmax(small))
+        raise ParameterError(
+            f"invalid parameter `group`: query {i} has {sizes[i]} rows; every query needs "
+            "at least one"
+        )
+    if sizes.size and sizes.max() > np.iinfo(np.uint32).max:
+        raise ParameterError("invalid parameter `group`: a query has more than 2^32 - 1 rows")
+    return sizes.astype(np.uint32)
+
+
+def _qid_array(qid: Any) -> npt.NDArray[np.int64]:
+    """Query ids (``qid``) as contiguous int64."""
+    return np.ascontiguousarray(_whole_numbers(qid, "qid", "row"))
+
+
+def _runs(ids: npt.NDArray[np.int64]) -> npt.NDArray[np.uint32]:
+    """The lengths of the runs of equal ids (the query sizes of contiguous ``qid``)."""
+    if ids.size == 0:
+        return np.zeros(0, dtype=np.uint32)
+    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+    sizes: npt.NDArray[np.uint32] = np.diff(np.r_[starts, ids.size]).astype(np.uint32)
+    return sizes
+
+
+def _query_weights(weight: Any, sizes: npt.NDArray[np.uint32]) -> Any:
+    """Row weights: one weight per query (XGBoost's ranking weights) is spread over the
+    query's rows; anything else is returned as given (one per row, LightGBM's)."""
+    arr = np.asarray(weight.to_numpy() if hasattr(weight, "to_numpy") else weight)
+    rows = int(sizes.sum(dtype=np.int64))
+    if arr.ndim == 1 and arr.size == sizes.size and arr.size != rows:
+        return np.repeat(arr.astype(np.float32), sizes)
+    return weight
 
 
 def _margin_array(
@@ -1604,12 +1755,13 @@ def _scale_positive(dtrain: Dataset, factor: float, objective: Optional[str]) ->
     w = np.where(positive, w * np.float32(factor), w).astype(np.float32)
     return Dataset(
         data, label=label, weight=w, categorical_features=categorical, feature_names=names,
-        base_margin=dtrain._base_margin,
+        base_margin=dtrain._base_margin, group=dtrain.get_group(),
     )
 
 
-#: Metrics where a larger value is better (the engine's own rule for early stopping).
-_HIGHER_IS_BETTER = frozenset({"auc"})
+#: Metrics where a larger value is better (the engine's own rule for early stopping);
+#: the ranking metrics also with a cut-off (``ndcg@10``).
+_HIGHER_IS_BETTER = frozenset({"auc", "aucpr", "ndcg", "map", "pre"})
 
 #: Cross-validation folds: ``(train_indices, test_indices)`` pairs, or a scikit-learn
 #: splitter (anything with ``split(X, y)``).
@@ -1742,6 +1894,11 @@ def cv(
         raise DataError("dtrain must be a sapwood.Dataset")
     if dtrain._source[1] is None:
         raise DataError("dtrain has no label: cross-validation needs one")
+    if dtrain.get_group() is not None:
+        raise ParameterError(
+            "invalid parameter `dtrain`: cv does not split query groups (ranking) yet; "
+            "train on your own query-wise folds with sapwood.train"
+        )
     run_params: list[tuple[str, Any]] = (
         [(str(k), v) for k, v in params.items()] if isinstance(params, Mapping) else list(params)
     )
@@ -1771,7 +1928,7 @@ def cv(
         # stopping all folds together would: the rounds kept never depend on later ones.
         metric = list(histories[0]["test"])[-1]
         curve = result[f"test-{metric}-mean"]
-        higher = metric in _HIGHER_IS_BETTER
+        higher = metric.split("@")[0] in _HIGHER_IS_BETTER
         best = 0
         for i, value in enumerate(curve):
             if (value > curve[best]) if higher else (value < curve[best]):

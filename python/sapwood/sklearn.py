@@ -1,4 +1,5 @@
-"""scikit-learn estimators: ``SapwoodRegressor`` and ``SapwoodClassifier``."""
+"""scikit-learn estimators: ``SapwoodRegressor``, ``SapwoodClassifier`` and
+``SapwoodRanker``."""
 
 from __future__ import annotations
 
@@ -17,10 +18,10 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from . import _data, _params
 from ._data import CategoricalSpec
-from ._sapwood import LabelError, ParameterError
+from ._sapwood import DataError, LabelError, ParameterError
 from .core import Booster, Callback, Dataset, EvalsResult, train
 
-__all__ = ["SapwoodRegressor", "SapwoodClassifier"]
+__all__ = ["SapwoodRegressor", "SapwoodClassifier", "SapwoodRanker"]
 
 EvalSet = Sequence[tuple[Any, Any]]
 
@@ -217,8 +218,10 @@ class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
         X = self._check_X(X, reset=True)
         if sample_weight is not None:
             sample_weight = column_or_1d(np.asarray(sample_weight, dtype=np.float32))
+        group, qid = fit_args.queries
         dtrain = Dataset(
-            X, label=y, weight=sample_weight, categorical_features=self.categorical_features
+            X, label=y, weight=sample_weight, categorical_features=self.categorical_features,
+            group=group, qid=qid,
         )
         margin_name, margin = fit_args.margin
         if margin is not None:
@@ -230,6 +233,7 @@ class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
         weights = fit_args.eval_weights(len(eval_set))
         margins = fit_args.eval_margins(len(eval_set))
         names = fit_args.names(len(eval_set))
+        eval_queries = fit_args.eval_queries(len(eval_set))
         evals = []
         for i, pair in enumerate(eval_set):
             if not isinstance(pair, (tuple, list)) or len(pair) != 2:
@@ -242,9 +246,17 @@ class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
                 labels = encode(column_or_1d(ye))
             except LabelError as e:
                 raise LabelError(f"eval_set {i} (`{names[i]}`): {e}") from None
-            de = Dataset(
-                Xe, label=labels, weight=weights[i], categorical_features=self.categorical_features
-            )
+            eval_group, eval_qid = eval_queries[i]
+            try:
+                de = Dataset(
+                    Xe, label=labels, weight=weights[i],
+                    categorical_features=self.categorical_features, group=eval_group, qid=eval_qid,
+                )
+            except (ParameterError, DataError) as e:
+                if eval_group is None and eval_qid is None:
+                    raise
+                which = "eval_group" if eval_group is not None else "eval_qid"
+                raise type(e)(f"{which} of eval_set {i} (`{names[i]}`): {e}") from None
             if margins[i] is not None:
                 if fit_args.eval_margins_name == "eval_init_score":
                     de.set_init_score(margins[i])
@@ -391,7 +403,14 @@ class _FitArgs:
         eval_init_score: Optional[Sequence[Any]] = None,
         xgb_model: Any = None,
         init_model: Any = None,
+        queries: tuple[Any, Any] = (None, None),
+        eval_group: Optional[Sequence[Any]] = None,
+        eval_qid: Optional[Sequence[Any]] = None,
     ) -> None:
+        #: The training rows' ``(group, qid)`` (ranking; at most one is given).
+        self.queries = queries
+        self.eval_group = eval_group
+        self.eval_qid = eval_qid
         for xgb_name, xgb_value, lgb_name, lgb_value in (
             ("base_margin", base_margin, "init_score", init_score),
             ("base_margin_eval_set", base_margin_eval_set, "eval_init_score", eval_init_score),
@@ -455,6 +474,28 @@ class _FitArgs:
                 f"for {n} evaluation sets"
             )
         return margins
+
+    def eval_queries(self, n: int) -> list[tuple[Any, Any]]:
+        """One ``(group, qid)`` pair per evaluation set (both None without groups)."""
+        out: list[tuple[Any, Any]] = [(None, None)] * n
+        for name, given in (("eval_group", self.eval_group), ("eval_qid", self.eval_qid)):
+            if given is None:
+                continue
+            items = list(given)
+            if len(items) != n:
+                raise ParameterError(
+                    f"invalid parameter `{name}`: {len(items)} arrays for {n} evaluation sets"
+                )
+            for i, item in enumerate(items):
+                if item is None:
+                    continue
+                if out[i][0] is not None:
+                    raise ParameterError(
+                        f"invalid parameter `eval_qid`: evaluation set {i} also has "
+                        "`eval_group`; give its queries one way"
+                    )
+                out[i] = (item, None) if name == "eval_group" else (None, item)
+        return out
 
     def names(self, n: int) -> list[str]:
         """The evaluation sets' names: ``eval_names`` or XGBoost's ``validation_i``."""
@@ -878,3 +919,228 @@ class SapwoodClassifier(ClassifierMixin, _SapwoodModel):  # type: ignore[misc]
         else:
             index = (p > 0.5).astype(np.intp) if p.ndim == 1 else np.argmax(p, axis=1)
         return self.classes_[index]
+
+
+#: The ranking objectives (XGBoost's names and LightGBM's ``lambdarank``).
+_RANKING_OBJECTIVES = frozenset({"rank:ndcg", "rank:map", "rank:pairwise", "lambdarank"})
+
+
+def _qid_column(X: Any, qid: Any) -> tuple[Any, Any]:
+    """XGBoost's convention: a pandas DataFrame's ``qid`` column holds the query ids (so
+    that scikit-learn's utilities, which pass only ``X`` and ``y``, keep them); it is
+    taken out of the features."""
+    if _data.is_pandas_frame(X) and "qid" in X.columns:
+        if qid is not None:
+            raise ParameterError(
+                "invalid parameter `qid`: given, and X also has a `qid` column; give one"
+            )
+        return X.drop(columns="qid"), X["qid"].to_numpy()
+    return X, qid
+
+
+class SapwoodRanker(_SapwoodModel):
+    """Gradient-boosted trees for learning to rank (LambdaMART), scikit-learn style, as
+    XGBoost's ``XGBRanker`` and LightGBM's ``LGBMRanker``.
+
+    Parameters are those of :class:`SapwoodRegressor`. ``objective`` is a ranking
+    objective: ``rank:ndcg`` (default; LightGBM's ``lambdarank``), ``rank:map`` or
+    ``rank:pairwise``. The ranking parameters are given by keyword under XGBoost's names
+    (``lambdarank_num_pair_per_sample``, default 32, LightGBM's
+    ``lambdarank_truncation_level``; ``lambdarank_pair_method="topk"``; ``ndcg_exp_gain``;
+    ``lambdarank_normalization``). The default evaluation metric is ``ndcg`` (``map`` for
+    ``rank:map``); ``eval_metric="ndcg@10"`` (or ``map@k``, ``pre@k``) sets a cut-off.
+
+    ``fit`` needs the query of every row: ``group`` (rows per query, in row order) or
+    ``qid`` (one id per row, the rows of a query contiguous), or a ``qid`` column of a
+    pandas ``X`` (XGBoost's convention, which scikit-learn's utilities keep; it is not a
+    feature). ``predict`` returns one score per row: sort a query's rows by it,
+    highest first. ``predict`` needs no groups.
+    """
+
+    def fit(
+        self,
+        X: Any,
+        y: Any,
+        *,
+        group: Any = None,
+        qid: Any = None,
+        sample_weight: Any = None,
+        eval_set: Optional[EvalSet] = None,
+        eval_group: Optional[Sequence[Any]] = None,
+        eval_qid: Optional[Sequence[Any]] = None,
+        eval_sample_weight: Optional[Sequence[Any]] = None,
+        sample_weight_eval_set: Optional[Sequence[Any]] = None,
+        eval_names: Optional[Sequence[str]] = None,
+        eval_metric: Union[str, Sequence[str], None] = None,
+        eval_at: Union[int, Sequence[int], None] = None,
+        early_stopping_rounds: Optional[int] = None,
+        verbose: Union[bool, int, None] = None,
+        callbacks: Optional[Sequence[Callback]] = None,
+        base_margin: Any = None,
+        init_score: Any = None,
+        base_margin_eval_set: Optional[Sequence[Any]] = None,
+        eval_init_score: Optional[Sequence[Any]] = None,
+        xgb_model: Any = None,
+        init_model: Any = None,
+    ) -> SapwoodRanker:
+        """Trains on ``X``, ``y`` with the queries ``group`` or ``qid``.
+
+        Every argument after ``y`` is a keyword, as in XGBoost's ``XGBRanker.fit``
+        (LightGBM's ``LGBMRanker.fit`` takes ``sample_weight`` third: a positional call
+        written for it fails here instead of reading weights as groups).
+
+        Parameters
+        ----------
+        X : array-like, DataFrame, Arrow table or sparse matrix
+            Training data (see :class:`sapwood.Dataset`); a pandas DataFrame may hold the
+            query ids in a ``qid`` column instead of ``qid``.
+        y : array-like
+            Relevance labels (numbers >= 0, higher is more relevant).
+        group : array-like of int, optional
+            Rows of each query, in row order (XGBoost's and LightGBM's ``group``).
+        qid : array-like of int, optional
+            The query of each row (XGBoost's ``qid``); a query's rows must be contiguous
+            (the error names the row where a query comes back). Give ``group`` or ``qid``.
+        sample_weight : array-like, optional
+            One weight per query (XGBoost's ranking weights) or one per row (LightGBM's).
+        eval_set : list of (X, y) pairs, optional
+            Sets reported after every round; early stopping watches the last one.
+        eval_group : list of array-like, optional
+            The query sizes of each evaluation set (ranking metrics are computed per
+            query; a set without groups is one query).
+        eval_qid : list of array-like, optional
+            The query ids of each evaluation set; give ``eval_group`` or ``eval_qid``
+            for each set.
+        eval_sample_weight : list of array-like, optional
+            Weights of each evaluation set (LightGBM's name).
+        sample_weight_eval_set : list of array-like, optional
+            The same under XGBoost's name; give one of the two.
+        eval_names : list of str, optional
+            Names of the evaluation sets in ``evals_result_`` (default ``validation_0``,
+            ...).
+        eval_metric : str or list of str, optional
+            Metrics reported on the evaluation sets (``ndcg``, ``ndcg@10``, ``map@5``,
+            ``pre@3``, ...); replaces the constructor's.
+        eval_at : int or list of int, optional
+            LightGBM's cut-offs: ``ndcg`` (``map`` for ``rank:map``) is reported at each,
+            as ``ndcg@k``.
+        early_stopping_rounds : int, optional
+            Replaces the constructor's ``early_stopping_rounds``; a ranking metric is
+            better when higher.
+        verbose : bool or int, optional
+            Print the metrics every round (True) or every n rounds.
+        callbacks : list of Callback, optional
+            Called after every round (see :class:`sapwood.Callback`).
+        base_margin : array-like, optional
+            Each training row's starting score (XGBoost's name).
+        init_score : array-like, optional
+            The same under LightGBM's name; give one of the two.
+        base_margin_eval_set : list of array-like, optional
+            The starting scores of each evaluation set (XGBoost's name).
+        eval_init_score : list of array-like, optional
+            The same under LightGBM's name.
+        xgb_model : Booster, estimator or str, optional
+            A model to continue: ``n_estimators`` more rounds are trained.
+        init_model : Booster, estimator or str, optional
+            The same under LightGBM's name; give one of the two.
+
+        Returns
+        -------
+        SapwoodRanker
+            This estimator, fitted.
+
+        Raises
+        ------
+        ParameterError
+            Neither ``group`` nor ``qid`` given, both given, a non-ranking
+            ``objective``, or a query that comes back after another (naming the row).
+        DataError
+            ``group`` sizes that do not add up to the rows.
+        """
+        X, qid = _qid_column(X, qid)
+        if group is None and qid is None:
+            raise ParameterError(
+                "invalid parameter `group`: a ranker needs the query of every row: give "
+                "`group` (rows per query) or `qid` (a query id per row)"
+            )
+        if group is not None and qid is not None:
+            raise ParameterError(
+                "invalid parameter `qid`: given with `group`; give the queries one way"
+            )
+        for name in ("class_weight", "scale_pos_weight"):
+            if getattr(self, name) is not None:
+                raise ParameterError(
+                    f"invalid parameter `{name}`: it weights classes of a classification; "
+                    "give a ranker `sample_weight` per query or per row"
+                )
+        objective = self.objective if self.objective is not None else "rank:ndcg"
+        if callable(objective):
+            raise ParameterError(
+                "invalid parameter `objective`: custom objectives are not supported by "
+                "SapwoodRanker (a callable gets no query groups); use rank:ndcg, rank:map "
+                "or rank:pairwise"
+            )
+        if str(objective).strip().lower() not in _RANKING_OBJECTIVES:
+            raise ParameterError(
+                f"invalid parameter `objective`: {objective} is not a ranking objective; "
+                "use rank:ndcg (lambdarank), rank:map or rank:pairwise"
+            )
+        y_arr = _regression_target(y)
+        params = self._engine_params()
+        params.append(("objective", objective))
+        if eval_at is not None:
+            params.append(("eval_at", [eval_at] if isinstance(eval_at, int) else list(eval_at)))
+        eval_set = list(eval_set or ())
+        if eval_group is None:
+            # a DataFrame's `qid` column gives an evaluation set's queries, as in training
+            qids = list(eval_qid) if eval_qid is not None else [None] * len(eval_set)
+            for i, pair in enumerate(eval_set):
+                if isinstance(pair, (tuple, list)) and len(pair) == 2 and i < len(qids):
+                    Xe, qids[i] = _qid_column(pair[0], qids[i])
+                    eval_set[i] = (Xe, pair[1])
+            if any(q is not None for q in qids):
+                eval_qid = qids
+        args = _FitArgs(
+            eval_set or None, eval_sample_weight, sample_weight_eval_set, eval_names,
+            eval_metric, early_stopping_rounds, verbose, callbacks, base_margin, init_score,
+            base_margin_eval_set, eval_init_score, xgb_model, init_model,
+            queries=(group, qid), eval_group=eval_group, eval_qid=eval_qid,
+        )
+        self._fit(X, y_arr, params, sample_weight, args, _regression_target)
+        return self
+
+    def predict(
+        self,
+        X: Any,
+        output_margin: bool = False,
+        pred_contrib: bool = False,
+        iteration_range: Optional[tuple[int, int]] = None,
+        *,
+        base_margin: Any = None,
+    ) -> npt.NDArray[np.float32]:
+        """One ranking score per row (higher ranks first; compare scores within a
+        query). A pandas ``X``'s ``qid`` column is dropped, as in fitting.
+
+        Parameters
+        ----------
+        X : array-like, DataFrame, Arrow table or sparse matrix
+            Rows to score.
+        output_margin : bool, default False
+            The same scores (a ranking model's output is its margin); XGBoost's argument.
+        pred_contrib : bool, default False
+            SHAP contributions instead, in LightGBM's layout.
+        iteration_range : tuple of int, optional
+            Rounds ``[start, end)``; after early stopping the best iteration is the
+            default.
+        base_margin : array-like, optional
+            Each row's starting score.
+
+        Returns
+        -------
+        numpy.ndarray
+            float32 scores, shape ``(n,)`` (``(n, features + 1)`` with ``pred_contrib``).
+        """
+        X, _ = _qid_column(X, None)
+        if pred_contrib:
+            return self._contributions(X)
+        return self._raw_predict(X, output_margin, iteration_range, base_margin)

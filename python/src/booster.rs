@@ -142,14 +142,14 @@ impl NativeBooster {
 
     /// Metrics after every round: one list of `(dataset, metric, value)` per round.
     #[getter]
-    fn history(&self) -> Vec<Vec<(String, &'static str, f64)>> {
+    fn history(&self) -> Vec<Vec<(String, String, f64)>> {
         self.inner
             .history()
             .iter()
             .map(|round| {
                 round
                     .iter()
-                    .map(|m| (m.dataset.clone(), m.metric.name(), m.value))
+                    .map(|m| (m.dataset.clone(), m.metric.to_string(), m.value))
                     .collect()
             })
             .collect()

@@ -46,6 +46,9 @@ pub struct NativeData {
     /// Each row's base margin (XGBoost's `base_margin`, LightGBM's `init_score`), groups
     /// per row, row-major; settable after construction, as XGBoost's `set_base_margin`.
     base_margin: Mutex<Option<Vec<f32>>>,
+    /// The rows of each query, in row order, for ranking (from XGBoost's `qid` or the
+    /// peers' `group` sizes); checked when set, settable after construction.
+    group_sizes: Mutex<Option<Vec<u32>>>,
 }
 
 /// Read-only borrows of every numpy array a `NativeData` refers to, in source order.
@@ -127,7 +130,7 @@ fn label_of(label: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Label>> {
 }
 
 fn poisoned() -> PyErr {
-    input("the dataset's base margin is unavailable after a panic")
+    input("the dataset's base margin or groups are unavailable after a panic")
 }
 
 fn weight_of(weight: Option<PyReadonlyArray1<'_, f32>>) -> Option<Vec<f32>> {
@@ -135,6 +138,19 @@ fn weight_of(weight: Option<PyReadonlyArray1<'_, f32>>) -> Option<Vec<f32>> {
 }
 
 impl NativeData {
+    /// Replaces the query groups, keeping the old ones when the engine refuses the new.
+    fn replace_groups(&self, py: Python<'_>, sizes: Option<Vec<u32>>) -> PyResult<()> {
+        let old = std::mem::replace(
+            &mut *self.group_sizes.lock().map_err(|_| poisoned())?,
+            sizes,
+        );
+        let checked = self.borrow(py).and_then(|b| self.dataset(&b).map(drop));
+        if checked.is_err() {
+            *self.group_sizes.lock().map_err(|_| poisoned())? = old;
+        }
+        checked
+    }
+
     fn finish(self, py: Python<'_>) -> PyResult<Self> {
         // Build once now so that bad lengths or codes are reported by the constructor,
         // not by the first training call.
@@ -208,6 +224,9 @@ impl NativeData {
         if margin.is_some() {
             dataset.set_base_margin(margin).or_raise()?;
         }
+        if let Some(sizes) = self.group_sizes.lock().map_err(|_| poisoned())?.as_deref() {
+            dataset.set_group_sizes(sizes).or_raise()?;
+        }
         Ok(dataset)
     }
 }
@@ -246,6 +265,7 @@ impl NativeData {
                 label: label_of(label)?,
                 weight: weight_of(weight),
                 base_margin: Mutex::new(None),
+                group_sizes: Mutex::new(None),
             };
             let shape = array
                 .getattr("shape")
@@ -310,6 +330,7 @@ impl NativeData {
                 label: label_of(label)?,
                 weight: weight_of(weight),
                 base_margin: Mutex::new(None),
+                group_sizes: Mutex::new(None),
             };
             for (name, values, levels) in columns {
                 let source = match levels {
@@ -415,6 +436,7 @@ impl NativeData {
                 label: label_of(label)?,
                 weight: weight_of(weight),
                 base_margin: Mutex::new(None),
+                group_sizes: Mutex::new(None),
             }
             .finish(py)
         })
@@ -455,6 +477,7 @@ impl NativeData {
                 label: label_of(label)?,
                 weight: weight_of(weight),
                 base_margin: Mutex::new(None),
+                group_sizes: Mutex::new(None),
             }
             .finish(py)
         })
@@ -531,6 +554,61 @@ impl NativeData {
             }
             checked
         })
+    }
+
+    /// Sets (or with None removes) the query groups by their sizes in row order (the
+    /// peers' `group`); they must add up to the rows (the error names `group`).
+    #[pyo3(signature = (sizes))]
+    fn set_group_sizes(
+        &self,
+        py: Python<'_>,
+        sizes: Option<PyReadonlyArray1<'_, u32>>,
+    ) -> PyResult<()> {
+        guarded(|| {
+            let sizes = sizes.map(|s| s.as_array().to_vec());
+            self.replace_groups(py, sizes)
+        })
+    }
+
+    /// Sets the query groups from one query id per row (XGBoost's `qid`); the rows of a
+    /// query must be contiguous: the error names `qid` and the row where a query comes
+    /// back.
+    #[pyo3(signature = (qid))]
+    fn set_qid(&self, py: Python<'_>, qid: PyReadonlyArray1<'_, i64>) -> PyResult<()> {
+        guarded(|| {
+            let ids = qid.as_array();
+            let ids = ids
+                .as_slice()
+                .map(Cow::Borrowed)
+                .unwrap_or_else(|| Cow::Owned(ids.to_vec()));
+            if ids.len() != self.n_rows {
+                return Err(input(format!(
+                    "invalid parameter `qid`: {} query ids for {} rows",
+                    ids.len(),
+                    self.n_rows
+                )));
+            }
+            // the engine checks that each query's rows are contiguous; its sizes are kept
+            let sizes = {
+                let borrowed = self.borrow(py)?;
+                let mut dataset = self.dataset(&borrowed)?;
+                dataset.set_group(&ids).or_raise()?;
+                let offsets = dataset.queries().map(|q| q.offsets().to_vec());
+                offsets
+                    .unwrap_or_default()
+                    .windows(2)
+                    .map(|w| w[1] - w[0])
+                    .collect()
+            };
+            self.replace_groups(py, Some(sizes))
+        })
+    }
+
+    /// The rows of each query, or None.
+    #[getter]
+    fn group_sizes<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyArray1<u32>>>> {
+        let sizes = self.group_sizes.lock().map_err(|_| poisoned())?;
+        Ok(sizes.as_ref().map(|s| PyArray1::from_slice(py, s)))
     }
 
     /// Each row's base margin as set, flat (groups per row, row-major), or None.

@@ -178,10 +178,11 @@ impl TrainObserver for Observer<'_> {
                 Control::Continue
             };
         };
-        let metrics: Vec<(String, &'static str, f64)> = report
+        // `Display` keeps a metric's cut-off (`ndcg@10`), as the peers name it
+        let metrics: Vec<(String, String, f64)> = report
             .metrics
             .iter()
-            .map(|m| (m.dataset.clone(), m.metric.name(), m.value))
+            .map(|m| (m.dataset.clone(), m.metric.to_string(), m.value))
             .collect();
         let answer = Python::attach(|py| -> PyResult<bool> {
             callback

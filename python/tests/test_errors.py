@@ -39,8 +39,10 @@ def test_unknown_parameter_suggests_a_name() -> None:
         sapwood.train({"objective": "reg:nonsense"}, d)
     with pytest.raises(sapwood.ParameterError, match="early stopping needs"):
         sapwood.train({}, d, early_stopping_rounds=3)
-    with pytest.raises(sapwood.ParameterError, match="group"):
-        sapwood.Dataset(np.zeros((4, 1)), group=[2, 2])
+    # query groups are accepted (ranking); sizes that do not add up to the rows name `group`
+    assert list(sapwood.Dataset(np.zeros((4, 1)), group=[2, 2]).get_group()) == [2, 2]
+    with pytest.raises(sapwood.DataError, match="`group`: the 2 query sizes add up to 5"):
+        sapwood.Dataset(np.zeros((4, 1)), group=[2, 3])
 
 
 def test_nan_and_bad_labels() -> None:

@@ -126,7 +126,7 @@ def test_sklearn_estimators_exported() -> None:
         "import sys, sapwood\n"
         "assert 'sklearn' not in sys.modules and 'sapwood.sklearn' not in sys.modules\n"
         "import sapwood.sklearn as sk\n"
-        "for name in ('SapwoodRegressor', 'SapwoodClassifier'):\n"
+        "for name in ('SapwoodRegressor', 'SapwoodClassifier', 'SapwoodRanker'):\n"
         "    cls = getattr(sapwood, name)\n"
         "    assert cls.__module__ == 'sapwood.sklearn' and cls is getattr(sk, name)\n"
         "    assert name in sapwood.__all__\n"
@@ -137,5 +137,7 @@ def test_sklearn_estimators_exported() -> None:
     est: Any = sapwood.SapwoodRegressor
     assert issubclass(est, RegressorMixin) and not issubclass(est, ClassifierMixin)
     assert issubclass(SapwoodClassifier, ClassifierMixin)
-    with pytest.raises(AttributeError, match="SapwoodRanker"):
-        sapwood.SapwoodRanker  # noqa: B018
+    ranker: Any = sapwood.SapwoodRanker
+    assert not issubclass(ranker, (RegressorMixin, ClassifierMixin))
+    with pytest.raises(AttributeError, match="SapwoodForest"):
+        sapwood.SapwoodForest  # noqa: B018
