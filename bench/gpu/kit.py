@@ -189,6 +189,11 @@ def trainings(run: Run, kit: Path, files: dict[str, Path], small: int, large: in
         ("multiclass (4) depth 6", "multiclass-small", small,
          ["--rounds", "50", "--objective", "multi:softprob", "--max-depth", "6"], ["cuda", "wgpu"]),
         ("categorical (500 levels) and missing", "categorical-small", small, depth8, ["cuda", "wgpu"]),
+        # the table exponential of the log-link kernels and the quantile leaf refit
+        ("count:poisson depth 8", "binary-small", small,
+         ["--rounds", "50", "--objective", "count:poisson", "--max-depth", "8"], ["cuda", "wgpu"]),
+        ("reg:quantileerror alpha 0.9", "binary-small", small,
+         ["--rounds", "30", "--objective", "reg:quantileerror", "--set", "quantile_alpha=0.9"], ["cuda"]),
         ("binary depth 8 exact", "binary-large", large, depth8, ["cuda"]),
         ("binary 255 leaves", "binary-large", large, leaves, ["cuda"]),
     ]
