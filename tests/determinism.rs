@@ -131,6 +131,22 @@ fn one_to_four_in_process_workers_save_identical_models_with_every_codec() {
                             "{workers} workers: rank {rank} sent nothing"
                         );
                         assert!(c.allreduce_calls > 0, "rank {rank} reduced nothing");
+                        // the codec asked for is the one that encoded the blocks
+                        let k = c.blocks;
+                        let (mine, others) = match comm_codec {
+                            CommCodec::None => (k.plain, k.packed + k.sparse + k.bitmap + k.groups),
+                            CommCodec::Packed => {
+                                (k.packed, k.plain + k.sparse + k.bitmap + k.groups)
+                            }
+                            CommCodec::Sparse => {
+                                (k.sparse + k.bitmap, k.plain + k.packed + k.groups)
+                            }
+                            CommCodec::Auto => (k.groups + k.sparse, k.plain + k.packed + k.bitmap),
+                        };
+                        assert!(
+                            mine > 0 && others == 0,
+                            "{comm_codec:?}, rank {rank}: blocks by encoding {k:?}"
+                        );
                     }
                 }
             }

@@ -122,6 +122,18 @@ fn unzigzag(u: u64) -> i64 {
 /// What a histogram message is called in errors.
 const MESSAGE: &str = "histogram message";
 
+/// Counts an encoded message under its encoding (its first byte).
+pub fn count_block(msg: &[u8], counts: &mut sapwood_core::collective::BlockCounts) {
+    match msg.first() {
+        Some(&PLAIN) => counts.plain += 1,
+        Some(&PACKED) => counts.packed += 1,
+        Some(&SPARSE) => counts.sparse += 1,
+        Some(&BITMAP) => counts.bitmap += 1,
+        Some(&GROUPS) => counts.groups += 1,
+        _ => {}
+    }
+}
+
 fn truncated() -> Error {
     Error::Collective(format!("truncated {MESSAGE}"))
 }

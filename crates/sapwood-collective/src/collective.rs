@@ -82,6 +82,7 @@ impl<T: Transport> Collective for RingCollective<T> {
                 // what each worker sends in a ring allreduce: 2 (p - 1) / p of the message
                 self.stats.bytes_sent += 2 * (p - 1) * 8 * n_words as u64 / p;
                 self.stats.bytes_uncompressed += 2 * (p - 1) * 8 * data.len() as u64 / p;
+                self.stats.blocks.packed += 1;
                 let mut at = 0;
                 for (seg, &w) in data.chunks_mut(segment.max(1)).zip(&widths) {
                     let n = seg.len().div_ceil(lanes_per_word(w));

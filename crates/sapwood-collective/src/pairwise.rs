@@ -36,6 +36,7 @@ pub fn reduce_scatter(
         let send = blocks[to].clone();
         let msg = enc.encode(&data[send.clone()], bound);
         stats.bytes_sent += msg.len() as u64;
+        codec::count_block(&msg, &mut stats.blocks);
         stats.bytes_uncompressed += 8 * send.len() as u64;
         received.push(t.exchange(to, msg, from)?);
     }

@@ -50,6 +50,7 @@ pub fn reduce_scatter(
         let recv = blocks[prev(r, s + 2, p)].clone();
         let msg = enc.encode(&data[send.clone()], bound(send.clone()));
         stats.bytes_sent += msg.len() as u64;
+        codec::count_block(&msg, &mut stats.blocks);
         stats.bytes_uncompressed += 8 * send.len() as u64;
         let got = t.exchange(next, msg, from)?;
         codec::decode_into(&got, &mut data[recv], true)?;
@@ -79,6 +80,7 @@ pub fn all_gather(
             None => enc.encode(&data[send.clone()], bound(send.clone())),
         };
         stats.bytes_sent += msg.len() as u64;
+        codec::count_block(&msg, &mut stats.blocks);
         stats.bytes_uncompressed += 8 * send.len() as u64;
         let got = t.exchange(next, msg, from)?;
         codec::decode_into(&got, &mut data[recv], false)?;

@@ -11,6 +11,47 @@ pub struct CommStats {
     pub bytes_uncompressed: u64,
     /// Sum-reductions performed.
     pub allreduce_calls: u64,
+    /// Blocks sent in each encoding, so a run shows the codec it chose per block.
+    pub blocks: BlockCounts,
+}
+
+/// Histogram blocks sent, by the encoding the codec chose for each.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BlockCounts {
+    /// Plain 64-bit values (`none`).
+    pub plain: u64,
+    /// Values packed at their proven width (`packed`; a transport's own sum counts once).
+    pub packed: u64,
+    /// (index, value) pairs of the nonzero values.
+    pub sparse: u64,
+    /// A bitmap of the nonzero values, then the values.
+    pub bitmap: u64,
+    /// Groups of 32 values at their own width (`auto`).
+    pub groups: u64,
+}
+
+impl BlockCounts {
+    /// The counts of `self` less those of `earlier` (a round's share of a running total).
+    pub fn since(&self, earlier: &BlockCounts) -> BlockCounts {
+        BlockCounts {
+            plain: self.plain - earlier.plain,
+            packed: self.packed - earlier.packed,
+            sparse: self.sparse - earlier.sparse,
+            bitmap: self.bitmap - earlier.bitmap,
+            groups: self.groups - earlier.groups,
+        }
+    }
+
+    /// The counts of both.
+    pub fn plus(&self, other: &BlockCounts) -> BlockCounts {
+        BlockCounts {
+            plain: self.plain + other.plain,
+            packed: self.packed + other.packed,
+            sparse: self.sparse + other.sparse,
+            bitmap: self.bitmap + other.bitmap,
+            groups: self.groups + other.groups,
+        }
+    }
 }
 
 /// Communication among the workers of one training job (one per worker).

@@ -272,6 +272,7 @@ impl Collective for NcclCollective {
             bytes_sent: h.bytes_sent + self.stats.bytes_sent,
             bytes_uncompressed: h.bytes_uncompressed + self.stats.bytes_uncompressed,
             allreduce_calls: h.allreduce_calls + self.stats.allreduce_calls,
+            blocks: h.blocks.plus(&self.stats.blocks),
         }
     }
 }

@@ -16,7 +16,7 @@ pub use labels::{
     Encoded as EncodedLabels,
 };
 pub use sapwood_collective as collective;
-pub use sapwood_core::collective::{Collective, CommStats, SingleWorker};
+pub use sapwood_core::collective::{BlockCounts, Collective, CommStats, SingleWorker};
 pub use sapwood_core::data::{Column, FeatureCuts, FeatureMatrix, MISSING_CATEGORY};
 pub use sapwood_core::explain;
 pub use sapwood_core::export;

@@ -479,6 +479,13 @@ fn write_outputs(
             "communication": {
                 "bytes_sent": comm.bytes_sent,
                 "bytes_before_compression": comm.bytes_uncompressed,
+                "blocks_by_encoding": {
+                    "plain": comm.blocks.plain,
+                    "packed": comm.blocks.packed,
+                    "sparse": comm.blocks.sparse,
+                    "bitmap": comm.blocks.bitmap,
+                    "groups": comm.blocks.groups,
+                },
                 "allreduce_calls": comm.allreduce_calls,
                 "per_round": per_round,
             },

@@ -439,6 +439,7 @@ pub fn boost(
             bytes_sent: now.bytes_sent - last_comm.bytes_sent,
             bytes_uncompressed: now.bytes_uncompressed - last_comm.bytes_uncompressed,
             allreduce_calls: now.allreduce_calls - last_comm.allreduce_calls,
+            blocks: now.blocks.since(&last_comm.blocks),
         });
         last_comm = now;
         if collective.world_size() > 1 {
