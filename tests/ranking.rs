@@ -62,7 +62,11 @@ fn every_ranking_loss_learns_and_saves_one_model_for_one_to_four_workers() {
         let one = Booster::train(&params(objective), &train, &[("valid", &valid)]).unwrap();
         // each loss improves the metric it targets on held-out queries
         let h = one.history();
-        let m = if objective == ObjectiveKind::RankMap { 1 } else { 0 };
+        let m = if objective == ObjectiveKind::RankMap {
+            1
+        } else {
+            0
+        };
         let (first, last) = (h[0][m].value, h[h.len() - 1][m].value);
         // both are in [0, 1]: the shortfall from 1 shrinks by a tenth at least
         assert!(
