@@ -292,6 +292,25 @@ pub fn label_of(col: LabelColumn, first_row: usize, column: &str) -> Result<Labe
 /// Reads the `--base-margin` columns of a batch (kept out of the features by the reader)
 /// as row-major margins, one per column per row; a missing or non-finite value is an error
 /// naming the file, column and row (counted in the whole file from `first_row`).
+/// The kept column `name` of a batch (`role` names it in the error when it was not read).
+fn kept_column<'a>(
+    kept: &'a [(String, ArrayRef)],
+    name: &str,
+    role: &str,
+    path: &Path,
+) -> Result<&'a ArrayRef> {
+    kept.iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, a)| a)
+        .ok_or_else(|| {
+            crate::settings::Error(format!(
+                "{}: {role} column `{name}` was not read",
+                path.display()
+            ))
+            .into()
+        })
+}
+
 pub fn base_margins_of(
     kept: &[(String, ArrayRef)],
     columns: &[String],
@@ -301,16 +320,7 @@ pub fn base_margins_of(
     let k = columns.len();
     let mut out = Vec::new();
     for (c, name) in columns.iter().enumerate() {
-        let array = kept
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, a)| a)
-            .ok_or_else(|| {
-                crate::settings::Error(format!(
-                    "{}: base margin column `{name}` was not read",
-                    path.display()
-                ))
-            })?;
+        let array = kept_column(kept, name, "base margin", path)?;
         let values = numbers_of(array, first_row).map_err(|why| {
             crate::settings::Error(format!(
                 "{}: base margin column `{name}`: {why}",
@@ -360,16 +370,7 @@ pub fn query_ids_of(
         ))
         .into()
     };
-    let array = kept
-        .iter()
-        .find(|(n, _)| n == name)
-        .map(|(_, a)| a)
-        .ok_or_else(|| {
-            crate::settings::Error(format!(
-                "{}: group column `{name}` was not read",
-                path.display()
-            ))
-        })?;
+    let array = kept_column(kept, name, "group", path)?;
     if let T::Utf8 = array.data_type() {
         let s = array.as_string::<i32>();
         let mut ids = Vec::with_capacity(s.len());

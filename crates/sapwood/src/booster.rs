@@ -305,6 +305,26 @@ fn check_param_combinations(params: &Params) -> Result<()> {
     Ok(())
 }
 
+/// An evaluation set binned as it was read, with its labels encoded as the training
+/// labels were and its query groups.
+fn binned_eval_set(
+    params: &Params,
+    name: &str,
+    d: &BinnedDataset,
+    encoded: &labels::Encoded,
+) -> Result<EvalSet> {
+    let set = EvalSet::new(
+        name.to_string(),
+        d.binned.clone(),
+        eval_labels(params, name, d.label.as_ref(), encoded)?,
+        d.weight.clone(),
+    );
+    Ok(match &d.queries {
+        Some(q) => set.with_queries(q.clone()),
+        None => set,
+    })
+}
+
 fn eval_labels(
     params: &Params,
     name: &str,
@@ -638,16 +658,7 @@ impl Booster {
                     "evaluation set `{name}` was binned with other cuts than the training set"
                 )));
             }
-            let set = EvalSet::new(
-                name.to_string(),
-                d.binned.clone(),
-                eval_labels(&params, name, d.label.as_ref(), &encoded)?,
-                d.weight.clone(),
-            );
-            eval_sets.push(match &d.queries {
-                Some(q) => set.with_queries(q.clone()),
-                None => set,
-            });
+            eval_sets.push(binned_eval_set(&params, name, d, &encoded)?);
         }
         let eval_sets = std::sync::Mutex::new(Some(eval_sets));
         let chosen = factory(run)?;
@@ -738,16 +749,7 @@ impl Booster {
         let mut eval_sets = Vec::new();
         if collective.rank() == 0 {
             for (name, d) in evals {
-                let set = EvalSet::new(
-                    name.to_string(),
-                    d.binned.clone(),
-                    eval_labels(&params, name, d.label.as_ref(), &encoded)?,
-                    d.weight.clone(),
-                );
-                eval_sets.push(match &d.queries {
-                    Some(q) => set.with_queries(q.clone()),
-                    None => set,
-                });
+                eval_sets.push(binned_eval_set(&params, name, d, &encoded)?);
             }
         }
         if let Some(m) = start.base_margin {

@@ -274,14 +274,6 @@ pub fn train_started(
     train_binned(params, job, collective, factory, observer)
 }
 
-/// (name, queries, rows) of every evaluation set, for the checks before training.
-fn eval_sets_check(evals: &[EvalSet]) -> Vec<(&str, Option<&Queries>, usize)> {
-    evals
-        .iter()
-        .map(|e| (e.name.as_str(), e.queries.as_ref(), e.binned.n_rows()))
-        .collect()
-}
-
 /// A ranking loss needs query groups covering the rows; others take none.
 fn check_queries(
     objective: &Objective,
@@ -402,8 +394,8 @@ pub fn train_binned(
         check_row_margins(m, n_local, objective.groups(), shard.row_offset as usize)?;
     }
     check_queries(&objective, shard.queries.as_ref(), n_local, "training")?;
-    for e in &eval_sets_check(&evals) {
-        check_queries(&objective, e.1, e.2, e.0)?;
+    for e in &evals {
+        check_queries(&objective, e.queries.as_ref(), e.binned.n_rows(), &e.name)?;
     }
     let base = match &init_model {
         // a continued model keeps the base margin its trees were grown on
