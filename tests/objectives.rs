@@ -53,7 +53,7 @@ fn params_for(objective: ObjectiveKind) -> Params {
         max_depth: 4,
         subsample: 0.9,
         seed: 11,
-        quantile_alpha: 0.8,
+        quantile_alpha: vec![0.8],
         huber_slope: 0.7,
         tweedie_variance_power: 1.4,
         ..Default::default()
@@ -132,7 +132,7 @@ fn quantile_losses_set_each_leaf_to_the_quantile_of_its_residuals() {
         };
         let params = Params {
             objective,
-            quantile_alpha: alpha,
+            quantile_alpha: vec![alpha],
             num_rounds: 1,
             learning_rate: 1.0,
             max_depth: 3,
@@ -194,7 +194,7 @@ fn quantile_regression_covers_its_alpha_on_txhousing() {
     for alpha in [0.1, 0.5, 0.9] {
         let params = Params {
             objective: ObjectiveKind::QuantileError,
-            quantile_alpha: alpha,
+            quantile_alpha: vec![alpha],
             num_rounds: 200,
             learning_rate: 0.1,
             ..Default::default()
@@ -295,7 +295,7 @@ fn labels_outside_a_loss_domain_are_errors_naming_the_row() {
         assert!(e.contains("row 17"), "{objective}: {e}");
     }
     let e = Params {
-        quantile_alpha: 1.5,
+        quantile_alpha: vec![1.5],
         ..params_for(ObjectiveKind::QuantileError)
     }
     .validate()
@@ -399,4 +399,208 @@ fn a_custom_objective_goes_through_the_same_quantiser_as_the_built_in_one() {
         e.contains("row 33") && e.contains("custom objective"),
         "{e}"
     );
+}
+
+fn run_on(device: sapwood::Device, workers: usize) -> RunOptions {
+    RunOptions {
+        device,
+        workers,
+        threads: 1,
+        ..Default::default()
+    }
+}
+
+/// A model trained on another device must be the CPU's, byte for byte (the WGSL backend
+/// runs on lavapipe in CI: a missing adapter fails there).
+fn check_wgpu(params: &Params, d: &Dataset<'_>, cpu: &Booster, what: &str) {
+    match Booster::train_with(
+        params,
+        &run_on(sapwood::Device::Wgpu, 1),
+        d,
+        &[],
+        &mut Quiet,
+    ) {
+        Ok(b) => assert!(b.to_json() == cpu.to_json(), "{what}: wgpu differs"),
+        Err(e) => assert!(
+            std::env::var_os("SAPWOOD_REQUIRE_ADAPTER").is_none(),
+            "{what}: wgpu failed: {e}"
+        ),
+    }
+}
+
+#[test]
+fn a_list_of_quantiles_fits_one_output_per_alpha_each_the_single_alpha_model() {
+    let data = bundled("txhousing");
+    let alphas = [0.1, 0.5, 0.9];
+    let params = |quantile_alpha: Vec<f64>| Params {
+        objective: ObjectiveKind::QuantileError,
+        quantile_alpha,
+        num_rounds: 30,
+        learning_rate: 0.1,
+        ..Default::default()
+    };
+    let many = Booster::train(&params(alphas.to_vec()), &data.train, &[]).unwrap();
+    assert_eq!(many.model().groups, 3);
+    let p = many.predict(&data.test).unwrap();
+    let n = data.test.n_rows();
+    assert_eq!(p.values.len(), 3 * n);
+    // each output is exactly the model of its α alone: the groups share nothing but rows
+    // (without subsampling, whose draws are keyed on the tree, not the round)
+    for (q, &alpha) in alphas.iter().enumerate() {
+        let one = Booster::train(&params(vec![alpha]), &data.train, &[]).unwrap();
+        let single = one.predict(&data.test).unwrap();
+        for i in 0..n {
+            assert_eq!(
+                p.values[3 * i + q].to_bits(),
+                single.values[i].to_bits(),
+                "alpha {alpha}, row {i}"
+            );
+        }
+    }
+    // ordered quantiles on most rows, and the pinball metric is the mean over outputs
+    let ordered = (0..n)
+        .filter(|&i| {
+            p.values[3 * i] <= p.values[3 * i + 1] && p.values[3 * i + 1] <= p.values[3 * i + 2]
+        })
+        .count();
+    assert!(
+        ordered as f64 > 0.95 * n as f64,
+        "{ordered} of {n} rows ordered"
+    );
+    for workers in [2, 3] {
+        let b = Booster::train_with(
+            &params(alphas.to_vec()),
+            &run_on(sapwood::Device::Cpu, workers),
+            &data.train,
+            &[],
+            &mut Quiet,
+        )
+        .unwrap();
+        assert!(b.to_json() == many.to_json(), "{workers} workers differ");
+    }
+    check_wgpu(
+        &params(alphas.to_vec()),
+        &data.train,
+        &many,
+        "quantile list",
+    );
+    // the list is saved and read back; one α keeps the old single-number form
+    let json = many.to_json();
+    assert!(
+        json.contains("\"quantile_alpha\":[0.1,0.5,0.9]"),
+        "{json:.400}"
+    );
+    assert!(Booster::from_json(&json).unwrap().to_json() == json);
+    let one = Booster::train(&params(vec![0.9]), &data.train, &[]).unwrap();
+    assert!(one.to_json().contains("\"quantile_alpha\":0.9"));
+}
+
+/// Harrell's concordance: of the comparable pairs (an event before another row's time),
+/// the fraction where the earlier event has the higher risk (ties count half).
+fn concordance(risk: &[f32], labels: &[f32]) -> f64 {
+    let (mut num, mut den) = (0.0, 0.0);
+    for (i, &yi) in labels.iter().enumerate() {
+        if yi <= 0.0 {
+            continue;
+        }
+        for (j, &yj) in labels.iter().enumerate() {
+            if yj.abs() > yi {
+                den += 1.0;
+                num += if risk[i] > risk[j] {
+                    1.0
+                } else if risk[i] == risk[j] {
+                    0.5
+                } else {
+                    0.0
+                };
+            }
+        }
+    }
+    num / den
+}
+
+#[test]
+fn cox_learns_on_gbsg2_and_saves_one_model_for_one_to_four_workers_and_on_wgpu() {
+    let data = bundled("gbsg2");
+    let Some(Label::Values(yt)) = data.test.label() else {
+        panic!("survival times")
+    };
+    for quantisation in [Quantisation::Exact, Quantisation::Bits(8)] {
+        let params = Params {
+            objective: ObjectiveKind::Cox,
+            num_rounds: 60,
+            learning_rate: 0.05,
+            max_depth: 3,
+            quantisation,
+            ..Default::default()
+        };
+        let one = Booster::train(&params, &data.train, &[("test", &data.test)]).unwrap();
+        let h = one.history();
+        assert_eq!(h[0][0].metric.to_string(), "cox-nloglik");
+        let (first, last) = (h[0][0].value, h[h.len() - 1][0].value);
+        assert!(
+            last < first,
+            "{quantisation:?}: cox-nloglik went from {first} to {last}"
+        );
+        // predictions are hazard ratios, exp(margin), and rank held-out patients: XGBoost
+        // with the same parameters reaches 0.621 (python/tests/test_objectives.py)
+        let hazard = one.predict(&data.test).unwrap();
+        let margin = one
+            .predict_with(
+                &data.test,
+                PredictOptions {
+                    output: Output::Margin,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        for (h, m) in hazard.values.iter().zip(&margin.values) {
+            assert!((h - m.exp()).abs() <= 1e-5 * h.max(1.0));
+        }
+        let c = concordance(&margin.values, yt);
+        assert!(c > 0.6, "{quantisation:?}: concordance {c}");
+        for workers in 2..=4 {
+            let b = Booster::train_with(
+                &params,
+                &run_on(sapwood::Device::Cpu, workers),
+                &data.train,
+                &[("test", &data.test)],
+                &mut Quiet,
+            )
+            .unwrap();
+            assert_eq!(b.run_record().workers(), workers);
+            assert!(
+                b.to_json() == one.to_json(),
+                "{quantisation:?}: {workers} workers save another model"
+            );
+        }
+        let cpu = Booster::train(&params, &data.train, &[]).unwrap();
+        check_wgpu(&params, &data.train, &cpu, "cox");
+    }
+}
+
+#[test]
+fn a_cox_label_of_zero_is_an_error_naming_the_row() {
+    let d = data_for(ObjectiveKind::SquaredError, 50, 3);
+    let Some(Label::Values(mut y)) = d.label().cloned() else {
+        panic!()
+    };
+    for v in y.iter_mut() {
+        *v = v.abs() + 1.0;
+    }
+    y[17] = 0.0;
+    let bad = Dataset::from_parts(d.features().clone(), Some(Label::Values(y)), None).unwrap();
+    let params = Params {
+        objective: ObjectiveKind::Cox,
+        ..Default::default()
+    };
+    let e = Booster::train(&params, &bad, &[]).unwrap_err().to_string();
+    assert!(e.contains("row 17") && e.contains("survival"), "{e}");
+    // cox-nloglik applies to Cox only, and Cox takes no other metric
+    let mut p = params.clone();
+    p.set("eval_metric", "rmse").unwrap();
+    assert!(p.validate().unwrap_err().to_string().contains("rmse"));
+    let mut p = Params::default();
+    p.set("eval_metric", "cox-nloglik").unwrap();
+    assert!(p.validate().is_err());
 }

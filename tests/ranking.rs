@@ -152,3 +152,63 @@ fn ranking_needs_contiguous_query_groups() {
         .to_string();
     assert!(err.contains("workers") && err.contains("queries"), "{err}");
 }
+
+#[test]
+fn mean_pairs_learn_and_save_one_model_for_one_to_four_workers_and_on_wgpu() {
+    let (train, _) = ranking_data(120, 1);
+    let (valid, _) = ranking_data(40, 2);
+    let mut p = params(ObjectiveKind::RankNdcg);
+    p.set("lambdarank_pair_method", "mean").unwrap();
+    p.set("lambdarank_num_pair_per_sample", "3").unwrap();
+    let one = Booster::train(&p, &train, &[("valid", &valid)]).unwrap();
+    let h = one.history();
+    let (first, last) = (h[0][0].value, h[h.len() - 1][0].value);
+    assert!(
+        1.0 - last < 0.9 * (1.0 - first),
+        "mean pairs: ndcg@5 went from {first} to {last}"
+    );
+    // the draws change with the seed (they are random), and with the pair count
+    let mut reseeded = p.clone();
+    reseeded.seed += 1;
+    let other = Booster::train(&reseeded, &train, &[]).unwrap();
+    let same_seed = Booster::train(&p, &train, &[]).unwrap();
+    assert!(other.model().trees != same_seed.model().trees);
+    let mut topk = p.clone();
+    topk.set("lambdarank_pair_method", "topk").unwrap();
+    assert!(Booster::train(&topk, &train, &[]).unwrap().model().trees != same_seed.model().trees);
+    for workers in 2..=4 {
+        let run = RunOptions {
+            workers,
+            threads: 1,
+            ..Default::default()
+        };
+        let b = Booster::train_with(&p, &run, &train, &[("valid", &valid)], &mut Quiet).unwrap();
+        assert_eq!(b.run_record().workers(), workers);
+        assert!(
+            b.to_json() == one.to_json(),
+            "mean pairs: {workers} workers save another model"
+        );
+    }
+    let run = RunOptions {
+        device: Device::Wgpu,
+        ..Default::default()
+    };
+    match Booster::train_with(&p, &run, &train, &[], &mut Quiet) {
+        Ok(b) => assert!(
+            b.to_json() == same_seed.to_json(),
+            "mean pairs: wgpu differs"
+        ),
+        Err(e) => assert!(
+            std::env::var_os("SAPWOOD_REQUIRE_ADAPTER").is_none(),
+            "mean pairs: wgpu failed: {e}"
+        ),
+    }
+    // saved and read back: the method and the pair count are part of the model
+    let json = one.to_json();
+    assert!(
+        json.contains("\"lambdarank_pair_method\":\"mean\""),
+        "{json:.300}"
+    );
+    let back = Booster::from_json(&json).unwrap();
+    assert!(back.to_json() == json);
+}

@@ -358,7 +358,7 @@ pub fn query_ids_of(
     name: &str,
     first_row: usize,
     path: &Path,
-    names: &mut std::collections::HashMap<String, i64>,
+    names: &mut std::collections::HashMap<i64, String>,
 ) -> Result<Vec<i64>> {
     use sapwood_io::arrow_array::cast::AsArray;
     use sapwood_io::arrow_array::Array;
@@ -376,8 +376,22 @@ pub fn query_ids_of(
         let mut ids = Vec::with_capacity(s.len());
         for (i, x) in s.iter().enumerate() {
             let x = x.ok_or_else(|| bad(first_row + i, "missing; every row needs a query"))?;
-            let next = names.len() as i64;
-            ids.push(*names.entry(x.to_string()).or_insert(next));
+            // a hash, not a count, so that MPI ranks reading different rows give a query
+            // the same id (and can see one that spans two of them)
+            let id = fnv1a(x.as_bytes()) as i64;
+            match names.get(&id) {
+                Some(seen) if seen != x => {
+                    return Err(bad(
+                        first_row + i,
+                        &format!("query ids `{seen}` and `{x}` hash alike; rename one"),
+                    ))
+                }
+                Some(_) => {}
+                None => {
+                    names.insert(id, x.to_string());
+                }
+            }
+            ids.push(id);
         }
         return Ok(ids);
     }
@@ -423,6 +437,13 @@ pub fn query_ids_of(
         }
     }
     Ok(ids)
+}
+
+/// FNV-1a, 64 bits: a stable hash of a query id's text.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }
 
 fn numbers_of(array: &ArrayRef, first_row: usize) -> std::result::Result<Vec<Option<f32>>, String> {

@@ -30,6 +30,8 @@ pub enum Stream {
     HessNoise = 0x6e01_5e4e,
     /// Columns sampled for one tree (`colsample_bytree`).
     ColSample = 0xc015_a3e1,
+    /// Partners drawn for each document by the `mean` ranking pair method.
+    RankPairs = 0x9a13_5e7d,
 }
 
 /// The per-(seed, stream, round) prefix of a hash: computed once per tree, then each row's

@@ -30,6 +30,7 @@ pub mod params;
 pub mod quantise;
 pub mod rank;
 pub mod split;
+pub mod survival;
 pub mod train;
 pub mod tree;
 pub mod wire;

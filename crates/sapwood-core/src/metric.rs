@@ -69,6 +69,8 @@ pub enum Metric {
     Map(Option<u32>),
     /// Precision at k, averaged over queries.
     Pre(Option<u32>),
+    /// Negative partial log-likelihood of Cox proportional hazards, per event.
+    CoxNLogLik,
 }
 
 impl Metric {
@@ -94,6 +96,7 @@ impl Metric {
             Metric::Ndcg(_) => "ndcg",
             Metric::Map(_) => "map",
             Metric::Pre(_) => "pre",
+            Metric::CoxNLogLik => "cox-nloglik",
         }
     }
 
@@ -116,6 +119,7 @@ impl Metric {
             ObjectiveKind::Softprob | ObjectiveKind::Softmax => Metric::MLogLoss,
             ObjectiveKind::RankNdcg | ObjectiveKind::RankPairwise => Metric::Ndcg(None),
             ObjectiveKind::RankMap => Metric::Map(None),
+            ObjectiveKind::Cox => Metric::CoxNLogLik,
         }
     }
 
@@ -135,7 +139,9 @@ impl Metric {
             Metric::LogLoss | Metric::Error | Metric::AucPr => objective.is_binary(),
             Metric::MLogLoss | Metric::MError => objective.is_multiclass(),
             m if m.is_ranking() => objective.is_ranking(),
-            _ => regression,
+            // survival times are not values to predict: only the likelihood applies
+            Metric::CoxNLogLik => objective == ObjectiveKind::Cox,
+            _ => regression && objective != ObjectiveKind::Cox,
         };
         if ok {
             Ok(())
@@ -173,6 +179,9 @@ impl Metric {
         if self.is_ranking() {
             return self.evaluate_ranked(margins, labels, weights, queries);
         }
+        if self == Metric::CoxNLogLik {
+            return crate::survival::neg_log_likelihood(labels, margins);
+        }
         let kind = objective.kind();
         let preds;
         let values = if kind.has_log_link() && !self.on_margins() {
@@ -181,8 +190,21 @@ impl Metric {
         } else {
             margins
         };
-        let constants = objective.metric_constants();
-        self.evaluate_with(values, objective.groups(), labels, weights, constants)
+        let k = objective.groups();
+        if kind == ObjectiveKind::QuantileError && k > 1 {
+            // one output per quantile, each scored with its own α; the mean over outputs,
+            // as XGBoost reports multi-output metrics
+            let total: f64 = (0..k)
+                .map(|q| {
+                    let column: Vec<f32> = values.iter().skip(q).step_by(k).copied().collect();
+                    let c = objective.metric_constants(q);
+                    self.evaluate_with(&column, 1, labels, weights, c)
+                })
+                .sum();
+            return total / k as f64;
+        }
+        let constants = objective.metric_constants(0);
+        self.evaluate_with(values, k, labels, weights, constants)
     }
 
     fn evaluate_ranked(
@@ -342,6 +364,7 @@ impl Metric {
             Metric::Ndcg(_) | Metric::Map(_) | Metric::Pre(_) => {
                 self.evaluate_ranked(margins, labels, weights, None)
             }
+            Metric::CoxNLogLik => crate::survival::neg_log_likelihood(labels, margins),
             Metric::MError => mean(&|i| {
                 let row = &margins[i * groups..(i + 1) * groups];
                 if argmax(row) == labels[i] as usize {
@@ -435,6 +458,7 @@ impl FromStr for Metric {
             "aucpr" | "average_precision" => Metric::AucPr,
             "mlogloss" | "multi_logloss" => Metric::MLogLoss,
             "merror" | "multi_error" => Metric::MError,
+            "cox-nloglik" => Metric::CoxNLogLik,
             other => return Err(Error::UnknownMetric(other.to_string())),
         })
     }

@@ -473,6 +473,13 @@ impl Model {
                 return Err(bad(format!("{k} needs groups >= 2")))
             }
             k if k.is_multiclass() => {}
+            ObjectiveKind::QuantileError if groups != file.params.quantile_alpha.len() => {
+                return Err(bad(format!(
+                    "reg:quantileerror has one group per quantile_alpha ({}), not {groups}",
+                    file.params.quantile_alpha.len()
+                )))
+            }
+            ObjectiveKind::QuantileError => {}
             _ if groups != 1 => {
                 return Err(bad(format!("{} has 1 group, not {groups}", file.objective)))
             }

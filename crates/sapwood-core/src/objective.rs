@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::detmath;
 use crate::error::{Error, Result};
+use crate::params::PairMethodKind;
 
 /// The loss being minimised.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -64,11 +65,15 @@ pub enum ObjectiveKind {
     /// `rank:pairwise`: RankNet, every mis-ordered pair alike.
     #[serde(rename = "rank:pairwise")]
     RankPairwise,
+    /// `survival:cox`: Cox proportional hazards (partial likelihood, Breslow ties) on
+    /// survival times, negative when censored; predicts the hazard ratio, exp(margin).
+    #[serde(rename = "survival:cox")]
+    Cox,
 }
 
 impl ObjectiveKind {
     /// Every objective, in the order users see them listed.
-    pub const ALL: [ObjectiveKind; 15] = [
+    pub const ALL: [ObjectiveKind; 16] = [
         ObjectiveKind::SquaredError,
         ObjectiveKind::AbsoluteError,
         ObjectiveKind::QuantileError,
@@ -84,6 +89,7 @@ impl ObjectiveKind {
         ObjectiveKind::RankNdcg,
         ObjectiveKind::RankMap,
         ObjectiveKind::RankPairwise,
+        ObjectiveKind::Cox,
     ];
 
     /// The XGBoost-style name.
@@ -104,6 +110,7 @@ impl ObjectiveKind {
             ObjectiveKind::RankNdcg => "rank:ndcg",
             ObjectiveKind::RankMap => "rank:map",
             ObjectiveKind::RankPairwise => "rank:pairwise",
+            ObjectiveKind::Cox => "survival:cox",
         }
     }
 
@@ -134,7 +141,10 @@ impl ObjectiveKind {
     pub fn has_log_link(self) -> bool {
         matches!(
             self,
-            ObjectiveKind::Poisson | ObjectiveKind::Tweedie | ObjectiveKind::Gamma
+            ObjectiveKind::Poisson
+                | ObjectiveKind::Tweedie
+                | ObjectiveKind::Gamma
+                | ObjectiveKind::Cox
         )
     }
 
@@ -175,6 +185,7 @@ impl FromStr for ObjectiveKind {
             "rank:ndcg" | "lambdarank" => ObjectiveKind::RankNdcg,
             "rank:map" => ObjectiveKind::RankMap,
             "rank:pairwise" => ObjectiveKind::RankPairwise,
+            "survival:cox" => ObjectiveKind::Cox,
             other => return Err(Error::UnknownObjective(other.to_string())),
         })
     }
@@ -354,14 +365,15 @@ struct LossConstants {
     c1: f32,
 }
 
-/// A loss with its number of output groups (classes for softmax, else 1) and its constants.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// A loss with its number of output groups (classes for softmax, quantiles for
+/// `reg:quantileerror`, else 1) and its constants.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Objective {
     kind: ObjectiveKind,
     groups: usize,
     constants: LossConstants,
-    /// `quantile_alpha` in full precision: quantile selection compares weights with it.
-    quantile_alpha: f64,
+    /// Every `quantile_alpha` in full precision: quantile selection compares weights with it.
+    quantile_alpha: Vec<f64>,
     /// Pair construction and gains of the ranking losses.
     rank: crate::rank::RankParams,
 }
@@ -384,14 +396,14 @@ impl Objective {
                 ));
             }
             num_class
+        } else if kind == ObjectiveKind::QuantileError {
+            p.quantile_alpha.len()
         } else {
             1
         };
         let constants = match kind {
-            ObjectiveKind::QuantileError => LossConstants {
-                c0: p.quantile_alpha as f32,
-                c1: (1.0 - p.quantile_alpha) as f32,
-            },
+            // the kernels' constants: one quantile only (several run on the host)
+            ObjectiveKind::QuantileError => quantile_constants(p.quantile_alpha[0]),
             ObjectiveKind::PseudoHuber | ObjectiveKind::Huber => LossConstants {
                 c0: p.huber_slope as f32,
                 c1: 0.0,
@@ -414,14 +426,21 @@ impl Objective {
             kind,
             groups,
             constants,
-            quantile_alpha: p.quantile_alpha,
+            quantile_alpha: p.quantile_alpha.clone(),
             rank: crate::rank::RankParams {
                 loss: match kind {
                     ObjectiveKind::RankMap => crate::rank::RankLoss::Map,
                     ObjectiveKind::RankPairwise => crate::rank::RankLoss::Pairwise,
                     _ => crate::rank::RankLoss::Ndcg,
                 },
-                pairs: crate::rank::PairMethod::TopK(p.lambdarank_num_pair_per_sample),
+                pairs: match p.lambdarank_pair_method {
+                    PairMethodKind::TopK => crate::rank::PairMethod::TopK(
+                        p.lambdarank_num_pair_per_sample.unwrap_or(32),
+                    ),
+                    PairMethodKind::Mean => {
+                        crate::rank::PairMethod::Mean(p.lambdarank_num_pair_per_sample.unwrap_or(1))
+                    }
+                },
                 exp_gain: p.ndcg_exp_gain,
                 normalise: p.lambdarank_normalization,
             },
@@ -439,7 +458,7 @@ impl Objective {
     }
 
     /// Values per row of [`Objective::transform`]: 1 for `multi:softmax` (the class), else
-    /// the groups.
+    /// the groups (one per quantile of `reg:quantileerror`).
     pub fn output_width(&self) -> usize {
         if self.kind == ObjectiveKind::Softmax {
             1
@@ -453,12 +472,13 @@ impl Objective {
         [self.constants.c0.to_bits(), self.constants.c1.to_bits()]
     }
 
-    /// The constants metrics read (the metric's defaults where the loss has none).
-    pub fn metric_constants(&self) -> crate::metric::MetricConstants {
+    /// The constants metrics read for output `group` (the metric's defaults where the loss
+    /// has none).
+    pub fn metric_constants(&self, group: usize) -> crate::metric::MetricConstants {
         let mut c = crate::metric::MetricConstants::default();
         let LossConstants { c0, c1 } = self.constants;
         match self.kind {
-            ObjectiveKind::QuantileError => c.quantile_alpha = self.quantile_alpha,
+            ObjectiveKind::QuantileError => c.quantile_alpha = self.quantile_alpha[group],
             ObjectiveKind::PseudoHuber | ObjectiveKind::Huber => c.huber_slope = c0 as f64,
             ObjectiveKind::Tweedie => c.tweedie_variance_power = 2.0 - c1 as f64,
             _ => {}
@@ -466,12 +486,18 @@ impl Objective {
         c
     }
 
-    /// The quantile the leaves are refit to ([`ObjectiveKind::refits_leaves`]).
-    pub fn refit_quantile(&self) -> f64 {
+    /// The quantile the leaves of output `group` are refit to
+    /// ([`ObjectiveKind::refits_leaves`]).
+    pub fn refit_quantile(&self, group: usize) -> f64 {
         match self.kind {
-            ObjectiveKind::QuantileError => self.quantile_alpha,
+            ObjectiveKind::QuantileError => self.quantile_alpha[group],
             _ => 0.5,
         }
+    }
+
+    /// The quantiles of `reg:quantileerror`, one per output.
+    pub fn quantile_alphas(&self) -> &[f64] {
+        &self.quantile_alpha
     }
 
     /// Checks one label, naming its row when it is refused.
@@ -500,6 +526,9 @@ impl Objective {
                 bad(format!("{name} needs labels >= 0"))
             }
             ObjectiveKind::Gamma if y <= 0.0 => bad(format!("{name} needs labels > 0")),
+            ObjectiveKind::Cox if y == 0.0 => bad(format!(
+                "{name} needs survival times != 0 (negative when censored)"
+            )),
             k if k.is_ranking() && !(0.0..=31.0).contains(&y) => {
                 bad(format!("{name} needs relevance labels in [0, 31]"))
             }
@@ -510,7 +539,18 @@ impl Objective {
     /// Whether GPU backends compute this loss's gradients in a kernel; the others read the
     /// margins back and take the host's gradients (the same bits either way).
     pub fn has_kernel(&self) -> bool {
-        self.kind != ObjectiveKind::PseudoHuber && !self.kind.is_ranking()
+        match self.kind {
+            ObjectiveKind::PseudoHuber | ObjectiveKind::Cox => false,
+            // the kernels read one pair of constants
+            ObjectiveKind::QuantileError => self.groups == 1,
+            k => !k.is_ranking(),
+        }
+    }
+
+    /// Whether a row's gradient depends on other rows (ranking within its query, Cox over
+    /// its risk set): the boosting loop computes these on the host, never row by row.
+    pub fn is_listwise(&self) -> bool {
+        self.kind.is_ranking() || self.kind == ObjectiveKind::Cox
     }
 
     /// Pair construction and gains of a ranking loss.
@@ -543,10 +583,18 @@ impl Objective {
                 };
                 h[0] = w;
             }
-            ObjectiveKind::QuantileError => {
+            ObjectiveKind::QuantileError if self.groups == 1 => {
                 let d = ftz(ftz(margins[0]) - y);
                 g[0] = ftz(if d >= 0.0 { c1 } else { -c0 } * w);
                 h[0] = w;
+            }
+            ObjectiveKind::QuantileError => {
+                for (q, &alpha) in self.quantile_alpha.iter().enumerate() {
+                    let LossConstants { c0, c1 } = quantile_constants(alpha);
+                    let d = ftz(ftz(margins[q]) - y);
+                    g[q] = ftz(if d >= 0.0 { c1 } else { -c0 } * w);
+                    h[q] = w;
+                }
             }
             ObjectiveKind::Huber => {
                 let d = ftz(ftz(margins[0]) - y);
@@ -591,9 +639,12 @@ impl Objective {
                 g[0] = ftz(ftz(p - y) * w);
                 h[0] = ftz((p * (1.0 - p)).max(MIN_HESSIAN) * w);
             }
-            ObjectiveKind::RankNdcg | ObjectiveKind::RankMap | ObjectiveKind::RankPairwise => {
-                // listwise: a row's gradient depends on its query (see crate::rank); the
-                // boosting loop computes them on the host, never row by row
+            ObjectiveKind::RankNdcg
+            | ObjectiveKind::RankMap
+            | ObjectiveKind::RankPairwise
+            | ObjectiveKind::Cox => {
+                // listwise (see is_listwise): the boosting loop computes these on the
+                // host, never row by row
                 g[0] = 0.0;
                 h[0] = 0.0;
             }
@@ -672,19 +723,30 @@ impl Objective {
     }
 }
 
+/// The kernel constants of the pinball loss at `alpha`.
+fn quantile_constants(alpha: f64) -> LossConstants {
+    LossConstants {
+        c0: alpha as f32,
+        c1: (1.0 - alpha) as f32,
+    }
+}
+
 /// The parameters of the losses that have constants, as [`crate::params::Params`] holds them.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ObjectiveParams {
-    /// `quantile_alpha` of `reg:quantileerror`.
-    pub quantile_alpha: f64,
+    /// `quantile_alpha` of `reg:quantileerror`: one output per value.
+    pub quantile_alpha: Vec<f64>,
     /// `huber_slope` of `reg:pseudohubererror` and `huber`.
     pub huber_slope: f64,
     /// `tweedie_variance_power` of `reg:tweedie`.
     pub tweedie_variance_power: f64,
     /// `max_delta_step`: the Poisson hessian's offset (0 means 0.7, as XGBoost).
     pub max_delta_step: f64,
-    /// `lambdarank_num_pair_per_sample`: the truncation level of top-k pairs.
-    pub lambdarank_num_pair_per_sample: u32,
+    /// `lambdarank_num_pair_per_sample`: the truncation level of top-k pairs, or the
+    /// pairs drawn per document by `mean`.
+    pub lambdarank_num_pair_per_sample: Option<u32>,
+    /// `lambdarank_pair_method`.
+    pub lambdarank_pair_method: PairMethodKind,
     /// `ndcg_exp_gain`: gains 2^label - 1.
     pub ndcg_exp_gain: bool,
     /// `lambdarank_normalization`: scale each query's gradients by log2(1 + Σ|λ|) / Σ|λ|.
@@ -694,11 +756,12 @@ pub struct ObjectiveParams {
 impl Default for ObjectiveParams {
     fn default() -> Self {
         ObjectiveParams {
-            quantile_alpha: 0.5,
+            quantile_alpha: vec![0.5],
             huber_slope: 1.0,
             tweedie_variance_power: 1.5,
             max_delta_step: 0.0,
-            lambdarank_num_pair_per_sample: 32,
+            lambdarank_num_pair_per_sample: None,
+            lambdarank_pair_method: PairMethodKind::TopK,
             ndcg_exp_gain: true,
             lambdarank_normalization: true,
         }
@@ -709,12 +772,20 @@ impl ObjectiveParams {
     /// Checks the constants `kind` reads, naming the parameter.
     pub fn validate(&self, kind: ObjectiveKind) -> Result<()> {
         match kind {
+            ObjectiveKind::QuantileError if self.quantile_alpha.is_empty() => {
+                Err(Error::param("quantile_alpha", "give at least one quantile"))
+            }
             ObjectiveKind::QuantileError
-                if !(self.quantile_alpha > 0.0 && self.quantile_alpha < 1.0) =>
+                if self.quantile_alpha.iter().any(|a| !(*a > 0.0 && *a < 1.0)) =>
             {
+                let bad = self
+                    .quantile_alpha
+                    .iter()
+                    .find(|a| !(**a > 0.0 && **a < 1.0))
+                    .expect("one is out of range");
                 Err(Error::param(
                     "quantile_alpha",
-                    format!("{} must be in (0, 1)", self.quantile_alpha),
+                    format!("{bad} must be in (0, 1)"),
                 ))
             }
             ObjectiveKind::PseudoHuber | ObjectiveKind::Huber
@@ -803,7 +874,7 @@ mod tests {
             ObjectiveKind::AbsoluteError => d.abs(),
             ObjectiveKind::QuantileError => {
                 let u = y - m;
-                u * (p.quantile_alpha - if u < 0.0 { 1.0 } else { 0.0 })
+                u * (p.quantile_alpha[0] - if u < 0.0 { 1.0 } else { 0.0 })
             }
             ObjectiveKind::Huber => {
                 let s = p.huber_slope;
@@ -829,9 +900,47 @@ mod tests {
     }
 
     #[test]
+    fn each_quantile_of_a_list_has_the_gradients_of_its_own_loss() {
+        let alphas = [0.1, 0.5, 0.93];
+        let many = Objective::with_params(
+            ObjectiveKind::QuantileError,
+            1,
+            &ObjectiveParams {
+                quantile_alpha: alphas.to_vec(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!((many.groups(), many.output_width()), (3, 3));
+        assert!(!many.has_kernel(), "one pair of kernel constants per loss");
+        for (m, y) in [([0.2f32, -1.0, 3.0], 0.5f32), ([1.0, 1.0, 1.0], 1.0)] {
+            let (mut g, mut h) = ([0f32; 3], [0f32; 3]);
+            many.gradient(&m, y, 1.5, &mut g, &mut h);
+            for (q, &alpha) in alphas.iter().enumerate() {
+                let one = Objective::with_params(
+                    ObjectiveKind::QuantileError,
+                    1,
+                    &ObjectiveParams {
+                        quantile_alpha: vec![alpha],
+                        ..Default::default()
+                    },
+                )
+                .unwrap();
+                let (mut g1, mut h1) = ([0f32], [0f32]);
+                one.gradient(&m[q..q + 1], y, 1.5, &mut g1, &mut h1);
+                assert_eq!(
+                    (g[q].to_bits(), h[q].to_bits()),
+                    (g1[0].to_bits(), h1[0].to_bits())
+                );
+                assert_eq!(many.refit_quantile(q), alpha);
+            }
+        }
+    }
+
+    #[test]
     fn gradients_and_hessians_are_the_derivatives_of_each_loss() {
         let p = ObjectiveParams {
-            quantile_alpha: 0.3,
+            quantile_alpha: vec![0.3],
             huber_slope: 1.7,
             tweedie_variance_power: 1.35,
             ..Default::default()
@@ -844,6 +953,10 @@ mod tests {
             .filter(|k| !k.is_multiclass() && !k.is_ranking())
         {
             let obj = Objective::with_params(kind, 1, &p).unwrap();
+            if obj.is_listwise() {
+                // survival:cox: checked against its likelihood in crate::survival
+                continue;
+            }
             for &m in &[-2.3f32, -0.4, 0.05, 0.9, 3.1] {
                 for &y in &[0.0f32, 0.25, 1.0, 2.5, 7.0] {
                     if obj.check_label(0, y).is_err() || (m - y).abs() < 0.01 {
@@ -926,8 +1039,8 @@ mod tests {
         bad(
             ObjectiveKind::QuantileError,
             ObjectiveParams {
-                quantile_alpha: 1.0,
-                ..d
+                quantile_alpha: vec![1.0],
+                ..d.clone()
             },
             "quantile_alpha",
         );
@@ -935,7 +1048,7 @@ mod tests {
             ObjectiveKind::Huber,
             ObjectiveParams {
                 huber_slope: 0.0,
-                ..d
+                ..d.clone()
             },
             "huber_slope",
         );
@@ -943,7 +1056,7 @@ mod tests {
             ObjectiveKind::Tweedie,
             ObjectiveParams {
                 tweedie_variance_power: 2.0,
-                ..d
+                ..d.clone()
             },
             "tweedie_variance_power",
         );
@@ -956,6 +1069,29 @@ mod tests {
         poisson.check_label(0, 0.0).unwrap();
         let gamma = Objective::new(ObjectiveKind::Gamma, 1).unwrap();
         assert!(gamma.check_label(0, 0.0).is_err());
+        let cox = Objective::new(ObjectiveKind::Cox, 1).unwrap();
+        assert!(cox
+            .check_label(7, 0.0)
+            .unwrap_err()
+            .to_string()
+            .contains("row 7"));
+        cox.check_label(0, -3.0).unwrap();
+        bad(
+            ObjectiveKind::QuantileError,
+            ObjectiveParams {
+                quantile_alpha: vec![0.2, 0.0],
+                ..d.clone()
+            },
+            "quantile_alpha",
+        );
+        bad(
+            ObjectiveKind::QuantileError,
+            ObjectiveParams {
+                quantile_alpha: vec![],
+                ..d.clone()
+            },
+            "quantile_alpha",
+        );
         let raw = Objective::new(ObjectiveKind::LogitRaw, 1).unwrap();
         assert!(raw.check_label(0, 1.5).is_err());
     }

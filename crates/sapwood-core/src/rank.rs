@@ -124,6 +124,19 @@ impl Queries {
 pub enum PairMethod {
     /// Every pair with at least one document in the model's top `k` (XGBoost's `topk`).
     TopK(u32),
+    /// `n` partners per document, drawn uniformly among the query's documents with another
+    /// label (XGBoost's `mean`); the draws are hashes of (seed, round, global row).
+    Mean(u32),
+}
+
+/// Where the `mean` pair method's draws come from: the round's key and the global index
+/// of the shard's first row, so that a document draws the same partners on any worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PairDraws {
+    /// The key of (seed, [`crate::hash::Stream::RankPairs`], round).
+    pub key: crate::hash::HashKey,
+    /// Global index of the shard's first row.
+    pub row_offset: u64,
 }
 
 /// The LambdaMART losses.
@@ -193,15 +206,84 @@ fn inverse_ideal_dcg(labels: &[f32], k: usize, exp_gain: bool) -> f64 {
     }
 }
 
+/// The pairs of one query as (rank, rank) in the model's `order`: every pair with one
+/// document in the top `k`, or `n` drawn partners per document (`first_row`: the query's
+/// global first row).
+fn pairs(
+    method: PairMethod,
+    labels: &[f32],
+    order: &[usize],
+    draws: PairDraws,
+    first_row: u64,
+) -> Vec<(usize, usize)> {
+    let n = labels.len();
+    match method {
+        PairMethod::TopK(k) => {
+            let top = (k as usize).min(n);
+            (0..top)
+                .flat_map(|a| (a + 1..n).map(move |b| (a, b)))
+                .filter(|&(a, b)| labels[order[a]] != labels[order[b]])
+                .collect()
+        }
+        PairMethod::Mean(per_doc) => {
+            // ranks sorted by label, so the documents sharing a label form one run to skip
+            let mut by_label: Vec<usize> = (0..n).collect();
+            by_label.sort_by(|&a, &b| {
+                labels[order[a]]
+                    .total_cmp(&labels[order[b]])
+                    .then(a.cmp(&b))
+            });
+            let mut out = Vec::with_capacity(n * per_doc as usize);
+            let mut run_start = 0;
+            while run_start < n {
+                let y = labels[order[by_label[run_start]]];
+                let run_end = run_start
+                    + by_label[run_start..]
+                        .iter()
+                        .take_while(|&&r| labels[order[r]] == y)
+                        .count();
+                let others = n - (run_end - run_start);
+                if others > 0 {
+                    for &r in &by_label[run_start..run_end] {
+                        let row = first_row + order[r] as u64;
+                        for d in 0..per_doc as u64 {
+                            let u = draws.key.hash64(row * per_doc as u64 + d) % others as u64;
+                            let u = u as usize;
+                            let pick = if u < run_start {
+                                u
+                            } else {
+                                u + (run_end - run_start)
+                            };
+                            let partner = by_label[pick];
+                            out.push((r.min(partner), r.max(partner)));
+                        }
+                    }
+                }
+                run_start = run_end;
+            }
+            out
+        }
+    }
+}
+
 /// The gradients of one query: `labels` and `scores` of its rows, `out` its (g, h) pairs.
-fn query_gradients(p: &RankParams, labels: &[f32], scores: &[f32], out: &mut [[f64; 2]]) {
+fn query_gradients(
+    p: &RankParams,
+    labels: &[f32],
+    scores: &[f32],
+    draws: PairDraws,
+    first_row: u64,
+    out: &mut [[f64; 2]],
+) {
     let n = labels.len();
     if n < 2 {
         return;
     }
     let order = ranked(scores);
-    let PairMethod::TopK(k) = p.pairs;
-    let top = (k as usize).min(n);
+    let top = match p.pairs {
+        PairMethod::TopK(k) => (k as usize).min(n),
+        PairMethod::Mean(_) => n,
+    };
     let inv_idcg = inverse_ideal_dcg(labels, top.max(1), p.exp_gain);
     // MAP statistics along the model's ranking: relevant documents up to each rank, and
     // the sum of precisions at relevant ranks up to each rank
@@ -219,42 +301,37 @@ fn query_gradients(p: &RankParams, labels: &[f32], scores: &[f32], out: &mut [[f
     }
     let (best, worst) = (scores[order[0]], scores[order[n - 1]]);
     let mut sum_lambda = 0.0f64;
-    for r_a in 0..top {
-        for r_b in r_a + 1..n {
-            let (a, b) = (order[r_a], order[r_b]);
-            if labels[a] == labels[b] {
-                continue;
+    for (r_a, r_b) in pairs(p.pairs, labels, &order, draws, first_row) {
+        let (a, b) = (order[r_a], order[r_b]);
+        // the document with the higher label and its rank
+        let ((hi, r_hi), (lo, r_lo)) = if labels[a] > labels[b] {
+            ((a, r_a), (b, r_b))
+        } else {
+            ((b, r_b), (a, r_a))
+        };
+        let delta = match p.loss {
+            RankLoss::Pairwise => 1.0,
+            RankLoss::Ndcg => {
+                let (gh, gl) = (gain(labels[hi], p.exp_gain), gain(labels[lo], p.exp_gain));
+                let (dh, dl) = (discount(r_hi), discount(r_lo));
+                ((gh - gl) * (dh - dl)).abs() * inv_idcg
             }
-            // the document with the higher label and its rank
-            let ((hi, r_hi), (lo, r_lo)) = if labels[a] > labels[b] {
-                ((a, r_a), (b, r_b))
-            } else {
-                ((b, r_b), (a, r_a))
-            };
-            let delta = match p.loss {
-                RankLoss::Pairwise => 1.0,
-                RankLoss::Ndcg => {
-                    let (gh, gl) = (gain(labels[hi], p.exp_gain), gain(labels[lo], p.exp_gain));
-                    let (dh, dl) = (discount(r_hi), discount(r_lo));
-                    ((gh - gl) * (dh - dl)).abs() * inv_idcg
-                }
-                RankLoss::Map => map_delta(labels[hi], labels[lo], r_hi, r_lo, &n_rel, &acc),
-            };
-            let mut delta = delta.abs();
-            let diff = scores[hi] as f64 - scores[lo] as f64;
-            if p.loss == RankLoss::Ndcg && best != worst {
-                // LightGBM's and XGBoost's damping of pairs already far apart
-                delta /= diff.abs() + 0.01;
-            }
-            let sigmoid = 1.0 / (1.0 + detmath::exp(-diff));
-            let lambda = (sigmoid - 1.0) * delta;
-            let hess = (sigmoid * (1.0 - sigmoid)).max(1e-16) * delta * 2.0;
-            out[hi][0] += lambda;
-            out[lo][0] -= lambda;
-            out[hi][1] += hess;
-            out[lo][1] += hess;
-            sum_lambda += -lambda;
+            RankLoss::Map => map_delta(labels[hi], labels[lo], r_hi, r_lo, &n_rel, &acc),
+        };
+        let mut delta = delta.abs();
+        let diff = scores[hi] as f64 - scores[lo] as f64;
+        if p.loss == RankLoss::Ndcg && best != worst {
+            // LightGBM's and XGBoost's damping of pairs already far apart
+            delta /= diff.abs() + 0.01;
         }
+        let sigmoid = 1.0 / (1.0 + detmath::exp(-diff));
+        let lambda = (sigmoid - 1.0) * delta;
+        let hess = (sigmoid * (1.0 - sigmoid)).max(1e-16) * delta * 2.0;
+        out[hi][0] += lambda;
+        out[lo][0] -= lambda;
+        out[hi][1] += hess;
+        out[lo][1] += hess;
+        sum_lambda += -lambda;
     }
     if p.normalise && sum_lambda > 0.0 {
         let norm = detmath::log2(1.0 + sum_lambda) / sum_lambda;
@@ -306,6 +383,7 @@ pub fn gradients(
     labels: &[f32],
     weights: Option<&[f32]>,
     margins: &[f32],
+    draws: PairDraws,
     out: &mut [[f32; 2]],
 ) -> [f32; 2] {
     let per_query: Vec<(usize, Vec<[f64; 2]>)> = (0..queries.len())
@@ -313,7 +391,15 @@ pub fn gradients(
         .map(|q| {
             let rows = queries.rows(q);
             let mut g = vec![[0.0f64; 2]; rows.len()];
-            query_gradients(p, &labels[rows.clone()], &margins[rows.clone()], &mut g);
+            let first_row = draws.row_offset + rows.start as u64;
+            query_gradients(
+                p,
+                &labels[rows.clone()],
+                &margins[rows.clone()],
+                draws,
+                first_row,
+                &mut g,
+            );
             (rows.start, g)
         })
         .collect();
@@ -487,6 +573,56 @@ mod tests {
         }
     }
 
+    fn no_draws() -> PairDraws {
+        PairDraws {
+            key: crate::hash::HashKey::new(0, crate::hash::Stream::RankPairs, 0),
+            row_offset: 0,
+        }
+    }
+
+    #[test]
+    fn mean_pairs_draw_partners_with_other_labels_keyed_on_global_rows() {
+        let labels = [2.0f32, 0.0, 1.0, 0.0, 0.0, 1.0];
+        let order: Vec<usize> = (0..6).rev().collect();
+        let draws = no_draws();
+        let got = pairs(PairMethod::Mean(4), &labels, &order, draws, 100);
+        // every document has a partner with another label: 4 draws each
+        assert_eq!(got.len(), 6 * 4);
+        for &(a, b) in &got {
+            assert!(a < b);
+            assert_ne!(labels[order[a]], labels[order[b]]);
+        }
+        // every document appears as a drawer at least 4 times, and draws spread out
+        for r in 0..6 {
+            assert!(got.iter().filter(|&&(a, b)| a == r || b == r).count() >= 4);
+        }
+        // the same global rows draw the same partners; other rows draw others
+        assert_eq!(got, pairs(PairMethod::Mean(4), &labels, &order, draws, 100));
+        assert_ne!(got, pairs(PairMethod::Mean(4), &labels, &order, draws, 7));
+        // a query where every label is equal has no pair
+        assert!(pairs(PairMethod::Mean(4), &[1.0; 3], &[0, 1, 2], draws, 0).is_empty());
+        // a shard starting later sees its query at another local index: same gradients
+        let p = RankParams {
+            loss: RankLoss::Ndcg,
+            pairs: PairMethod::Mean(3),
+            exp_gain: true,
+            normalise: true,
+        };
+        let margins = [0.3f32, -0.2, 0.5, 0.1, 0.0, 0.4];
+        let whole = Queries::from_sizes(&[2, 6]);
+        let (mut a, mut b) = (vec![[0f32; 2]; 8], vec![[0f32; 2]; 6]);
+        let lab8 = [1.0f32, 0.0, 2.0, 0.0, 1.0, 0.0, 0.0, 1.0];
+        let m8 = [0.0f32, 0.1, 0.3, -0.2, 0.5, 0.1, 0.0, 0.4];
+        gradients(&p, &whole, &lab8, None, &m8, draws, &mut a);
+        let shifted = PairDraws {
+            row_offset: 2,
+            ..draws
+        };
+        let part = Queries::from_sizes(&[6]);
+        gradients(&p, &part, &lab8[2..], None, &margins, shifted, &mut b);
+        assert_eq!(&a[2..], &b[..]);
+    }
+
     #[test]
     fn pairwise_gradients_are_ranknet_and_sum_to_zero() {
         let p = RankParams {
@@ -499,7 +635,7 @@ mod tests {
         let labels = [1.0f32, 0.0, 2.0, 0.0, 1.0];
         let margins = [0.2f32, 0.7, 0.0, 0.1, -0.3];
         let mut out = vec![[0f32; 2]; 5];
-        gradients(&p, &q, &labels, None, &margins, &mut out);
+        gradients(&p, &q, &labels, None, &margins, no_draws(), &mut out);
         // first query: one pair, high doc 0 with score 0.2 against 0.7
         let s = 1.0 / (1.0 + (-(0.2f64 - 0.7)).exp());
         assert!((out[0][0] as f64 - (s - 1.0)).abs() < 1e-6);

@@ -411,7 +411,7 @@ pub(crate) fn gradients_and_margins<B: HistBackend + ?Sized>(
         let weights: Vec<f32> = (0..n).map(|_| rng.unit() * 3.0).collect();
         // constants away from their defaults, so that a kernel reading the wrong one fails
         let constants = ObjectiveParams {
-            quantile_alpha: 0.3,
+            quantile_alpha: vec![0.3],
             huber_slope: 2.5,
             tweedie_variance_power: 1.3,
             ..Default::default()
@@ -419,7 +419,7 @@ pub(crate) fn gradients_and_margins<B: HistBackend + ?Sized>(
         let obj = Objective::with_params(kind, k, &constants).expect("objective");
         let spec = ShardData {
             weights: Some(weights.clone()),
-            objective: obj,
+            objective: obj.clone(),
             base_margin: (0..k).map(|c| c as f32 * 0.1 - 0.2).collect(),
             initial_margins: None,
             ..shard(binned, offsets, labels.clone())
@@ -906,7 +906,7 @@ pub fn softmax_labels_outside_the_classes_match_the_cpu(factory: &dyn BackendFac
     let obj = Objective::new(ObjectiveKind::Softprob, k).expect("objective");
     let margins = [0.3f32, -0.2, 1.0];
     let spec = ShardData {
-        objective: obj,
+        objective: obj.clone(),
         base_margin: margins.to_vec(),
         initial_margins: None,
         ..shard(

@@ -166,7 +166,7 @@ pub fn copy_shard(s: &ShardData) -> ShardData {
         offsets: s.offsets.clone(),
         labels: s.labels.clone(),
         weights: s.weights.clone(),
-        objective: s.objective,
+        objective: s.objective.clone(),
         base_margin: s.base_margin.clone(),
         initial_margins: s.initial_margins.clone(),
         row_offset: s.row_offset,

@@ -19,6 +19,12 @@ fn output_fields(model: &Model, a: &PredictArgs, rounds: usize) -> Vec<(String, 
     let mut f = Vec::new();
     if model.groups == 1 {
         f.push(("prediction".to_string(), DataType::Float32));
+    } else if is_multi_quantile(model) {
+        f.extend(
+            group_names(model)
+                .iter()
+                .map(|q| (format!("quantile_{q}"), DataType::Float32)),
+        );
     } else {
         f.push(("prediction".to_string(), label_type(model)));
         let prefix = if a.raw { "margin_" } else { "prob_" };
@@ -37,7 +43,7 @@ fn output_fields(model: &Model, a: &PredictArgs, rounds: usize) -> Vec<(String, 
         let groups: Vec<String> = if model.groups == 1 {
             vec![String::new()]
         } else {
-            class_names(model).iter().map(|c| format!("{c}_")).collect()
+            group_names(model).iter().map(|c| format!("{c}_")).collect()
         };
         for g in &groups {
             for name in features.clone() {
@@ -51,6 +57,26 @@ fn output_fields(model: &Model, a: &PredictArgs, rounds: usize) -> Vec<(String, 
         }
     }
     f
+}
+
+/// Whether the model has one output per quantile (`reg:quantileerror` with a list of
+/// `quantile_alpha`): its outputs are values, not classes.
+fn is_multi_quantile(model: &Model) -> bool {
+    model.params.objective == ObjectiveKind::QuantileError && model.groups > 1
+}
+
+/// One name per output: its quantile for a multi-quantile model, else its class.
+fn group_names(model: &Model) -> Vec<String> {
+    if is_multi_quantile(model) {
+        model
+            .params
+            .quantile_alpha
+            .iter()
+            .map(|a| a.to_string())
+            .collect()
+    } else {
+        class_names(model)
+    }
 }
 
 fn kind_of(c: &ClassLabel) -> &'static str {
@@ -282,6 +308,13 @@ pub fn run(a: PredictArgs) -> Result<()> {
                 objective.transform(&margins)
             };
             arrays.push(Arc::new(Float32Array::from(v)));
+        } else if is_multi_quantile(model) {
+            // identity link: margins are the predicted quantiles
+            for q in 0..k {
+                arrays.push(Arc::new(Float32Array::from_iter_values(
+                    (0..n).map(|i| margins[i * k + q]),
+                )));
+            }
         } else {
             let values = if a.raw {
                 margins.clone()

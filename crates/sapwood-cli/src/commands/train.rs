@@ -135,7 +135,7 @@ fn bin_source(
     collective: &mut dyn Collective,
     margins: &[String],
     group: Option<&str>,
-) -> Result<(BinnedDataset, Option<Vec<f32>>)> {
+) -> Result<(BinnedDataset, Option<Vec<f32>>, Option<[i64; 2]>)> {
     let mut roles = Vec::new();
     if let Some(l) = &opts.label {
         roles.push(("label", l.as_str()));
@@ -219,7 +219,11 @@ fn bin_source(
             .set_group(&qids, g)
             .with_context(|| format!("{}", path.display()))?;
     }
-    Ok((binned, base))
+    let ends = match (qids.first(), qids.last()) {
+        (Some(&a), Some(&b)) => Some([a, b]),
+        _ => None,
+    };
+    Ok((binned, base, ends))
 }
 
 /// Names the file and column of a label or weight error found once training started
@@ -313,7 +317,7 @@ fn bin_file(
 ) -> Result<(BinnedDataset, Option<Vec<f32>>)> {
     let source = Source::open(path, opts)?;
     let shard = Shard::whole(source.num_rows());
-    bin_source(
+    let (binned, base, _) = bin_source(
         &source,
         path,
         opts,
@@ -323,7 +327,8 @@ fn bin_file(
         &mut SingleWorker,
         margins,
         group,
-    )
+    )?;
+    Ok((binned, base))
 }
 
 /// How the training file is read: the `--base-margin` columns are kept out of the
@@ -537,20 +542,57 @@ fn run_mpi(_a: TrainArgs, _settings: Settings, _init: Option<Booster>) -> Result
     .into())
 }
 
+/// Refuses a query split between two MPI ranks (each reads whole row groups): its
+/// gradients would be computed from part of its documents on each.
+#[cfg(feature = "mpi")]
+fn check_queries_whole(
+    path: &Path,
+    group: &str,
+    ends: Option<[i64; 2]>,
+    collective: &mut dyn Collective,
+) -> Result<()> {
+    let mine: Vec<u8> = match ends {
+        Some([first, last]) => [first.to_le_bytes(), last.to_le_bytes()].concat(),
+        None => Vec::new(),
+    };
+    let all = collective.allgather(&mine)?;
+    let ends: Vec<Option<(i64, i64)>> = all
+        .iter()
+        .map(|b| {
+            (b.len() == 16).then(|| {
+                let v = |r: std::ops::Range<usize>| {
+                    i64::from_le_bytes(b[r].try_into().expect("8 bytes"))
+                };
+                (v(0..8), v(8..16))
+            })
+        })
+        .collect();
+    // ranks that read nothing are skipped: the neighbours around them must still differ
+    let mut previous: Option<(usize, i64)> = None;
+    for (rank, e) in ends.iter().enumerate() {
+        let Some((first, last)) = *e else { continue };
+        if let Some((before, prev_last)) = previous {
+            if prev_last == first {
+                return Err(settings::Error(format!(
+                    "{}: group column `{group}`: a query spans MPI ranks {before} and {rank}; \
+                     each rank reads whole row groups, so write the file with every query \
+                     inside one row group, or train on one process",
+                    path.display(),
+                ))
+                .into());
+            }
+        }
+        previous = Some((rank, last));
+    }
+    Ok(())
+}
+
 #[cfg(feature = "mpi")]
 fn run_mpi(a: TrainArgs, settings: Settings, init: Option<Booster>) -> Result<()> {
     use sapwood::collective::mpi_transport::MpiTransport;
     use sapwood::collective::{RingCollective, Transport};
     let Settings { params, run } = settings;
     check_group(&a, &params)?;
-    if let Some(g) = &a.columns.group {
-        // a query split between two ranks' row groups would get other gradients
-        return Err(settings::Error(format!(
-            "--group {g} with --collective mpi: ranking across MPI ranks is not supported yet; \
-             train on one process (in-process --workers keep queries whole)"
-        ))
-        .into());
-    }
     let transport = MpiTransport::init()?.with_timeout(run.comm_timeout);
     let (rank, size) = (transport.rank(), transport.size());
     let mut coll = RingCollective::new(transport, run.comm_codec);
@@ -560,7 +602,7 @@ fn run_mpi(a: TrainArgs, settings: Settings, init: Option<Booster>) -> Result<()
         let opts = read_options(&a);
         let source = Source::open(&a.data, &opts)?;
         let shard = source.shard(rank, size);
-        let (local, base_margin) = bin_source(
+        let (local, base_margin, query_ends) = bin_source(
             &source,
             &a.data,
             &opts,
@@ -584,6 +626,9 @@ fn run_mpi(a: TrainArgs, settings: Settings, init: Option<Booster>) -> Result<()
                 shard.row_groups.as_deref().unwrap_or_default(),
             );
             eprint!("{line}");
+        }
+        if let Some(g) = &a.columns.group {
+            check_queries_whole(&a.data, g, query_ends, &mut coll)?;
         }
         // a continued model's classes give the class codes its trees learned
         let classes = match init.as_ref().and_then(|b| b.classes()) {

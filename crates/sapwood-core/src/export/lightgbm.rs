@@ -163,14 +163,15 @@ pub fn to_text(model: &Model) -> Result<String> {
         ObjectiveKind::Logistic => "binary sigmoid:1".to_string(),
         ObjectiveKind::Softprob | ObjectiveKind::Softmax => format!("multiclass num_class:{k}"),
         ObjectiveKind::AbsoluteError => "regression_l1".to_string(),
-        ObjectiveKind::QuantileError => "quantile".to_string(),
+        ObjectiveKind::QuantileError if k == 1 => "quantile".to_string(),
         ObjectiveKind::Huber => "huber".to_string(),
         // LightGBM exponentiates the scores of these three, as Sapwood does
         ObjectiveKind::Poisson => "poisson".to_string(),
         ObjectiveKind::Tweedie => "tweedie".to_string(),
         ObjectiveKind::Gamma => "gamma".to_string(),
         ObjectiveKind::RankNdcg => "lambdarank".to_string(),
-        // no LightGBM loss of these kinds: refused rather than mislabelled
+        // no LightGBM loss of these kinds (nor several quantiles in one model): refused
+        // rather than mislabelled
         other => return Err(super::unsupported_objective(other, "LightGBM")),
     };
     let levels = level_lists(model);

@@ -192,11 +192,14 @@ pub fn to_json(model: &Model) -> Result<String> {
             };
             (obj, base.to_string(), 0)
         }
-        ObjectiveKind::QuantileError => (
-            json!({"name": name, "quantile_loss_param": {"quantile_alpha": format!("[{}]", p.quantile_alpha)}}),
-            "[0E0]".to_string(),
-            0,
-        ),
+        ObjectiveKind::QuantileError => {
+            let alphas: Vec<String> = p.quantile_alpha.iter().map(f64::to_string).collect();
+            (
+                json!({"name": name, "quantile_loss_param": {"quantile_alpha": format!("[{}]", alphas.join(","))}}),
+                format!("[{}]", vec!["0E0"; k].join(",")),
+                0,
+            )
+        }
         ObjectiveKind::PseudoHuber => (
             json!({"name": name, "pseudo_huber_param": {"huber_slope": p.huber_slope.to_string()}}),
             "[0E0]".to_string(),
@@ -208,6 +211,8 @@ pub fn to_json(model: &Model) -> Result<String> {
             "[1E0]".to_string(),
             0,
         ),
+        // XGBoost's Cox predicts exp(margin) too: base_score 1 is margin 0
+        ObjectiveKind::Cox => (json!({ "name": name }), "[1E0]".to_string(), 0),
         ObjectiveKind::Tweedie => (
             json!({"name": name, "tweedie_regression_param": {"tweedie_variance_power": p.tweedie_variance_power.to_string()}}),
             "[1E0]".to_string(),
@@ -220,8 +225,16 @@ pub fn to_json(model: &Model) -> Result<String> {
         ),
         ObjectiveKind::RankNdcg | ObjectiveKind::RankMap | ObjectiveKind::RankPairwise => (
             json!({"name": name, "lambdarank_param": {
-                "lambdarank_num_pair_per_sample": p.lambdarank_num_pair_per_sample.to_string(),
-                "lambdarank_pair_method": "topk",
+                "lambdarank_num_pair_per_sample": p.lambdarank_num_pair_per_sample
+                    .unwrap_or(match p.lambdarank_pair_method {
+                        crate::params::PairMethodKind::TopK => 32,
+                        crate::params::PairMethodKind::Mean => 1,
+                    })
+                    .to_string(),
+                "lambdarank_pair_method": match p.lambdarank_pair_method {
+                    crate::params::PairMethodKind::TopK => "topk",
+                    crate::params::PairMethodKind::Mean => "mean",
+                },
                 "ndcg_exp_gain": if p.ndcg_exp_gain { "1" } else { "0" },
                 "lambdarank_normalization": if p.lambdarank_normalization { "1" } else { "0" },
                 "lambdarank_unbiased": "0",
@@ -275,7 +288,8 @@ pub fn to_json(model: &Model) -> Result<String> {
                 "boost_from_average": "0",
                 "num_class": num_class.to_string(),
                 "num_feature": model.feature_names.len().to_string(),
-                "num_target": "1",
+                // one target per quantile of a multi-quantile model
+                "num_target": (if num_class == 0 { k } else { 1 }).to_string(),
             },
             "objective": objective,
         },

@@ -134,18 +134,22 @@ pub struct Params {
     pub eval_metric: Vec<Metric>,
     /// Stop when the last metric of the last evaluation set has not improved for this many rounds.
     pub early_stopping_rounds: Option<usize>,
-    /// The quantile `reg:quantileerror` fits.
-    #[serde(skip_serializing_if = "is_half")]
-    pub quantile_alpha: f64,
+    /// The quantiles `reg:quantileerror` fits: one output (and one tree per round) each.
+    #[serde(skip_serializing_if = "is_half", with = "one_or_many")]
+    pub quantile_alpha: Vec<f64>,
     /// Where `reg:pseudohubererror` and `huber` turn from quadratic to linear.
     #[serde(skip_serializing_if = "is_one")]
     pub huber_slope: f64,
     /// The variance power of `reg:tweedie`, in [1, 2).
     #[serde(skip_serializing_if = "is_one_and_a_half")]
     pub tweedie_variance_power: f64,
-    /// Ranking: pairs are taken with a document among the model's top this many.
-    #[serde(skip_serializing_if = "is_thirty_two")]
-    pub lambdarank_num_pair_per_sample: u32,
+    /// Ranking: the truncation level of `topk` pairs (32 when unset), or the partners
+    /// drawn per document by `mean` (1 when unset), as XGBoost.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lambdarank_num_pair_per_sample: Option<u32>,
+    /// Ranking: how pairs are chosen (`topk` or `mean`).
+    #[serde(skip_serializing_if = "is_topk")]
+    pub lambdarank_pair_method: PairMethodKind,
     /// Ranking: NDCG gains are 2^label - 1 (else the label).
     #[serde(skip_serializing_if = "is_true")]
     pub ndcg_exp_gain: bool,
@@ -166,17 +170,56 @@ fn flag(name: &'static str, v: &str) -> Result<bool> {
     }
 }
 
-fn is_thirty_two(v: &u32) -> bool {
-    *v == 32
-}
 fn is_true(v: &bool) -> bool {
     *v
 }
 
 // parameters added after the first release are written only when set, so that models of
 // the earlier objectives keep their exact bytes
-fn is_half(v: &f64) -> bool {
-    *v == 0.5
+fn is_half(v: &[f64]) -> bool {
+    v == [0.5]
+}
+fn is_topk(v: &PairMethodKind) -> bool {
+    *v == PairMethodKind::TopK
+}
+
+/// One number, or a list of them, as `quantile_alpha` is written: models with one value
+/// keep the bytes they had before lists existed.
+mod one_or_many {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(f64),
+        Many(Vec<f64>),
+    }
+
+    pub fn serialize<S: Serializer>(v: &[f64], s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            [one] => one.serialize(s),
+            many => many.serialize(s),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+        Ok(match OneOrMany::deserialize(d)? {
+            OneOrMany::One(v) => vec![v],
+            OneOrMany::Many(v) => v,
+        })
+    }
+}
+
+/// How LambdaMART chooses the pairs of a query (`lambdarank_pair_method`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum PairMethodKind {
+    /// Pairs with a document among the model's top `lambdarank_num_pair_per_sample`.
+    #[default]
+    #[serde(rename = "topk")]
+    TopK,
+    /// `lambdarank_num_pair_per_sample` random pairs per document (hash-keyed).
+    #[serde(rename = "mean")]
+    Mean,
 }
 fn is_one(v: &f64) -> bool {
     *v == 1.0
@@ -219,10 +262,11 @@ impl Default for Params {
             bin_sample_rows: 200_000,
             eval_metric: Vec::new(),
             early_stopping_rounds: None,
-            quantile_alpha: 0.5,
+            quantile_alpha: vec![0.5],
             huber_slope: 1.0,
             tweedie_variance_power: 1.5,
-            lambdarank_num_pair_per_sample: 32,
+            lambdarank_num_pair_per_sample: None,
+            lambdarank_pair_method: PairMethodKind::TopK,
             ndcg_exp_gain: true,
             lambdarank_normalization: true,
         }
@@ -386,21 +430,33 @@ impl Params {
                     .collect::<Result<_>>()?
             }
             "early_stopping_rounds" => self.early_stopping_rounds = opt(name, v)?,
-            "quantile_alpha" => self.quantile_alpha = num(name, v)?,
+            "quantile_alpha" => {
+                // "0.1,0.5,0.9", or a list as JSON and Python print it
+                let list = v.trim_start_matches('[').trim_end_matches(']');
+                self.quantile_alpha = list
+                    .split(',')
+                    .map(|a| num(name, a.trim()))
+                    .collect::<Result<_>>()?
+            }
             "huber_slope" => self.huber_slope = num(name, v)?,
             "tweedie_variance_power" => self.tweedie_variance_power = num(name, v)?,
-            "lambdarank_num_pair_per_sample" => self.lambdarank_num_pair_per_sample = num(name, v)?,
+            "lambdarank_num_pair_per_sample" => {
+                self.lambdarank_num_pair_per_sample = opt(name, v)?;
+                if self.lambdarank_num_pair_per_sample == Some(0) {
+                    return Err(Error::param(name, "must be at least 1"));
+                }
+            }
             "ndcg_exp_gain" => self.ndcg_exp_gain = flag(name, v)?,
             "lambdarank_normalization" => self.lambdarank_normalization = flag(name, v)?,
-            "lambdarank_pair_method" => match v {
-                "topk" => {}
-                other => {
-                    return Err(Error::param(
-                        name,
-                        format!("`{other}` is not supported yet; `topk` is (the default)"),
-                    ))
+            "lambdarank_pair_method" => {
+                self.lambdarank_pair_method = match v {
+                    "topk" => PairMethodKind::TopK,
+                    "mean" => PairMethodKind::Mean,
+                    other => {
+                        return Err(Error::param(name, format!("`{other}` is not topk or mean")))
+                    }
                 }
-            },
+            }
             _ => unreachable!("PARAM_NAMES lists only names handled here"),
         }
         Ok(())
@@ -411,11 +467,12 @@ impl Params {
     /// The constants of the loss.
     pub fn objective_params(&self) -> ObjectiveParams {
         ObjectiveParams {
-            quantile_alpha: self.quantile_alpha,
+            quantile_alpha: self.quantile_alpha.clone(),
             huber_slope: self.huber_slope,
             tweedie_variance_power: self.tweedie_variance_power,
             max_delta_step: self.max_delta_step,
             lambdarank_num_pair_per_sample: self.lambdarank_num_pair_per_sample,
+            lambdarank_pair_method: self.lambdarank_pair_method,
             ndcg_exp_gain: self.ndcg_exp_gain,
             lambdarank_normalization: self.lambdarank_normalization,
         }

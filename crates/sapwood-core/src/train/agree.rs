@@ -57,18 +57,22 @@ pub fn base_margin(
         | ObjectiveKind::QuantileError
         | ObjectiveKind::PseudoHuber => {
             // the loss's own minimiser over a constant: a quantile (the median for the
-            // robust losses), exact over every worker
+            // robust losses), exact over every worker; one per output
             let slot = vec![0u32; labels.len()];
-            let q = super::quantile::weighted_quantiles(
-                &slot,
-                labels,
-                weights,
-                1,
-                objective.refit_quantile(),
-                n_total,
-                collective,
-            )?;
-            vec![q[0].unwrap_or(0.0)]
+            let mut m = Vec::with_capacity(objective.groups());
+            for group in 0..objective.groups() {
+                let q = super::quantile::weighted_quantiles(
+                    &slot,
+                    labels,
+                    weights,
+                    1,
+                    objective.refit_quantile(group),
+                    n_total,
+                    collective,
+                )?;
+                m.push(q[0].unwrap_or(0.0));
+            }
+            m
         }
         ObjectiveKind::Poisson | ObjectiveKind::Tweedie | ObjectiveKind::Gamma => {
             let mean = weighted_mean(&|y| y, collective)?;
@@ -79,9 +83,11 @@ pub fn base_margin(
             vec![detmath::ln(p / (1.0 - p)) as f32]
         }
         // scores rank documents within a query: any constant start is the same model
-        ObjectiveKind::RankNdcg | ObjectiveKind::RankMap | ObjectiveKind::RankPairwise => {
-            vec![0.0]
-        }
+        // and the partial likelihood of Cox is the same for any constant shift
+        ObjectiveKind::RankNdcg
+        | ObjectiveKind::RankMap
+        | ObjectiveKind::RankPairwise
+        | ObjectiveKind::Cox => vec![0.0],
         ObjectiveKind::Softprob | ObjectiveKind::Softmax => {
             let mut m = Vec::with_capacity(objective.groups());
             for k in 0..objective.groups() {

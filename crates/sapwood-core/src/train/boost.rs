@@ -174,6 +174,10 @@ pub struct HostRows<'a> {
     pub weights: Option<&'a [f32]>,
     /// Query groups, for ranking losses.
     pub queries: Option<&'a Queries>,
+    /// Every worker's survival times, for `survival:cox`.
+    pub risk: Option<&'a crate::survival::GlobalRows>,
+    /// Global index of the first row (keys the `mean` ranking pairs' draws).
+    pub row_offset: u64,
 }
 
 /// Gradients computed on the host from the backend's margins (a custom objective's, or a
@@ -183,7 +187,8 @@ fn host_gradients(
     rows: Option<&HostRows<'_>>,
     backend: &mut dyn HistBackend,
     observer: &mut dyn TrainObserver,
-    round: usize,
+    collective: &mut dyn Collective,
+    (seed, round): (u64, usize),
 ) -> Result<Vec<[f32; 2]>> {
     let k = objective.groups();
     let margins = backend.margins()?;
@@ -214,15 +219,20 @@ fn host_gradients(
         None => {
             let rows = rows.expect("a loss without a kernel keeps its rows on the host");
             let mut grad = vec![[0.0f32; 2]; margins.len()];
-            let max = match rows.queries {
-                Some(q) if objective.kind().is_ranking() => vec![crate::rank::gradients(
+            let max = match (rows.queries, rows.risk) {
+                (Some(q), _) if objective.kind().is_ranking() => vec![crate::rank::gradients(
                     objective.rank_params(),
                     q,
                     rows.labels,
                     rows.weights,
                     &margins,
+                    crate::rank::PairDraws {
+                        key: crate::hash::HashKey::new(seed, Stream::RankPairs, round as u32),
+                        row_offset: rows.row_offset,
+                    },
                     &mut grad,
                 )],
+                (_, Some(risk)) => vec![risk.gradients(&margins, collective, &mut grad)?],
                 _ => crate::backend::shard::gradients_into(
                     objective,
                     rows.labels,
@@ -332,7 +342,14 @@ pub fn boost(
     let custom = observer.has_custom_objective();
     for round in first_round..params.num_rounds {
         let local = if custom || !objective.has_kernel() {
-            host_gradients(objective, rows.as_ref(), backend, observer, round)?
+            host_gradients(
+                objective,
+                rows.as_ref(),
+                backend,
+                observer,
+                collective,
+                (params.seed, round),
+            )?
         } else {
             backend.compute_gradients()?
         };
@@ -394,7 +411,7 @@ pub fn boost(
                     &margins,
                     group,
                     k,
-                    objective.refit_quantile(),
+                    objective.refit_quantile(group),
                     params.learning_rate,
                     n_total,
                     collective,

@@ -263,8 +263,20 @@ pub fn continued_params(
             was.objective.to_string(),
         ));
     }
+    if params.quantile_alpha.len() != was.quantile_alpha.len()
+        || params
+            .quantile_alpha
+            .iter()
+            .zip(&was.quantile_alpha)
+            .any(|(a, b)| a.to_bits() != b.to_bits())
+    {
+        return Err(differ(
+            "quantile_alpha",
+            format!("{:?}", params.quantile_alpha),
+            format!("{:?}", was.quantile_alpha),
+        ));
+    }
     for (name, given, model) in [
-        ("quantile_alpha", params.quantile_alpha, was.quantile_alpha),
         ("huber_slope", params.huber_slope, was.huber_slope),
         (
             "tweedie_variance_power",

@@ -23,7 +23,7 @@ use crate::data::cuts::{CutSample, Cuts};
 use crate::data::matrix::FeatureMatrix;
 use crate::error::{Error, Result};
 use crate::model::Model;
-use crate::objective::Objective;
+use crate::objective::{Objective, ObjectiveKind};
 use crate::params::Params;
 use crate::rank::Queries;
 
@@ -469,12 +469,24 @@ pub fn train_binned(
         )
     });
     let queries = shard.queries;
+    // a Cox gradient sums over every row at risk, on whichever worker it lives
+    let risk = if objective.kind() == ObjectiveKind::Cox {
+        Some(crate::survival::GlobalRows::gather(
+            &shard.labels,
+            shard.weights.as_deref(),
+            shard.row_offset,
+            collective,
+        )?)
+    } else {
+        None
+    };
+    let row_offset = shard.row_offset;
     let mut backend = factory.create(ShardData {
         binned: shard.binned,
         offsets: model.cuts.offsets().to_vec(),
         labels: shard.labels,
         weights: shard.weights,
-        objective,
+        objective: objective.clone(),
         base_margin: base.clone(),
         initial_margins: shard.base_margin,
         row_offset: shard.row_offset,
@@ -491,6 +503,8 @@ pub fn train_binned(
                 labels,
                 weights: weights.as_deref(),
                 queries: queries.as_ref(),
+                risk: risk.as_ref(),
+                row_offset,
             }),
         start_bound: start_bound.as_deref(),
     };

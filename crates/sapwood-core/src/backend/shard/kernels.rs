@@ -95,6 +95,7 @@ pub fn objective_code(kind: ObjectiveKind) -> Option<u32> {
         ObjectiveKind::Gamma => 7,
         ObjectiveKind::Tweedie => 8,
         ObjectiveKind::PseudoHuber
+        | ObjectiveKind::Cox
         | ObjectiveKind::RankNdcg
         | ObjectiveKind::RankMap
         | ObjectiveKind::RankPairwise => return None,
