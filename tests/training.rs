@@ -815,3 +815,91 @@ fn resuming_any_checkpoint_saves_the_uninterrupted_model_bytes() {
     .to_string();
     assert!(e.contains("resume") && e.contains("another job"), "{e}");
 }
+
+/// A custom metric computed from the evaluation margins the engine hands over: the mean
+/// absolute error, which the observer also checks against its own prediction.
+struct OwnMae {
+    labels: Vec<f32>,
+    seen: Vec<usize>,
+    reported: Vec<usize>,
+    last_margins: Vec<f32>,
+}
+
+impl TrainObserver for OwnMae {
+    fn on_round(&mut self, r: &RoundReport<'_>) -> Control {
+        assert_eq!(r.custom.len(), 1, "the round's own metric reaches on_round");
+        self.reported.push(r.round);
+        Control::Continue
+    }
+
+    fn custom_metrics(
+        &mut self,
+        round: usize,
+        sets: &[sapwood::EvalMargins<'_>],
+    ) -> sapwood::Result<Vec<sapwood::CustomEval>> {
+        self.seen.push(round);
+        let s = &sets[0];
+        self.last_margins = s.margins.to_vec();
+        let mae = s
+            .margins
+            .iter()
+            .zip(&self.labels)
+            .map(|(m, y)| (m - y).abs() as f64)
+            .sum::<f64>()
+            / s.margins.len() as f64;
+        // worse after round 6: early stopping must pick round 6
+        let value = if round <= 6 { mae } else { mae + round as f64 };
+        Ok(vec![sapwood::CustomEval {
+            dataset: s.name.to_string(),
+            name: "own-mae".into(),
+            value,
+            higher_is_better: false,
+        }])
+    }
+}
+
+#[test]
+fn early_stopping_watches_an_observers_own_metric_before_the_round_ends() {
+    let d = synthetic(800, "regression", 4);
+    let v = synthetic(300, "regression", 5);
+    let Some(sapwood::Label::Values(y)) = v.label() else {
+        panic!()
+    };
+    let params = Params {
+        num_rounds: 40,
+        early_stopping_rounds: Some(3),
+        ..Default::default()
+    };
+    let mut own = OwnMae {
+        labels: y.clone(),
+        seen: vec![],
+        reported: vec![],
+        last_margins: vec![],
+    };
+    let b = Booster::train_with(
+        &params,
+        &sapwood::RunOptions::default(),
+        &d,
+        &[("valid", &v)],
+        &mut own,
+    )
+    .unwrap();
+    // the built-in rmse keeps improving; the own metric stops training three rounds after
+    // its best, at that round (no extra round trained)
+    assert_eq!(b.model().best_iteration, Some(6));
+    assert_eq!(b.model().num_rounds(), 10);
+    assert_eq!(own.seen, (0..10).collect::<Vec<_>>());
+    assert_eq!(own.reported, own.seen);
+    // the margins handed over are the model's margins after the last round trained
+    let p = b
+        .predict_with(
+            &v,
+            PredictOptions {
+                output: sapwood::Output::Margin,
+                rounds: Some(10),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert!(p.values == own.last_margins);
+}

@@ -1674,11 +1674,8 @@ class _CustomRun:
         return stop
 
     def finish(self, native: NativeBooster) -> NativeBooster:
-        """The model as if training had stopped at the round the metric asked: the engine
-        stops one round later, and that round is dropped."""
-        reported = self.first_round + len(self.history)
-        if self.stopped and native.num_rounds > reported and self.history:
-            native = native.slice(0, reported)
+        """The model with the best iteration the custom metric found (the engine asks the
+        metric before each round's stop decision, so it stops at the round asked)."""
         self.history = self.history[: native.num_rounds - self.first_round]
         if self.stopping_rounds is not None and self.best is not None:
             native = native.with_best_iteration(self.best[0])

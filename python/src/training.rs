@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
-use rayon::prelude::*;
 use std::path::PathBuf;
 
 use sapwood::{
-    Booster, Checkpoint, Control, Dataset, NodeId, RoundReport, Settings, TrainObserver, Tree,
+    Booster, Checkpoint, Control, CustomEval, Dataset, EvalMargins, RoundReport, Settings,
+    TrainObserver,
 };
 
 use crate::booster::NativeBooster;
@@ -31,88 +31,25 @@ struct Checkpointing {
     resume: Option<PathBuf>,
 }
 
-/// The leaf a row of one evaluation set reaches in a tree (the set binned with the
-/// model's cuts, kept inside the closure).
-type LeafOf = Box<dyn Fn(&Tree, usize) -> NodeId + Send + Sync>;
-
-/// One evaluation set's margins, kept up to date tree by tree for a custom metric.
-struct EvalMargins {
-    name: String,
-    leaf_of: LeafOf,
-    /// `groups` per row, row-major, in the order prediction adds the trees.
-    margins: Vec<f32>,
-}
-
 /// A custom metric computed in Python from the evaluation sets' margins after each round.
-/// The engine hands the trees to [`TrainObserver::on_checkpoint`], asked every round,
-/// which comes after that round's [`TrainObserver::on_round`]: a stop asked by the metric
-/// is honoured at the next round's `on_round`, and the front end drops that extra round.
+/// The engine hands the margins to [`TrainObserver::custom_metrics`] before the round's
+/// [`TrainObserver::on_round`]; the metric runs there, after the callback has seen the
+/// built-in metrics, and a stop it asks ends training at that round.
 struct CustomMetric<'a> {
     /// `metric(round, [(name, margins)]) -> stop`.
     callable: &'a Py<PyAny>,
-    evals: &'a [(&'a str, &'a Dataset<'a>)],
-    sets: Option<Vec<EvalMargins>>,
-    trees_seen: usize,
-    stop_next: bool,
-}
-
-/// Flushes subnormal margins to zero, as training and prediction do.
-fn ftz(x: f32) -> f32 {
-    if x.abs() < f32::MIN_POSITIVE {
-        0.0
-    } else {
-        x
-    }
+    /// The sets' margins of the round being reported.
+    sets: Vec<(String, Vec<f32>)>,
 }
 
 impl CustomMetric<'_> {
-    /// Adds the trees of `checkpoint` not seen yet to every set's margins.
-    fn update(&mut self, checkpoint: &Checkpoint) -> sapwood::Result<()> {
-        let model = &checkpoint.model;
-        let k = model.groups.max(1);
-        if self.sets.is_none() {
-            let mut sets = Vec::with_capacity(self.evals.len());
-            for (name, d) in self.evals {
-                let binned = model.bin(d.features())?;
-                let margins = match d.base_margin() {
-                    Some(b) => b.iter().map(|&v| ftz(v)).collect(),
-                    None => (0..d.n_rows())
-                        .flat_map(|_| model.base_margin.iter().copied())
-                        .collect(),
-                };
-                sets.push(EvalMargins {
-                    name: name.to_string(),
-                    leaf_of: Box::new(move |t: &Tree, row| t.leaf_of_binned(&binned, row)),
-                    margins,
-                });
-            }
-            self.sets = Some(sets);
-        }
-        let new = &model.trees[self.trees_seen.min(model.trees.len())..];
-        for set in self.sets.iter_mut().flatten() {
-            let leaf_of = &set.leaf_of;
-            set.margins
-                .par_chunks_mut(k)
-                .enumerate()
-                .for_each(|(row, m)| {
-                    for (i, tree) in new.iter().enumerate() {
-                        let g = (self.trees_seen + i) % k;
-                        m[g] = ftz(m[g] + tree.value(leaf_of(tree, row)));
-                    }
-                });
-        }
-        self.trees_seen = model.trees.len();
-        Ok(())
-    }
-
     /// Calls the Python metric with every set's margins; true asks to stop.
     fn report(&self, round: usize) -> PyResult<bool> {
         Python::attach(|py| {
             let sets: Vec<(String, Bound<'_, PyArray1<f32>>)> = self
                 .sets
                 .iter()
-                .flatten()
-                .map(|s| (s.name.clone(), PyArray1::from_slice(py, &s.margins)))
+                .map(|(name, m)| (name.clone(), PyArray1::from_slice(py, m)))
                 .collect();
             self.callable.call1(py, (round, sets))?.is_truthy(py)
         })
@@ -163,20 +100,11 @@ impl Observer<'_> {
                 .collect())
         })
     }
-}
 
-impl TrainObserver for Observer<'_> {
-    fn on_round(&mut self, report: &RoundReport<'_>) -> Control {
-        if self.stop.load(Ordering::Relaxed) {
-            return Control::Stop;
-        }
-        let stop_asked = self.metric.as_ref().is_some_and(|m| m.stop_next);
+    /// Calls the Python callback with the round's built-in metrics; Stop when it asks.
+    fn report_round(&mut self, report: &RoundReport<'_>) -> Control {
         let Some(callback) = self.callback else {
-            return if stop_asked {
-                Control::Stop
-            } else {
-                Control::Continue
-            };
+            return Control::Continue;
         };
         // `Display` keeps a metric's cut-off (`ndcg@10`), as the peers name it
         let metrics: Vec<(String, String, f64)> = report
@@ -194,7 +122,6 @@ impl TrainObserver for Observer<'_> {
         });
         match answer {
             Ok(true) => Control::Stop,
-            Ok(false) if stop_asked => Control::Stop,
             Ok(false) => Control::Continue,
             Err(e) => {
                 self.error = Some(e);
@@ -202,12 +129,46 @@ impl TrainObserver for Observer<'_> {
             }
         }
     }
+}
+
+impl TrainObserver for Observer<'_> {
+    fn on_round(&mut self, report: &RoundReport<'_>) -> Control {
+        if self.stop.load(Ordering::Relaxed) {
+            return Control::Stop;
+        }
+        let control = self.report_round(report);
+        if control == Control::Continue {
+            if let Some(metric) = &self.metric {
+                match metric.report(report.round) {
+                    Ok(true) => return Control::Stop,
+                    Ok(false) => {}
+                    Err(e) => {
+                        self.error = Some(e);
+                        return Control::Stop;
+                    }
+                }
+            }
+        }
+        control
+    }
+
+    fn custom_metrics(
+        &mut self,
+        _round: usize,
+        sets: &[EvalMargins<'_>],
+    ) -> sapwood::Result<Vec<CustomEval>> {
+        if let Some(metric) = self.metric.as_mut() {
+            metric.sets = sets
+                .iter()
+                .map(|s| (s.name.to_string(), s.margins.to_vec()))
+                .collect();
+        }
+        // the Python side keeps its own history and decides its stop (see on_round)
+        Ok(Vec::new())
+    }
 
     fn checkpoint_every(&self) -> usize {
-        if self.metric.is_some() {
-            // the custom metric needs each round's trees
-            1
-        } else if self.checkpoints.path.is_some() {
+        if self.checkpoints.path.is_some() {
             self.checkpoints.every
         } else {
             0
@@ -215,22 +176,9 @@ impl TrainObserver for Observer<'_> {
     }
 
     fn on_checkpoint(&mut self, checkpoint: &Checkpoint) -> sapwood::Result<()> {
-        if let Some(metric) = self.metric.as_mut() {
-            metric.update(checkpoint)?;
-            match metric.report(checkpoint.rounds - 1) {
-                Ok(stop) => metric.stop_next = stop,
-                Err(e) => return Err(self.fail(e, "custom_metric")),
-            }
-        }
         match &self.checkpoints.path {
-            Some(p)
-                if checkpoint
-                    .rounds
-                    .is_multiple_of(self.checkpoints.every.max(1)) =>
-            {
-                checkpoint.save(p)
-            }
-            _ => Ok(()),
+            Some(p) => checkpoint.save(p),
+            None => Ok(()),
         }
     }
 
@@ -294,10 +242,7 @@ fn train_interruptibly(
                         objective: hooks.objective,
                         metric: hooks.metric.map(|callable| CustomMetric {
                             callable,
-                            evals,
-                            sets: None,
-                            trees_seen: 0,
-                            stop_next: false,
+                            sets: Vec::new(),
                         }),
                         error: None,
                     };

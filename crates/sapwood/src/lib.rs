@@ -29,7 +29,9 @@ pub use sapwood_core::params::{
     PARAM_NAMES, RUN_OPTION_NAMES,
 };
 pub use sapwood_core::split::{BinSet, SplitRule};
-pub use sapwood_core::train::{Checkpoint, Control, EvalResult, Quiet, RoundReport, TrainObserver};
+pub use sapwood_core::train::{
+    Checkpoint, Control, CustomEval, EvalMargins, EvalResult, Quiet, RoundReport, TrainObserver,
+};
 pub use sapwood_core::tree::{Node, NodeId, Split, Tree};
 pub use sapwood_core::{Error, Result};
 pub use schema::{check_categorical_levels, check_categorical_types};

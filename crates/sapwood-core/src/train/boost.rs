@@ -7,7 +7,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use super::checkpoint::Checkpoint;
-use super::observer::{Control, EvalResult, RoundReport, TrainObserver};
+use super::observer::{Control, EvalMargins, EvalResult, RoundReport, TrainObserver};
 use super::quantile::refit_leaves;
 use crate::backend::{HistBackend, TreeSetup};
 use crate::collective::{Collective, CommStats};
@@ -426,14 +426,32 @@ pub fn boost(
             .iter()
             .flat_map(|e| metrics_of(e, objective, &metrics))
             .collect();
+        let custom = if collective.rank() == 0 && !evals.is_empty() {
+            let sets: Vec<EvalMargins<'_>> = evals
+                .iter()
+                .map(|e| EvalMargins {
+                    name: &e.name,
+                    margins: &e.margins,
+                    groups: k,
+                })
+                .collect();
+            observer.custom_metrics(round, &sets)?
+        } else {
+            Vec::new()
+        };
+        // the last metric reported: the observer's own, else the last built-in one
+        let watched = match custom.last() {
+            Some(c) => Some((c.value, c.higher_is_better)),
+            None => watch
+                .zip(results.last())
+                .map(|(m, r)| (r.value, m.higher_is_better())),
+        };
         let mut stop = false;
-        if let (Some(esr), Some(m), Some(last)) =
-            (params.early_stopping_rounds, watch, results.last())
-        {
-            let better = |a: f64, b: f64| if m.higher_is_better() { a > b } else { a < b };
+        if let (Some(esr), Some((value, higher))) = (params.early_stopping_rounds, watched) {
+            let better = |a: f64, b: f64| if higher { a > b } else { a < b };
             match best {
-                Some((_, v)) if !better(last.value, v) => {}
-                _ => best = Some((round, last.value)),
+                Some((_, v)) if !better(value, v) => {}
+                _ => best = Some((round, value)),
             }
             if let Some((r, _)) = best {
                 stop = round - r >= esr;
@@ -443,6 +461,7 @@ pub fn boost(
             round,
             num_rounds: params.num_rounds,
             metrics: &results,
+            custom: &custom,
             elapsed: start.elapsed().as_secs_f64(),
             comm: collective.stats(),
         };

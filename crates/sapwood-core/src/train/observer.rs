@@ -17,6 +17,31 @@ pub struct EvalResult {
     pub value: f64,
 }
 
+/// A metric the front end computes itself on the evaluation sets' margins (a Python
+/// `custom_metric` or `feval`), after the built-in ones.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CustomEval {
+    /// The evaluation set's name.
+    pub dataset: String,
+    /// The metric's name.
+    pub name: String,
+    /// Its value.
+    pub value: f64,
+    /// Whether a larger value is better (for early stopping).
+    pub higher_is_better: bool,
+}
+
+/// One evaluation set as custom metrics read it after a round.
+#[derive(Debug, Clone, Copy)]
+pub struct EvalMargins<'a> {
+    /// The set's name.
+    pub name: &'a str,
+    /// Margins with every tree so far (`groups` per row, row-major).
+    pub margins: &'a [f32],
+    /// Margins per row.
+    pub groups: usize,
+}
+
 /// What an observer learns after each round.
 #[derive(Debug, Clone)]
 pub struct RoundReport<'a> {
@@ -26,6 +51,8 @@ pub struct RoundReport<'a> {
     pub num_rounds: usize,
     /// Metrics of every evaluation set (empty on workers other than rank 0).
     pub metrics: &'a [EvalResult],
+    /// The observer's own metrics of this round ([`TrainObserver::custom_metrics`]).
+    pub custom: &'a [CustomEval],
     /// Seconds since training started.
     pub elapsed: f64,
     /// This worker's traffic so far.
@@ -69,6 +96,19 @@ pub trait TrainObserver: Send {
     /// as XGBoost's `obj=`) instead of the built-in loss; false by default.
     fn has_custom_objective(&self) -> bool {
         false
+    }
+
+    /// Metrics of the observer's own on the evaluation sets' margins after each round, on
+    /// rank 0, before the round's stop decision: early stopping watches the last one
+    /// returned (after the built-in metrics), and [`RoundReport::custom`] carries them. None
+    /// by default.
+    fn custom_metrics(
+        &mut self,
+        round: usize,
+        sets: &[EvalMargins<'_>],
+    ) -> Result<Vec<CustomEval>> {
+        let _ = (round, sets);
+        Ok(Vec::new())
     }
 
     /// A custom objective's (g, h) of every row and group from this worker's margins
