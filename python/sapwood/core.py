@@ -778,11 +778,14 @@ class Booster:
         """Writes the model; the file is replaced atomically.
 
         ``format="sapwood"`` (default) writes Sapwood's JSON. ``"xgboost"`` writes XGBoost
-        JSON (``xgboost.Booster(model_file=...)``) and ``"lightgbm"`` LightGBM text
-        (``lightgbm.Booster(model_file=...)``); both predict Sapwood's margins. Categorical
-        features are fed to them as codes: a level's index in its feature's level list (the
-        XGBoost file's ``sapwood_categories`` attribute, the LightGBM file's
-        ``pandas_categorical`` line), with levels not in the list as NaN.
+        JSON (``xgboost.Booster(model_file=...)``), ``"lightgbm"`` LightGBM text
+        (``lightgbm.Booster(model_file=...)``) and ``"onnx"`` an ONNX model
+        (``onnxruntime.InferenceSession(path)``: input ``input``, float32 ``[N, features]``;
+        outputs ``margin`` and ``prediction``, the objective's output); all predict Sapwood's
+        margins. Categorical features are fed to them as codes: a level's index in its
+        feature's level list (the XGBoost file's ``sapwood_categories`` attribute, the
+        LightGBM file's ``pandas_categorical`` line, the ONNX file's ``sapwood_categories``
+        metadata), with levels not in the list as NaN.
         """
         if format == "sapwood":
             self._model.save(os.fspath(fname))
@@ -1295,7 +1298,8 @@ def train(
       order for class labels).
 
     **Run options** (never change the model): ``threads`` [nthread, n_jobs,
-    num_threads], ``device`` (``cpu``, ``wgpu``, ``cuda``), ``workers``, ``collective``,
+    num_threads], ``device`` (``cpu``, ``wgpu``, ``cuda``; one GPU by index, ``"cuda:1"``,
+    or a list with one per worker, ``["cuda:0", "cuda:1"]``), ``workers``, ``collective``,
     ``comm_codec``.
 
     **Peer settings**: ``tree_method="hist"``, ``booster="gbtree"``,

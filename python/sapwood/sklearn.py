@@ -80,7 +80,7 @@ class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
         importance_type: str = "gain",
         random_state: Union[int, np.random.RandomState, None] = None,
         n_jobs: Optional[int] = None,
-        device: str = "cpu",
+        device: Union[str, Sequence[str]] = "cpu",
         workers: int = 1,
         verbose: Union[bool, int] = False,
         **kwargs: Any,
@@ -581,8 +581,8 @@ class SapwoodRegressor(RegressorMixin, _SapwoodModel):  # type: ignore[misc]
     classifier); the model then predicts margins (see :func:`sapwood.train`'s ``obj``). ``max_depth=-1`` means no depth
     limit (with ``max_leaves``/``num_leaves`` bounding the trees). ``missing`` is a value
     standing for a missing value (XGBoost's ``missing=``). ``n_jobs`` is the number of
-    threads (None or -1: every core); ``device`` and ``workers`` choose the backend and
-    never change the model. ``callbacks`` are called after every round (see
+    threads (None or -1: every core); ``device`` (``"cuda:1"``, or one per worker:
+    ``["cuda:0", "cuda:1"]``) and ``workers`` choose the backend and never change the model. ``callbacks`` are called after every round (see
     :class:`sapwood.Callback`). Peer settings that change nothing here
     (``tree_method="hist"``, ``boosting_type="gbdt"``, ``verbosity``...) are accepted
     with a one-time warning.

@@ -95,7 +95,7 @@ impl NativeBooster {
         guarded(|| py.detach(|| self.inner.save(&path)).or_raise())
     }
 
-    /// Writes the model to `path` in another library's format (`xgboost` or `lightgbm`),
+    /// Writes the model to `path` in another library's format (`xgboost`, `lightgbm` or `onnx`),
     /// atomically; an unknown format or a split the format cannot express is an error.
     fn export(&self, py: Python<'_>, path: PathBuf, format: &str) -> PyResult<()> {
         guarded(|| {

@@ -124,9 +124,8 @@ def test_bad_formats_are_errors_and_write_nothing(tmp_path: Path) -> None:
     rng = np.random.default_rng(0)
     X = rng.normal(size=(100, 3))
     b = sapwood.train({}, sapwood.Dataset(X, label=X[:, 0]), 3)
-    for fmt, words in [("onnx", "not supported yet"), ("pmml", "unknown export format")]:
-        with pytest.raises(Exception, match=words):
-            b.save_model(tmp_path / "out", format=fmt)
+    with pytest.raises(Exception, match="unknown export format"):
+        b.save_model(tmp_path / "out", format="pmml")
     assert list(tmp_path.iterdir()) == []
     b.save_model(tmp_path / "x.json", format="XGBoost")
     assert (tmp_path / "x.json").exists()

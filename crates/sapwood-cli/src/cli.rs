@@ -24,7 +24,7 @@ pub enum Command {
     Eval(EvalArgs),
     /// Describe a model: trees, features, importance, parameters.
     Inspect(InspectArgs),
-    /// Write a model in another library's format (XGBoost JSON, LightGBM text).
+    /// Write a model in another library's format (XGBoost JSON, LightGBM text, ONNX).
     Export(ExportArgs),
 }
 
@@ -88,7 +88,8 @@ pub struct TrainArgs {
     /// Threads (0: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
-    /// Device: cpu, wgpu or cuda.
+    /// Device: cpu, wgpu or cuda, optionally with an index (`cuda:1`, `wgpu:0`), or a
+    /// comma-separated list of one device per worker (`cuda:0,cuda:1`).
     #[arg(long)]
     pub device: Option<String>,
     /// In-process workers.
@@ -212,7 +213,7 @@ pub struct ExportArgs {
     /// The model (Sapwood JSON).
     #[arg(long)]
     pub model: PathBuf,
-    /// The target format: xgboost, lightgbm (onnx is not supported yet).
+    /// The target format: xgboost, lightgbm or onnx.
     #[arg(long)]
     pub format: String,
     /// Where to write the exported model (replaced atomically).

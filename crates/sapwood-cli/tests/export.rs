@@ -1,4 +1,4 @@
-//! `sapwood export` end to end: both formats from a model trained on a bundled dataset with
+//! `sapwood export` end to end: every format from a model trained on a bundled dataset with
 //! categories and missing values, atomic writes, and exit-2 errors naming what is wrong.
 
 use std::path::PathBuf;
@@ -32,7 +32,7 @@ fn stderr(out: &std::process::Output) -> String {
 }
 
 #[test]
-fn exports_both_formats_atomically() {
+fn exports_every_format_atomically() {
     let t = tempfile::tempdir().unwrap();
     let m = model(t.path());
     for (format, check) in [
@@ -57,6 +57,28 @@ fn exports_both_formats_atomically() {
         let fmt: sapwood::ExportFormat = format.parse().unwrap();
         assert_eq!(text, b.export_string(fmt).unwrap());
     }
+    // ONNX is binary: the file holds exactly the library's bytes, replacing the old file
+    let out = t.path().join("out.onnx");
+    std::fs::write(&out, "old contents").unwrap();
+    sapwood()
+        .args(["export", "--format", "ONNX", "--model"])
+        .arg(&m)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .success();
+    let bytes = std::fs::read(&out).unwrap();
+    let b = sapwood::Booster::load(&m).unwrap();
+    assert_eq!(bytes, b.export_bytes(sapwood::ExportFormat::Onnx).unwrap());
+    // ModelProto field 1 (ir_version) comes first; the ensemble operator is named inside
+    assert_eq!(bytes[0], 0x08);
+    let has = |s: &[u8]| bytes.windows(s.len()).any(|w| w == s);
+    assert!(has(b"TreeEnsembleRegressor") && has(b"ai.onnx.ml") && has(b"BRANCH_EQ"));
+    let text_error = b.export_string(sapwood::ExportFormat::Onnx).unwrap_err();
+    assert!(
+        text_error.to_string().contains("export_bytes"),
+        "{text_error}"
+    );
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(t.path().join("out.xgboost")).unwrap())
             .unwrap();
@@ -83,13 +105,10 @@ fn bad_inputs_are_exit_2_errors_naming_the_file_or_format() {
             .output()
             .unwrap()
     };
-    // unknown and unsupported formats
+    // an unknown format
     let o = run(&m, "pmml");
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("`pmml`"), "{}", stderr(&o));
-    let o = run(&m, "onnx");
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("not supported yet"), "{}", stderr(&o));
     // truncated, hostile and missing model files
     let text = std::fs::read_to_string(&m).unwrap();
     let truncated = t.path().join("truncated.json");
@@ -100,13 +119,15 @@ fn bad_inputs_are_exit_2_errors_naming_the_file_or_format() {
     assert_ne!(cyclic, text);
     std::fs::write(&hostile, cyclic).unwrap();
     for bad in [truncated, hostile, t.path().join("absent.json")] {
-        let o = run(&bad, "xgboost");
-        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-        assert!(
-            stderr(&o).contains(&*bad.file_name().unwrap().to_string_lossy()),
-            "{}",
-            stderr(&o)
-        );
+        for format in ["xgboost", "onnx"] {
+            let o = run(&bad, format);
+            assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+            assert!(
+                stderr(&o).contains(&*bad.file_name().unwrap().to_string_lossy()),
+                "{}",
+                stderr(&o)
+            );
+        }
     }
     assert!(!out.exists(), "nothing is written on error");
 }

@@ -46,15 +46,33 @@ impl CudaFactory {
     /// The GPU ordinals logical devices are spread over; a clear error without a driver or
     /// a GPU.
     pub fn ordinals(&self) -> Result<Vec<usize>> {
-        let count = device_count()?;
+        if matches!(&self.options.devices, Some(d) if d.is_empty()) {
+            return Err(Error::param("device", "an empty list of CUDA devices"));
+        }
+        let count = device_count().map_err(|e| match (e, &self.options.devices) {
+            // say which device was asked for: the driver's absence is the same either way
+            (Error::Backend(m), Some(d)) => {
+                Error::Backend(format!("{m}; requested: {}", device_list(d)))
+            }
+            (e, _) => e,
+        })?;
         match &self.options.devices {
             None => Ok((0..count).collect()),
-            Some(d) if d.is_empty() => Err(Error::Backend("an empty list of CUDA devices".into())),
             Some(d) => {
                 if let Some(&bad) = d.iter().find(|&&o| o >= count) {
-                    return Err(Error::Backend(format!(
-                        "CUDA device {bad} requested, {count} present"
-                    )));
+                    return Err(Error::param(
+                        "device",
+                        format!(
+                            "`cuda:{bad}` requested, but the NVIDIA driver reports {count} \
+                             GPU{} (cuda:0{})",
+                            if count == 1 { "" } else { "s" },
+                            if count > 1 {
+                                format!(" to cuda:{}", count - 1)
+                            } else {
+                                String::new()
+                            }
+                        ),
+                    ));
                 }
                 Ok(d.clone())
             }
@@ -81,6 +99,15 @@ impl CudaFactory {
     pub fn open_device_for_rank(&self, rank: usize) -> Result<Gpu> {
         Gpu::open(self.ordinal_for_rank(rank)?)
     }
+}
+
+/// Devices as the `device` setting writes them: `cuda:0,cuda:1`.
+fn device_list(ordinals: &[usize]) -> String {
+    ordinals
+        .iter()
+        .map(|o| format!("cuda:{o}"))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 impl BackendFactory for CudaFactory {

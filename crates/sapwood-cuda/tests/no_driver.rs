@@ -34,3 +34,27 @@ fn without_libcuda_create_is_a_backend_error() {
     assert!(sapwood_cuda::device_count().is_err());
     assert!(CudaFactory::new().ordinals().is_err());
 }
+
+#[test]
+#[cfg_attr(not(sapwood_no_cuda), ignore = "libcuda is installed here")]
+fn without_libcuda_a_chosen_gpu_is_an_error_naming_it() {
+    // `device = "cuda:1"` (or a list) reaches the factory as ordinals
+    for (devices, named) in [(vec![1], "cuda:1"), (vec![0, 1], "cuda:0,cuda:1")] {
+        let factory = CudaFactory::with_options(CudaOptions {
+            devices: Some(devices),
+            tile_bins: None,
+        });
+        let err = match factory.create(tiny_shard()) {
+            Ok(_) => panic!("a backend without a driver"),
+            Err(e) => e.to_string(),
+        };
+        assert!(err.contains("NVIDIA driver"), "{err}");
+        assert!(err.contains(&format!("requested: {named}")), "{err}");
+    }
+    let empty = CudaFactory::with_options(CudaOptions {
+        devices: Some(Vec::new()),
+        tile_bins: None,
+    });
+    let err = empty.ordinals().unwrap_err().to_string();
+    assert!(err.contains("`device`"), "{err}");
+}

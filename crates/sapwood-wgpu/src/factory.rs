@@ -20,6 +20,9 @@ pub struct WgpuOptions {
     /// Largest chunk of the binned shard bound at once, in bytes (default and maximum: the
     /// adapter's storage binding limit).
     pub max_chunk_bytes: Option<u64>,
+    /// Indices of the adapters logical devices are spread over, round-robin, in the order
+    /// [`WgpuFactory::adapter_names`] lists them (`device = "wgpu:0"`); default: every one.
+    pub adapters: Option<Vec<usize>>,
 }
 
 /// Builds wgpu backends; `Send + Sync`, shared by every worker thread of a job.
@@ -74,10 +77,42 @@ impl WgpuFactory {
             .collect())
     }
 
-    /// Opens a new logical device on the next adapter (round-robin).
-    pub fn open_device(&self) -> Result<Arc<Gpu>> {
+    /// The adapter indices logical devices are spread over: the chosen ones, or every
+    /// adapter; an error naming `device` for an index beyond the adapters found.
+    pub fn chosen(&self) -> Result<Vec<usize>> {
         let adapters = self.adapters()?;
-        let i = self.next.fetch_add(1, Ordering::Relaxed) % adapters.len();
+        match &self.options.adapters {
+            None => Ok((0..adapters.len()).collect()),
+            Some(list) if list.is_empty() => {
+                Err(Error::param("device", "an empty list of wgpu adapters"))
+            }
+            Some(list) => {
+                if let Some(&bad) = list.iter().find(|&&i| i >= adapters.len()) {
+                    let n = adapters.len();
+                    return Err(Error::param(
+                        "device",
+                        format!(
+                            "`wgpu:{bad}` requested, but {n} wgpu adapter{} found: {}",
+                            if n == 1 { " was" } else { "s were" },
+                            self.adapter_names()?
+                                .iter()
+                                .enumerate()
+                                .map(|(i, a)| format!("wgpu:{i} {a}"))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    ));
+                }
+                Ok(list.clone())
+            }
+        }
+    }
+
+    /// Opens a new logical device on the next chosen adapter (round-robin).
+    pub fn open_device(&self) -> Result<Arc<Gpu>> {
+        let chosen = self.chosen()?;
+        let adapters = self.adapters()?;
+        let i = chosen[self.next.fetch_add(1, Ordering::Relaxed) % chosen.len()];
         Ok(Arc::new(Gpu::open(
             &adapters[i],
             self.options.tile_bins,

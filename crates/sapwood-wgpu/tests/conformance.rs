@@ -12,6 +12,7 @@ fn tiny_tiles_and_chunks() -> WgpuFactory {
     WgpuFactory::with_options(WgpuOptions {
         tile_bins: Some(8),
         max_chunk_bytes: Some(1024),
+        ..WgpuOptions::default()
     })
 }
 

@@ -15,6 +15,7 @@ fn options() -> WgpuOptions {
     WgpuOptions {
         tile_bins: Some(16),
         max_chunk_bytes: Some(4096),
+        ..WgpuOptions::default()
     }
 }
 

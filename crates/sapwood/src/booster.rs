@@ -472,14 +472,29 @@ fn max_workers(cores: usize) -> usize {
 
 /// How long a worker waits for a peer before calling it dead.
 const WORKER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
-/// The backend factory for the run's device.
-fn factory(run: &RunOptions) -> Result<Box<dyn BackendFactory>> {
+/// The backend factory for the run's device, on the devices it names: every worker's
+/// (in-process workers take them in turn) or, for rank `rank` of a distributed job of
+/// `world`, the rank's own entry of the list.
+fn factory(run: &RunOptions, rank: usize, world: usize) -> Result<Box<dyn BackendFactory>> {
+    let chosen = run.devices_for_rank(rank, world)?;
+    // unused in a build without GPU backends, hence the underscore
+    let _indices = (!chosen.is_empty()).then_some(chosen);
     match run.device {
         Device::Cpu => Ok(Box::new(CpuFactory)),
         #[cfg(feature = "wgpu")]
-        Device::Wgpu => Ok(Box::new(sapwood_wgpu::WgpuFactory::new())),
+        Device::Wgpu => Ok(Box::new(sapwood_wgpu::WgpuFactory::with_options(
+            sapwood_wgpu::WgpuOptions {
+                adapters: _indices,
+                ..Default::default()
+            },
+        ))),
         #[cfg(feature = "cuda")]
-        Device::Cuda => Ok(Box::new(sapwood_cuda::CudaFactory::new())),
+        Device::Cuda => Ok(Box::new(sapwood_cuda::CudaFactory::with_options(
+            sapwood_cuda::CudaOptions {
+                devices: _indices,
+                ..Default::default()
+            },
+        ))),
         #[allow(unreachable_patterns)]
         other => Err(Error::param(
             "device",
@@ -578,7 +593,7 @@ impl Booster {
             });
         }
         let eval_inputs = std::sync::Mutex::new(Some(eval_inputs));
-        let chosen = factory(run)?;
+        let chosen = factory(run, 0, run.workers)?;
         let factory = Recording::new(chosen.as_ref());
         // every worker continues from the same checkpoint
         let resume = observer.resume_from()?;
@@ -661,7 +676,7 @@ impl Booster {
             eval_sets.push(binned_eval_set(&params, name, d, &encoded)?);
         }
         let eval_sets = std::sync::Mutex::new(Some(eval_sets));
-        let chosen = factory(run)?;
+        let chosen = factory(run, 0, run.workers)?;
         let factory = Recording::new(chosen.as_ref());
         let n = train.n_rows();
         // every worker continues from the same checkpoint
@@ -763,7 +778,7 @@ impl Booster {
             row_offset,
             queries: local.queries.clone(),
         };
-        let chosen = factory(run)?;
+        let chosen = factory(run, collective.rank(), collective.world_size())?;
         let factory = Recording::new(chosen.as_ref());
         let job = BinnedJob {
             feature_names: local.names.clone(),
@@ -1061,7 +1076,8 @@ pub enum ExportFormat {
     XGBoost,
     /// LightGBM text, loadable by `lightgbm.Booster(model_file=...)`.
     LightGBM,
-    /// ONNX (not supported yet: exporting to it is an error).
+    /// ONNX protobuf (`ai.onnx.ml` TreeEnsembleRegressor), for `onnxruntime`; binary, so
+    /// [`Booster::export_bytes`] rather than [`Booster::export_string`].
     Onnx,
 }
 
@@ -1081,28 +1097,39 @@ impl std::str::FromStr for ExportFormat {
 }
 
 impl Booster {
-    /// The model in another library's format (see [`sapwood_core::export`] for how each
-    /// split is translated); a split the format cannot express is an error naming it.
+    /// The model in a text format (XGBoost JSON, LightGBM text; see
+    /// [`sapwood_core::export`] for how each split is translated); a split the format cannot
+    /// express is an error naming it, and ONNX, a binary format, is an error pointing to
+    /// [`Booster::export_bytes`].
     pub fn export_string(&self, format: ExportFormat) -> Result<String> {
         match format {
             ExportFormat::XGBoost => sapwood_core::export::xgboost::to_json(&self.model),
             ExportFormat::LightGBM => sapwood_core::export::lightgbm::to_text(&self.model),
             ExportFormat::Onnx => Err(Error::param(
                 "format",
-                "ONNX export is not supported yet; use xgboost or lightgbm",
+                "ONNX is a binary format: use Booster::export_bytes or Booster::export",
             )),
+        }
+    }
+
+    /// The model's bytes in `format` (the text formats as UTF-8); a split the format cannot
+    /// express is an error naming the tree and node.
+    pub fn export_bytes(&self, format: ExportFormat) -> Result<Vec<u8>> {
+        match format {
+            ExportFormat::Onnx => sapwood_core::export::onnx::to_bytes(&self.model),
+            text => self.export_string(text).map(String::into_bytes),
         }
     }
 
     /// Writes the model in `format` to `path` atomically (nothing is written on error).
     pub fn export(&self, format: ExportFormat, path: impl AsRef<Path>) -> Result<()> {
         let path = path.as_ref();
-        let text = self.export_string(format).map_err(|e| match e {
+        let bytes = self.export_bytes(format).map_err(|e| match e {
             Error::InvalidModel(m) => {
                 Error::InvalidModel(format!("{}: not exported: {m}", path.display()))
             }
             e => e,
         })?;
-        sapwood_core::files::write_atomic(path, text.as_bytes())
+        sapwood_core::files::write_atomic(path, &bytes)
     }
 }

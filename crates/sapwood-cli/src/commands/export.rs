@@ -1,4 +1,4 @@
-//! `sapwood export`: a model in XGBoost JSON or LightGBM text.
+//! `sapwood export`: a model in XGBoost JSON, LightGBM text or ONNX.
 
 use anyhow::Result;
 use sapwood::{Booster, ExportFormat};

@@ -1,4 +1,5 @@
-//! Export of a Sapwood model to other libraries' formats: XGBoost JSON and LightGBM text.
+//! Export of a Sapwood model to other libraries' formats: XGBoost JSON, LightGBM text and
+//! ONNX (`ai.onnx.ml` TreeEnsembleRegressor).
 //!
 //! Sapwood routes rows by bin; the exporters translate every split into the target's value
 //! comparison so that every f32 input reaches the same leaf:
@@ -16,6 +17,8 @@
 //! A split a format cannot express is an error naming the tree and node.
 
 pub mod lightgbm;
+pub mod onnx;
+mod onnx_proto;
 pub mod xgboost;
 
 use crate::data::cuts::FeatureCuts;
@@ -26,7 +29,8 @@ use crate::objective::ObjectiveKind;
 use crate::split::SplitRule;
 use crate::tree::{Node, Split, Tree};
 
-/// The largest category code either format takes (XGBoost keeps codes exactly below 2^24).
+/// The largest category code the formats take (XGBoost keeps codes exactly below 2^24, and
+/// ONNX compares codes as f32, exact below 2^24 too).
 const MAX_CATEGORY_CODE: usize = 1 << 24;
 
 /// How one split routes non-missing values, in value space.

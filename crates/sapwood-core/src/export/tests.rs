@@ -390,3 +390,121 @@ fn malformed_models_are_errors_naming_tree_and_node() {
     let err = lightgbm::to_text(&m).unwrap_err().to_string();
     assert!(err.contains("tree 1, node 0"), "{err}");
 }
+
+/// TreeEnsembleRegressor's rules (ONNX operator definition, as onnxruntime runs them with
+/// f32 input and thresholds): from each tree's node 0, `BRANCH_LEQ` takes the true branch
+/// when `x <= value`, `BRANCH_EQ` when `x == value`, and NaN takes it when
+/// `missing_value_tracks_true`; leaf weights are summed per target, in f32, tree by tree.
+fn onnx_margins(e: &onnx::Ensemble, row: [f32; 2]) -> Vec<f32> {
+    let at: HashMap<(i64, i64), usize> = (0..e.node.len())
+        .map(|i| ((e.tree[i], e.node[i]), i))
+        .collect();
+    let mut trees: Vec<i64> = e.tree.clone();
+    trees.dedup();
+    let mut out = vec![0f32; e.n_targets];
+    for t in trees {
+        let mut i = at[&(t, 0)];
+        let mut steps = 0;
+        while e.mode[i] != onnx::Mode::Leaf {
+            let x = row[e.feature[i] as usize];
+            let hit = if x.is_nan() {
+                e.missing_true[i] == 1
+            } else {
+                match e.mode[i] {
+                    onnx::Mode::Leq => x <= e.value[i],
+                    onnx::Mode::Eq => x == e.value[i],
+                    onnx::Mode::Leaf => unreachable!(),
+                }
+            };
+            let next = if hit { e.true_id[i] } else { e.false_id[i] };
+            i = at[&(t, next)];
+            steps += 1;
+            assert!(steps < 100, "tree {t} loops");
+        }
+        for w in 0..e.weight.len() {
+            if e.target_tree[w] == t && e.target_node[w] == e.node[i] {
+                out[e.target[w] as usize] += e.weight[w];
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_boundary_routes_the_same_in_onnx() {
+    let m = model();
+    let e = onnx::ensemble(&m).unwrap();
+    let mut probes = numeric_probes();
+    probes.extend([f32::INFINITY, f32::NEG_INFINITY]);
+    let mut codes = category_probes();
+    // a non-integer and a negative code: unknown, the default way in both
+    codes.extend([1.5, -1.0]);
+    let mut checked = 0;
+    for x in probes {
+        for &c in &codes {
+            let sap_c = if c.fract() != 0.0 || c < 0.0 {
+                // Sapwood sees an unknown level: what a code beyond the list gives it
+                LEVELS.len() as f32 + 5.0
+            } else {
+                c
+            };
+            let want = sapwood_margins(&m, x, sap_c);
+            let got = onnx_margins(&e, [x, c]);
+            // the same f32 values summed in the same order (no flush of subnormals
+            // arises here): bit-identical
+            assert_eq!(
+                want.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                "x={x:e} c={c}: sapwood {want:?} onnx {got:?}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 100);
+    // node ids count from 0 in each tree, with no gaps, as the operator requires
+    let mut expected = HashMap::new();
+    for (t, n) in e.tree.iter().zip(&e.node) {
+        let next = expected.entry(*t).or_insert(0i64);
+        assert_eq!(*n, *next, "tree {t}");
+        *next += 1;
+    }
+    // the base margin sits in each group's first tree, as for the other formats
+    let mut empty = model();
+    empty.trees.clear();
+    let e = onnx::ensemble(&empty).unwrap();
+    assert_eq!(onnx_margins(&e, [0.0, 0.0]), vec![0.3, -1.7]);
+}
+
+#[test]
+fn categorical_splits_become_chains_of_equalities() {
+    let m = model();
+    let e = onnx::ensemble(&m).unwrap();
+    // tree 12 is the first categorical stump, bins {1} left, default right: level `a`
+    // (code 0) is the one code leaving the default way
+    let nodes: Vec<usize> = (0..e.tree.len()).filter(|&i| e.tree[i] == 12).collect();
+    let root = nodes[0];
+    assert_eq!(e.mode[root], onnx::Mode::Eq);
+    assert_eq!(e.value[root], 0.0);
+    assert_eq!(e.missing_true[root], 0);
+    // bins {2, 3}: codes 1, 2 and 4 (`e` shares the rare bin with `c`), one link each
+    let chain: Vec<f32> = (0..e.tree.len())
+        .filter(|&i| e.tree[i] == 14 && e.mode[i] == onnx::Mode::Eq)
+        .map(|i| e.value[i])
+        .collect();
+    assert_eq!(chain, vec![1.0, 2.0, 4.0]);
+}
+
+#[test]
+fn onnx_errors_name_tree_and_node() {
+    let mut m = model();
+    m.trees[3].nodes[0].split.as_mut().unwrap().feature = 1;
+    let err = onnx::to_bytes(&m).unwrap_err().to_string();
+    assert!(err.contains("tree 3, node 0"), "{err}");
+    let mut m = model();
+    m.trees[1].nodes[0].split.as_mut().unwrap().right = NodeId(0);
+    let err = onnx::to_bytes(&m).unwrap_err().to_string();
+    assert!(err.contains("tree 1, node 0"), "{err}");
+    let mut m = model();
+    m.base_margin.pop();
+    assert!(onnx::to_bytes(&m).is_err());
+}
