@@ -897,7 +897,6 @@ fn early_stopping_watches_an_observers_own_metric_before_the_round_ends() {
             PredictOptions {
                 output: sapwood::Output::Margin,
                 rounds: Some(10),
-                ..Default::default()
             },
         )
         .unwrap();

@@ -121,6 +121,10 @@ enum CutsFrom<'a> {
     Model(&'a Booster),
 }
 
+/// A source binned: the dataset, its rows' base margins, and the query ids of its first and
+/// last rows (an MPI rank's query boundaries).
+type BinnedSource = (BinnedDataset, Option<Vec<f32>>, Option<[i64; 2]>);
+
 /// Reads and bins one worker's share of a file with the training cuts (or, for the
 /// training set, computes them with the other workers), with the rows' base margins when
 /// `margins` names their columns.
@@ -135,7 +139,7 @@ fn bin_source(
     collective: &mut dyn Collective,
     margins: &[String],
     group: Option<&str>,
-) -> Result<(BinnedDataset, Option<Vec<f32>>, Option<[i64; 2]>)> {
+) -> Result<BinnedSource> {
     let mut roles = Vec::new();
     if let Some(l) = &opts.label {
         roles.push(("label", l.as_str()));
@@ -471,7 +475,7 @@ fn write_outputs(
             "data_loading_seconds": load_seconds,
             "data_loading_peak_memory_mib": loading_peak_mib(),
             "peak_memory_mib": super::peak_memory_mib(),
-            "device": run.device.to_string(),
+            "device": run.device_spec(),
             "workers": run.workers,
             // what ran, not what was asked: settings that never change the model are
             // checked through this

@@ -9,7 +9,9 @@ mod names;
 mod run;
 
 pub use names::{Settings, PARAM_NAMES, RUN_OPTION_NAMES};
-pub use run::{CollectiveKind, CommCodec, Device, RunOptions};
+pub use run::{
+    parse_devices, CollectiveKind, CommCodec, Device, DeviceIndices, RunOptions, MAX_DEVICES,
+};
 
 use std::str::FromStr;
 
