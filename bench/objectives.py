@@ -46,6 +46,28 @@ def pinball(alpha: float) -> Callable[[np.ndarray, np.ndarray], float]:
     return f
 
 
+def mean_pinball(alphas: list[float]) -> Callable[[np.ndarray, np.ndarray], float]:
+    """The pinball loss of each quantile's column, averaged over the quantiles."""
+
+    def f(y: np.ndarray, p: np.ndarray) -> float:
+        return float(np.mean([pinball(a)(y, p[:, i]) for i, a in enumerate(alphas)]))
+
+    return f
+
+
+def concordance(y: np.ndarray, p: np.ndarray) -> float:
+    """Harrell's C of predicted hazards `p` on survival times `y` (negative: censored): of
+    the pairs where one row's event comes before the other's time, the fraction where that
+    row has the higher hazard (ties half)."""
+    t, event = np.abs(y), y > 0
+    num = den = 0.0
+    for i in np.flatnonzero(event):
+        later = t > t[i]
+        den += later.sum()
+        num += (p[i] > p[later]).sum() + 0.5 * (p[i] == p[later]).sum()
+    return float(num / den)
+
+
 def mae(y: np.ndarray, p: np.ndarray) -> float:
     return float(np.mean(np.abs(y - p)))
 
@@ -106,6 +128,13 @@ CASES: dict[str, tuple[Any, ...]] = {
     "reg:gamma": ("diamonds", "price", [], {}, "reg:gamma", "gamma", gamma_deviance, False),
     "binary:logitraw": ("chile", "vote", [], {}, "binary:logitraw", "binary", auc_of_margin, True),
     "multi:softmax": ("penguins", "species", [], {}, "multi:softmax", "multiclass", accuracy, True),
+    # one output per quantile; LightGBM fits one quantile per model
+    "reg:quantileerror[0.1,0.5,0.9]": (
+        "txhousing", "median", [], {"objective": "reg:quantileerror", "quantile_alpha": [0.1, 0.5, 0.9]},
+        "reg:quantileerror", None, mean_pinball([0.1, 0.5, 0.9]), False,
+    ),
+    # LightGBM has no survival loss
+    "survival:cox": ("gbsg2", "survival", [], {}, "survival:cox", None, concordance, True),
 }
 
 
@@ -120,6 +149,8 @@ METRIC_NAMES = {
     "reg:gamma": "gamma deviance",
     "binary:logitraw": "AUC",
     "multi:softmax": "accuracy",
+    "reg:quantileerror[0.1,0.5,0.9]": "mean pinball",
+    "survival:cox": "concordance",
 }
 
 
@@ -146,7 +177,7 @@ def run_case(name: str, rounds: int, grad_bits: int = 0) -> dict[str, Any]:
     y_train_np, y_test_np = y_train.to_numpy(float), y_test.to_numpy(float)
     out: dict[str, Any] = {"dataset": dataset, "label": label, "rows": len(train)}
 
-    params = {"objective": name, "max_depth": 6, "max_bin": 256, "learning_rate": 0.1,
+    params = {"objective": extra.get("objective", name), "max_depth": 6, "max_bin": 256, "learning_rate": 0.1,
               "lambda": 1.0, "threads": 1, "grad_bits": grad_bits, **extra}
     t = time.perf_counter()
     b = sapwood.train(params, sapwood.Dataset(train, label=y_train_np), rounds, verbose_eval=False)
@@ -158,7 +189,7 @@ def run_case(name: str, rounds: int, grad_bits: int = 0) -> dict[str, Any]:
         xp: dict[str, Any] = {"objective": xgb_obj, "tree_method": "hist", "max_depth": 6, "max_bin": 256,
                               "eta": 0.1, "lambda": 1.0, "nthread": 1}
         if "quantile_alpha" in extra:
-            xp["quantile_alpha"] = extra["quantile_alpha"]
+            xp["quantile_alpha"] = np.asarray(extra["quantile_alpha"])
         if "huber_slope" in extra:
             xp["huber_slope"] = extra["huber_slope"]
         if "tweedie_variance_power" in extra:
