@@ -604,3 +604,85 @@ fn a_cox_label_of_zero_is_an_error_naming_the_row() {
     p.set("eval_metric", "cox-nloglik").unwrap();
     assert!(p.validate().is_err());
 }
+
+#[test]
+fn the_custom_objective_needs_the_callers_gradients_and_predicts_margins() {
+    let d = data_for(ObjectiveKind::Softprob, 300, 4);
+    let mut params = Params {
+        objective: ObjectiveKind::Custom,
+        num_class: Some(3),
+        num_rounds: 3,
+        ..Default::default()
+    };
+    let e = Booster::train(&params, &d, &[]).unwrap_err().to_string();
+    assert!(e.contains("custom objective"), "{e}");
+    // with a caller's softmax gradients: three outputs, predicted as margins
+    struct Softmax(Vec<f32>);
+    impl sapwood::TrainObserver for Softmax {
+        fn on_round(&mut self, _: &sapwood::RoundReport<'_>) -> sapwood::Control {
+            sapwood::Control::Continue
+        }
+        fn has_custom_objective(&self) -> bool {
+            true
+        }
+        fn gradients(&mut self, m: &[f32], k: usize) -> Option<sapwood::Result<Vec<[f32; 2]>>> {
+            let mut out = Vec::with_capacity(m.len());
+            for (row, z) in m.chunks(k).enumerate() {
+                let max = z.iter().cloned().fold(f32::MIN, f32::max);
+                let e: Vec<f32> = z.iter().map(|v| (v - max).exp()).collect();
+                let s: f32 = e.iter().sum();
+                for (c, ec) in e.iter().enumerate() {
+                    let p = ec / s;
+                    let t = (self.0[row] as usize == c) as u8 as f32;
+                    out.push([p - t, (2.0 * p * (1.0 - p)).max(1e-6)]);
+                }
+            }
+            Some(Ok(out))
+        }
+    }
+    let Some(Label::Values(y)) = d.label() else {
+        panic!()
+    };
+    params.num_rounds = 10;
+    let b = Booster::train_with(
+        &params,
+        &RunOptions::default(),
+        &d,
+        &[],
+        &mut Softmax(y.clone()),
+    )
+    .unwrap();
+    assert_eq!(b.model().groups, 3);
+    let values = b.predict(&d).unwrap();
+    let margins = b
+        .predict_with(
+            &d,
+            PredictOptions {
+                output: Output::Margin,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert!(values.values == margins.values, "custom predicts margins");
+    let right = margins
+        .values
+        .chunks(3)
+        .zip(y)
+        .filter(|(m, y)| sapwood::argmax(m) == **y as usize)
+        .count();
+    assert!(
+        right as f64 > 0.6 * y.len() as f64,
+        "{right} of {}",
+        y.len()
+    );
+    // it loads back with no code, and the exporters refuse it by name
+    let back = Booster::from_json(&b.to_json()).unwrap();
+    assert!(back.predict(&d).unwrap().values == values.values);
+    for format in [
+        sapwood::ExportFormat::XGBoost,
+        sapwood::ExportFormat::LightGBM,
+    ] {
+        let e = back.export_string(format).unwrap_err().to_string();
+        assert!(e.contains("custom"), "{e}");
+    }
+}

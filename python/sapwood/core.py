@@ -1217,8 +1217,7 @@ def train(
         Training uses one worker. Without an ``objective`` in ``params`` the model is saved
         as ``reg:squarederror`` with ``base_score=0`` (unless given): it **predicts
         margins**, and loading it needs no code (with ``num_class`` > 1 it is saved as
-        ``multi:softprob``: ``predict`` gives the softmax of the margins,
-        ``output_margin=True`` the margins).
+        ``custom``, LightGBM's name, with one margin per class).
     custom_metric : callable, optional
         XGBoost's ``custom_metric(preds, dmatrix) -> (name, value)`` (or a list of such
         pairs), computed after every round on every evaluation set and reported after the
@@ -1474,7 +1473,8 @@ def _custom_objective_params(
     if normalised.value("objective") is None and init is None:
         classes = normalised.value("num_class")
         multiclass = classes is not None and classes.strip() not in ("", "0", "1")
-        pairs.append(("objective", "multi:softprob" if multiclass else "reg:squarederror"))
+        # both predict margins: the identity loss, or `custom` with one output per class
+        pairs.append(("objective", "custom" if multiclass else "reg:squarederror"))
         if normalised.value("base_score") is None:
             pairs.append(("base_score", "0"))
     if multiclass_text := normalised.value("num_class"):

@@ -4,10 +4,9 @@ them, the determinism contract for 1 and 3 workers, and held-out NDCG@10 against
 XGBoost (``XGBRanker``, ``rank:ndcg`` with ``lambdarank_pair_method="topk"``) and LightGBM
 (``LGBMRanker``, ``lambdarank``) with matched parameters.
 
-The data set is **synthetic**, generated here: no learning-to-rank set with real queries is
-installed in the test environment (scikit-learn, XGBoost and LightGBM ship none in their
-wheels; their LETOR/MSLR loaders download at run time, which the test machines cannot).
-It is made to look like one: queries of 5 to 40 documents, query-level features shared by a
+Real queries: ``datasets/lambdarank`` (LightGBM's LambdaRank example, bundled with its
+provenance) in ``test_real_queries_rank_as_well_as_the_better_peer``. The other tests use a
+**synthetic** set generated here, larger and with known structure: queries of 5 to 40 documents, query-level features shared by a
 query's rows, document features whose relevance depends on the query (interactions), graded
 labels 0-4 with label noise, and a few uninformative features.
 """
@@ -320,3 +319,60 @@ def test_peer_ranking_scripts_run_with_the_readme_swaps(
     exec(ported, scope)  # noqa: S102 - the scripts are this file's own text
     assert 0.5 < scope["result"] <= 1.0
     assert np.asarray(scope["scores"]).shape == (m,)
+
+
+def _real_queries() -> tuple[Any, ...]:
+    """LightGBM's LambdaRank example (datasets/lambdarank: 201 training and 50 test queries,
+    300 features, relevance 0-4), split as LightGBM ships it."""
+    import pandas as pd
+
+    from conftest import REPO
+
+    out: list[Any] = []
+    for part in ("train", "test"):
+        d = pd.read_parquet(REPO / "datasets" / "lambdarank" / f"{part}.parquet")
+        y = d.pop("relevance").to_numpy(np.float32)
+        q = d.pop("qid").to_numpy()
+        out += [d.to_numpy(np.float64), y, q]
+    return tuple(out)
+
+
+def test_real_queries_rank_as_well_as_the_better_peer() -> None:
+    """On real queries with top-k pairs, held-out NDCG@10 within half a percent of the
+    better peer (measured: Sapwood 0.7419, XGBoost 0.7407, LightGBM 0.7378). With `mean`
+    pairs (random partners) the score moves with the seed (Sapwood 0.726 to 0.750 over
+    seeds 0-2; XGBoost's draws do not follow random_state: 0.7451), so the mean over five
+    seeds must be within 1.5% of XGBoost's."""
+    xgb = pytest.importorskip("xgboost")
+    lgb = pytest.importorskip("lightgbm")
+    X, y, q, Xt, yt, qt = _real_queries()
+    common = dict(n_estimators=ROUNDS, max_depth=DEPTH, learning_rate=ETA, max_bin=BINS, n_jobs=1)
+    ours = SapwoodRanker(lambdarank_num_pair_per_sample=PAIRS, **common).fit(X, y, qid=q)
+    theirs_x = xgb.XGBRanker(
+        tree_method="hist", objective="rank:ndcg", lambdarank_pair_method="topk",
+        lambdarank_num_pair_per_sample=PAIRS, **common,
+    ).fit(X, y, qid=q)
+    theirs_l = lgb.LGBMRanker(
+        n_estimators=ROUNDS, max_depth=DEPTH, num_leaves=63, learning_rate=ETA, max_bin=BINS - 1,
+        objective="lambdarank", lambdarank_truncation_level=PAIRS, reg_lambda=1.0,
+        min_child_weight=1.0, min_child_samples=0, n_jobs=1, verbose=-1, deterministic=True,
+    ).fit(X, y, group=sizes_of(q))
+    scores = {
+        name: ndcg_at(m.predict(Xt), yt, qt, 10)
+        for name, m in (("sapwood", ours), ("xgboost", theirs_x), ("lightgbm", theirs_l))
+    }
+    print("real queries, held-out NDCG@10 (topk):", {k: round(v, 4) for k, v in scores.items()})
+    assert scores["sapwood"] >= max(scores["xgboost"], scores["lightgbm"]) * (1 - 0.005), scores
+    mean = [
+        ndcg_at(
+            SapwoodRanker(lambdarank_pair_method="mean", random_state=seed, **common)
+            .fit(X, y, qid=q).predict(Xt), yt, qt, 10,
+        )
+        for seed in range(5)
+    ]
+    theirs = ndcg_at(
+        xgb.XGBRanker(tree_method="hist", objective="rank:ndcg", lambdarank_pair_method="mean",
+                      **common).fit(X, y, qid=q).predict(Xt), yt, qt, 10,
+    )
+    print("real queries, held-out NDCG@10 (mean pairs):", np.round(mean, 4), round(theirs, 4))
+    assert float(np.mean(mean)) >= theirs * (1 - 0.015), (mean, theirs)

@@ -4,6 +4,8 @@ thing."""
 
 from __future__ import annotations
 
+import json
+
 from pathlib import Path
 from typing import Any
 
@@ -274,6 +276,11 @@ def test_multiclass_custom_objective_sees_rows_by_classes() -> None:
                       verbose_eval=False)
     assert seen[0] == (150, 3)
     assert (b.predict(X, output_margin=True).argmax(axis=1) == y).mean() > 0.95
+    # saved as `custom`: it predicts the margins, here and once loaded, with no code
+    margins = b.predict(X, output_margin=True)
+    assert json.loads(b.to_json())["objective"] == "custom"
+    np.testing.assert_array_equal(b.predict(X), margins)
+    np.testing.assert_array_equal(sapwood.Booster.from_json(b.to_json()).predict(X), margins)
 
 
 def test_estimators_take_a_custom_objective_as_both_peers_do() -> None:

@@ -120,6 +120,7 @@ impl Metric {
             ObjectiveKind::RankNdcg | ObjectiveKind::RankPairwise => Metric::Ndcg(None),
             ObjectiveKind::RankMap => Metric::Map(None),
             ObjectiveKind::Cox => Metric::CoxNLogLik,
+            ObjectiveKind::Custom => Metric::Rmse,
         }
     }
 
@@ -137,7 +138,10 @@ impl Metric {
         let ok = match self {
             Metric::Auc => objective.is_classification(),
             Metric::LogLoss | Metric::Error | Metric::AucPr => objective.is_binary(),
-            Metric::MLogLoss | Metric::MError => objective.is_multiclass(),
+            // a multiclass custom objective's margins are logits
+            Metric::MLogLoss | Metric::MError => {
+                objective.is_multiclass() || objective == ObjectiveKind::Custom
+            }
             m if m.is_ranking() => objective.is_ranking(),
             // survival times are not values to predict: only the likelihood applies
             Metric::CoxNLogLik => objective == ObjectiveKind::Cox,
@@ -191,9 +195,11 @@ impl Metric {
             margins
         };
         let k = objective.groups();
-        if kind == ObjectiveKind::QuantileError && k > 1 {
-            // one output per quantile, each scored with its own α; the mean over outputs,
-            // as XGBoost reports multi-output metrics
+        if k > 1 && !kind.is_classification() && !matches!(self, Metric::MLogLoss | Metric::MError)
+        {
+            // one output per quantile (or custom output), each scored against the label (a
+            // quantile with its own α); the mean over outputs, as XGBoost reports
+            // multi-output metrics
             let total: f64 = (0..k)
                 .map(|q| {
                     let column: Vec<f32> = values.iter().skip(q).step_by(k).copied().collect();

@@ -479,7 +479,7 @@ impl Model {
                     file.params.quantile_alpha.len()
                 )))
             }
-            ObjectiveKind::QuantileError => {}
+            ObjectiveKind::QuantileError | ObjectiveKind::Custom => {}
             _ if groups != 1 => {
                 return Err(bad(format!("{} has 1 group, not {groups}", file.objective)))
             }

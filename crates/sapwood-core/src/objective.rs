@@ -69,11 +69,16 @@ pub enum ObjectiveKind {
     /// survival times, negative when censored; predicts the hazard ratio, exp(margin).
     #[serde(rename = "survival:cox")]
     Cox,
+    /// `custom`: a custom objective's model with `num_class` outputs (LightGBM's name):
+    /// gradients come from the caller (Python `obj=`, Rust
+    /// [`crate::train::TrainObserver::gradients`]) and predictions are the margins.
+    #[serde(rename = "custom")]
+    Custom,
 }
 
 impl ObjectiveKind {
     /// Every objective, in the order users see them listed.
-    pub const ALL: [ObjectiveKind; 16] = [
+    pub const ALL: [ObjectiveKind; 17] = [
         ObjectiveKind::SquaredError,
         ObjectiveKind::AbsoluteError,
         ObjectiveKind::QuantileError,
@@ -90,6 +95,7 @@ impl ObjectiveKind {
         ObjectiveKind::RankMap,
         ObjectiveKind::RankPairwise,
         ObjectiveKind::Cox,
+        ObjectiveKind::Custom,
     ];
 
     /// The XGBoost-style name.
@@ -111,6 +117,7 @@ impl ObjectiveKind {
             ObjectiveKind::RankMap => "rank:map",
             ObjectiveKind::RankPairwise => "rank:pairwise",
             ObjectiveKind::Cox => "survival:cox",
+            ObjectiveKind::Custom => "custom",
         }
     }
 
@@ -135,6 +142,11 @@ impl ObjectiveKind {
     /// Whether this is a softmax loss with one output group per class.
     pub fn is_multiclass(self) -> bool {
         matches!(self, ObjectiveKind::Softprob | ObjectiveKind::Softmax)
+    }
+
+    /// Whether `num_class` sets the outputs: the softmax losses and `custom`.
+    pub fn takes_num_class(self) -> bool {
+        self.is_multiclass() || self == ObjectiveKind::Custom
     }
 
     /// Whether predictions are exp(margin) (the log link of count and positive losses).
@@ -186,6 +198,7 @@ impl FromStr for ObjectiveKind {
             "rank:map" => ObjectiveKind::RankMap,
             "rank:pairwise" => ObjectiveKind::RankPairwise,
             "survival:cox" => ObjectiveKind::Cox,
+            "custom" => ObjectiveKind::Custom,
             other => return Err(Error::UnknownObjective(other.to_string())),
         })
     }
@@ -398,6 +411,8 @@ impl Objective {
             num_class
         } else if kind == ObjectiveKind::QuantileError {
             p.quantile_alpha.len()
+        } else if kind == ObjectiveKind::Custom {
+            num_class.max(1)
         } else {
             1
         };
@@ -540,7 +555,7 @@ impl Objective {
     /// margins back and take the host's gradients (the same bits either way).
     pub fn has_kernel(&self) -> bool {
         match self.kind {
-            ObjectiveKind::PseudoHuber | ObjectiveKind::Cox => false,
+            ObjectiveKind::PseudoHuber | ObjectiveKind::Cox | ObjectiveKind::Custom => false,
             // the kernels read one pair of constants
             ObjectiveKind::QuantileError => self.groups == 1,
             k => !k.is_ranking(),
@@ -642,9 +657,10 @@ impl Objective {
             ObjectiveKind::RankNdcg
             | ObjectiveKind::RankMap
             | ObjectiveKind::RankPairwise
-            | ObjectiveKind::Cox => {
-                // listwise (see is_listwise): the boosting loop computes these on the
-                // host, never row by row
+            | ObjectiveKind::Cox
+            | ObjectiveKind::Custom => {
+                // listwise (see is_listwise) or the caller's: the boosting loop computes
+                // these on the host, never row by row
                 g[0] = 0.0;
                 h[0] = 0.0;
             }

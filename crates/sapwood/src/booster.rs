@@ -11,7 +11,7 @@ use sapwood_core::backend::{BackendFactory, CpuFactory, HistBackend, ShardData};
 use sapwood_core::collective::{Collective, CommStats, SingleWorker};
 use sapwood_core::explain;
 use sapwood_core::model::{ClassLabel, Model};
-use sapwood_core::objective::ftz;
+use sapwood_core::objective::{ftz, ObjectiveKind};
 use sapwood_core::params::{CollectiveKind, Device, Params, RunOptions};
 use sapwood_core::train::{
     self, BinnedJob, BinnedShard, EvalInput, EvalResult, EvalSet, Quiet, Shard, Start,
@@ -277,10 +277,11 @@ fn encode_for(
 /// Output groups of a job when known before training (multiclass jobs whose class count
 /// comes from numeric labels learn it in training).
 fn known_groups(params: &Params) -> Option<usize> {
-    if params.objective.is_multiclass() {
-        params.num_class
-    } else {
-        Some(1)
+    match params.objective {
+        k if k.is_multiclass() => params.num_class,
+        ObjectiveKind::Custom => Some(params.num_class.unwrap_or(1)),
+        ObjectiveKind::QuantileError => Some(params.quantile_alpha.len()),
+        _ => Some(1),
     }
 }
 
@@ -293,11 +294,12 @@ fn check_train_margins(margins: &[f32], n: usize, params: &Params) -> Result<usi
 
 /// Parameters that validate alone but contradict each other.
 fn check_param_combinations(params: &Params) -> Result<()> {
-    if let (Some(k), false) = (params.num_class, params.objective.is_multiclass()) {
+    if let (Some(k), false) = (params.num_class, params.objective.takes_num_class()) {
         return Err(Error::param(
             "num_class",
             format!(
-                "{k} given but {} has one output; num_class is for multi:softprob and multi:softmax",
+                "{k} given but {} has one output; num_class is for multi:softprob, \
+                 multi:softmax and custom",
                 params.objective
             ),
         ));

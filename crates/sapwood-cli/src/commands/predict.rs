@@ -19,11 +19,12 @@ fn output_fields(model: &Model, a: &PredictArgs, rounds: usize) -> Vec<(String, 
     let mut f = Vec::new();
     if model.groups == 1 {
         f.push(("prediction".to_string(), DataType::Float32));
-    } else if is_multi_quantile(model) {
+    } else if is_multi_output(model) {
+        let prefix = output_prefix(model);
         f.extend(
             group_names(model)
                 .iter()
-                .map(|q| (format!("quantile_{q}"), DataType::Float32)),
+                .map(|q| (format!("{prefix}{q}"), DataType::Float32)),
         );
     } else {
         f.push(("prediction".to_string(), label_type(model)));
@@ -59,23 +60,34 @@ fn output_fields(model: &Model, a: &PredictArgs, rounds: usize) -> Vec<(String, 
     f
 }
 
-/// Whether the model has one output per quantile (`reg:quantileerror` with a list of
-/// `quantile_alpha`): its outputs are values, not classes.
-fn is_multi_quantile(model: &Model) -> bool {
-    model.params.objective == ObjectiveKind::QuantileError && model.groups > 1
+/// Whether the model's outputs are values, not classes, though it has several: one per
+/// quantile (`reg:quantileerror` with a list of `quantile_alpha`) or per output of a
+/// custom objective.
+fn is_multi_output(model: &Model) -> bool {
+    model.groups > 1 && !model.params.objective.is_classification()
 }
 
-/// One name per output: its quantile for a multi-quantile model, else its class.
+/// One name per output: its quantile for a multi-quantile model, its index for a custom
+/// objective's, else its class.
 fn group_names(model: &Model) -> Vec<String> {
-    if is_multi_quantile(model) {
-        model
+    match model.params.objective {
+        ObjectiveKind::QuantileError => model
             .params
             .quantile_alpha
             .iter()
             .map(|a| a.to_string())
-            .collect()
+            .collect(),
+        _ if is_multi_output(model) => (0..model.groups).map(|g| g.to_string()).collect(),
+        _ => class_names(model),
+    }
+}
+
+/// The column prefix of a multi-output model's values.
+fn output_prefix(model: &Model) -> &'static str {
+    if model.params.objective == ObjectiveKind::QuantileError {
+        "quantile_"
     } else {
-        class_names(model)
+        "margin_"
     }
 }
 
@@ -308,8 +320,8 @@ pub fn run(a: PredictArgs) -> Result<()> {
                 objective.transform(&margins)
             };
             arrays.push(Arc::new(Float32Array::from(v)));
-        } else if is_multi_quantile(model) {
-            // identity link: margins are the predicted quantiles
+        } else if is_multi_output(model) {
+            // identity link: margins are the predicted quantiles (or custom outputs)
             for q in 0..k {
                 arrays.push(Arc::new(Float32Array::from_iter_values(
                     (0..n).map(|i| margins[i * k + q]),

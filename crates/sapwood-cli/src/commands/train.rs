@@ -55,9 +55,10 @@ fn settings_of(a: &TrainArgs, init: Option<&Booster>) -> Result<Settings> {
     check_set_repeats(&flags, &a.set)?;
     apply_sets(&mut p, &a.set)?;
     p.validate()?;
-    if let (Some(k), false) = (p.params.num_class, p.params.objective.is_multiclass()) {
+    if let (Some(k), false) = (p.params.num_class, p.params.objective.takes_num_class()) {
         return Err(settings::Error(format!(
-            "num_class={k}: {} has one output; num_class is for multi:softprob and multi:softmax",
+            "num_class={k}: {} has one output; num_class is for multi:softprob, multi:softmax \
+             and custom",
             p.params.objective
         ))
         .into());

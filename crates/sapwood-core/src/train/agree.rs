@@ -88,6 +88,8 @@ pub fn base_margin(
         | ObjectiveKind::RankMap
         | ObjectiveKind::RankPairwise
         | ObjectiveKind::Cox => vec![0.0],
+        // a custom objective's margins start at 0, as XGBoost's and LightGBM's do
+        ObjectiveKind::Custom => vec![0.0; objective.groups()],
         ObjectiveKind::Softprob | ObjectiveKind::Softmax => {
             let mut m = Vec::with_capacity(objective.groups());
             for k in 0..objective.groups() {
@@ -135,6 +137,7 @@ pub fn agree_num_class(
     collective: &mut dyn Collective,
 ) -> Result<usize> {
     Ok(match params.objective {
+        ObjectiveKind::Custom => params.num_class.unwrap_or(1).max(1),
         k if k.is_multiclass() => match params.num_class {
             Some(k) => k,
             None => {

@@ -216,6 +216,13 @@ fn host_gradients(
             }
             (grad, max)
         }
+        None if objective.kind() == crate::objective::ObjectiveKind::Custom => {
+            return Err(Error::param(
+                "objective",
+                "`custom` takes its gradients from a custom objective (Python `obj=`, Rust \
+                 TrainObserver::gradients); none was given",
+            ))
+        }
         None => {
             let rows = rows.expect("a loss without a kernel keeps its rows on the host");
             let mut grad = vec![[0.0f32; 2]; margins.len()];

@@ -96,6 +96,7 @@ pub fn objective_code(kind: ObjectiveKind) -> Option<u32> {
         ObjectiveKind::Tweedie => 8,
         ObjectiveKind::PseudoHuber
         | ObjectiveKind::Cox
+        | ObjectiveKind::Custom
         | ObjectiveKind::RankNdcg
         | ObjectiveKind::RankMap
         | ObjectiveKind::RankPairwise => return None,
