@@ -283,3 +283,84 @@ fn a_rank_that_dies_stops_the_job_with_sapwoods_error_within_its_timeout() {
         "{leftovers:?}"
     );
 }
+
+/// Ranking and Cox across ranks: LambdaMART (both pair methods) on real queries whose row
+/// groups end at query boundaries, and Cox proportional hazards (whose risk sets span every
+/// rank's rows) from a CSV split by rows, save the single-process model; a query split
+/// between two ranks is an error naming them.
+#[test]
+fn ranking_and_cox_across_ranks_save_the_single_process_model() {
+    let bin = assert_cmd::cargo::cargo_bin("sapwood");
+    let t = tempfile::tempdir().unwrap();
+    let ranking = repo().join("datasets/lambdarank/train.parquet");
+    let survival = repo().join("datasets/gbsg2/train.csv");
+    let cases: [(&Path, &str, &str, &[&str]); 3] = [
+        (&ranking, "relevance", "rank:ndcg", &["--group", "qid"]),
+        (
+            &ranking,
+            "relevance",
+            "rank:ndcg",
+            &["--group", "qid", "--set", "lambdarank_pair_method=mean"],
+        ),
+        (
+            &survival,
+            "survival",
+            "survival:cox",
+            &["--categorical", "horTh,menostat,tgrade"],
+        ),
+    ];
+    for (i, (data, label, objective, extra)) in cases.iter().enumerate() {
+        let mut extra: Vec<&str> = extra.to_vec();
+        extra.extend(["--rounds", "4"]);
+        let single = t.path().join(format!("{i}-single.json"));
+        let s = Command::new(&bin)
+            .args(train_args(data, label, objective, &extra, &single))
+            .status()
+            .unwrap();
+        assert!(s.success(), "case {i}");
+        for np in 2..=3 {
+            let model = t.path().join(format!("{i}-{np}.json"));
+            let mut args = train_args(data, label, objective, &extra, &model);
+            args.retain(|a| a != "--quiet");
+            let out = mpirun(np)
+                .arg(&bin)
+                .args(args)
+                .args(["--collective", "mpi"])
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "case {i} np={np}: {err}");
+            check_rows_read(&err, np, &format!("case {i} np={np}"));
+            assert!(
+                std::fs::read(&model).unwrap() == std::fs::read(&single).unwrap(),
+                "case {i} ({objective}): {np} ranks differ from one process"
+            );
+        }
+    }
+    // one query of 40 rows in a CSV: two ranks each read half of it
+    let csv = t.path().join("one-query.csv");
+    let mut text = String::from("x,qid,rel\n");
+    for r in 0..40 {
+        text += &format!("{},7,{}\n", r as f32 / 40.0, r % 3);
+    }
+    std::fs::write(&csv, text).unwrap();
+    let model = t.path().join("split.json");
+    let out = mpirun(2)
+        .arg(&bin)
+        .args(train_args(
+            &csv,
+            "rel",
+            "rank:ndcg",
+            &["--group", "qid", "--rounds", "2"],
+            &model,
+        ))
+        .args(["--collective", "mpi"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("group column `qid`") && err.contains("spans MPI ranks 0 and 1"),
+        "{err}"
+    );
+    assert!(!model.exists());
+}

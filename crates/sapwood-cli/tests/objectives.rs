@@ -17,7 +17,7 @@ fn sapwood() -> Command {
 }
 
 /// (objective, dataset, label, extra settings)
-const CASES: [(&str, &str, &str, &[&str]); 9] = [
+const CASES: [(&str, &str, &str, &[&str]); 11] = [
     ("reg:absoluteerror", "txhousing", "median", &[]),
     (
         "reg:quantileerror",
@@ -42,6 +42,13 @@ const CASES: [(&str, &str, &str, &[&str]); 9] = [
     ("reg:gamma", "diamonds", "price", &[]),
     ("binary:logitraw", "chile", "vote", &[]),
     ("multi:softmax", "penguins", "species", &[]),
+    ("survival:cox", "gbsg2", "survival", &[]),
+    (
+        "reg:quantileerror",
+        "txhousing",
+        "median",
+        &["quantile_alpha=0.1,0.5,0.9"],
+    ),
 ];
 
 /// Trains one case; returns whether it succeeded and its stderr.
@@ -137,7 +144,7 @@ fn prediction_column(path: &Path) -> Result<Vec<f32>, Vec<String>> {
 #[test]
 fn predictions_are_in_each_losses_output_space() {
     let t = tempfile::tempdir().unwrap();
-    for case in [&CASES[4], &CASES[7], &CASES[8]] {
+    for case in [&CASES[4], &CASES[7], &CASES[8], &CASES[9], &CASES[10]] {
         let name = case.0.replace(':', "_");
         let model = t.path().join(format!("{name}.json"));
         let (ok, err) = train(case, "cpu", "1", &model, t.path());
@@ -158,9 +165,27 @@ fn predictions_are_in_each_losses_output_space() {
             "{}",
             String::from_utf8_lossy(&run.stderr)
         );
+        if case.3.iter().any(|s| s.contains("0.1,0.5,0.9")) {
+            // one column per quantile, in α order on most rows
+            let t = read_parquet(&out, &ReadOptions::default()).unwrap();
+            assert_eq!(
+                t.features.names(),
+                ["quantile_0.1", "quantile_0.5", "quantile_0.9"]
+            );
+            let col = |j: usize| match t.features.column(j) {
+                Column::Numeric(v) => v.to_vec(),
+                _ => panic!("values"),
+            };
+            let (lo, mid, hi) = (col(0), col(1), col(2));
+            let ordered = (0..lo.len())
+                .filter(|&i| lo[i] <= mid[i] && mid[i] <= hi[i])
+                .count();
+            assert!(ordered * 10 > lo.len() * 9, "{ordered} of {}", lo.len());
+            continue;
+        }
         match (case.0, prediction_column(&out)) {
             // means of a log link are positive
-            ("count:poisson", Ok(v)) => assert!(v.iter().all(|&p| p > 0.0)),
+            ("count:poisson" | "survival:cox", Ok(v)) => assert!(v.iter().all(|&p| p > 0.0)),
             // margins, not probabilities: some fall outside [0, 1]
             ("binary:logitraw", Ok(v)) => {
                 assert!(v.iter().any(|p| !(0.0..=1.0).contains(p)), "probabilities")
