@@ -194,6 +194,10 @@ def trainings(run: Run, kit: Path, files: dict[str, Path], small: int, large: in
          ["--rounds", "50", "--objective", "count:poisson", "--max-depth", "8"], ["cuda", "wgpu"]),
         ("reg:quantileerror alpha 0.9", "binary-small", small,
          ["--rounds", "30", "--objective", "reg:quantileerror", "--set", "quantile_alpha=0.9"], ["cuda"]),
+        # several quantiles: gradients from the host (the kernels read one alpha)
+        ("reg:quantileerror alphas 0.1,0.5,0.9", "binary-small", small,
+         ["--rounds", "20", "--objective", "reg:quantileerror", "--set", "quantile_alpha=0.1,0.5,0.9"],
+         ["cuda"]),
         ("binary depth 8 exact", "binary-large", large, depth8, ["cuda"]),
         ("binary 255 leaves", "binary-large", large, leaves, ["cuda"]),
     ]
