@@ -1794,9 +1794,18 @@ def _take_rows(data: Any, rows: npt.NDArray[np.intp]) -> Any:
     return np.asarray(data)[rows] if not isinstance(data, list) else [data[i] for i in rows]
 
 
+def _query_ids(dtrain: Dataset) -> Optional[npt.NDArray[np.intp]]:
+    """Each row's query index, or None without query groups."""
+    sizes = dtrain.get_group()
+    if sizes is None:
+        return None
+    return np.repeat(np.arange(len(sizes), dtype=np.intp), np.asarray(sizes, dtype=np.intp))
+
+
 def _subset(dtrain: Dataset, rows: npt.NDArray[np.intp]) -> Dataset:
     data, label, weight, categorical, names = dtrain._source
     margin = dtrain._base_margin
+    queries = _query_ids(dtrain)
     return Dataset(
         _take_rows(data, rows),
         label=_take_rows(label, rows),
@@ -1804,7 +1813,32 @@ def _subset(dtrain: Dataset, rows: npt.NDArray[np.intp]) -> Dataset:
         categorical_features=categorical,
         feature_names=names,
         base_margin=None if margin is None else margin[rows],
+        qid=None if queries is None else queries[rows],
     )
+
+
+def _query_folds(
+    queries: npt.NDArray[np.intp], nfold: int, stratified: bool, shuffle: bool, seed: int
+) -> list[tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]]:
+    """Folds of whole queries, rows in their order, dealt out like rows are."""
+    if stratified:
+        raise ParameterError(
+            "invalid parameter `stratified`: folds of ranking data hold whole queries and "
+            "cannot follow a class balance"
+        )
+    n_queries = int(queries.max()) + 1 if queries.size else 0
+    if not 2 <= int(nfold) <= n_queries:
+        raise ParameterError(
+            f"invalid parameter `nfold`: {nfold} must be in 2..{n_queries} (queries)"
+        )
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(n_queries) if shuffle else np.arange(n_queries)
+    fold_of_query = np.empty(n_queries, dtype=np.intp)
+    for k, part in enumerate(np.array_split(order, int(nfold))):
+        fold_of_query[part] = k
+    fold_of = fold_of_query[queries]
+    everything = np.arange(queries.size)
+    return [(everything[fold_of != k], everything[fold_of == k]) for k in range(int(nfold))]
 
 
 def _make_folds(
@@ -1833,10 +1867,25 @@ def _make_folds(
                         f"invalid parameter `folds`: fold {i} holds an empty or out-of-range "
                         f"index list for {n} rows"
                     )
+            queries = _query_ids(dtrain)
+            if queries is not None:
+                for part in (tr, te):
+                    # a query's rows must stay together and in order
+                    q = queries[part]
+                    whole = np.isin(queries, np.unique(q)).sum() == part.size
+                    if not whole or np.any(np.diff(part) <= 0):
+                        raise ParameterError(
+                            f"invalid parameter `folds`: fold {i} splits a query or reorders "
+                            "rows; give whole queries in row order (GroupKFold with the "
+                            "query ids as groups)"
+                        )
             out.append((tr, te))
         if not out:
             raise ParameterError("invalid parameter `folds`: no folds given")
         return out
+    queries = _query_ids(dtrain)
+    if queries is not None:
+        return _query_folds(queries, nfold, stratified, shuffle, seed)
     if not 2 <= int(nfold) <= n:
         raise ParameterError(f"invalid parameter `nfold`: {nfold} must be in 2..{n} (rows)")
     rng = np.random.default_rng(seed)
@@ -1874,31 +1923,53 @@ def cv(
     as_pandas: bool = False,
     seed: int = 0,
     shuffle: bool = True,
+    *,
+    obj: Optional[Objective] = None,
+    custom_metric: Optional[CustomMetric] = None,
+    feval: Union[Feval, Sequence[Feval], None] = None,
+    maximize: Optional[bool] = None,
+    fpreproc: Optional[Callable[..., Any]] = None,
+    verbose_eval: Union[bool, int, None] = None,
+    show_stdv: bool = True,
+    callbacks: Optional[Sequence[Callback]] = None,
+    return_cvbooster: bool = False,
 ) -> Any:
-    """Cross-validation, as ``xgboost.cv``: trains one booster per fold and returns the
-    mean and (population) standard deviation over the folds of every metric after every
-    round, as ``{"train-rmse-mean": [...], "train-rmse-std": [...], "test-rmse-mean":
-    [...], "test-rmse-std": [...]}`` (a pandas DataFrame with those columns when
-    ``as_pandas``).
+    """Cross-validation, as ``xgboost.cv`` (and ``lightgbm.cv``): trains one booster per
+    fold and returns the mean and (population) standard deviation over the folds of every
+    metric after every round, as ``{"train-rmse-mean": [...], "train-rmse-std": [...],
+    "test-rmse-mean": [...], "test-rmse-std": [...]}`` (a pandas DataFrame with those
+    columns when ``as_pandas``).
 
     ``folds`` are ``(train_indices, test_indices)`` pairs or a scikit-learn splitter
     (``KFold``, ``StratifiedKFold``, ``GroupKFold`` without groups...); otherwise
     ``nfold`` folds are made, shuffled with ``seed`` when ``shuffle``, with every class in
-    the same proportion in each fold when ``stratified``. ``metrics`` replaces the
-    ``eval_metric`` of ``params``. With ``early_stopping_rounds``, the last metric's mean
-    on the test folds must improve at least once every that many rounds; the lists end at
-    the best round (their last entry), as in XGBoost.
+    the same proportion in each fold when ``stratified``. With query groups (ranking),
+    folds hold whole queries (given ``folds`` must not split one). ``metrics`` replaces
+    the ``eval_metric`` of ``params``; ``obj``, ``custom_metric``, ``feval`` and
+    ``maximize`` are :func:`train`'s. ``fpreproc(dtrain, dtest, params)`` returns each
+    fold's ``(dtrain, dtest, params)``.
 
+    With ``early_stopping_rounds``, the last metric's mean on the test folds must improve
+    at least once every that many rounds; the lists end at the best round (their last
+    entry), as in XGBoost. ``callbacks`` (callables taking a :class:`RoundInfo`) see each
+    round's means, ``{"train": {metric: mean}, "test": {...}}``, and end the lists at the
+    round where one returns True. ``verbose_eval`` prints every round's means (every
+    ``verbose_eval`` rounds for a number), with their standard deviations when
+    ``show_stdv``. ``return_cvbooster`` adds the folds' boosters under ``"cvbooster"``
+    (LightGBM's key; not with ``as_pandas``).
+
+    Folds are trained one after another, every round of each (the result is what training
+    them together and stopping together would give: a round never depends on later ones).
     Each fold's Dataset is built from the rows of the data ``dtrain`` was made from.
     """
     if not isinstance(dtrain, Dataset):
         raise DataError("dtrain must be a sapwood.Dataset")
     if dtrain._source[1] is None:
         raise DataError("dtrain has no label: cross-validation needs one")
-    if dtrain.get_group() is not None:
+    if return_cvbooster and as_pandas:
         raise ParameterError(
-            "invalid parameter `dtrain`: cv does not split query groups (ranking) yet; "
-            "train on your own query-wise folds with sapwood.train"
+            "invalid parameter `return_cvbooster`: the boosters do not fit a DataFrame; "
+            "give as_pandas=False"
         )
     run_params: list[tuple[str, Any]] = (
         [(str(k), v) for k, v in params.items()] if isinstance(params, Mapping) else list(params)
@@ -1907,15 +1978,25 @@ def cv(
         run_params = [(k, v) for k, v in run_params if canonical_param(k) != "eval_metric"]
         run_params.append(("eval_metric", [metrics] if isinstance(metrics, str) else list(metrics)))
     histories: list[EvalsResult] = []
+    boosters: list[Booster] = []
     for tr, te in _make_folds(dtrain, nfold, stratified, folds, shuffle, seed):
+        fold_train, fold_test, fold_params = _subset(dtrain, tr), _subset(dtrain, te), run_params
+        if fpreproc is not None:
+            fold_train, fold_test, fold_params = fpreproc(fold_train, fold_test, list(run_params))
         history: EvalsResult = {}
-        train(
-            run_params,
-            _subset(dtrain, tr),
-            num_boost_round,
-            evals=[(_subset(dtrain, tr), "train"), (_subset(dtrain, te), "test")],
-            verbose_eval=False,
-            evals_result=history,
+        boosters.append(
+            train(
+                fold_params,
+                fold_train,
+                num_boost_round,
+                evals=[(fold_train, "train"), (fold_test, "test")],
+                verbose_eval=False,
+                evals_result=history,
+                obj=obj,
+                custom_metric=custom_metric,
+                feval=feval,
+                maximize=maximize,
+            )
         )
         histories.append(history)
     result: dict[str, list[float]] = {}
@@ -1924,19 +2005,48 @@ def cv(
             per_fold = np.array([h[dataset][metric] for h in histories], dtype=np.float64)
             result[f"{dataset}-{metric}-mean"] = [float(v) for v in per_fold.mean(axis=0)]
             result[f"{dataset}-{metric}-std"] = [float(v) for v in per_fold.std(axis=0)]
+    rounds = min((len(v) for v in result.values()), default=0)
+    keep = rounds
     if early_stopping_rounds is not None and histories[0].get("test"):
-        # Every fold ran all rounds, so stopping afterwards on the mean curve gives what
-        # stopping all folds together would: the rounds kept never depend on later ones.
         metric = list(histories[0]["test"])[-1]
         curve = result[f"test-{metric}-mean"]
-        higher = metric.split("@")[0] in _HIGHER_IS_BETTER
+        higher = (
+            bool(maximize)
+            if maximize is not None and (custom_metric is not None or feval is not None)
+            else metric.split("@")[0] in _HIGHER_IS_BETTER
+        )
         best = 0
         for i, value in enumerate(curve):
             if (value > curve[best]) if higher else (value < curve[best]):
                 best = i
             if i - best >= int(early_stopping_rounds):
                 break
-        result = {k: v[: best + 1] for k, v in result.items()}
+        keep = best + 1
+    period = 1 if verbose_eval is True else int(verbose_eval or 0)
+    for i in range(keep):
+        evaluation: dict[str, dict[str, float]] = {}
+        for key, values in result.items():
+            if key.endswith("-mean"):
+                dataset, metric = key[: -len("-mean")].split("-", 1)
+                evaluation.setdefault(dataset, {})[metric] = values[i]
+        info = RoundInfo(i, num_boost_round, evaluation, 0.0)
+        stop = any([bool(cb(info)) for cb in callbacks or ()])
+        if period and (i % period == 0 or i == keep - 1 or stop):
+            cells = []
+            for key, values in result.items():
+                if key.endswith("-mean"):
+                    name = key[: -len("-mean")]
+                    std = result[f"{name}-std"][i]
+                    cells.append(f"{name}:{values[i]:.5f}" + (f"+{std:.5f}" if show_stdv else ""))
+            print(f"[{i}]\t" + "\t".join(cells))
+        if stop:
+            keep = i + 1
+            break
+    result = {k: v[:keep] for k, v in result.items()}
+    if return_cvbooster:
+        out: dict[str, Any] = dict(result)
+        out["cvbooster"] = boosters
+        return out
     if as_pandas:
         import pandas as pd
 

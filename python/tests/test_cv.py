@@ -133,3 +133,87 @@ def test_cv_errors_name_the_parameter(regression_data: Any) -> None:
         sapwood.cv(REG, d, 3, folds=[(np.arange(10), np.array([10_000]))])
     with pytest.raises(sapwood.DataError, match="label"):
         sapwood.cv(REG, sapwood.Dataset(X), 3)
+
+
+def test_cv_prints_calls_back_and_returns_boosters_as_the_peers(regression_data: Any, capsys: Any) -> None:
+    X, y = regression_data
+    d = sapwood.Dataset(X, label=y)
+    full = sapwood.cv(REG, d, num_boost_round=12, nfold=3)
+    capsys.readouterr()
+    seen: list[sapwood.RoundInfo] = []
+
+    def stop_at_round_5(info: sapwood.RoundInfo) -> bool:
+        seen.append(info)
+        return info.iteration == 5
+
+    got = sapwood.cv(REG, d, num_boost_round=12, nfold=3, verbose_eval=2, callbacks=[stop_at_round_5])
+    out = capsys.readouterr().out.splitlines()
+    # every other round and the last one kept, with means and standard deviations
+    assert [line.split("\t")[0] for line in out] == ["[0]", "[2]", "[4]", "[5]"]
+    mean, std = full["test-rmse-mean"][4], full["test-rmse-std"][4]
+    assert f"test-rmse:{mean:.5f}+{std:.5f}" in out[2]
+    # the callback saw the means of each round and its stop ended the lists there
+    assert [i.iteration for i in seen] == list(range(6))
+    assert seen[3].evaluation["test"]["rmse"] == full["test-rmse-mean"][3]
+    assert got == {k: v[:6] for k, v in full.items()}
+    sapwood.cv(REG, d, num_boost_round=3, nfold=3, verbose_eval=True, show_stdv=False)
+    assert "+" not in capsys.readouterr().out
+    # LightGBM's return_cvbooster: one booster per fold, each predicting like its history
+    res = sapwood.cv(REG, d, num_boost_round=4, nfold=3, return_cvbooster=True)
+    assert len(res["cvbooster"]) == 3 and all(b.num_boosted_rounds() == 4 for b in res["cvbooster"])
+    with pytest.raises(sapwood.ParameterError, match="return_cvbooster"):
+        sapwood.cv(REG, d, num_boost_round=2, as_pandas=True, return_cvbooster=True)
+
+
+def test_cv_takes_custom_objectives_metrics_and_fpreproc(regression_data: Any) -> None:
+    X, y = regression_data
+    d = sapwood.Dataset(X, label=y)
+
+    def squared(preds: Any, dtrain: sapwood.Dataset) -> tuple[Any, Any]:
+        return preds - dtrain.get_label(), np.ones_like(preds)
+
+    def mae(preds: Any, dmat: sapwood.Dataset) -> tuple[str, float]:
+        return "my-mae", float(np.mean(np.abs(preds - dmat.get_label())))
+
+    calls: list[int] = []
+
+    def prep(dtr: sapwood.Dataset, dte: sapwood.Dataset, params: Any) -> Any:
+        calls.append(dtr.num_row() + dte.num_row())
+        return dtr, dte, params
+
+    got = sapwood.cv({**REG, "base_score": 0}, d, num_boost_round=6, nfold=3, obj=squared,
+                     custom_metric=mae, fpreproc=prep)
+    assert calls == [len(y)] * 3
+    built_in = sapwood.cv({**REG, "base_score": 0}, d, num_boost_round=6, nfold=3)
+    # the custom squared error trains the built-in models; its metric is reported too
+    assert got["test-rmse-mean"] == built_in["test-rmse-mean"]
+    assert len(got["test-my-mae-mean"]) == 6 and got["test-my-mae-mean"][-1] < got["test-my-mae-mean"][0]
+
+
+def test_cv_of_ranking_data_keeps_queries_whole() -> None:
+    rng = np.random.default_rng(3)
+    sizes = rng.integers(3, 12, size=40)
+    qid = np.repeat(np.arange(40) * 3 + 100, sizes)
+    X = rng.normal(size=(qid.size, 4))
+    y = np.clip((X[:, 0] + 0.3 * rng.normal(size=qid.size)) * 1.5 + 1.5, 0, 4).astype(int)
+    d = sapwood.Dataset(X, label=y, qid=qid)
+    params = {"objective": "rank:ndcg", "eval_metric": "ndcg@5", "max_depth": 3}
+    got = sapwood.cv(params, d, num_boost_round=5, nfold=4, seed=1)
+    assert len(got["test-ndcg@5-mean"]) == 5
+    # the same folds by hand: whole queries, dealt out as cv deals them
+    order = np.random.default_rng(1).permutation(40)
+    query_of_row = np.repeat(np.arange(40), sizes)
+    manual = []
+    for part in np.array_split(order, 4):
+        te = np.flatnonzero(np.isin(query_of_row, part))
+        tr = np.flatnonzero(~np.isin(query_of_row, part))
+        h: dict[str, Any] = {}
+        dtr = sapwood.Dataset(X[tr], label=y[tr], qid=qid[tr])
+        sapwood.train(params, dtr, 5, evals=[(dtr, "train"), (sapwood.Dataset(X[te], label=y[te], qid=qid[te]), "test")],
+                      verbose_eval=False, evals_result=h)
+        manual.append(h["test"]["ndcg@5"])
+    assert got["test-ndcg@5-mean"] == pytest.approx(list(np.mean(manual, axis=0)), rel=1e-12)
+    with pytest.raises(sapwood.ParameterError, match="splits a query"):
+        sapwood.cv(params, d, num_boost_round=2, folds=[(np.arange(5, qid.size), np.arange(5))])
+    with pytest.raises(sapwood.ParameterError, match="stratified"):
+        sapwood.cv(params, d, num_boost_round=2, stratified=True)
