@@ -104,6 +104,26 @@ def test_exported_models_predict_sapwood_margins(name: str, tmp_path: Path) -> N
     print(f"{name} xgboost pred_contribs: max diff relative to the row {worst:.3g}")
     assert worst <= 1e-5, f"{name}: contributions differ by {worst}"
 
+    # the shap package's TreeExplainer reads the exported XGBoost file with its own parser
+    # and its own TreeSHAP (numeric features: it does not take XGBoost's categorical splits)
+    shap = pytest.importorskip("shap")
+    if meta["categorical"]:
+        return
+    explainer = shap.TreeExplainer(xb)
+    values = np.asarray(explainer.shap_values(X), dtype=np.float64)
+    bias = np.asarray(explainer.expected_value, dtype=np.float64)
+    groups = ours.shape[1] if ours.ndim == 3 else 1
+    if groups == 1:
+        values = values.reshape(len(X), -1)
+        got = np.concatenate([values, np.broadcast_to(bias, (len(X), 1))], axis=1)
+    else:
+        # shap gives (rows, features, classes): Sapwood's layout is (rows, classes, features + 1)
+        values = np.moveaxis(values.reshape(len(X), -1, groups), 2, 1)
+        got = np.concatenate([values, np.broadcast_to(bias.reshape(1, groups, 1), (len(X), groups, 1))], axis=2)
+    worst = float((np.abs(got.reshape(ours.shape) - ours) / scale).max())
+    print(f"{name} shap.TreeExplainer: max diff relative to the row {worst:.3g}")
+    assert worst <= 1e-5, f"{name}: shap.TreeExplainer differs by {worst}"
+
 
 def test_categorical_mapping_is_written_into_both_files(tmp_path: Path) -> None:
     import json
