@@ -27,8 +27,9 @@ from typing import Any, Callable, Optional, Union
 from . import _sapwood
 from ._sapwood import ParameterError
 
-#: Parameter values: numbers, names, or lists of names (``eval_metric``).
-ParamValue = Union[str, int, float, bool, None, Sequence[str]]
+#: Parameter values: numbers, names, lists (``eval_metric``), or maps and nested lists of
+#: features (``monotone_constraints``, ``interaction_constraints``).
+ParamValue = Union[str, int, float, bool, None, Sequence[Any], Mapping[str, Any]]
 
 #: A parameter set: a mapping, or ``(name, value)`` pairs (names may repeat).
 Params = Union[Mapping[str, Any], Sequence[tuple[str, Any]]]
@@ -187,8 +188,20 @@ def _text(value: Any) -> str:
 
 
 def _param_text(value: ParamValue) -> str:
+    import json
+
     import numpy as np
 
+    if isinstance(value, Mapping):
+        # ``monotone_constraints={"carat": 1}``: a JSON object the engine reads by name
+        return json.dumps({str(k): _plain(v) for k, v in value.items()})
+    if (
+        isinstance(value, Iterable)
+        and not isinstance(value, (str, bytes))
+        and any(isinstance(v, Iterable) and not isinstance(v, (str, bytes)) for v in value)
+    ):
+        # ``interaction_constraints=[[0, 1], ["x2", "x3"]]``: nested lists as JSON
+        return json.dumps([[_plain(f) for f in inner] for inner in value])
     if isinstance(value, (bool, np.bool_)):
         return "true" if value else "false"
     if isinstance(value, (int, np.integer)):
@@ -200,6 +213,17 @@ def _param_text(value: ParamValue) -> str:
     if isinstance(value, Iterable):
         return ",".join(str(v) for v in value)
     return str(value)
+
+
+def _plain(value: Any) -> Any:
+    """A numpy scalar as the Python number JSON can write; anything else unchanged."""
+    import numpy as np
+
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    return value
 
 
 @dataclass

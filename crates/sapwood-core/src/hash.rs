@@ -32,6 +32,12 @@ pub enum Stream {
     ColSample = 0xc015_a3e1,
     /// Partners drawn for each document by the `mean` ranking pair method.
     RankPairs = 0x9a13_5e7d,
+    /// Columns sampled for one depth level of a tree (`colsample_bylevel`).
+    ColSampleLevel = 0xc015_1e7e,
+    /// Columns sampled for one node (`colsample_bynode`).
+    ColSampleNode = 0xc015_0de0,
+    /// The random threshold of a feature at a node (`extra_trees`).
+    ExtraTrees = 0xe7a7_7ee5,
 }
 
 /// The per-(seed, stream, round) prefix of a hash: computed once per tree, then each row's

@@ -8,6 +8,7 @@
 //! Every worker runs it on identical reduced histograms, so every worker takes the same
 //! decisions.
 
+pub mod constraints;
 pub mod policy;
 pub mod store;
 pub mod sync;
@@ -20,9 +21,12 @@ use crate::data::cuts::Cuts;
 use crate::error::Result;
 use crate::hist::{node_sums, HistBin};
 use crate::params::GrowPolicy;
-use crate::split::{best_split, leaf_weight, NodeView, SplitCandidate, SplitParams, Units};
+use crate::split::{
+    best_split_with, bounded, leaf_weight, NodeRules, NodeView, SplitCandidate, SplitParams, Units,
+};
 use crate::tree::{Node, NodeId, Split, Tree};
 
+use constraints::{enforce_monotone, NodeInfo, TreeRules, TreeState};
 use policy::{Driver, Expandable};
 use store::HistStore;
 use sync::HistSync;
@@ -46,14 +50,8 @@ pub struct GrowerConfig<'a> {
     pub learning_rate: f64,
     /// Rows over all workers.
     pub n_total: u64,
-}
-
-/// A node just created, before its best split is known.
-struct Fresh {
-    id: NodeId,
-    depth: usize,
-    count: u64,
-    sums: HistBin,
+    /// Constraints and column sampling of every tree.
+    pub rules: TreeRules,
 }
 
 /// One tree's serial learner on one worker.
@@ -68,6 +66,8 @@ struct Learner<'t> {
     /// largest histogram value one row adds
     row_max: u64,
     nodes: Vec<Node>,
+    /// what the rules track of each node, by id
+    state: TreeState<'t>,
 }
 
 impl Learner<'_> {
@@ -80,50 +80,112 @@ impl Learner<'_> {
         NodeId(self.nodes.len() as u32 - 1)
     }
 
-    fn set_node(&mut self, id: NodeId, sums: HistBin) {
+    /// The optimal weight of sums (before bounds) and their real hessian.
+    fn weight(&self, sums: HistBin) -> (f64, f64) {
         let (g, h) = (
             sums[0] as f64 * self.units.grad,
             sums[1] as f64 * self.units.hess,
         );
-        let w = leaf_weight(g, h, &self.cfg.split, self.cfg.split.lambda);
+        (leaf_weight(g, h, &self.cfg.split, self.cfg.split.lambda), h)
+    }
+
+    fn set_value(&mut self, id: NodeId, w: f64, h: f64) {
         let node = &mut self.nodes[id.index()];
         node.value = (self.cfg.learning_rate * w) as f32;
         node.cover = h;
     }
 
-    /// Finds the best split of each new node (over the features whose sums are global,
-    /// agreed over workers); returns those that can split and releases the others'
-    /// histograms.
-    fn evaluate(&mut self, fresh: Vec<Fresh>) -> Result<Vec<Expandable>> {
+    fn is_leaf(&self, q: usize) -> bool {
+        self.nodes[q].split.is_none()
+    }
+
+    /// The best split of each node (over the features whose sums are global, agreed over
+    /// workers), under the rules the nodes have now.
+    fn best_of(&mut self, ids: &[NodeId]) -> Result<Vec<Option<SplitCandidate>>> {
         let (cuts, units, p) = (self.cfg.cuts, self.units, &self.cfg.split);
-        let features = self.sync.features();
-        let store = &*self.store;
-        let mut best: Vec<Option<SplitCandidate>> = fresh
+        let evaluable = self.sync.features();
+        let (store, state) = (&*self.store, &self.state);
+        let monotone = state.rules().has_monotone();
+        let mut best: Vec<Option<SplitCandidate>> = ids
             .par_iter()
-            .map(|n| {
+            .map(|&id| {
+                let n = &state.info[id.index()];
                 let can = (self.cfg.max_depth == 0 || n.depth < self.cfg.max_depth) && n.count >= 2;
                 can.then(|| {
                     let view = NodeView {
-                        hist: store.get(n.id),
+                        hist: store.get(id),
                         sums: n.sums,
                         count: n.count,
                     };
-                    best_split(view, cuts, features, units, p)
+                    let rules = NodeRules {
+                        bounds: monotone.then_some(n.bounds),
+                        monotone: &state.rules().monotone,
+                        extra: state.extra_key.map(|k| (k, id.0)),
+                    };
+                    let features = state.node_features(id, evaluable);
+                    best_split_with(view, cuts, &features, units, p, &rules)
                 })
                 .flatten()
             })
             .collect();
         self.sync.agree(&mut best)?;
-        let mut out = Vec::with_capacity(fresh.len());
-        for (n, b) in fresh.into_iter().zip(best) {
+        Ok(best)
+    }
+
+    /// Finds the best split of each new node; returns those that can split and releases
+    /// the others' histograms.
+    fn evaluate(&mut self, ids: Vec<NodeId>) -> Result<Vec<Expandable>> {
+        if self.state.rules().intermediate() {
+            for &id in &ids {
+                let b = self.state.adjacent_bounds(id, |q| self.is_leaf(q));
+                self.state.info[id.index()].bounds = b;
+            }
+        }
+        let best = self.best_of(&ids)?;
+        let mut out = Vec::with_capacity(ids.len());
+        for (id, b) in ids.into_iter().zip(best) {
             match b {
                 Some(best) => out.push(Expandable {
-                    id: n.id,
-                    depth: n.depth,
+                    id,
+                    depth: self.state.info[id.index()].depth,
                     best,
                 }),
-                None => self.store.release(n.id),
+                None => self.store.release(id),
             }
+        }
+        Ok(out)
+    }
+
+    /// Intermediate method: queued nodes whose neighbours changed get their bounds and best
+    /// split anew; those left without a split become leaves.
+    fn refresh(&mut self, queued: Vec<Expandable>) -> Result<Vec<Expandable>> {
+        let mut changed = Vec::new();
+        for (i, e) in queued.iter().enumerate() {
+            let b = self.state.adjacent_bounds(e.id, |q| self.is_leaf(q));
+            if b != self.state.info[e.id.index()].bounds {
+                self.state.info[e.id.index()].bounds = b;
+                changed.push(i);
+            }
+        }
+        if changed.is_empty() {
+            return Ok(queued);
+        }
+        let ids: Vec<NodeId> = changed.iter().map(|&i| queued[i].id).collect();
+        let mut fresh = self.best_of(&ids)?.into_iter();
+        let mut out = Vec::with_capacity(queued.len());
+        let mut next = changed.into_iter().peekable();
+        for (i, mut e) in queued.into_iter().enumerate() {
+            if next.peek() == Some(&i) {
+                next.next();
+                match fresh.next().flatten() {
+                    Some(best) => e.best = best,
+                    None => {
+                        self.store.release(e.id);
+                        continue;
+                    }
+                }
+            }
+            out.push(e);
         }
         Ok(out)
     }
@@ -136,21 +198,38 @@ impl Learner<'_> {
         let mut count = [root_local as i64];
         self.sync.sum(&mut count, self.cfg.n_total)?;
         let id = self.new_node();
-        self.set_node(id, sums);
+        let (w, h) = self.weight(sums);
+        self.state
+            .info
+            .push(NodeInfo::root(count[0] as u64, sums, w));
+        self.set_value(id, w, h);
         self.store.insert_copy(id, &hist);
         self.store.return_batch(hist);
-        self.evaluate(vec![Fresh {
-            id,
-            depth: 0,
-            count: count[0] as u64,
-            sums,
-        }])
+        self.evaluate(vec![id])
     }
 
     /// Splits every node of `batch`; returns the children that can split in turn.
     fn split(&mut self, batch: Vec<Expandable>) -> Result<Vec<Expandable>> {
+        let monotone = self.state.rules().has_monotone();
+        let intermediate = self.state.rules().intermediate();
         let mut splits = Vec::with_capacity(batch.len());
-        for e in &batch {
+        let mut kept = Vec::with_capacity(batch.len());
+        for mut e in batch {
+            if intermediate {
+                // the nodes of a batch split one after another: each sees the leaves its
+                // predecessors made, as if they had been split one at a time
+                let b = self.state.adjacent_bounds(e.id, |q| self.is_leaf(q));
+                if b != self.state.info[e.id.index()].bounds {
+                    self.state.info[e.id.index()].bounds = b;
+                    match self.best_of(&[e.id])?.pop().flatten() {
+                        Some(best) => e.best = best,
+                        None => {
+                            self.store.release(e.id);
+                            continue;
+                        }
+                    }
+                }
+            }
             let (left, right) = (self.new_node(), self.new_node());
             let c = &e.best;
             self.nodes[e.id.index()].split = Some(Split {
@@ -169,6 +248,29 @@ impl Learner<'_> {
                 rule: c.rule.clone(),
                 default_left: c.default_left,
             });
+            // the children's weights within the parent's bounds: what the split was
+            // chosen with
+            let b = self.state.info[e.id.index()].bounds;
+            let ((mut wl, hl), (mut wr, hr)) = (self.weight(c.left), self.weight(c.right));
+            if monotone {
+                (wl, wr) = (bounded(wl, b), bounded(wr, b));
+            }
+            self.set_value(left, wl, hl);
+            self.set_value(right, wr, hr);
+            self.state.add_children(
+                self.cfg.cuts,
+                e.id,
+                (c.feature, &c.rule, c.default_left),
+                (c.left, c.right),
+                (0, 0),
+                (wl, wr),
+            );
+            debug_assert_eq!(self.state.info.len(), self.nodes.len());
+            kept.push(e);
+        }
+        let batch = kept;
+        if batch.is_empty() {
+            return Ok(Vec::new());
         }
         let local = self.backend.apply_splits(&splits)?;
         let mut counts: Vec<i64> = local
@@ -210,17 +312,9 @@ impl Learner<'_> {
                 (s.right, s.left)
             };
             self.store.split(parent.id, built_id, other_id, built);
-            for (id, sums, count) in [
-                (s.left, parent.best.left, counts[2 * i]),
-                (s.right, parent.best.right, counts[2 * i + 1]),
-            ] {
-                self.set_node(id, sums);
-                fresh.push(Fresh {
-                    id,
-                    depth: parent.depth + 1,
-                    count: count as u64,
-                    sums,
-                });
+            for (id, count) in [(s.left, counts[2 * i]), (s.right, counts[2 * i + 1])] {
+                self.state.info[id.index()].count = count as u64;
+                fresh.push(id);
             }
         }
         self.store.return_batch(hists);
@@ -252,6 +346,7 @@ pub fn grow_tree(
         bound: setup.scales.hist_bound(cfg.n_total),
         row_max: setup.scales.grad.max_value.max(setup.scales.hess.max_value),
         nodes: Vec::new(),
+        state: TreeState::new(&cfg.rules, features, setup.seed, setup.tree_index),
     };
     let mut driver = Driver::new(cfg.policy, cfg.max_leaves);
     driver.push(l.root(root_local)?);
@@ -262,8 +357,13 @@ pub fn grow_tree(
         }
         let children = l.split(batch)?;
         driver.push(children);
+        if cfg.rules.intermediate() {
+            let queued = driver.take_queued();
+            driver.push(l.refresh(queued)?);
+        }
     }
-    if setup.scales.grad.drop.is_some() {
+    let refit = setup.scales.grad.drop.is_some();
+    if refit {
         // low-bit histograms chose the structure; leaf values come from exact sums
         let leaves: Vec<NodeId> = (0..l.nodes.len() as u32)
             .map(NodeId)
@@ -278,8 +378,13 @@ pub fn grow_tree(
             hess: setup.scales.hess.exact_unit(),
         };
         for (id, s) in leaves.iter().zip(sums.chunks_exact(2)) {
-            l.set_node(*id, [s[0], s[1]]);
+            let (w, h) = l.weight([s[0], s[1]]);
+            l.set_value(*id, w, h);
         }
     }
-    Ok(Tree { nodes: l.nodes })
+    let mut tree = Tree { nodes: l.nodes };
+    if refit {
+        enforce_monotone(&mut tree, cfg.cuts, &cfg.rules);
+    }
+    Ok(tree)
 }

@@ -43,6 +43,11 @@ impl Driver {
         self.queue.extend(nodes);
     }
 
+    /// Takes every queued node out (to refresh their candidates; push them back).
+    pub fn take_queued(&mut self) -> Vec<Expandable> {
+        std::mem::take(&mut self.queue)
+    }
+
     /// The nodes to split next, in ascending id order (the order children are numbered in);
     /// empty when the tree is finished. Each split adds one leaf.
     pub fn pop_batch(&mut self) -> Vec<Expandable> {

@@ -5,9 +5,14 @@
 //! - [`names`]: every name and alias users write, and [`Settings`], which routes each to its
 //!   half.
 
+mod constraints;
 mod names;
 mod run;
 
+pub use constraints::{
+    parse_interactions, parse_weights, resolve_interactions, FeatureRef, MonotoneConstraints,
+    MonotoneMethod,
+};
 pub use names::{Settings, PARAM_NAMES, RUN_OPTION_NAMES};
 pub use run::{
     parse_devices, CollectiveKind, CommCodec, Device, DeviceIndices, RunOptions, MAX_DEVICES,
@@ -158,6 +163,36 @@ pub struct Params {
     /// Ranking: each query's gradients are scaled by log2(1 + Σ|λ|) / Σ|λ|.
     #[serde(skip_serializing_if = "is_true")]
     pub lambdarank_normalization: bool,
+    /// Direction (+1, -1, 0) the prediction must follow along each feature.
+    #[serde(skip_serializing_if = "MonotoneConstraints::is_empty")]
+    pub monotone_constraints: MonotoneConstraints,
+    /// How monotone constraints bound leaf values (`basic` or `intermediate`).
+    #[serde(skip_serializing_if = "is_basic")]
+    pub monotone_constraints_method: MonotoneMethod,
+    /// Sets of features allowed to appear together on a root-to-leaf path; features in
+    /// no set may only be used alone. Empty: no constraint.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub interaction_constraints: Vec<Vec<FeatureRef>>,
+    /// Fraction of the tree's features sampled for each depth level.
+    #[serde(skip_serializing_if = "is_one")]
+    pub colsample_bylevel: f64,
+    /// Fraction of the level's features sampled for each node.
+    #[serde(skip_serializing_if = "is_one")]
+    pub colsample_bynode: f64,
+    /// Relative chance of each feature to be sampled by the colsample fractions; empty: equal.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub feature_weights: Vec<f64>,
+    /// One random threshold per feature and node instead of every one (LightGBM's
+    /// `extra_trees`).
+    #[serde(skip_serializing_if = "is_false")]
+    pub extra_trees: bool,
+}
+
+fn is_false(v: &bool) -> bool {
+    !*v
+}
+fn is_basic(v: &MonotoneMethod) -> bool {
+    *v == MonotoneMethod::Basic
 }
 
 /// A boolean as users write it: true/false, 1/0.
@@ -271,6 +306,13 @@ impl Default for Params {
             lambdarank_pair_method: PairMethodKind::TopK,
             ndcg_exp_gain: true,
             lambdarank_normalization: true,
+            monotone_constraints: MonotoneConstraints::default(),
+            monotone_constraints_method: MonotoneMethod::Basic,
+            interaction_constraints: Vec::new(),
+            colsample_bylevel: 1.0,
+            colsample_bynode: 1.0,
+            feature_weights: Vec::new(),
+            extra_trees: false,
         }
     }
 }
@@ -349,6 +391,18 @@ impl Params {
         finite_at_least("cat_l2", self.cat_l2, 0.0)?;
         fraction("subsample", self.subsample)?;
         fraction("colsample_bytree", self.colsample_bytree)?;
+        fraction("colsample_bylevel", self.colsample_bylevel)?;
+        fraction("colsample_bynode", self.colsample_bynode)?;
+        self.monotone_constraints.validate()?;
+        for &w in &self.feature_weights {
+            finite_at_least("feature_weights", w, 0.0)?;
+        }
+        if !self.feature_weights.is_empty() && self.feature_weights.iter().all(|&w| w == 0.0) {
+            return Err(Error::param(
+                "feature_weights",
+                "every weight is 0: no feature could be sampled",
+            ));
+        }
         if let Quantisation::Bits(b) = self.quantisation {
             Quantisation::from_grad_bits(b as u32)?;
         }
@@ -450,6 +504,15 @@ impl Params {
             }
             "ndcg_exp_gain" => self.ndcg_exp_gain = flag(name, v)?,
             "lambdarank_normalization" => self.lambdarank_normalization = flag(name, v)?,
+            "monotone_constraints" => self.monotone_constraints = v.parse()?,
+            "monotone_constraints_method" => self.monotone_constraints_method = v.parse()?,
+            "interaction_constraints" => {
+                self.interaction_constraints = constraints::parse_interactions(v)?
+            }
+            "colsample_bylevel" => self.colsample_bylevel = num(name, v)?,
+            "colsample_bynode" => self.colsample_bynode = num(name, v)?,
+            "feature_weights" => self.feature_weights = constraints::parse_weights(v)?,
+            "extra_trees" => self.extra_trees = flag(name, v)?,
             "lambdarank_pair_method" => {
                 self.lambdarank_pair_method = match v {
                     "topk" => PairMethodKind::TopK,

@@ -1,8 +1,9 @@
 //! The best split of one node from its integer histogram.
 
-use super::gain::{leaf_gain, SplitParams, MIN_SPLIT_GAIN};
+use super::gain::{leaf_gain, leaf_gain_at, leaf_weight, SplitParams, MIN_SPLIT_GAIN};
 use super::{pick, BinSet, SplitCandidate, SplitRule};
 use crate::data::cuts::{Cuts, FeatureCuts};
+use crate::hash::HashKey;
 use crate::hist::{add, HistBin};
 
 /// Factors from histogram integers to real gradient and hessian units.
@@ -25,8 +26,28 @@ pub struct NodeView<'a> {
     pub count: u64,
 }
 
+/// What constrains one node's split besides the parameters: monotone bounds and
+/// directions, and extra trees' random thresholds.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NodeRules<'a> {
+    /// Bounds [lo, hi] on the children's weights; `None` when no feature is monotone.
+    pub bounds: Option<[f64; 2]>,
+    /// Direction of each feature (+1 increasing, -1 decreasing, 0 free); empty for none.
+    pub monotone: &'a [i8],
+    /// Extra trees: the tree's hash key and the node's id, which draw one threshold per
+    /// numeric feature.
+    pub extra: Option<(HashKey, u32)>,
+}
+
+/// A weight held within `[lo, hi]` (`max` then `min`: never panics on a NaN bound).
+#[inline]
+pub(crate) fn bounded(w: f64, [lo, hi]: [f64; 2]) -> f64 {
+    w.max(lo).min(hi)
+}
+
 struct Ctx<'a> {
     p: &'a SplitParams,
+    bounds: Option<[f64; 2]>,
     units: Units,
     total: [i64; 2],
     parent_gain: f64,
@@ -43,8 +64,9 @@ impl Ctx<'_> {
         (h_units as f64 * self.count_factor).round()
     }
 
-    /// Loss reduction of sending `left` left (the rest right), if the split is allowed.
-    fn gain(&self, left: [i64; 2], lambda_children: f64) -> Option<(f64, [i64; 2])> {
+    /// Loss reduction of sending `left` left (the rest right), if the split is allowed; a
+    /// split of a feature with direction `sign` must order its children's weights so.
+    fn gain(&self, left: [i64; 2], lambda_children: f64, sign: i8) -> Option<(f64, [i64; 2])> {
         let right = [self.total[0] - left[0], self.total[1] - left[1]];
         if left[1] <= 0 || right[1] <= 0 {
             return None;
@@ -60,21 +82,62 @@ impl Ctx<'_> {
                 return None;
             }
         }
-        let g = leaf_gain(gl, hl, self.p, lambda_children)
-            + leaf_gain(gr, hr, self.p, lambda_children)
-            - self.parent_gain;
+        let g = match self.bounds {
+            None => {
+                leaf_gain(gl, hl, self.p, lambda_children)
+                    + leaf_gain(gr, hr, self.p, lambda_children)
+                    - self.parent_gain
+            }
+            Some(b) => {
+                // XGBoost's and LightGBM's rule: gains at the bounded weights, and a split
+                // that orders its children against the constraint is no split
+                let wl = bounded(leaf_weight(gl, hl, self.p, lambda_children), b);
+                let wr = bounded(leaf_weight(gr, hr, self.p, lambda_children), b);
+                if (sign > 0 && wl > wr) || (sign < 0 && wl < wr) {
+                    return None;
+                }
+                leaf_gain_at(gl, hl, wl, self.p, lambda_children)
+                    + leaf_gain_at(gr, hr, wr, self.p, lambda_children)
+                    - self.parent_gain
+            }
+        };
         Some((g, right))
     }
 }
 
-fn numeric(feature: usize, h: &[HistBin], ctx: &Ctx<'_>) -> Option<SplitCandidate> {
+/// Extra trees' one threshold: a bin drawn uniformly between the node's first and last
+/// occupied bins (so both sides hold rows); `None` when the node has one value at most.
+fn random_threshold(h: &[HistBin], (key, node): (HashKey, u32), feature: usize) -> Option<usize> {
+    let first = (1..h.len()).find(|&b| h[b] != [0, 0])?;
+    let last = (1..h.len()).rev().find(|&b| h[b] != [0, 0])?;
+    let span = (last - first) as u64;
+    (span > 0).then(|| {
+        let draw = key.hash32(((node as u64) << 32) | feature as u64) as u64;
+        first + ((draw * span) >> 32) as usize
+    })
+}
+
+fn numeric(
+    feature: usize,
+    h: &[HistBin],
+    ctx: &Ctx<'_>,
+    sign: i8,
+    extra: Option<(HashKey, u32)>,
+) -> Option<SplitCandidate> {
     let nb = h.len();
     let miss = h[0];
     let has_missing = miss != [0, 0];
+    let only = match extra {
+        Some(e) => Some(random_threshold(h, e, feature)?),
+        None => None,
+    };
     let mut best: Option<SplitCandidate> = None;
     let mut acc = [0i64; 2];
     for (b, &bin) in h.iter().enumerate().skip(1) {
         acc = add(acc, bin);
+        if only.is_some_and(|o| o != b) {
+            continue;
+        }
         let all_values = b == nb - 1;
         for default_left in [false, true] {
             if (default_left && !has_missing) || (all_values && (default_left || !has_missing)) {
@@ -85,7 +148,7 @@ fn numeric(feature: usize, h: &[HistBin], ctx: &Ctx<'_>) -> Option<SplitCandidat
             } else {
                 acc
             };
-            if let Some((gain, right)) = ctx.gain(left, ctx.p.lambda) {
+            if let Some((gain, right)) = ctx.gain(left, ctx.p.lambda, sign) {
                 if best.as_ref().is_none_or(|c| gain > c.gain) {
                     best = Some(SplitCandidate {
                         feature,
@@ -107,7 +170,7 @@ fn categorical(feature: usize, h: &[HistBin], ctx: &Ctx<'_>) -> Option<SplitCand
     let levels = nb - 1;
     let mut best: Option<SplitCandidate> = None;
     let mut consider = |left_bins: &[u16], left: [i64; 2], lambda: f64| {
-        if let Some((gain, right)) = ctx.gain(left, lambda) {
+        if let Some((gain, right)) = ctx.gain(left, lambda, 0) {
             if best.as_ref().is_none_or(|c| gain > c.gain) {
                 best = Some(SplitCandidate {
                     feature,
@@ -184,13 +247,36 @@ pub fn best_split(
     units: Units,
     p: &SplitParams,
 ) -> Option<SplitCandidate> {
+    best_split_with(node, cuts, features, units, p, &NodeRules::default())
+}
+
+/// The best split of `node` over `features` that keeps to `rules`, or None.
+pub fn best_split_with(
+    node: NodeView<'_>,
+    cuts: &Cuts,
+    features: &[usize],
+    units: Units,
+    p: &SplitParams,
+    rules: &NodeRules<'_>,
+) -> Option<SplitCandidate> {
     let total = node.sums;
     let (g, hh) = (total[0] as f64 * units.grad, total[1] as f64 * units.hess);
+    let parent_gain = match rules.bounds {
+        None => leaf_gain(g, hh, p, p.lambda),
+        Some(b) => leaf_gain_at(
+            g,
+            hh,
+            bounded(leaf_weight(g, hh, p, p.lambda), b),
+            p,
+            p.lambda,
+        ),
+    };
     let ctx = Ctx {
         p,
+        bounds: rules.bounds,
         units,
         total,
-        parent_gain: leaf_gain(g, hh, p, p.lambda),
+        parent_gain,
         count_factor: if total[1] > 0 {
             node.count as f64 / total[1] as f64
         } else {
@@ -202,7 +288,13 @@ pub fn best_split(
     for &f in features {
         let h = &node.hist[offsets[f] as usize..offsets[f + 1] as usize];
         let cand = match cuts.feature(f) {
-            FeatureCuts::Numeric { .. } => numeric(f, h, &ctx),
+            FeatureCuts::Numeric { .. } => numeric(
+                f,
+                h,
+                &ctx,
+                rules.monotone.get(f).copied().unwrap_or(0),
+                rules.extra,
+            ),
             FeatureCuts::Categorical { .. } => categorical(f, h, &ctx),
         };
         best = pick(best, cand);

@@ -74,6 +74,12 @@ pub fn leaf_weight(g: f64, h: f64, p: &SplitParams, lambda: f64) -> f64 {
     }
 }
 
+/// Twice the loss reduction of a leaf with sums (g, h) at weight `w` (a bounded one, where
+/// monotone constraints keep it from its optimum).
+pub fn leaf_gain_at(g: f64, h: f64, w: f64, p: &SplitParams, lambda: f64) -> f64 {
+    -(2.0 * g * w + (h + lambda) * w * w) - 2.0 * p.alpha * w.abs()
+}
+
 /// Twice the loss reduction of a leaf with sums (g, h) at its optimal weight.
 pub fn leaf_gain(g: f64, h: f64, p: &SplitParams, lambda: f64) -> f64 {
     if h + lambda <= 0.0 {
@@ -83,8 +89,7 @@ pub fn leaf_gain(g: f64, h: f64, p: &SplitParams, lambda: f64) -> f64 {
         let t = threshold_l1(g, p.alpha);
         t * t / (h + lambda)
     } else {
-        let w = leaf_weight(g, h, p, lambda);
-        -(2.0 * g * w + (h + lambda) * w * w) - 2.0 * p.alpha * w.abs()
+        leaf_gain_at(g, h, leaf_weight(g, h, p, lambda), p, lambda)
     }
 }
 

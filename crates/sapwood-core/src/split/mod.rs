@@ -3,8 +3,9 @@
 mod evaluate;
 mod gain;
 
-pub use evaluate::{best_split, NodeView, Units};
-pub use gain::{leaf_gain, leaf_weight, SplitParams, MIN_SPLIT_GAIN};
+pub(crate) use evaluate::bounded;
+pub use evaluate::{best_split, best_split_with, NodeRules, NodeView, Units};
+pub use gain::{leaf_gain, leaf_gain_at, leaf_weight, SplitParams, MIN_SPLIT_GAIN};
 
 /// A set of bins of one feature (the bins a categorical split sends left).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

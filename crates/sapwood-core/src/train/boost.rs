@@ -14,9 +14,10 @@ use crate::collective::{Collective, CommStats};
 use crate::data::binned::BinnedMatrix;
 
 use crate::error::{Error, Result};
+use crate::grower::constraints::{enforce_monotone, TreeRules};
 use crate::grower::store::HistStore;
 use crate::grower::{grow_tree, GrowerConfig};
-use crate::hash::{hash32, SampleRate, Stream};
+use crate::hash::{HashKey, SampleRate, Stream};
 use crate::metric::Metric;
 use crate::model::Model;
 use crate::objective::{ftz, Objective};
@@ -90,17 +91,18 @@ pub struct BoostOutcome {
     pub comm_rounds: Vec<CommStats>,
 }
 
-/// The features a tree may split on (`colsample_bytree`), ascending.
-pub fn sample_features(n_features: usize, rate: f64, seed: u64, tree_index: u32) -> Vec<usize> {
-    if rate >= 1.0 {
-        return (0..n_features).collect();
-    }
-    let k = ((rate * n_features as f64).round() as usize).clamp(1, n_features);
-    let mut f: Vec<usize> = (0..n_features).collect();
-    f.sort_by_key(|&j| (hash32(seed, Stream::ColSample, tree_index, j as u64), j));
-    f.truncate(k);
-    f.sort_unstable();
-    f
+/// The features a tree may split on (`colsample_bytree`, drawn by `weights` when given),
+/// ascending.
+pub fn sample_features(
+    n_features: usize,
+    rate: f64,
+    weights: &[f64],
+    seed: u64,
+    tree_index: u32,
+) -> Vec<usize> {
+    let all: Vec<usize> = (0..n_features).collect();
+    let key = HashKey::new(seed, Stream::ColSample, tree_index);
+    crate::grower::constraints::sample(&all, rate, weights, key, 0)
 }
 
 fn metrics_of(set: &EvalSet, objective: &Objective, metrics: &[Metric]) -> Vec<EvalResult> {
@@ -316,6 +318,7 @@ pub fn boost(
         max_leaves: params.max_leaves,
         learning_rate: params.learning_rate,
         n_total,
+        rules: TreeRules::from_params(params, &skeleton.feature_names, cuts)?,
     };
     let metrics = params.metrics();
     let row_sample = SampleRate::new(params.subsample);
@@ -405,6 +408,7 @@ pub fn boost(
             let features = sample_features(
                 cuts.n_features(),
                 params.colsample_bytree,
+                &params.feature_weights,
                 params.seed,
                 tree_index,
             );
@@ -423,6 +427,8 @@ pub fn boost(
                     n_total,
                     collective,
                 )?;
+                // residual quantiles know nothing of monotone bounds
+                enforce_monotone(&mut tree, cuts, &cfg.rules);
             }
             check_tree(&tree, round, tree_index as usize, &mut margin_bound[group])?;
             backend.update_margins(&tree, group)?;
