@@ -511,6 +511,20 @@ class _FitArgs:
 
 
 #: The documentation of ``fit``'s arguments, shared by both estimators.
+def _add_feature_weights(params: list[tuple[str, Any]], weights: Any) -> None:
+    """XGBoost's ``fit(feature_weights=...)``: each feature's relative chance to be drawn by
+    the column-sampling fractions, as the ``feature_weights`` parameter."""
+    if weights is None:
+        return
+    w = np.asarray(weights, dtype=np.float64).ravel()
+    if any(_params.canonical_param(k) == "feature_weights" for k, _ in params):
+        raise ParameterError(
+            "invalid parameter `feature_weights`: given to the constructor and to fit; give "
+            "it once"
+        )
+    params.append(("feature_weights", [float(v) for v in w]))
+
+
 _FIT_DOC = """Trains on ``X``, ``y``.
 
         Parameters
@@ -559,6 +573,10 @@ _FIT_DOC = """Trains on ``X``, ``y``.
             ``xgb_model``; see :func:`sapwood.train`).
         init_model : Booster, estimator or str, optional
             The same under LightGBM's name; give one of the two.
+        feature_weights : array-like, optional
+            Each feature's relative chance to be drawn by ``colsample_bytree``,
+            ``colsample_bylevel`` and ``colsample_bynode`` (XGBoost's ``fit`` argument;
+            the ``feature_weights`` parameter).
 
         Returns
         -------
@@ -608,6 +626,7 @@ class SapwoodRegressor(RegressorMixin, _SapwoodModel):  # type: ignore[misc]
         eval_init_score: Optional[Sequence[Any]] = None,
         xgb_model: Any = None,
         init_model: Any = None,
+        feature_weights: Any = None,
     ) -> SapwoodRegressor:
         y_arr = _regression_target(y)
         if self.class_weight is not None:
@@ -626,6 +645,7 @@ class SapwoodRegressor(RegressorMixin, _SapwoodModel):  # type: ignore[misc]
                 "use SapwoodClassifier"
             )
         params = self._engine_params()
+        _add_feature_weights(params, feature_weights)
         if not callable(objective):
             # a custom objective trains an identity loss from margin 0 (sapwood.train)
             params.append(("objective", objective))
@@ -754,6 +774,7 @@ class SapwoodClassifier(ClassifierMixin, _SapwoodModel):  # type: ignore[misc]
         eval_init_score: Optional[Sequence[Any]] = None,
         xgb_model: Any = None,
         init_model: Any = None,
+        feature_weights: Any = None,
     ) -> SapwoodClassifier:
         y_arr = column_or_1d(y, warn=True)
         kinds = _label_kinds(y_arr)
@@ -772,6 +793,7 @@ class SapwoodClassifier(ClassifierMixin, _SapwoodModel):  # type: ignore[misc]
         self.n_classes_ = len(classes)
         self._classes_kinds = kinds
         params = self._engine_params()
+        _add_feature_weights(params, feature_weights)
         params.extend(self._objective_params())
         weight = self._class_weights(y_arr, codes, sample_weight)
         args = _FitArgs(
@@ -982,6 +1004,7 @@ class SapwoodRanker(_SapwoodModel):
         eval_init_score: Optional[Sequence[Any]] = None,
         xgb_model: Any = None,
         init_model: Any = None,
+        feature_weights: Any = None,
     ) -> SapwoodRanker:
         """Trains on ``X``, ``y`` with the queries ``group`` or ``qid``.
 
@@ -1087,6 +1110,7 @@ class SapwoodRanker(_SapwoodModel):
             )
         y_arr = _regression_target(y)
         params = self._engine_params()
+        _add_feature_weights(params, feature_weights)
         params.append(("objective", objective))
         if eval_at is not None:
             params.append(("eval_at", [eval_at] if isinstance(eval_at, int) else list(eval_at)))

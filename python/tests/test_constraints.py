@@ -202,3 +202,18 @@ def test_cli_sets_constraints_by_name_and_exports(tmp_path: Path) -> None:
     np.testing.assert_allclose(
         exported.predict(xgb.DMatrix(grid.astype(np.float32))), b.predict(sapwood.Dataset(grid)), rtol=1e-5, atol=1e-5
     )
+
+
+def test_fit_takes_feature_weights_as_xgboost_does() -> None:
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 5))
+    y = X[:, 0] + X[:, 3]
+    kw = {"n_estimators": 10, "max_depth": 3, "colsample_bynode": 0.4}
+    via_fit = sapwood.SapwoodRegressor(**kw).fit(X, y, feature_weights=[1, 0, 0, 1, 0])
+    via_param = sapwood.SapwoodRegressor(feature_weights=[1, 0, 0, 1, 0], **kw).fit(X, y)
+    assert via_fit.get_booster().to_json() == via_param.get_booster().to_json()
+    # a zero weight is never drawn: only features 0 and 3 are split on
+    used = via_fit.get_booster().get_score(importance_type="weight")
+    assert set(used) <= {"f0", "f3"}, used
+    with pytest.raises(sapwood.ParameterError, match="feature_weights"):
+        sapwood.SapwoodRegressor(feature_weights=[1] * 5, **kw).fit(X, y, feature_weights=[1] * 5)
