@@ -10,7 +10,7 @@ mod treeshap;
 
 use rayon::prelude::*;
 
-pub use treeshap::{expected_value, tree_shap, Condition};
+pub use treeshap::{cover_shares, expected_value, tree_shap, Condition, Scratch};
 
 use crate::data::binned::BinnedMatrix;
 use crate::model::Model;
@@ -53,25 +53,29 @@ pub fn contributions(model: &Model, binned: &BinnedMatrix, rounds: usize) -> Vec
                     .sum::<f64>()
         })
         .collect();
+    let shares: Vec<Vec<f64>> = trees.iter().map(cover_shares).collect();
     let width = k * (nf + 1);
     let mut out = vec![0.0f64; binned.n_rows() * width];
-    out.par_chunks_mut(width.max(1))
-        .enumerate()
-        .for_each(|(row, o)| {
+    out.par_chunks_mut(width.max(1)).enumerate().for_each_init(
+        Scratch::default,
+        |scratch, (row, o)| {
             for (t, tree) in trees.iter().enumerate() {
                 let g = t % k;
                 let phi = &mut o[g * (nf + 1)..(g + 1) * (nf + 1)];
                 tree_shap(
                     tree,
+                    &shares[t],
                     |id| goes_left(tree, binned, row, id),
                     Condition::None,
                     phi,
+                    scratch,
                 );
             }
             for g in 0..k {
                 o[g * (nf + 1) + nf] += bias[g];
             }
-        });
+        },
+    );
     out
 }
 
@@ -84,11 +88,12 @@ pub fn interactions(model: &Model, binned: &BinnedMatrix, rounds: usize) -> Vec<
     let trees = trees(model, rounds);
     let contribs = contributions(model, binned, rounds);
     let side = nf + 1;
+    let shares: Vec<Vec<f64>> = trees.iter().map(cover_shares).collect();
     let width = k * side * side;
     let mut out = vec![0.0f64; binned.n_rows() * width];
-    out.par_chunks_mut(width.max(1))
-        .enumerate()
-        .for_each(|(row, o)| {
+    out.par_chunks_mut(width.max(1)).enumerate().for_each_init(
+        Scratch::default,
+        |scratch, (row, o)| {
             let c = &contribs[row * k * side..(row + 1) * k * side];
             let mut on = vec![0.0f64; side];
             let mut off = vec![0.0f64; side];
@@ -98,10 +103,11 @@ pub fn interactions(model: &Model, binned: &BinnedMatrix, rounds: usize) -> Vec<
                 for i in 0..nf {
                     on.fill(0.0);
                     off.fill(0.0);
-                    for tree in trees.iter().skip(g).step_by(k) {
+                    for t in (g..trees.len()).step_by(k) {
+                        let (tree, shares) = (&trees[t], &shares[t]);
                         let left = |id| goes_left(tree, binned, row, id);
-                        tree_shap(tree, left, Condition::On(i), &mut on);
-                        tree_shap(tree, left, Condition::Off(i), &mut off);
+                        tree_shap(tree, shares, left, Condition::On(i), &mut on, scratch);
+                        tree_shap(tree, shares, left, Condition::Off(i), &mut off, scratch);
                     }
                     let mut off_diagonal = 0.0;
                     for j in 0..nf {
@@ -115,7 +121,8 @@ pub fn interactions(model: &Model, binned: &BinnedMatrix, rounds: usize) -> Vec<
                 }
                 m[nf * side + nf] = cg[nf];
             }
-        });
+        },
+    );
     out
 }
 

@@ -157,17 +157,21 @@ fn tree_shap_equals_shapley_values_by_enumeration() {
         let mut g = Gen(seed, 0);
         let nf = 1 + (seed % 6) as usize;
         let tree = random_tree(&mut g, nf, 1 + (seed % 5) as usize);
+        // one scratch for every tree and row, as the callers reuse it
+        let mut scratch = Scratch::default();
         for _ in 0..6 {
             let bins: Vec<u16> = (0..nf).map(|_| g.next(BINS as u32) as u16).collect();
             let mut phi = vec![0.0; nf];
             tree_shap(
                 &tree,
+                &cover_shares(&tree),
                 |id| {
                     let s = tree.nodes[id.index()].split.as_ref().unwrap();
                     s.rule.goes_left(bins[s.feature], s.default_left)
                 },
                 Condition::None,
                 &mut phi,
+                &mut scratch,
             );
             let want = brute_shap(&tree, &bins, nf);
             for f in 0..nf {
@@ -285,7 +289,14 @@ fn a_very_deep_tree_is_explained_without_recursion() {
         .stack_size(256 * 1024)
         .spawn(move || {
             let mut phi = vec![0.0; 2];
-            tree_shap(&tree, |_| false, Condition::None, &mut phi);
+            tree_shap(
+                &tree,
+                &cover_shares(&tree),
+                |_| false,
+                Condition::None,
+                &mut phi,
+                &mut Scratch::default(),
+            );
             let pred = conditional(&tree, &[3, 3], 3);
             (expected_value(&tree) + phi[0] + phi[1], pred)
         })
