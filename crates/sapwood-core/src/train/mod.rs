@@ -30,7 +30,9 @@ use crate::rank::Queries;
 pub use agree::{agree_cuts, agree_num_class, base_margin, exact_sum, total_rows};
 pub use boost::{boost, sample_features, BoostOutcome, BoostSetup, EvalSet, HostRows};
 pub use checkpoint::{continued_params, Checkpoint};
-pub use observer::{Control, CustomEval, EvalMargins, EvalResult, Quiet, RoundReport, TrainObserver};
+pub use observer::{
+    Control, CustomEval, EvalMargins, EvalResult, Quiet, RoundReport, TrainObserver,
+};
 
 /// This worker's rows of a training job.
 pub struct Shard<'a> {
