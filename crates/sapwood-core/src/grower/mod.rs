@@ -278,44 +278,64 @@ impl Learner<'_> {
             .flat_map(|c| [c[0] as i64, c[1] as i64])
             .collect();
         self.sync.sum(&mut counts, self.cfg.n_total)?;
+        // children that can never split (at max_depth, or with fewer than two rows) need no
+        // histogram: the depth and the global counts are the same on every worker, so all
+        // skip alike, and the model does not change
+        let max_depth = self.cfg.max_depth;
+        let needed: Vec<bool> = batch
+            .iter()
+            .zip(counts.chunks_exact(2))
+            .map(|(e, c)| (max_depth == 0 || e.depth + 1 < max_depth) && (c[0] >= 2 || c[1] >= 2))
+            .collect();
         // build the smaller child (by global rows); its sibling is parent minus child
         let small_left: Vec<bool> = counts.chunks_exact(2).map(|c| c[0] <= c[1]).collect();
         let small: Vec<NodeId> = splits
             .iter()
             .zip(&small_left)
-            .map(|(s, &l)| if l { s.left } else { s.right })
+            .zip(&needed)
+            .filter(|(_, &n)| n)
+            .map(|((s, &l), _)| if l { s.left } else { s.right })
             .collect();
         let width = self.store.width();
         let mut hists = self.store.take_batch(small.len());
-        self.backend.build_histograms(&small, &mut hists)?;
+        if !small.is_empty() {
+            self.backend.build_histograms(&small, &mut hists)?;
+        }
         // a node's bins sum at most its rows' values: a bound per node narrows the lanes
         let bounds: Vec<u64> = counts
             .chunks_exact(2)
             .zip(&small_left)
-            .map(|(c, &l)| {
+            .zip(&needed)
+            .filter(|(_, &n)| n)
+            .map(|((c, &l), _)| {
                 (if l { c[0] } else { c[1] } as u64)
                     .saturating_mul(self.row_max)
                     .min(self.bound)
             })
             .collect();
-        self.sync.sum_batch(&mut hists, width, &bounds)?;
+        if !small.is_empty() {
+            self.sync.sum_batch(&mut hists, width, &bounds)?;
+        }
         let mut fresh = Vec::with_capacity(2 * batch.len());
-        for (i, (parent, built)) in batch
-            .into_iter()
-            .zip(hists.chunks_exact(width.max(1)))
-            .enumerate()
-        {
+        let mut built = hists.chunks_exact(width.max(1));
+        for (i, parent) in batch.into_iter().enumerate() {
             let s = &splits[i];
+            for (id, count) in [(s.left, counts[2 * i]), (s.right, counts[2 * i + 1])] {
+                self.state.info[id.index()].count = count as u64;
+            }
+            if !needed[i] {
+                // both children stay leaves
+                self.store.release(parent.id);
+                continue;
+            }
             let (built_id, other_id) = if small_left[i] {
                 (s.left, s.right)
             } else {
                 (s.right, s.left)
             };
-            self.store.split(parent.id, built_id, other_id, built);
-            for (id, count) in [(s.left, counts[2 * i]), (s.right, counts[2 * i + 1])] {
-                self.state.info[id.index()].count = count as u64;
-                fresh.push(id);
-            }
+            let hist = built.next().expect("one histogram per needed split");
+            self.store.split(parent.id, built_id, other_id, hist);
+            fresh.extend([s.left, s.right]);
         }
         self.store.return_batch(hists);
         self.evaluate(fresh)
