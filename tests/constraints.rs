@@ -125,7 +125,7 @@ fn violation(b: &Booster, feature: usize, direction: f32) -> Option<String> {
             &grid,
             PredictOptions {
                 output: Output::Margin,
-                rounds: None,
+                ..Default::default()
             },
         )
         .unwrap();

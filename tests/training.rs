@@ -99,6 +99,8 @@ fn first_k_rounds_equal_a_model_trained_for_k_rounds() {
     let opts = PredictOptions {
         rounds: Some(7),
         output: sapwood::Output::Margin,
+        // and on one thread: threads never change a prediction
+        threads: 1,
     };
     assert_eq!(
         long.predict_with(&d, opts).unwrap(),
@@ -670,7 +672,7 @@ fn explanations_add_up_to_the_margin_for_every_objective() {
         let nf = b.model().feature_names.len();
         let opts = |output| PredictOptions {
             output,
-            rounds: None,
+            ..Default::default()
         };
         let margins = b.predict_with(&d, opts(Output::Margin)).unwrap();
         let contribs = b.predict_with(&d, opts(Output::Contributions)).unwrap();
@@ -897,6 +899,7 @@ fn early_stopping_watches_an_observers_own_metric_before_the_round_ends() {
             PredictOptions {
                 output: sapwood::Output::Margin,
                 rounds: Some(10),
+                ..Default::default()
             },
         )
         .unwrap();

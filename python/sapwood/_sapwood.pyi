@@ -78,7 +78,11 @@ class NativeData:
 @final
 class NativeBooster:
     def predict(
-        self, data: NativeData, output: str = "value", rounds: Optional[int] = None
+        self,
+        data: NativeData,
+        output: str = "value",
+        rounds: Optional[int] = None,
+        threads: int = 0,
     ) -> tuple[npt.NDArray[np.float32], int]: ...
     def to_json(self) -> str: ...
     @staticmethod

@@ -636,6 +636,8 @@ class Booster:
 
     def __init__(self, model_file: Optional[PathLike] = None) -> None:
         self._native: Optional[NativeBooster] = None
+        #: Threads predictions use (XGBoost's ``set_param({"nthread": n})``); 0: every core.
+        self._threads = 0
         #: Every round's metrics when custom metrics were computed in Python.
         self._custom_history: Optional[list[list[tuple[str, str, float]]]] = None
         if model_file is not None:
@@ -731,7 +733,9 @@ class Booster:
                 "pred_interactions and pred_leaf"
             )
         output = asked[0] if asked else ("margin" if output_margin else "value")
-        values, per_row = model.predict(_native_of(data, self, base_margin), output, end)
+        values, per_row = model.predict(
+            _native_of(data, self, base_margin), output, end, self._threads
+        )
         groups = model.groups
         if output == "contributions":
             if groups == 1:
@@ -744,6 +748,21 @@ class Booster:
         if output == "leaf":
             return values.reshape(-1, per_row)
         return values if per_row == 1 else values.reshape(-1, per_row)
+
+    def set_param(self, params: Union[Mapping[str, Any], str], value: Any = None) -> None:
+        """Sets how this booster predicts, as XGBoost's ``Booster.set_param``: the thread
+        count (``nthread``, ``n_jobs``, ``num_threads`` or ``threads``; 0 or negative for
+        every core). Threads never change a prediction. Model parameters cannot be set on
+        a trained model: train another (a ParameterError says so)."""
+        pairs = dict(params) if isinstance(params, Mapping) else {str(params): value}
+        for key, v in pairs.items():
+            if canonical_param(key) != "threads":
+                raise ParameterError(
+                    f"invalid parameter `{key}`: set_param takes the thread count of "
+                    "predictions (nthread); a model parameter needs another training"
+                )
+            n = int(v) if v is not None else 0
+            self._threads = max(n, 0)
 
     def __getitem__(self, index: Union[int, slice]) -> Booster:
         """The model of some rounds, as XGBoost's model slicing: ``booster[10:20]`` holds

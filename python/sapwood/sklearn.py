@@ -68,7 +68,7 @@ class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
         colsample_bytree: float = 1.0,
         grad_bits: int = 0,
         max_cat_to_onehot: int = 4,
-        max_cat_threshold: int = 32,
+        max_cat_threshold: int = 8,
         categorical_features: CategoricalSpec = "auto",
         objective: Union[str, Callable[..., Any], None] = None,
         eval_metric: Union[str, Sequence[str], None] = None,
@@ -300,6 +300,8 @@ class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
         check_is_fitted(self, "_Booster")
         X = self._check_X(X, reset=False)
         booster: Booster = self._Booster
+        # the estimator's n_jobs, as both peers' estimators predict with it
+        booster.set_param({"nthread": _threads(self.n_jobs)})
         if iteration_range is None and booster.best_iteration is not None:
             # XGBoost's estimators predict with the best iteration after early stopping
             iteration_range = (0, booster.best_iteration + 1)
@@ -314,6 +316,7 @@ class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
         check_is_fitted(self, "_Booster")
         X = self._check_X(X, reset=False)
         booster: Booster = self._Booster
+        booster.set_param({"nthread": _threads(self.n_jobs)})
         best = booster.best_iteration
         rounds = None if best is None else (0, best + 1)
         c = booster.predict(X, pred_contribs=True, iteration_range=rounds)

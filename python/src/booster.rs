@@ -42,14 +42,15 @@ impl NativeBooster {
     /// Predictions for `data`, row-major with the returned count of values per row, as
     /// float32. `output` is `value`, `margin`, `contributions`, `interactions` or `leaf`.
     /// Uses the first `rounds` rounds, by default all of them (or through the best
-    /// iteration).
-    #[pyo3(signature = (data, output="value", rounds=None))]
+    /// iteration), on `threads` threads (0: every core).
+    #[pyo3(signature = (data, output="value", rounds=None, threads=0))]
     fn predict<'py>(
         &self,
         py: Python<'py>,
         data: Bound<'py, NativeData>,
         output: &str,
         rounds: Option<usize>,
+        threads: usize,
     ) -> PyResult<(Bound<'py, PyArray1<f32>>, usize)> {
         guarded(|| {
             let output = match output {
@@ -68,7 +69,11 @@ impl NativeBooster {
             let native = data.get();
             let borrowed = native.borrow(py)?;
             let dataset = native.dataset(&borrowed)?;
-            let opts = PredictOptions { output, rounds };
+            let opts = PredictOptions {
+                output,
+                rounds,
+                threads,
+            };
             let predictions = py
                 .detach(|| self.inner.predict_with(&dataset, opts))
                 .or_raise()?;

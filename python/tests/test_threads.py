@@ -72,3 +72,20 @@ def test_threads_give_identical_models(big: sapwood.Dataset) -> None:
     a = sapwood.train({"n_jobs": 1}, big, 5).to_json()
     b = sapwood.train({"n_jobs": 2}, big, 5).to_json()
     assert a == b
+
+
+def test_set_param_sets_the_threads_of_predictions_only() -> None:
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 6))
+    y = X[:, 0] * X[:, 1] + X[:, 2]
+    b = sapwood.train({"max_depth": 4}, sapwood.Dataset(X, label=y), 20, verbose_eval=False)
+    every = b.predict(X)
+    b.set_param({"nthread": 1})
+    assert b._threads == 1
+    np.testing.assert_array_equal(b.predict(X), every)
+    one_thread = b.predict(X, pred_contribs=True)
+    b.set_param("n_jobs", 2)
+    assert b._threads == 2
+    np.testing.assert_array_equal(b.predict(X, pred_contribs=True), one_thread)
+    with pytest.raises(sapwood.ParameterError, match="max_depth"):
+        b.set_param({"max_depth": 3})

@@ -1125,7 +1125,7 @@ fn inspect_dumps_trees_in_values_that_route_rows_as_the_model_does() {
             &data,
             sapwood::PredictOptions {
                 output: sapwood::Output::Leaf,
-                rounds: None,
+                ..Default::default()
             },
         )
         .unwrap();

@@ -52,6 +52,8 @@ pub struct PredictOptions {
     /// Use only the first `rounds` rounds; by default all rounds, or through the best
     /// iteration when early stopping chose one.
     pub rounds: Option<usize>,
+    /// Threads to predict with; 0 (the default) for every core (rayon's global pool).
+    pub threads: usize,
 }
 
 /// Predictions: `per_row` values for each row, row-major.
@@ -832,6 +834,14 @@ impl Booster {
     /// margins ([`Dataset::set_base_margin`]), each row's trees are added to its own base
     /// margin instead of the model's (and SHAP's bias moves by the difference).
     pub fn predict_with(&self, data: &Dataset<'_>, opts: PredictOptions) -> Result<Predictions> {
+        if opts.threads == 0 {
+            return self.predict_here(data, opts);
+        }
+        in_pool(opts.threads, || self.predict_here(data, opts)).map(|(p, _)| p)
+    }
+
+    /// [`Booster::predict_with`] in the current thread pool.
+    fn predict_here(&self, data: &Dataset<'_>, opts: PredictOptions) -> Result<Predictions> {
         let m = &self.model;
         crate::schema::check_categorical_types(m, &data.features)?;
         let rounds = m.check_rounds(opts.rounds)?;

@@ -125,7 +125,7 @@ fn a_continued_model_bins_new_data_with_its_own_cuts() {
             &other,
             PredictOptions {
                 output: Output::Margin,
-                rounds: None,
+                ..Default::default()
             },
         )
         .unwrap();
@@ -217,7 +217,7 @@ fn margins_of(b: &Booster, d: &Dataset<'_>) -> Vec<f32> {
         d,
         PredictOptions {
             output: Output::Margin,
-            rounds: None,
+            ..Default::default()
         },
     )
     .unwrap()
@@ -333,7 +333,7 @@ fn shap_bias_follows_the_rows_base_margin() {
             &d,
             PredictOptions {
                 output: Output::Contributions,
-                rounds: None,
+                ..Default::default()
             },
         )
         .unwrap();

@@ -1,0 +1,78 @@
+"""Prediction speed of one model in Sapwood, XGBoost and LightGBM (issue #15's target).
+
+    python bench/predict.py [--rows 200000] [--trees 100] [--depth 8]
+
+A Sapwood model (binary, 28 numeric features) is exported to XGBoost JSON and LightGBM text,
+and each library predicts the same rows with the same trees, from Python, with 1 and 2
+threads: Sapwood's `Booster.predict`, XGBoost's `inplace_predict`, LightGBM's `predict`.
+Prints rows per second and the ratio of Sapwood's to each peer's (above 1: Sapwood is
+faster), and the largest difference of the outputs. Best of `--repeat`; one run's ratios
+only (the machine is shared).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+
+def best_of(repeat: int, fn: Callable[[], Any]) -> tuple[float, Any]:
+    times, out = [], None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    return min(times), out
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=200_000)
+    ap.add_argument("--trees", type=int, default=100)
+    ap.add_argument("--depth", type=int, default=8)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args(argv)
+
+    import lightgbm as lgb
+    import xgboost as xgb
+
+    import sapwood
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(100_000, 28)).astype(np.float32)
+    y = (X[:, 0] * X[:, 1] + np.sin(X[:, 2]) + 0.3 * rng.normal(size=len(X)) > 0).astype(np.float32)
+    Xp = rng.normal(size=(args.rows, 28)).astype(np.float32)
+    params = {"objective": "binary:logistic", "max_depth": args.depth, "eta": 0.1}
+    b = sapwood.train(params, sapwood.Dataset(X, label=y), args.trees, verbose_eval=False)
+    tmp = Path(tempfile.mkdtemp())
+    b.save_model(tmp / "m.json", format="xgboost")
+    b.save_model(tmp / "m.txt", format="lightgbm")
+    xb = xgb.Booster(model_file=str(tmp / "m.json"))
+    lb = lgb.Booster(model_file=str(tmp / "m.txt"))
+    print(f"{args.trees} trees of depth {args.depth}, {args.rows:,} rows x 28 features, best of {args.repeat}")
+    print("| threads | library | rows/s | Sapwood's speed-up | max diff |")
+    print("|---|---|---|---|---|")
+    for threads in (1, 2):
+        b.set_param({"nthread": threads})
+        xb.set_param({"nthread": threads})
+        s_ours, ours = best_of(args.repeat, lambda: b.predict(Xp))
+        s_x, px = best_of(args.repeat, lambda: xb.inplace_predict(Xp))
+        s_l, pl = best_of(args.repeat, lambda: lb.predict(Xp, num_threads=threads))
+        b.set_param({"nthread": threads})
+        ours = np.asarray(ours, dtype=np.float64)
+        for name, s, p in (("Sapwood", s_ours, ours), ("XGBoost inplace_predict", s_x, px),
+                           ("LightGBM predict", s_l, pl)):
+            diff = float(np.abs(np.asarray(p, dtype=np.float64) - ours).max())
+            print(f"| {threads} | {name} | {args.rows / s:,.0f} | {s / s_ours:.2f} | {diff:.2g} |",
+                  flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
