@@ -829,7 +829,7 @@ class Booster:
 
     def __getstate__(self) -> dict[str, Any]:
         # The model travels as its JSON bytes, never as code.
-        state: dict[str, Any] = {"model": None, "history": None}
+        state: dict[str, Any] = {"model": None, "history": None, "threads": self._threads}
         if self._native is not None:
             state["model"] = self._native.to_json().encode("utf-8")
             state["history"] = self._history_rounds()
@@ -837,6 +837,7 @@ class Booster:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self._native = None
+        self._threads = int(state.get("threads", 0))
         self._history = state.get("history")
         if state.get("model") is not None:
             self._native = NativeBooster.from_json(state["model"].decode("utf-8"))

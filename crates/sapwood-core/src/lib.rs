@@ -27,6 +27,7 @@ pub mod metric;
 pub mod model;
 pub mod objective;
 pub mod params;
+pub mod predict;
 pub mod quantise;
 pub mod rank;
 pub mod split;

@@ -578,23 +578,7 @@ impl Model {
         let mut out: Vec<f32> = (0..binned.n_rows())
             .flat_map(|_| self.base_margin.iter().copied())
             .collect();
-        // blocks of rows go through one tree at a time, so a tree stays in cache while its
-        // block's rows walk it (row by row, every tree would be fetched again for each row);
-        // each row still adds its trees in order, so the sums are the same
-        const BLOCK: usize = 64;
-        out.par_chunks_mut(k * BLOCK)
-            .enumerate()
-            .for_each(|(block, m)| {
-                let first = block * BLOCK;
-                let rows = m.len() / k;
-                for (t, tree) in trees.iter().enumerate() {
-                    let g = t % k;
-                    for r in 0..rows {
-                        let leaf = tree.leaf_of_binned(binned, first + r);
-                        m[r * k + g] = ftz(m[r * k + g] + tree.value(leaf));
-                    }
-                }
-            });
+        crate::predict::add_to_margins(binned, trees, k, &mut out);
         out
     }
 
