@@ -6,7 +6,6 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::data::binned::BinnedMatrix;
@@ -14,7 +13,7 @@ use crate::data::cuts::{Cuts, FeatureCuts};
 use crate::data::matrix::{Column, FeatureMatrix};
 use crate::error::{Error, Result};
 use crate::objective::ObjectiveKind;
-use crate::objective::{ftz, Objective};
+use crate::objective::Objective;
 use crate::params::Params;
 use crate::split::{BinSet, SplitRule};
 use crate::tree::{Node, NodeId, Split, Tree};
