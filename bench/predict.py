@@ -15,20 +15,12 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import time
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Optional
 
 import numpy as np
 
-
-def best_of(repeat: int, fn: Callable[[], Any]) -> tuple[float, Any]:
-    times, out = [], None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return min(times), out
+from explain import best_of  # bench/explain.py, beside this script
 
 
 def main(argv: Optional[list[str]] = None) -> int:

@@ -274,6 +274,7 @@ pub fn tree_shap(
 /// the cover shares on its path (the same shares the SHAP values use, so the values add up
 /// to the prediction even where a child's cover is not exactly its part of the parent's).
 pub fn expected_value(tree: &Tree) -> f64 {
+    let shares = cover_shares(tree);
     // children come after their parents, so one pass in node order suffices
     let mut weight = vec![0.0f64; tree.nodes.len()];
     weight[0] = 1.0;
@@ -282,16 +283,10 @@ pub fn expected_value(tree: &Tree) -> f64 {
         match &node.split {
             None => e += weight[i] * node.value as f64,
             Some(s) => {
-                let parent = node.cover;
                 let w_parent = weight[i];
                 for c in [s.left, s.right] {
-                    let share = if parent > 0.0 {
-                        tree.nodes[c.index()].cover / parent
-                    } else {
-                        0.0
-                    };
                     if let Some(w) = weight.get_mut(c.index()) {
-                        *w = w_parent * share;
+                        *w = w_parent * shares[c.index()];
                     }
                 }
             }
