@@ -10,6 +10,7 @@
 //! - [`pairwise`]: reduce-scatter by direct exchange, for the large per-feature-block sums.
 //! - [`inprocess`]: workers as threads in one process (also how several GPUs are driven).
 //! - `mpi` (feature `mpi`): one worker per MPI rank.
+//! - [`tcp`]: one worker per process over TCP, joined through a coordinator address.
 
 pub mod codec;
 pub mod collective;
@@ -18,6 +19,7 @@ pub mod inprocess;
 pub mod mpi_transport;
 pub mod pairwise;
 pub mod ring;
+pub mod tcp;
 pub mod transport;
 
 pub use collective::RingCollective;
