@@ -112,6 +112,19 @@ pub struct RankShard<'a> {
     pub start: TrainStart<'a>,
 }
 
+/// One worker's rows of a distributed job before binning, for
+/// [`Booster::train_dataset_shard`]: the rows `row_offset..row_offset + local.n_rows()` of
+/// the job's `n_total`, the ranks' ranges following one another in rank order.
+#[derive(Debug, Clone, Copy)]
+pub struct DatasetShard<'a> {
+    /// This worker's rows, with their labels, weights, base margins and queries.
+    pub local: &'a Dataset<'a>,
+    /// Global index of its first row.
+    pub row_offset: u64,
+    /// Rows over all workers.
+    pub n_total: u64,
+}
+
 /// Where a training job starts besides its data (XGBoost's `xgb_model` and
 /// `base_margin`).
 #[derive(Debug, Clone, Copy, Default)]
@@ -804,6 +817,76 @@ impl Booster {
         Ok(Booster::finish(trained, encoded.classes, record))
     }
 
+    /// Trains this worker's unbinned rows of a distributed job (one Dask worker, one TCP
+    /// rank) through `collective`: the workers agree on the cuts and the classes, bin their
+    /// own rows and train as [`Booster::train_shard`] does. The model is the one
+    /// [`Booster::train_with`] saves for all the rows in rank order, byte for byte.
+    /// Evaluation sets (binned with the agreed cuts) matter on rank 0 only.
+    pub fn train_dataset_shard(
+        params: &Params,
+        run: &RunOptions,
+        shard: DatasetShard<'_>,
+        evals: &[(&str, &Dataset<'_>)],
+        collective: &mut dyn Collective,
+        observer: &mut dyn TrainObserver,
+    ) -> Result<Booster> {
+        params.validate()?;
+        let DatasetShard {
+            local,
+            row_offset,
+            n_total,
+        } = shard;
+        check_shard_ranges(row_offset, local.n_rows() as u64, n_total, collective)?;
+        let mut cut = crate::CutPass::for_shard(params, n_total, row_offset);
+        cut.push(&local.features, local.weight.as_deref())?;
+        let mut pass = cut.finish_with(collective)?;
+        pass.push(&local.features, local.label.clone(), local.weight.clone())?;
+        let mut binned = pass.finish()?;
+        binned.queries = local.queries.clone();
+        let label = local
+            .label
+            .as_ref()
+            .ok_or_else(|| Error::EmptyData("the training shard has no label".into()))?;
+        let classes = crate::global_classes(params.objective, label, collective)?;
+        let mut binned_evals = Vec::new();
+        if collective.rank() == 0 {
+            for (name, d) in evals {
+                if d.base_margin.is_some() {
+                    return Err(Error::InDataset {
+                        dataset: format!("evaluation set `{name}`"),
+                        source: Box::new(Error::EmptyData(
+                            "base margins of evaluation sets are not supported in \
+                             distributed training"
+                                .into(),
+                        )),
+                    });
+                }
+                let mut pass = binned.bin_like();
+                pass.push(&d.features, d.label.clone(), d.weight.clone())
+                    .map_err(|source| Error::InDataset {
+                        dataset: format!("evaluation set `{name}`"),
+                        source: Box::new(source),
+                    })?;
+                let mut b = pass.finish()?;
+                b.queries = d.queries.clone();
+                binned_evals.push((name.to_string(), b));
+            }
+        }
+        let eval_refs: Vec<(&str, &BinnedDataset)> =
+            binned_evals.iter().map(|(n, d)| (n.as_str(), d)).collect();
+        let rank_shard = RankShard {
+            local: &binned,
+            row_offset,
+            n_total,
+            classes,
+            start: TrainStart {
+                init_model: None,
+                base_margin: local.base_margin.as_deref(),
+            },
+        };
+        Self::train_shard(params, run, rank_shard, &eval_refs, collective, observer)
+    }
+
     fn finish(
         trained: train::Trained,
         classes: Option<Vec<ClassLabel>>,
@@ -1144,4 +1227,50 @@ impl Booster {
         })?;
         sapwood_core::files::write_atomic(path, &bytes)
     }
+}
+
+/// Checks that the workers' row ranges follow one another in rank order and cover
+/// `0..n_total`: a shard given the wrong offset would sample and hash the wrong rows.
+fn check_shard_ranges(
+    row_offset: u64,
+    n_rows: u64,
+    n_total: u64,
+    collective: &mut dyn Collective,
+) -> Result<()> {
+    let mine = [
+        row_offset.to_le_bytes(),
+        n_rows.to_le_bytes(),
+        n_total.to_le_bytes(),
+    ]
+    .concat();
+    let mut next = 0u64;
+    for (rank, part) in collective.allgather(&mine)?.iter().enumerate() {
+        let word = |i: usize| {
+            part.get(8 * i..8 * i + 8)
+                .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+        };
+        let (Some(offset), Some(rows), Some(total)) = (word(0), word(1), word(2)) else {
+            return Err(Error::Collective(format!(
+                "worker {rank} sent a malformed row range"
+            )));
+        };
+        if total != n_total {
+            return Err(Error::Collective(format!(
+                "workers disagree on the number of rows: {n_total} here, {total} on worker {rank}"
+            )));
+        }
+        if offset != next {
+            return Err(Error::Collective(format!(
+                "worker {rank}'s rows start at {offset}, but the workers before it hold rows \
+                 0..{next}: each worker's rows must follow the previous worker's"
+            )));
+        }
+        next = offset + rows;
+    }
+    if next != n_total {
+        return Err(Error::Collective(format!(
+            "the workers hold {next} rows, but n_total is {n_total}"
+        )));
+    }
+    Ok(())
 }

@@ -8,7 +8,8 @@ mod stream;
 
 pub use booster::ExportFormat;
 pub use booster::{
-    Booster, Importance, Output, PredictOptions, Predictions, RankShard, RunRecord, TrainStart,
+    Booster, DatasetShard, Importance, Output, PredictOptions, Predictions, RankShard, RunRecord,
+    TrainStart,
 };
 pub use dataset::{Dataset, DatasetBuilder, Label};
 pub use labels::{

@@ -210,6 +210,8 @@ pub enum CollectiveKind {
     InProcess,
     /// One worker per MPI rank, launched by `mpirun`.
     Mpi,
+    /// One worker per process, joined over TCP through a coordinator address.
+    Tcp,
 }
 
 impl FromStr for CollectiveKind {
@@ -218,9 +220,10 @@ impl FromStr for CollectiveKind {
         match s {
             "in-process" | "inprocess" | "in_process" => Ok(CollectiveKind::InProcess),
             "mpi" => Ok(CollectiveKind::Mpi),
+            "tcp" => Ok(CollectiveKind::Tcp),
             other => Err(Error::param(
                 "collective",
-                format!("`{other}` is not in-process or mpi"),
+                format!("`{other}` is not in-process, mpi or tcp"),
             )),
         }
     }
