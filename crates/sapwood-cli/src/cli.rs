@@ -95,11 +95,34 @@ pub struct TrainArgs {
     /// In-process workers.
     #[arg(long)]
     pub workers: Option<usize>,
-    /// How workers communicate: `in-process` (threads of this process, the default) or
-    /// `mpi`, one worker per MPI rank (`mpirun -np N sapwood train ... --collective mpi`):
-    /// each rank reads only its row groups, rank 0 writes.
+    /// How workers communicate: `in-process` (threads of this process, the default),
+    /// `mpi`, one worker per MPI rank (`mpirun -np N sapwood train ... --collective mpi`),
+    /// or `tcp`, one worker per process started on each host with `--rank`, `--world`,
+    /// `--coordinator` and `--token`: each rank reads only its row groups, rank 0 writes.
     #[arg(long)]
     pub collective: Option<String>,
+    /// `--collective tcp`: this process's rank, 0..world (rank 0 is the coordinator).
+    #[arg(long)]
+    pub rank: Option<usize>,
+    /// `--collective tcp`: processes in the job.
+    #[arg(long)]
+    pub world: Option<usize>,
+    /// `--collective tcp`: HOST:PORT where rank 0 listens and the other ranks connect.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub coordinator: Option<String>,
+    /// `--collective tcp`: the job's secret, the same random string on every rank
+    /// (e.g. `openssl rand -hex 16`); read from the environment variable SAPWOOD_TOKEN
+    /// when not given (command lines are visible to other users).
+    #[arg(long)]
+    pub token: Option<String>,
+    /// `--collective tcp`: the address this rank listens on (default: loopback when the
+    /// coordinator is a loopback address, else every interface).
+    #[arg(long, value_name = "IP")]
+    pub bind: Option<std::net::IpAddr>,
+    /// `--collective tcp`: the ports ranks above 0 may listen on, LO-HI (default: any
+    /// free port).
+    #[arg(long, value_name = "LO-HI")]
+    pub ports: Option<String>,
     /// Any parameter as key=value (repeatable), e.g. --set lambda=2 --set grad_bits=8.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,

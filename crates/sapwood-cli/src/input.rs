@@ -133,7 +133,6 @@ impl Source {
         }
     }
 
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     /// The share of worker `rank` of `size`: whole row groups (Parquet) or an even slice
     /// of rows (CSV), contiguous and in order.
     pub fn shard(&self, rank: usize, size: usize) -> Shard {

@@ -17,6 +17,7 @@ use crate::input::{base_margins_of, check_unique_columns, label_of, Shard, Sourc
 use crate::progress::Progress;
 use crate::settings::{self, apply_config, apply_sets};
 use crate::Interrupted;
+use sapwood::collective::tcp::TcpConfig;
 
 /// Parameters and run options from the config file, the flags and `--set`, checked before
 /// any data is read. Continuing a model (`--init-model`), what is not given is the model's
@@ -525,8 +526,15 @@ pub fn run(a: TrainArgs) -> Result<()> {
     check_outputs(&a)?;
     check_base_margin_columns(&a)?;
     match settings.run.collective {
-        CollectiveKind::InProcess => run_local(a, settings, init),
-        CollectiveKind::Mpi => run_mpi(a, settings, init),
+        CollectiveKind::InProcess => {
+            check_no_tcp_flags(&a)?;
+            run_local(a, settings, init)
+        }
+        CollectiveKind::Mpi => {
+            check_no_tcp_flags(&a)?;
+            run_mpi(a, settings, init)
+        }
+        CollectiveKind::Tcp => run_tcp(a, settings, init),
     }
 }
 
@@ -547,9 +555,8 @@ fn run_mpi(_a: TrainArgs, _settings: Settings, _init: Option<Booster>) -> Result
     .into())
 }
 
-/// Refuses a query split between two MPI ranks (each reads whole row groups): its
-/// gradients would be computed from part of its documents on each.
-#[cfg(feature = "mpi")]
+/// Refuses a query split between two ranks (each reads whole row groups): its gradients
+/// would be computed from part of its documents on each.
 fn check_queries_whole(
     path: &Path,
     group: &str,
@@ -579,7 +586,7 @@ fn check_queries_whole(
         if let Some((before, prev_last)) = previous {
             if prev_last == first {
                 return Err(settings::Error(format!(
-                    "{}: group column `{group}`: a query spans MPI ranks {before} and {rank}; \
+                    "{}: group column `{group}`: a query spans ranks {before} and {rank}; \
                      each rank reads whole row groups, so write the file with every query \
                      inside one row group, or train on one process",
                     path.display(),
@@ -596,119 +603,221 @@ fn check_queries_whole(
 fn run_mpi(a: TrainArgs, settings: Settings, init: Option<Booster>) -> Result<()> {
     use sapwood::collective::mpi_transport::MpiTransport;
     use sapwood::collective::{RingCollective, Transport};
-    let Settings { params, run } = settings;
-    check_group(&a, &params)?;
-    let transport = MpiTransport::init()?.with_timeout(run.comm_timeout);
-    let (rank, size) = (transport.rank(), transport.size());
-    let mut coll = RingCollective::new(transport, run.comm_codec);
-    let mut interrupted = false;
-    let result = (|| -> Result<()> {
-        let load_start = Instant::now();
-        let opts = read_options(&a);
-        let source = Source::open(&a.data, &opts)?;
-        let shard = source.shard(rank, size);
-        let (local, base_margin, query_ends) = bin_source(
-            &source,
-            &a.data,
-            &opts,
-            &params,
-            training_cuts(init.as_ref()),
-            &shard,
-            &mut coll,
-            &a.base_margin,
-            a.columns.group.as_deref(),
-        )?;
-        if !a.quiet {
-            // every rank reads only its own rows (whole row groups for Parquet): say which,
-            // counted from what was binned, so a run and its tests can see it; one write,
-            // so the ranks' lines do not interleave in mpirun's output
-            let line = format!(
-                "rank {rank} of {size}: read {} rows ({}..{} of {}, row groups {:?})\n",
-                local.n_rows(),
-                shard.rows.start,
-                shard.rows.end,
-                source.num_rows(),
-                shard.row_groups.as_deref().unwrap_or_default(),
-            );
-            eprint!("{line}");
+    let transport = MpiTransport::init()?.with_timeout(settings.run.comm_timeout);
+    let rank = transport.rank();
+    let mut coll = RingCollective::new(transport, settings.run.comm_codec);
+    match train_rank(&a, settings, init.as_ref(), &mut coll) {
+        Ok(interrupted) => {
+            if interrupted && rank == 0 {
+                return Err(Interrupted.into());
+            }
+            Ok(())
         }
-        if let Some(g) = &a.columns.group {
-            check_queries_whole(&a.data, g, query_ends, &mut coll)?;
+        Err(e) => {
+            // the other ranks may wait in a collective: take the whole job down
+            eprintln!("error: rank {rank}: {e:#}");
+            coll.transport_mut().abort(2);
         }
-        // a continued model's classes give the class codes its trees learned
-        let classes = match init.as_ref().and_then(|b| b.classes()) {
-            Some(c) => Some(c.to_vec()),
-            None => sapwood::global_classes(
-                params.objective,
-                local.label().expect("labels were read"),
-                &mut coll,
-            )?,
-        };
-        let mut valid = Vec::new();
-        if rank == 0 {
-            for v in &a.valid {
-                let name = v
-                    .file_stem()
-                    .map_or("valid".into(), |s| s.to_string_lossy().into_owned());
-                let (d, _) = bin_file(
-                    v,
-                    &valid_options(&a),
-                    &params,
-                    CutsFrom::Like(&local),
-                    &[],
-                    a.columns.group.as_deref(),
-                )?;
-                valid.push((name, d));
+    }
+}
+
+/// The rank, world, coordinator and token of `--collective tcp`, and its listening options.
+fn tcp_config(a: &TrainArgs, timeout: std::time::Duration) -> Result<TcpConfig> {
+    let need = |v: Option<String>, flag: &str, what: &str| {
+        v.ok_or_else(|| settings::Error(format!("--collective tcp needs {flag} ({what})")))
+    };
+    let rank = need(
+        a.rank.map(|r| r.to_string()),
+        "--rank",
+        "this process's rank, 0 to world - 1",
+    )?;
+    let world = need(
+        a.world.map(|w| w.to_string()),
+        "--world",
+        "the number of processes",
+    )?;
+    let coordinator = need(
+        a.coordinator.clone(),
+        "--coordinator",
+        "HOST:PORT where rank 0 listens",
+    )?;
+    let token = need(
+        a.token
+            .clone()
+            .or_else(|| std::env::var("SAPWOOD_TOKEN").ok()),
+        "--token or the environment variable SAPWOOD_TOKEN",
+        "the same random string on every rank",
+    )?;
+    let ports = match &a.ports {
+        None => None,
+        Some(p) => {
+            let parsed = p.split_once('-').and_then(|(lo, hi)| {
+                Some((
+                    lo.trim().parse::<u16>().ok()?,
+                    hi.trim().parse::<u16>().ok()?,
+                ))
+            });
+            match parsed {
+                Some((lo, hi)) if lo <= hi => Some((lo, hi)),
+                _ => {
+                    return Err(settings::Error(format!(
+                        "--ports {p}: give a range of ports LO-HI, e.g. 40000-40100"
+                    ))
+                    .into())
+                }
             }
         }
-        let load_seconds = load_start.elapsed().as_secs_f64();
-        note_loading_peak();
-        let evals: Vec<(&str, &BinnedDataset)> =
-            valid.iter().map(|(n, d)| (n.as_str(), d)).collect();
-        let mut progress = Progress::new(params.num_rounds, a.quiet || rank != 0);
-        let start = Instant::now();
-        let rank_shard = sapwood::RankShard {
-            local: &local,
-            row_offset: shard.rows.start,
-            n_total: source.num_rows(),
-            classes,
-            start: TrainStart {
-                init_model: init.as_ref(),
-                base_margin: base_margin.as_deref(),
-            },
-        };
-        let mut observer = checkpoints_of(&a, &mut progress);
-        let trained =
-            Booster::train_shard(&params, &run, rank_shard, &evals, &mut coll, &mut observer);
-        progress.finish();
-        let mut booster = trained.map_err(|e| name_file(e, &a))?;
-        interrupted = booster.interrupted();
-        if rank == 0 {
-            let run = RunOptions {
-                workers: size,
-                ..run
-            };
-            write_outputs(
-                &a,
-                &run,
-                &mut booster,
-                source.num_rows() as usize,
-                local.names().len(),
-                load_seconds,
-                start.elapsed().as_secs_f64(),
-            )?;
-        }
-        Ok(())
-    })();
-    if let Err(e) = result {
-        // the other ranks may wait in a collective: take the whole job down
-        eprintln!("error: rank {rank}: {e:#}");
-        coll.transport_mut().abort(2);
+    };
+    Ok(TcpConfig {
+        rank: rank.parse().expect("a number"),
+        world: world.parse().expect("a number"),
+        coordinator,
+        token,
+        bind: a.bind,
+        ports,
+        timeout,
+    })
+}
+
+/// Refuses the `--collective tcp` flags on another collective, where they would be ignored.
+fn check_no_tcp_flags(a: &TrainArgs) -> Result<()> {
+    let given = [
+        ("--rank", a.rank.is_some()),
+        ("--world", a.world.is_some()),
+        ("--coordinator", a.coordinator.is_some()),
+        ("--token", a.token.is_some()),
+        ("--bind", a.bind.is_some()),
+        ("--ports", a.ports.is_some()),
+    ];
+    match given.iter().find(|(_, g)| *g) {
+        Some((flag, _)) => Err(settings::Error(format!(
+            "{flag} is for --collective tcp (this run's collective is another)"
+        ))
+        .into()),
+        None => Ok(()),
     }
+}
+
+fn run_tcp(a: TrainArgs, settings: Settings, init: Option<Booster>) -> Result<()> {
+    use sapwood::collective::tcp::TcpTransport;
+    use sapwood::collective::RingCollective;
+    let cfg = tcp_config(&a, settings.run.comm_timeout)?;
+    let rank = cfg.rank;
+    let transport = TcpTransport::connect(&cfg)?;
+    let mut coll = RingCollective::new(transport, settings.run.comm_codec);
+    // on an error the connections close as `coll` drops, so every peer fails at once
+    let interrupted = train_rank(&a, settings, init.as_ref(), &mut coll)
+        .with_context(|| format!("rank {rank}"))?;
     if interrupted && rank == 0 {
         return Err(Interrupted.into());
     }
     Ok(())
+}
+
+/// One rank of a distributed job (MPI or TCP): reads its own rows, trains with the
+/// others, and on rank 0 writes the outputs. Returns whether training was interrupted.
+fn train_rank(
+    a: &TrainArgs,
+    settings: Settings,
+    init: Option<&Booster>,
+    coll: &mut dyn Collective,
+) -> Result<bool> {
+    let Settings { params, run } = settings;
+    check_group(a, &params)?;
+    let (rank, size) = (coll.rank(), coll.world_size());
+    let load_start = Instant::now();
+    let opts = read_options(a);
+    let source = Source::open(&a.data, &opts)?;
+    let shard = source.shard(rank, size);
+    let (local, base_margin, query_ends) = bin_source(
+        &source,
+        &a.data,
+        &opts,
+        &params,
+        training_cuts(init),
+        &shard,
+        coll,
+        &a.base_margin,
+        a.columns.group.as_deref(),
+    )?;
+    if !a.quiet {
+        // every rank reads only its own rows (whole row groups for Parquet): say which,
+        // counted from what was binned, so a run and its tests can see it; one write,
+        // so the ranks' lines do not interleave in mpirun's output
+        let line = format!(
+            "rank {rank} of {size}: read {} rows ({}..{} of {}, row groups {:?})\n",
+            local.n_rows(),
+            shard.rows.start,
+            shard.rows.end,
+            source.num_rows(),
+            shard.row_groups.as_deref().unwrap_or_default(),
+        );
+        eprint!("{line}");
+    }
+    if let Some(g) = &a.columns.group {
+        check_queries_whole(&a.data, g, query_ends, coll)?;
+    }
+    // a continued model's classes give the class codes its trees learned
+    let classes = match init.and_then(|b| b.classes()) {
+        Some(c) => Some(c.to_vec()),
+        None => sapwood::global_classes(
+            params.objective,
+            local.label().expect("labels were read"),
+            coll,
+        )?,
+    };
+    let mut valid = Vec::new();
+    if rank == 0 {
+        for v in &a.valid {
+            let name = v
+                .file_stem()
+                .map_or("valid".into(), |s| s.to_string_lossy().into_owned());
+            let (d, _) = bin_file(
+                v,
+                &valid_options(a),
+                &params,
+                CutsFrom::Like(&local),
+                &[],
+                a.columns.group.as_deref(),
+            )?;
+            valid.push((name, d));
+        }
+    }
+    let load_seconds = load_start.elapsed().as_secs_f64();
+    note_loading_peak();
+    let evals: Vec<(&str, &BinnedDataset)> = valid.iter().map(|(n, d)| (n.as_str(), d)).collect();
+    let mut progress = Progress::new(params.num_rounds, a.quiet || rank != 0);
+    let start = Instant::now();
+    let rank_shard = sapwood::RankShard {
+        local: &local,
+        row_offset: shard.rows.start,
+        n_total: source.num_rows(),
+        classes,
+        start: TrainStart {
+            init_model: init,
+            base_margin: base_margin.as_deref(),
+        },
+    };
+    let mut observer = checkpoints_of(a, &mut progress);
+    let trained = Booster::train_shard(&params, &run, rank_shard, &evals, coll, &mut observer);
+    progress.finish();
+    let mut booster = trained.map_err(|e| name_file(e, a))?;
+    if rank == 0 {
+        let run = RunOptions {
+            workers: size,
+            ..run
+        };
+        write_outputs(
+            a,
+            &run,
+            &mut booster,
+            source.num_rows() as usize,
+            local.names().len(),
+            load_seconds,
+            start.elapsed().as_secs_f64(),
+        )?;
+    }
+    Ok(booster.interrupted())
 }
 
 fn run_local(a: TrainArgs, settings: Settings, init: Option<Booster>) -> Result<()> {
