@@ -131,5 +131,19 @@ def train(
     ] = None,
     metric: Optional[Callable[[int, list[tuple[str, npt.NDArray[np.float32]]]], bool]] = None,
 ) -> NativeBooster: ...
+def train_tcp(
+    params: Sequence[tuple[str, str]],
+    train: NativeData,
+    row_offset: int,
+    n_total: int,
+    rank: int,
+    world: int,
+    coordinator: str,
+    token: str,
+    timeout: float,
+    bind: Optional[str] = None,
+    evals: Sequence[tuple[str, NativeData]] = ...,
+    callback: Optional[Callable[[int, int, list[tuple[str, str, float]], float], bool]] = None,
+) -> NativeBooster: ...
 def check_params(pairs: Sequence[tuple[str, str]]) -> None: ...
 def parameter_names() -> list[tuple[str, list[str]]]: ...

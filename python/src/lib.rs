@@ -5,6 +5,7 @@
 mod arrow;
 mod booster;
 mod data;
+mod distributed;
 mod errors;
 mod params;
 mod training;
@@ -18,6 +19,7 @@ fn _sapwood(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<data::NativeData>()?;
     m.add_class::<booster::NativeBooster>()?;
     m.add_function(wrap_pyfunction!(training::train, m)?)?;
+    m.add_function(wrap_pyfunction!(distributed::train_tcp, m)?)?;
     m.add_function(wrap_pyfunction!(params::check_params, m)?)?;
     m.add_function(wrap_pyfunction!(params::parameter_names, m)?)?;
     errors::register(m)?;

@@ -21,11 +21,11 @@ use crate::errors::{guarded, panic_message, Kind, OrRaise};
 
 /// How often the waiting thread looks for Ctrl-C. Short enough to feel immediate, long
 /// enough to cost nothing next to a boosting round.
-const SIGNAL_POLL: Duration = Duration::from_millis(20);
+pub(crate) const SIGNAL_POLL: Duration = Duration::from_millis(20);
 
 /// Where checkpoints go and which one training continues from.
 #[derive(Debug, Clone, Default)]
-struct Checkpointing {
+pub(crate) struct Checkpointing {
     path: Option<PathBuf>,
     every: usize,
     resume: Option<PathBuf>,
@@ -35,7 +35,7 @@ struct Checkpointing {
 /// The engine hands the margins to [`TrainObserver::custom_metrics`] before the round's
 /// [`TrainObserver::on_round`]; the metric runs there, after the callback has seen the
 /// built-in metrics, and a stop it asks ends training at that round.
-struct CustomMetric<'a> {
+pub(crate) struct CustomMetric<'a> {
     /// `metric(round, [(name, margins)]) -> stop`.
     callable: &'a Py<PyAny>,
     /// The sets' margins of the round being reported.
@@ -58,15 +58,15 @@ impl CustomMetric<'_> {
 
 /// Calls the Python callback after each round, honours the stop flag set on Ctrl-C, keeps
 /// checkpoints, and asks Python for a custom objective's gradients and a custom metric.
-struct Observer<'a> {
-    callback: Option<&'a Py<PyAny>>,
-    stop: &'a AtomicBool,
-    checkpoints: &'a Checkpointing,
+pub(crate) struct Observer<'a> {
+    pub(crate) callback: Option<&'a Py<PyAny>>,
+    pub(crate) stop: &'a AtomicBool,
+    pub(crate) checkpoints: &'a Checkpointing,
     /// `objective(margins, groups) -> (grad, hess)`, float32 arrays of the margins' length.
-    objective: Option<&'a Py<PyAny>>,
-    metric: Option<CustomMetric<'a>>,
+    pub(crate) objective: Option<&'a Py<PyAny>>,
+    pub(crate) metric: Option<CustomMetric<'a>>,
     /// An exception raised by Python code; training stops and it is re-raised.
-    error: Option<PyErr>,
+    pub(crate) error: Option<PyErr>,
 }
 
 impl Observer<'_> {

@@ -1,0 +1,223 @@
+//! One rank of a distributed job over TCP (a Dask worker's share of the rows), trained
+//! with the GIL released. Every rank holds a contiguous range of the job's rows; the ranks
+//! agree on the cuts and classes through the collective, so the model is the one
+//! single-process training saves for all the rows in rank order, byte for byte.
+
+use std::net::IpAddr;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use sapwood::collective::tcp::{TcpConfig, TcpTransport};
+use sapwood::collective::RingCollective;
+use sapwood::{Booster, Dataset, DatasetShard, Settings};
+
+use crate::booster::NativeBooster;
+use crate::data::NativeData;
+use crate::errors::{guarded, panic_message, Kind, OrRaise};
+use crate::training::{Checkpointing, Observer, SIGNAL_POLL};
+
+/// Where this rank's rows sit among the job's, and how it reaches the other ranks.
+struct Rank<'a> {
+    config: TcpConfig,
+    row_offset: u64,
+    n_total: u64,
+    callback: Option<&'a Py<PyAny>>,
+}
+
+/// What the training thread hands back: the booster, and an exception a Python
+/// callback raised.
+type Outcome = (sapwood::Result<Booster>, Option<PyErr>);
+
+/// Joins the job, then trains this rank's rows.
+fn train_rank(
+    settings: &Settings,
+    rank: &Rank<'_>,
+    train: &Dataset<'_>,
+    evals: &[(&str, &Dataset<'_>)],
+    stop: &AtomicBool,
+) -> Outcome {
+    let checkpoints = Checkpointing::default();
+    let mut observer = Observer {
+        callback: rank.callback,
+        stop,
+        checkpoints: &checkpoints,
+        objective: None,
+        metric: None,
+        error: None,
+    };
+    let booster = TcpTransport::connect(&rank.config).and_then(|transport| {
+        let mut collective = RingCollective::new(transport, settings.run.comm_codec);
+        let shard = DatasetShard {
+            local: train,
+            row_offset: rank.row_offset,
+            n_total: rank.n_total,
+        };
+        Booster::train_dataset_shard(
+            &settings.params,
+            &settings.run,
+            shard,
+            evals,
+            &mut collective,
+            &mut observer,
+        )
+    });
+    (booster, observer.error)
+}
+
+/// Trains on a worker thread while this thread waits with the GIL released, checking for
+/// signals every [`SIGNAL_POLL`] (as `training::train` does): Ctrl-C asks to stop after
+/// the current round and its `KeyboardInterrupt` is raised. Only rank 0 decides to stop.
+fn train_rank_interruptibly(
+    py: Python<'_>,
+    settings: &Settings,
+    rank: &Rank<'_>,
+    train: &Dataset<'_>,
+    evals: &[(&str, &Dataset<'_>)],
+) -> PyResult<Booster> {
+    let stop = AtomicBool::new(false);
+    let (result, interrupt) = py.detach(|| {
+        let (sender, receiver) = mpsc::channel::<std::thread::Result<Outcome>>();
+        std::thread::scope(|scope| {
+            let stop = &stop;
+            scope.spawn(move || {
+                let outcome = catch_unwind(AssertUnwindSafe(|| {
+                    train_rank(settings, rank, train, evals, stop)
+                }));
+                // The receiver only goes away after this thread is joined.
+                let _ = sender.send(outcome);
+            });
+            let mut interrupt: Option<PyErr> = None;
+            loop {
+                match receiver.recv_timeout(SIGNAL_POLL) {
+                    Ok(outcome) => return (outcome, interrupt),
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        if interrupt.is_none() {
+                            if let Err(e) = Python::attach(|py| py.check_signals()) {
+                                stop.store(true, Ordering::Relaxed);
+                                interrupt = Some(e);
+                            }
+                        }
+                    }
+                    Err(mpsc::RecvTimeoutError::Disconnected) => {
+                        let lost: Box<dyn std::any::Any + Send> =
+                            Box::new("the training thread vanished");
+                        return (Err(lost), interrupt);
+                    }
+                }
+            }
+        })
+    });
+    if let Some(e) = interrupt {
+        return Err(e);
+    }
+    match result {
+        Ok((_, Some(callback_error))) => Err(callback_error),
+        Ok((booster, None)) => booster.or_raise(),
+        Err(payload) => Err(Kind::Internal.err(format!(
+            "internal error (please report it): {}",
+            panic_message(payload.as_ref())
+        ))),
+    }
+}
+
+/// The longest wait for a peer, from seconds.
+fn timeout_from(seconds: f64) -> PyResult<Duration> {
+    if !(seconds.is_finite() && seconds > 0.0) {
+        return Err(Kind::Parameter.err(format!(
+            "invalid parameter `timeout`: {seconds} seconds; give a finite number > 0"
+        )));
+    }
+    Duration::try_from_secs_f64(seconds).map_err(|e| {
+        Kind::Parameter.err(format!(
+            "invalid parameter `timeout`: {seconds} seconds: {e}"
+        ))
+    })
+}
+
+/// The listeners' address, from text.
+fn bind_from(bind: Option<&str>) -> PyResult<Option<IpAddr>> {
+    bind.map(|text| {
+        text.trim().parse::<IpAddr>().map_err(|e| {
+            Kind::Parameter.err(format!(
+                "invalid parameter `bind`: `{text}` is not an IP address: {e}"
+            ))
+        })
+    })
+    .transpose()
+}
+
+/// Trains one rank of a TCP job and returns the model (the same on every rank).
+///
+/// `train` holds the rows `row_offset..row_offset + train.n_rows` of the job's `n_total`,
+/// the ranks' ranges following one another in rank order. Rank 0 listens on
+/// `coordinator` (`host:port`); every rank presents `token`. `timeout` (seconds) bounds
+/// every wait for a peer: a rank that dies or goes silent ends every other rank with an
+/// error. `bind` is the IP address this rank's listener binds (default: loopback for a
+/// loopback coordinator, else every interface). `evals` are named datasets reported each
+/// round on rank 0 (only rank 0 needs them); `callback(round, num_rounds, metrics,
+/// elapsed)` runs after every round and asks rank 0 to stop by returning True.
+#[pyfunction]
+#[pyo3(signature = (
+    params, train, row_offset, n_total, rank, world, coordinator, token, timeout, bind=None,
+    evals=Vec::new(), callback=None
+))]
+#[allow(clippy::too_many_arguments)]
+pub fn train_tcp(
+    py: Python<'_>,
+    params: Vec<(String, String)>,
+    train: Bound<'_, NativeData>,
+    row_offset: u64,
+    n_total: u64,
+    rank: usize,
+    world: usize,
+    coordinator: String,
+    token: String,
+    timeout: f64,
+    bind: Option<String>,
+    evals: Vec<(String, Bound<'_, NativeData>)>,
+    callback: Option<Py<PyAny>>,
+) -> PyResult<NativeBooster> {
+    guarded(|| {
+        let settings = crate::params::params_from(&params)?;
+        if settings.run.workers != 1 {
+            return Err(Kind::Parameter.err(format!(
+                "invalid parameter `workers`: {} in-process workers per rank; a TCP rank \
+                 trains as one worker (the ranks are the workers)",
+                settings.run.workers
+            )));
+        }
+        let config = TcpConfig {
+            rank,
+            world,
+            coordinator,
+            token,
+            bind: bind_from(bind.as_deref())?,
+            ports: None,
+            timeout: timeout_from(timeout)?,
+        };
+        let train_data = train.get();
+        let train_borrow = train_data.borrow(py)?;
+        let train_set = train_data.dataset(&train_borrow)?;
+        let eval_borrows = evals
+            .iter()
+            .map(|(_, d)| d.get().borrow(py))
+            .collect::<PyResult<Vec<_>>>()?;
+        let eval_sets = evals
+            .iter()
+            .zip(&eval_borrows)
+            .map(|((name, d), b)| Ok((name.as_str(), d.get().dataset(b)?)))
+            .collect::<PyResult<Vec<_>>>()?;
+        let eval_refs: Vec<(&str, &Dataset<'_>)> = eval_sets.iter().map(|(n, d)| (*n, d)).collect();
+        let rank = Rank {
+            config,
+            row_offset,
+            n_total,
+            callback: callback.as_ref(),
+        };
+        let booster = train_rank_interruptibly(py, &settings, &rank, &train_set, &eval_refs)?;
+        Ok(NativeBooster::new(booster))
+    })
+}
