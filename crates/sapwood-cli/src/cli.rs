@@ -191,6 +191,10 @@ pub struct PredictArgs {
     /// one column per class, comma-separated, in class order.
     #[arg(long, value_delimiter = ',', value_name = "COLUMN")]
     pub base_margin: Vec<String>,
+    /// Where to write a JSON summary: rows, and seconds spent reading, binning, predicting,
+    /// explaining and writing, apart.
+    #[arg(long)]
+    pub summary: Option<PathBuf>,
 }
 
 /// `sapwood eval`.

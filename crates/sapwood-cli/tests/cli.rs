@@ -448,6 +448,84 @@ fn summary_config_and_set_reach_the_run() {
     assert!(b.best_iteration().is_some());
 }
 
+#[test]
+fn predict_summary_reports_each_stage_apart() {
+    let t = tempfile::tempdir().unwrap();
+    let (model, out, summary) = (
+        t.path().join("m.json"),
+        t.path().join("p.parquet"),
+        t.path().join("s.json"),
+    );
+    let data = repo().join("datasets/digits");
+    sapwood()
+        .args([
+            "train",
+            "--quiet",
+            "--label",
+            "target",
+            "--objective",
+            "multi:softprob",
+        ])
+        .args(["--rounds", "5", "--max-depth", "3", "--data"])
+        .arg(data.join("train.parquet"))
+        .arg("--model")
+        .arg(&model)
+        .assert()
+        .success();
+    let predict = |summary: &Path| {
+        let mut c = sapwood();
+        c.args(["predict", "--contributions", "--model"])
+            .arg(&model)
+            .arg("--data")
+            .arg(data.join("test.parquet"))
+            .arg("--out")
+            .arg(&out)
+            .arg("--summary")
+            .arg(summary);
+        c
+    };
+    predict(&summary).assert().success();
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    let rows = meta("digits")["rows"]["test"].as_u64().unwrap();
+    assert!(out.exists());
+    assert_eq!(s["rows"].as_u64(), Some(rows), "{s}");
+    assert_eq!(s["rounds"], 5);
+    assert_eq!(s["trees"], 50, "ten classes");
+    let secs = &s["seconds"];
+    let stage = |k: &str| {
+        secs[k]
+            .as_f64()
+            .unwrap_or_else(|| panic!("no seconds.{k}: {s}"))
+    };
+    let stages: f64 = ["read", "bin", "predict", "transform", "explain", "write"]
+        .iter()
+        .map(|k| {
+            assert!(stage(k) >= 0.0, "{k}: {s}");
+            stage(k)
+        })
+        .sum();
+    assert!(stage("predict") > 0.0 && stage("explain") > 0.0, "{s}");
+    assert!(
+        stages <= stage("total"),
+        "the stages add up to more than the run: {s}"
+    );
+    let rate = s["predict_rows_per_second"].as_f64().unwrap();
+    assert!(
+        (rate * stage("predict") - rows as f64).abs() < 1e-6 * rows as f64 + 1e-3,
+        "{s}"
+    );
+    // a summary that would overwrite an input is refused before anything is written
+    std::fs::remove_file(&out).unwrap();
+    let refused = predict(&model).assert().failure();
+    let err = String::from_utf8_lossy(&refused.get_output().stderr).into_owned();
+    assert!(
+        err.contains("--summary") && err.contains("the --model file"),
+        "{err}"
+    );
+    assert!(!out.exists());
+}
+
 /// A CSV of 200 rows (id, x, colour, y with classes cat, dog, owl) and a 10-round
 /// multiclass model trained on it without the id: (csv, model).
 fn animals(dir: &Path) -> (PathBuf, PathBuf) {

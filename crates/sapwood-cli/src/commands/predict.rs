@@ -2,12 +2,14 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use sapwood::{Booster, ClassLabel, Model, ObjectiveKind};
 use sapwood_io::arrow_array::{ArrayRef, BooleanArray, Float32Array, Int64Array, StringArray};
 use sapwood_io::arrow_schema::DataType;
 use sapwood_io::{PredictionWriter, ReadOptions};
+use serde_json::json;
 
 use super::{categorical_features, check_categorical_types, check_rounds};
 use crate::cli::PredictArgs;
@@ -234,11 +236,21 @@ fn check_base_margin_columns(columns: &[String], model: &Model) -> Result<()> {
 
 /// Runs `sapwood predict`.
 pub fn run(a: PredictArgs) -> Result<()> {
+    let start = Instant::now();
     check_not_input(
         &a.out,
         &[("--data file", &a.data), ("--model file", &a.model)],
         "--out",
     )?;
+    if let Some(s) = &a.summary {
+        let inputs = [
+            ("--data file", a.data.as_path()),
+            ("--model file", a.model.as_path()),
+            ("--out file", a.out.as_path()),
+        ];
+        check_not_input(s, &inputs, "--summary")?;
+        sapwood::check_writable(s)?;
+    }
     let booster = Booster::load(&a.model)?;
     let model = booster.model();
     let rounds = check_rounds(a.rounds, model)?;
@@ -278,10 +290,15 @@ pub fn run(a: PredictArgs) -> Result<()> {
     let names = class_names(model);
     let mut writer: Option<PredictionWriter> = None;
     let mut rows = 0usize;
+    let mut time = Stages::default();
     let whole = Shard::whole(source.num_rows());
+    let stream_start = Instant::now();
     source.for_each_copying(&opts, &whole, &copies, |t, copied| {
+        let batch_start = Instant::now();
         check_categorical_types(model, &t.features, &a.data)?;
         let binned = model.bin(&t.features)?;
+        let binned_at = Instant::now();
+        time.bin += binned_at - batch_start;
         let n = t.n_rows();
         let base = if a.base_margin.is_empty() {
             None
@@ -292,6 +309,8 @@ pub fn run(a: PredictArgs) -> Result<()> {
             Some(b) => booster.predict_binned_from(&binned, used, b)?,
             None => model.predict_binned(&binned, used),
         };
+        let predicted_at = Instant::now();
+        time.predict += predicted_at - binned_at;
         // kept columns in the order --keep gave them
         let kept: Vec<(String, ArrayRef)> = a
             .keep
@@ -342,6 +361,7 @@ pub fn run(a: PredictArgs) -> Result<()> {
                 )));
             }
         }
+        let explain_start = Instant::now();
         if a.contributions {
             let mut c = sapwood::explain::contributions(model, &binned, used);
             let side = model.feature_names.len() + 1;
@@ -367,10 +387,16 @@ pub fn run(a: PredictArgs) -> Result<()> {
                 )));
             }
         }
+        let write_start = Instant::now();
+        time.explain += write_start - explain_start;
+        time.transform += explain_start - predicted_at;
         writer.as_mut().expect("created above").write(arrays)?;
+        time.write += write_start.elapsed();
         rows += n;
+        time.batches += batch_start.elapsed();
         Ok(())
     })?;
+    let streamed = stream_start.elapsed();
     let writer = match writer {
         Some(w) => w,
         // no rows: still write a file with the right columns
@@ -382,7 +408,11 @@ pub fn run(a: PredictArgs) -> Result<()> {
             PredictionWriter::create(&a.out, &fields)?
         }
     };
+    let finish_start = Instant::now();
     writer.finish()?;
+    time.write += finish_start.elapsed();
+    // reading is what the stream took beyond the batches' own work
+    time.read = streamed.saturating_sub(time.batches);
     let what = match (objective.kind(), a.raw) {
         (_, true) => "margins",
         (ObjectiveKind::Logistic, _) => "probabilities",
@@ -391,5 +421,45 @@ pub fn run(a: PredictArgs) -> Result<()> {
         _ => "values",
     };
     eprintln!("wrote {what} for {rows} rows to {}", a.out.display());
+    if let Some(path) = &a.summary {
+        let secs = |d: Duration| d.as_secs_f64();
+        let summary = json!({
+            "rows": rows,
+            "rounds": used,
+            "trees": used * k,
+            "seconds": {
+                "total": secs(start.elapsed()),
+                "read": secs(time.read),
+                "bin": secs(time.bin),
+                "predict": secs(time.predict),
+                "transform": secs(time.transform),
+                "explain": secs(time.explain),
+                "write": secs(time.write),
+            },
+            "predict_rows_per_second": rows as f64 / secs(time.predict).max(1e-9),
+            "peak_memory_mib": super::peak_memory_mib(),
+        });
+        sapwood::remove_stale_temporaries(path);
+        sapwood::write_atomic(path, serde_json::to_string_pretty(&summary)?.as_bytes())?;
+    }
     Ok(())
+}
+
+/// Time spent in each stage of `sapwood predict`, summed over the batches.
+#[derive(Debug, Default)]
+struct Stages {
+    /// Reading and decoding the input (the stream's time outside the batches' work).
+    read: Duration,
+    /// Binning the features with the model's cuts.
+    bin: Duration,
+    /// Walking the trees: the margins.
+    predict: Duration,
+    /// Margins to outputs (probabilities, classes) and output columns.
+    transform: Duration,
+    /// SHAP contributions and leaf indices, when asked for.
+    explain: Duration,
+    /// Writing the Parquet output.
+    write: Duration,
+    /// Everything done with the batches once read.
+    batches: Duration,
 }
