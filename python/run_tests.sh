@@ -17,7 +17,7 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 # pinned so that quality comparisons against XGBoost and LightGBM are reproducible
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-    "maturin==1.16.0" "pytest==9.2.0" "numpy==2.4.6" "pandas==3.1.1" "scipy==1.17.1" \
+    "maturin==1.16.0" "pytest==9.2.0" "pytest-timeout==2.4.0" "numpy==2.4.6" "pandas==3.1.1" "scipy==1.17.1" \
     "scikit-learn==1.9.1" "xgboost-cpu==3.2.0" "lightgbm==4.7.0" "polars==2.1.0" \
     "pyarrow==26.0.1" "mypy==2.4.1" "pandas-stubs==3.1.0.261029" "matplotlib==3.11.2" \
     "onnx==1.23.2" "onnxruntime==1.32.0" "shap==0.51.0" \

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import secrets
 import socket
+from concurrent.futures import CancelledError
 from collections.abc import Sequence
 from typing import Any, Callable, NamedTuple, Optional, TypedDict, Union
 
@@ -631,17 +632,26 @@ def _timeout(comm_timeout: Optional[float], pairs: list[tuple[str, str]]) -> flo
 
 
 def _run_job(client: Client, futures: list[Future[Optional[Booster]]]) -> Optional[Booster]:
-    """Waits for every rank; the first error ends the job (the ranks of a dead worker never
-    finish: its task waits for a worker that is gone) and is raised."""
+    """Waits for every rank; the first error ends the job and is raised. A rank whose
+    worker died never finishes (its task waits for a worker that is gone) or is cancelled
+    (when the partitions it needed died with the worker): the other ranks' errors, bounded
+    by the timeout, end the job in the first case, the cancellation in the second."""
     try:
         pending = list(futures)
         while pending:
-            _dist.wait(pending, return_when="FIRST_COMPLETED")
+            try:
+                _dist.wait(pending, return_when="FIRST_COMPLETED")
+            except CancelledError:
+                pass  # the cancelled future is named below
             for f in pending:
                 if f.status == "error":
                     f.result()  # raises the rank's error
                 if f.status in ("cancelled", "lost"):
-                    raise _sapwood.BackendError(f"the training task {f.key} was {f.status}")
+                    rank = futures.index(f)
+                    raise _sapwood.BackendError(
+                        f"rank {rank} of the Dask training job was {f.status} (its worker, or "
+                        f"the worker holding its partitions, was lost); task {f.key}"
+                    )
             pending = [f for f in pending if f.status != "finished"]
         result: Optional[Booster] = futures[0].result()
         return result

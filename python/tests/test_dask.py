@@ -322,45 +322,80 @@ def test_misaligned_labels_name_the_parameter(client: Client) -> None:
 # ---- a worker dies or hangs -------------------------------------------------------------
 
 
-@pytest.mark.parametrize("how", ["killed", "frozen"])
+def halves_on(c: Client, values: np.ndarray, workers: list[str], scatter: bool) -> da.Array:
+    """``values`` as a dask Array of two row blocks, the first on ``workers[0]`` and the
+    second on ``workers[1]``, so that Dask's placement of root tasks (which may put every
+    block on one worker) cannot decide it. Scattered blocks die with their worker; the
+    others are tasks, which Dask would compute again on that worker."""
+    half = len(values) // 2
+    blocks = []
+    for rows, worker in ((values[:half], workers[0]), (values[half:], workers[1])):
+        if scatter:
+            future = c.scatter(rows, workers=[worker])
+        else:
+            future = c.submit(np.copy, rows, workers=[worker])
+        blocks.append(da.from_delayed(future, shape=rows.shape, dtype=rows.dtype))
+    return da.concatenate(blocks, axis=0)
+
+
+@pytest.mark.parametrize("how", ["killed", "killed with its rows", "frozen"])
 def test_a_lost_worker_makes_fit_raise_within_the_timeout(tmp_path: Path, how: str) -> None:
-    """SIGKILL closes the dead worker's connections (the others see it at once); SIGSTOP
-    leaves them open and silent (the others give up after ``comm_timeout``)."""
+    """SIGKILL closes the dead worker's connections (the others see it at once); when its
+    rows were scattered there they die with it and Dask cancels its rank. SIGSTOP leaves
+    the connections open and silent (the others give up after ``comm_timeout``).
+
+    Bounded whatever goes wrong: the rows are placed on both workers (two ranks, checked
+    before training), and rank 0's callback stops training ``give_up`` seconds after it
+    began, so a loss that is never noticed fails the test instead of training forever."""
     timeout = 10.0
+    give_up = 120.0
     marker = tmp_path / "rank0.pid"
     train, _ = bundled("synthetic")
     y = train.pop("y").to_numpy(np.float32)
     X = train.to_numpy(np.float64)
+    started = time.time()
 
-    def slow_rounds(info: sapwood.RoundInfo) -> None:
-        # runs on rank 0, in its worker: says which process it is once training is under way
+    def slow_rounds(info: sapwood.RoundInfo) -> bool:
+        # runs on rank 0, in its worker: says which process it is once training is under
+        # way (written whole, then renamed, so that it is never read half-written)
         if info.iteration == 3:
-            marker.write_text(str(os.getpid()))
+            partial = marker.with_suffix(".partial")
+            partial.write_text(str(os.getpid()))
+            partial.replace(marker)
         time.sleep(0.05)
+        return time.time() - started > give_up
 
     with LocalCluster(
         n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0",
         silence_logs=50,
     ) as cluster, Client(cluster) as c:
         c.wait_for_workers(2)
-        pids = set(c.run(os.getpid).values())
-        X_dask, y_dask = da.from_array(X, chunks=(4000, -1)), da.from_array(y, chunks=4000)
+        pid_of: dict[str, int] = c.run(os.getpid)
+        workers = sorted(pid_of)
+        scatter = how == "killed with its rows"
+        X_dask, y_dask = halves_on(c, X, workers, scatter), halves_on(c, y, workers, scatter)
+        placed = DaskDataset(c, X_dask, y_dask)
+        plan = _plan(placed._rows, placed._cuttable, placed._locations())
+        assert sorted(r.worker for r in plan) == workers, f"not two ranks: {plan}"
         lost: dict[str, Any] = {}
 
         def lose_rank_1() -> None:
-            deadline = time.monotonic() + 120
-            while not marker.exists() and time.monotonic() < deadline:
-                time.sleep(0.05)
-            time.sleep(0.2)
-            (other,) = pids - {int(marker.read_text())}
-            lost["pid"], lost["at"] = other, time.monotonic()
-            os.kill(other, signal.SIGKILL if how == "killed" else signal.SIGSTOP)
+            try:
+                deadline = time.monotonic() + give_up
+                while not marker.exists() and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                time.sleep(0.2)
+                (other,) = set(pid_of.values()) - {int(marker.read_text())}
+                lost["pid"], lost["at"] = other, time.monotonic()
+                os.kill(other, signal.SIGSTOP if how == "frozen" else signal.SIGKILL)
+            except Exception as e:  # reported by the test below, not lost with the thread
+                lost["error"] = e
 
         thread = threading.Thread(target=lose_rank_1, daemon=True)
         thread.start()
         try:
             with pytest.raises(sapwood.BackendError) as raised:
-                if how == "killed":
+                if how != "frozen":
                     model = DaskSapwoodClassifier(
                         n_estimators=100_000, max_depth=3, callbacks=[slow_rounds],
                         comm_timeout=timeout,
@@ -373,12 +408,14 @@ def test_a_lost_worker_makes_fit_raise_within_the_timeout(tmp_path: Path, how: s
                         DaskDataset(c, X_dask, y_dask), 100_000, callbacks=[slow_rounds],
                         comm_timeout=timeout, verbose_eval=False,
                     )
+            assert "error" not in lost, f"the worker was not lost: {lost.get('error')!r}"
             failed_after = time.monotonic() - lost["at"]
         finally:
             thread.join(5)
             if how == "frozen" and "pid" in lost:
                 os.kill(lost["pid"], signal.SIGKILL)
         assert failed_after < timeout + 5, str(raised.value)
+        assert "rank 1" in str(raised.value), "the error names the lost rank"
         if how == "frozen":
             # nothing closed: only the silence bound can have ended the job
             assert failed_after > timeout / 2, str(raised.value)
