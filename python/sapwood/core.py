@@ -640,6 +640,8 @@ class Booster:
         self._threads = 0
         #: Every round's metrics when custom metrics were computed in Python.
         self._custom_history: Optional[list[list[tuple[str, str, float]]]] = None
+        #: What training exchanged, for a booster that was pickled (it is not in the model).
+        self._comm: Optional[dict[str, Any]] = None
         if model_file is not None:
             self.load_model(model_file)
 
@@ -814,6 +816,7 @@ class Booster:
     def load_model(self, fname: PathLike) -> Booster:
         """Reads a model file written by :meth:`save_model` or the CLI."""
         self._native = NativeBooster.load(os.fspath(fname))
+        self._comm = None
         return self
 
     def to_json(self) -> str:
@@ -829,16 +832,22 @@ class Booster:
 
     def __getstate__(self) -> dict[str, Any]:
         # The model travels as its JSON bytes, never as code.
-        state: dict[str, Any] = {"model": None, "history": None, "threads": self._threads}
+        state: dict[str, Any] = {
+            "model": None, "history": None, "threads": self._threads, "comm": None
+        }
         if self._native is not None:
             state["model"] = self._native.to_json().encode("utf-8")
             state["history"] = self._history_rounds()
+            # what training exchanged is not in the model file, but a booster trained on a
+            # Dask worker reaches the client pickled and should still say it
+            state["comm"] = self.comm_stats
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self._native = None
         self._threads = int(state.get("threads", 0))
         self._history = state.get("history")
+        self._comm = state.get("comm")
         if state.get("model") is not None:
             self._native = NativeBooster.from_json(state["model"].decode("utf-8"))
 
@@ -1062,7 +1071,11 @@ class Booster:
         """Bytes exchanged between workers in training: ``bytes_sent``,
         ``bytes_before_compression``, ``allreduce_calls`` (zeros for one worker) and
         ``per_round`` (one such dict per round)."""
-        return self._model.comm_stats
+        pickled: Optional[dict[str, Any]] = getattr(self, "_comm", None)
+        if pickled is not None:
+            return pickled
+        stats: dict[str, Any] = self._model.comm_stats
+        return stats
 
     @property
     def interrupted(self) -> bool:
