@@ -85,6 +85,19 @@ fn one_to_four_processes_save_the_single_process_model_with_every_codec() {
     }
 }
 
+/// Ranks of a job that would train for a long time: killed when the test ends, whether it
+/// passes or fails, so that a failed assertion leaves no process training on.
+struct KillOnDrop(Vec<Child>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
 /// Waits for `child` at most until `limit`; kills it past that.
 fn wait_until(child: &mut Child, limit: Instant) -> Option<std::process::ExitStatus> {
     loop {
@@ -135,9 +148,12 @@ fn a_killed_rank_ends_the_others_with_an_error_naming_it() {
         &model,
     );
     let coordinator = free_coordinator();
-    let mut ranks: Vec<Child> = (0..3)
-        .map(|r| spawn_rank(&args, r, 3, &coordinator, "tok"))
-        .collect();
+    let mut ranks = KillOnDrop(
+        (0..3)
+            .map(|r| spawn_rank(&args, r, 3, &coordinator, "tok"))
+            .collect(),
+    );
+    let ranks = &mut ranks.0;
     // a moment in training that differs from run to run
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -82,10 +82,7 @@ impl Link {
                         Ok(ReadFrame::TooLong(n)) => Err(LinkError::Malformed(format!(
                             "a frame of {n} bytes (more than {MAX_MESSAGE})"
                         ))),
-                        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
-                            Err(LinkError::Closed)
-                        }
-                        Err(e) => Err(LinkError::Io(e.to_string())),
+                        Err(e) => Err(link_error(e)),
                     };
                     let stop = item.is_err();
                     if reader_out.send(item).is_err() || stop {
@@ -198,8 +195,19 @@ fn write_patiently(w: &mut TcpStream, mut buf: &[u8], timeout: Duration) -> Resu
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(LinkError::Io(e.to_string())),
+            Err(e) => return Err(link_error(e)),
         }
     }
     Ok(())
+}
+
+/// A failed read or write as a link error. A peer that died shows as an end of stream to
+/// a reader but as a reset or broken pipe to a writer, depending on which side of the
+/// link notices first: all of them are the peer closing its connection.
+fn link_error(e: std::io::Error) -> LinkError {
+    use std::io::ErrorKind::*;
+    match e.kind() {
+        UnexpectedEof | BrokenPipe | ConnectionReset | ConnectionAborted => LinkError::Closed,
+        _ => LinkError::Io(e.to_string()),
+    }
 }
