@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of the project on a fresh machine, installing what the tests need first:
 # Mesa lavapipe (software Vulkan: the WGSL backend runs for real), OpenMPI (mpirun tests),
-# libclang (MPI bindings), NVRTC 13.0 from PyPI (every CUDA kernel is compiled), and a
+# libclang (MPI bindings), iproute2 (TCP ranks on network namespaces as hosts), NVRTC 13.0
+# from PyPI (every CUDA kernel is compiled), and a
 # Python virtualenv with maturin, pytest, scikit-learn, XGBoost and LightGBM.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,7 +13,7 @@ if ! command -v cargo >/dev/null; then
 fi
 
 need=()
-for pkg in mesa-vulkan-drivers libvulkan1 libopenmpi-dev openmpi-bin libclang-dev; do
+for pkg in mesa-vulkan-drivers libvulkan1 libopenmpi-dev openmpi-bin libclang-dev iproute2; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ "${#need[@]}" -gt 0 ]; then
@@ -33,6 +34,12 @@ export SAPWOOD_REQUIRE_NVRTC=1
 # the SASS of every kernel is inspected with nvdisasm from PyPI (no toolkit, no driver)
 export SAPWOOD_NVDISASM="$(bash crates/sapwood-cuda/install-nvdisasm.sh | tail -n1)/nvdisasm"
 export SAPWOOD_REQUIRE_NVDISASM=1
+
+# as root, TCP ranks train on three "hosts" (network namespaces on a virtual switch, from
+# iproute2); elsewhere that test is compiled as ignored
+if [ "$(id -u)" -eq 0 ]; then
+  export SAPWOOD_REQUIRE_NETNS=1
+fi
 
 # the fuzz targets (crates/sapwood-fuzz) mutate valid inputs for this long each
 export SAPWOOD_FUZZ_SECONDS="${SAPWOOD_FUZZ_SECONDS:-20}"

@@ -272,3 +272,148 @@ fn tcp_flags_are_checked() {
     .contains("rank 2 is out of range"));
     assert!(!model.exists());
 }
+
+/// iproute2's `ip`, where the build found it.
+fn ip_binary() -> &'static str {
+    ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .unwrap_or("ip")
+}
+
+/// Runs `ip ARGS`, failing the test with its stderr if it fails.
+fn ip(args: &[&str]) {
+    let out = Command::new(ip_binary()).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "ip {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Hosts on one machine: a network namespace each, with one interface on a bridge in a
+/// namespace of its own (the switch), addressed 10.201.0.1, .2, ...; no loopback between
+/// them, so every byte crosses a real (virtual) Ethernet link. Removed on drop.
+struct Hosts {
+    names: Vec<String>,
+    switch: String,
+}
+
+impl Hosts {
+    fn new(n: usize) -> Hosts {
+        let id = std::process::id();
+        let switch = format!("sw-{id}");
+        // made first, so that a failure half-way removes what was made
+        let mut hosts = Hosts {
+            names: Vec::new(),
+            switch: switch.clone(),
+        };
+        ip(&["netns", "add", &switch]);
+        ip(&["-n", &switch, "link", "add", "br0", "type", "bridge"]);
+        ip(&["-n", &switch, "link", "set", "br0", "up"]);
+        for i in 0..n {
+            let h = format!("h{i}-{id}");
+            ip(&["netns", "add", &h]);
+            hosts.names.push(h.clone());
+            let port = format!("p{i}");
+            ip(&[
+                "link", "add", "eth0", "netns", &h, "type", "veth", "peer", "name", &port, "netns",
+                &switch,
+            ]);
+            ip(&["-n", &switch, "link", "set", &port, "master", "br0", "up"]);
+            let addr = format!("{}/24", Hosts::address(i));
+            ip(&["-n", &h, "addr", "add", &addr, "dev", "eth0"]);
+            ip(&["-n", &h, "link", "set", "eth0", "up"]);
+            ip(&["-n", &h, "link", "set", "lo", "up"]);
+        }
+        hosts
+    }
+
+    /// The IP address of host `i`.
+    fn address(i: usize) -> String {
+        format!("10.201.0.{}", i + 1)
+    }
+
+    /// `program` to run on host `i`.
+    fn command(&self, i: usize, program: &Path) -> Command {
+        let mut c = Command::new(ip_binary());
+        c.args(["netns", "exec", &self.names[i]]).arg(program);
+        c
+    }
+}
+
+impl Drop for Hosts {
+    fn drop(&mut self) {
+        // removing a namespace removes its end of each veth pair, and so the pair
+        for n in self.names.iter().chain([&self.switch]) {
+            let _ = Command::new(ip_binary()).args(["netns", "del", n]).status();
+        }
+    }
+}
+
+/// Three hosts (network namespaces on a virtual switch, no shared loopback), one rank
+/// each, with the commands of the README: no `--bind`, so every rank listens on all its
+/// interfaces and the ranks above 0 reach each other at the addresses rank 0 saw them
+/// connect from. The model is the single process's, byte for byte, for two codecs.
+#[test]
+#[cfg_attr(
+    sapwood_no_netns,
+    ignore = "needs root and iproute2 (network namespaces stand in for hosts); \
+              SAPWOOD_REQUIRE_NETNS=1 at build time makes it run"
+)]
+fn ranks_on_three_hosts_save_the_single_process_model() {
+    let t = tempfile::tempdir().unwrap();
+    let data = repo().join("datasets/diamonds/train.parquet");
+    let single = t.path().join("single.json");
+    let extra = ["--rounds", "6", "--set", "comm_timeout=20"];
+    let s = Command::new(assert_cmd::cargo::cargo_bin("sapwood"))
+        .args(train_args(
+            &data,
+            "price",
+            "reg:squarederror",
+            &extra,
+            &single,
+        ))
+        .status()
+        .unwrap();
+    assert!(s.success());
+    let hosts = Hosts::new(3);
+    let coordinator = format!("{}:7000", Hosts::address(0));
+    for codec in ["auto", "none"] {
+        let model = t.path().join(format!("{codec}.json"));
+        let codec_set = format!("comm_codec={codec}");
+        let extra = [&extra[..], &["--set", &codec_set]].concat();
+        let mut args = train_args(&data, "price", "reg:squarederror", &extra, &model);
+        args.retain(|a| a != "--quiet");
+        let mut ranks = KillOnDrop(
+            (0..3)
+                .map(|r| {
+                    hosts
+                        .command(r, &assert_cmd::cargo::cargo_bin("sapwood"))
+                        .args(&args)
+                        .args(["--collective", "tcp", "--coordinator", &coordinator])
+                        .args(["--rank", &r.to_string(), "--world", "3"])
+                        .env("SAPWOOD_TOKEN", "three-hosts")
+                        .stdout(Stdio::null())
+                        .stderr(Stdio::piped())
+                        .spawn()
+                        .unwrap()
+                })
+                .collect(),
+        );
+        let limit = Instant::now() + Duration::from_secs(120);
+        let mut stderr = String::new();
+        for (r, c) in ranks.0.iter_mut().enumerate() {
+            let status = wait_until(c, limit).expect("the rank ended");
+            let err = stderr_of(c);
+            assert!(status.success(), "{codec}: rank {r}: {err}");
+            stderr += &err;
+        }
+        check_rows_read(&stderr, 3, &format!("three hosts, {codec}"));
+        assert!(
+            std::fs::read(&model).unwrap() == std::fs::read(&single).unwrap(),
+            "{codec}: three hosts differ from one process"
+        );
+    }
+}
