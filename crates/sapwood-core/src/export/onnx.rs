@@ -15,20 +15,21 @@
 //!   branch, exactly Sapwood's bin rule. A split sending every non-missing value left gets
 //!   `T = +inf`.
 //! * Missing (NaN): `nodes_missing_value_tracks_true` = the learned `default_left`.
-//! * Categorical split: TreeEnsembleRegressor has no set membership, only `BRANCH_EQ`; a
-//!   split becomes a chain of `BRANCH_EQ` nodes on the level code, one per code leaving the
-//!   default direction, each sending a match (true) to the non-default child and a mismatch
-//!   to the next link, the last to the default child. The true branches share the child
-//!   (onnxruntime accepts this, and converters of LightGBM models write the same). NaN,
-//!   unknown codes and non-integers match nothing and take the default way, like Sapwood's
-//!   unseen levels. A code is the level's index in the model's level list (metadata
+//! * Categorical split: TreeEnsembleRegressor has no set membership, only comparisons; a
+//!   split becomes a balanced search over the (ascending) codes leaving the default
+//!   direction: `BRANCH_LEQ` nodes halve them down to buckets of 8, each a short chain of
+//!   `BRANCH_EQ` links sending a match to the non-default child (see [`CodeSearch`] for the
+//!   layout onnxruntime requires). Depth grows as log2 of the codes: the plain chain of
+//!   equalities LightGBM's converters write crashed onnxruntime 1.32 at thousands of codes
+//!   (it recurses once per link). NaN, unknown codes and non-integers match no code and
+//!   take the default way, like Sapwood's unseen levels. A code is the level's index in the model's level list (metadata
 //!   `sapwood_categories`, JSON `{feature: [level, ...]}`). A split sending every level the
 //!   default way is `x <= +inf` with missing values tracking the default child too.
 //! * Base margin: folded into each group's first tree (see [`super`]), so onnxruntime adds
 //!   the same f32 values in Sapwood's order (it sums a row's trees in tree order; the
 //!   margins are bit-identical in the tests); `base_values` is left unset (0).
 //! * Tree ids are Sapwood's tree indices (round-major, group = index % groups); node ids
-//!   count from 0 in each tree, a categorical split taking one id per link of its chain.
+//!   count from 0 in each tree, a categorical split taking the nodes of its search.
 
 use serde_json::{json, Map, Value};
 
@@ -107,6 +108,8 @@ pub(crate) enum Mode {
     Leq,
     /// `x == value` goes to the true branch.
     Eq,
+    /// `x != value` goes to the true branch.
+    Neq,
     /// A leaf.
     Leaf,
 }
@@ -116,6 +119,7 @@ impl Mode {
         match self {
             Mode::Leq => "BRANCH_LEQ",
             Mode::Eq => "BRANCH_EQ",
+            Mode::Neq => "BRANCH_NEQ",
             Mode::Leaf => "LEAF",
         }
     }
@@ -186,13 +190,14 @@ fn add_tree(model: &Model, t: usize, group: usize, tree: &Tree, e: &mut Ensemble
             None => None,
         });
     }
-    // each Sapwood node's first ONNX id: a categorical split takes one id per chain link
+    // each Sapwood node's first ONNX id: a categorical split takes the nodes of its search
     let mut first = Vec::with_capacity(tree.nodes.len());
     let mut next = 0usize;
     for r in &routes {
         first.push(next);
         next += match r {
-            Some(Route::Categorical { off_default }) => off_default.len().max(1),
+            Some(Route::Categorical { off_default }) if off_default.is_empty() => 1,
+            Some(Route::Categorical { off_default }) => CodeSearch::size(off_default.len()),
             _ => 1,
         };
     }
@@ -250,27 +255,114 @@ fn add_tree(model: &Model, t: usize, group: usize, tree: &Tree, e: &mut Ensemble
                 },
             ),
             Route::Categorical { off_default } => {
-                for (j, &code) in off_default.iter().enumerate() {
-                    let last = j + 1 == off_default.len();
-                    e.push(
-                        t,
-                        id + j,
-                        Pushed {
-                            feature: s.feature,
-                            mode: Mode::Eq,
-                            // codes are below 2^24 (checked by `route`): exact in f32
-                            value: code as f32,
-                            on_true: other,
-                            on_false: if last { default } else { id + j + 1 },
-                            // NaN fails every equality and reaches the default child
-                            missing_true: false,
-                        },
-                    );
-                }
+                let search = CodeSearch {
+                    t,
+                    group,
+                    feature: s.feature,
+                    other,
+                    default,
+                };
+                search.push(off_default, id, e);
             }
         }
     }
     Ok(())
+}
+
+/// Codes per bucket at the bottom of a categorical split's search.
+const BUCKET: usize = 8;
+
+/// The nodes that send the codes of one categorical split off its default way.
+///
+/// onnxruntime lays a tree out with each node's false child right after it: a node may be
+/// the true child of many (how LightGBM's converters share a chain's target), but the false
+/// child of one only, and it recurses down false children. So the search keeps every false
+/// edge to a node of its own: `BRANCH_LEQ` nodes halve the codes (their children are
+/// disjoint subtrees); a bucket of up to [`BUCKET`] codes is a chain of `BRANCH_EQ` links
+/// (match: the non-default child, as a true edge; else the next link) ending in a
+/// `BRANCH_NEQ` on its last code, whose true edge reaches the default child; its false edge
+/// (the last code matched) goes to a `BRANCH_LEQ x <= +inf` that NaN-tracks true, so always
+/// takes its true edge to the non-default child, and whose false edge needs a leaf of its
+/// own that no row reaches (weight 0).
+pub(crate) struct CodeSearch {
+    pub t: usize,
+    pub group: usize,
+    pub feature: usize,
+    /// the node id of the non-default child
+    pub other: usize,
+    /// the node id of the default child
+    pub default: usize,
+}
+
+impl CodeSearch {
+    /// The ONNX nodes a search over `m` codes takes.
+    pub fn size(m: usize) -> usize {
+        if m <= BUCKET {
+            m + 2
+        } else {
+            let low = Self::low_len(m);
+            1 + Self::size(low) + Self::size(m - low)
+        }
+    }
+
+    /// Codes of the lower half of `m` codes: whole buckets.
+    fn low_len(m: usize) -> usize {
+        m.div_ceil(BUCKET) / 2 * BUCKET
+    }
+
+    /// Appends the search over `codes` (ascending, at least one) as nodes
+    /// `id..id + size(codes.len())`, the root first; returns the next free id.
+    pub fn push(&self, codes: &[u32], id: usize, e: &mut Ensemble) -> usize {
+        let node = |mode, value: f32, on_true, on_false, missing_true| Pushed {
+            feature: self.feature,
+            mode,
+            value,
+            on_true,
+            on_false,
+            missing_true,
+        };
+        if codes.len() <= BUCKET {
+            let (last, links) = codes.split_last().expect("at least one code");
+            let mut at = id;
+            for &code in links {
+                // codes are below 2^24 (checked by `route`): exact in f32; NaN fails
+                // every equality and reaches the default child
+                e.push(
+                    self.t,
+                    at,
+                    node(Mode::Eq, code as f32, self.other, at + 1, false),
+                );
+                at += 1;
+            }
+            e.push(
+                self.t,
+                at,
+                node(Mode::Neq, *last as f32, self.default, at + 1, true),
+            );
+            e.push(
+                self.t,
+                at + 1,
+                node(Mode::Leq, f32::INFINITY, self.other, at + 2, true),
+            );
+            e.push(self.t, at + 2, node(Mode::Leaf, 0.0, 0, 0, false));
+            e.target_tree.push(self.t as i64);
+            e.target_node.push((at + 2) as i64);
+            e.target.push(self.group as i64);
+            e.weight.push(0.0);
+            return at + 3;
+        }
+        let (low, high) = codes.split_at(Self::low_len(codes.len()));
+        let here = e.node.len();
+        // NaN searches the upper half and fails its equalities there
+        e.push(
+            self.t,
+            id,
+            node(Mode::Leq, low[low.len() - 1] as f32, id + 1, 0, false),
+        );
+        let high_id = self.push(low, id + 1, e);
+        e.false_id[here] = high_id as i64;
+        self.push(high, high_id, e)
+    }
 }
 
 /// The ensemble of the model's trees (base margin folded in); a split TreeEnsemble cannot

@@ -413,6 +413,7 @@ fn onnx_margins(e: &onnx::Ensemble, row: [f32; 2]) -> Vec<f32> {
                 match e.mode[i] {
                     onnx::Mode::Leq => x <= e.value[i],
                     onnx::Mode::Eq => x == e.value[i],
+                    onnx::Mode::Neq => x != e.value[i],
                     onnx::Mode::Leaf => unreachable!(),
                 }
             };
@@ -476,22 +477,106 @@ fn every_boundary_routes_the_same_in_onnx() {
 }
 
 #[test]
-fn categorical_splits_become_chains_of_equalities() {
+fn categorical_splits_become_balanced_searches_of_equalities() {
     let m = model();
     let e = onnx::ensemble(&m).unwrap();
     // tree 12 is the first categorical stump, bins {1} left, default right: level `a`
     // (code 0) is the one code leaving the default way
     let nodes: Vec<usize> = (0..e.tree.len()).filter(|&i| e.tree[i] == 12).collect();
     let root = nodes[0];
-    assert_eq!(e.mode[root], onnx::Mode::Eq);
+    // a bucket of one code: "not `a`" goes the default way (NaN too)
+    assert_eq!(e.mode[root], onnx::Mode::Neq);
     assert_eq!(e.value[root], 0.0);
-    assert_eq!(e.missing_true[root], 0);
-    // bins {2, 3}: codes 1, 2 and 4 (`e` shares the rare bin with `c`), one link each
-    let chain: Vec<f32> = (0..e.tree.len())
-        .filter(|&i| e.tree[i] == 14 && e.mode[i] == onnx::Mode::Eq)
-        .map(|i| e.value[i])
-        .collect();
-    assert_eq!(chain, vec![1.0, 2.0, 4.0]);
+    assert_eq!(e.missing_true[root], 1);
+    // bins {2, 3}: codes 1, 2 and 4 (`e` shares the rare bin with `c`): one bucket, a
+    // chain of equalities ending in an inequality
+    let tree14 = |mode| {
+        (0..e.tree.len())
+            .filter(|&i| e.tree[i] == 14 && e.mode[i] == mode)
+            .map(|i| e.value[i])
+            .collect::<Vec<f32>>()
+    };
+    assert_eq!(tree14(onnx::Mode::Eq), vec![1.0, 2.0]);
+    assert_eq!(tree14(onnx::Mode::Neq), vec![4.0]);
+    false_edges_lead_to_nodes_of_their_own(&e);
+}
+
+/// What onnxruntime requires: no node is the false child of two nodes (it places each
+/// false child right after its parent).
+fn false_edges_lead_to_nodes_of_their_own(e: &onnx::Ensemble) {
+    let mut seen = std::collections::HashSet::new();
+    for i in 0..e.node.len() {
+        if e.mode[i] != onnx::Mode::Leaf {
+            assert!(
+                seen.insert((e.tree[i], e.false_id[i])),
+                "tree {}: node {} is a second false child",
+                e.tree[i],
+                e.false_id[i]
+            );
+        }
+    }
+}
+
+#[test]
+fn thousands_of_codes_are_searched_in_logarithmic_depth() {
+    // every third code of 0..30,000 leaves the default way
+    let codes: Vec<u32> = (0..30_000).step_by(3).collect();
+    let (other, default) = (1_000_000, 1_000_001);
+    let search = onnx::CodeSearch {
+        t: 0,
+        group: 0,
+        feature: 0,
+        other,
+        default,
+    };
+    let mut e = onnx::Ensemble::default();
+    let end = search.push(&codes, 0, &mut e);
+    assert_eq!(end, onnx::CodeSearch::size(codes.len()));
+    let mut ids = e.node.clone();
+    ids.sort_unstable();
+    assert_eq!(
+        ids,
+        (0..end as i64).collect::<Vec<_>>(),
+        "every id once, no gaps"
+    );
+    let at: HashMap<usize, usize> = (0..e.node.len()).map(|i| (e.node[i] as usize, i)).collect();
+    false_edges_lead_to_nodes_of_their_own(&e);
+    // the other child and the default child are reached by true edges only
+    assert!(e
+        .false_id
+        .iter()
+        .all(|&f| f as usize != other && f as usize != default));
+    let walk = |x: f32| {
+        let (mut id, mut depth) = (0usize, 0);
+        while id != other && id != default {
+            let i = at[&id];
+            let hit = if x.is_nan() {
+                e.missing_true[i] == 1
+            } else {
+                match e.mode[i] {
+                    onnx::Mode::Leq => x <= e.value[i],
+                    onnx::Mode::Eq => x == e.value[i],
+                    onnx::Mode::Neq => x != e.value[i],
+                    onnx::Mode::Leaf => panic!("x {x} reached the unreachable leaf {id}"),
+                }
+            };
+            id = if hit { e.true_id[i] } else { e.false_id[i] } as usize;
+            depth += 1;
+        }
+        (id == other, depth)
+    };
+    let mut deepest = 0;
+    for c in 0..30_010u32 {
+        let (off, depth) = walk(c as f32);
+        assert_eq!(off, c < 30_000 && c % 3 == 0, "code {c}");
+        deepest = deepest.max(depth);
+    }
+    // 1,250 buckets of 8: 11 halvings, then at most 8 links and the always-true node
+    assert!(deepest <= 20, "{deepest}");
+    // non-integers, negatives and NaN take the default way
+    for x in [0.5, 2.999, 3.0001, -3.0, 29_999.5, f32::NAN, f32::INFINITY] {
+        assert!(!walk(x).0, "{x}");
+    }
 }
 
 #[test]
