@@ -73,7 +73,8 @@ fn exports_every_format_atomically() {
     // ModelProto field 1 (ir_version) comes first; the ensemble operator is named inside
     assert_eq!(bytes[0], 0x08);
     let has = |s: &[u8]| bytes.windows(s.len()).any(|w| w == s);
-    assert!(has(b"TreeEnsembleRegressor") && has(b"ai.onnx.ml") && has(b"BRANCH_EQ"));
+    // every categorical split ends its search in an inequality
+    assert!(has(b"TreeEnsembleRegressor") && has(b"ai.onnx.ml") && has(b"BRANCH_NEQ"));
     let text_error = b.export_string(sapwood::ExportFormat::Onnx).unwrap_err();
     assert!(
         text_error.to_string().contains("export_bytes"),
