@@ -23,7 +23,8 @@ fn main() {
     let has_ip = ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"]
         .iter()
         .any(|p| Path::new(p).exists());
-    if !required && !(is_root() && has_ip) {
+    let runnable = required || (is_root() && has_ip);
+    if !runnable {
         println!("cargo::rustc-cfg=sapwood_no_netns");
     }
 }

@@ -393,8 +393,9 @@ fn malformed_models_are_errors_naming_tree_and_node() {
 
 /// TreeEnsembleRegressor's rules (ONNX operator definition, as onnxruntime runs them with
 /// f32 input and thresholds): from each tree's node 0, `BRANCH_LEQ` takes the true branch
-/// when `x <= value`, `BRANCH_EQ` when `x == value`, and NaN takes it when
-/// `missing_value_tracks_true`; leaf weights are summed per target, in f32, tree by tree.
+/// when `x <= value`, `BRANCH_EQ` when `x == value`, `BRANCH_NEQ` when `x != value`, and NaN
+/// takes it when `missing_value_tracks_true`; leaf weights are summed per target, in f32,
+/// tree by tree.
 fn onnx_margins(e: &onnx::Ensemble, row: [f32; 2]) -> Vec<f32> {
     let at: HashMap<(i64, i64), usize> = (0..e.node.len())
         .map(|i| ((e.tree[i], e.node[i]), i))
@@ -406,18 +407,7 @@ fn onnx_margins(e: &onnx::Ensemble, row: [f32; 2]) -> Vec<f32> {
         let mut i = at[&(t, 0)];
         let mut steps = 0;
         while e.mode[i] != onnx::Mode::Leaf {
-            let x = row[e.feature[i] as usize];
-            let hit = if x.is_nan() {
-                e.missing_true[i] == 1
-            } else {
-                match e.mode[i] {
-                    onnx::Mode::Leq => x <= e.value[i],
-                    onnx::Mode::Eq => x == e.value[i],
-                    onnx::Mode::Neq => x != e.value[i],
-                    onnx::Mode::Leaf => unreachable!(),
-                }
-            };
-            let next = if hit { e.true_id[i] } else { e.false_id[i] };
+            let next = onnx_next(e, i, row[e.feature[i] as usize]);
             i = at[&(t, next)];
             steps += 1;
             assert!(steps < 100, "tree {t} loops");
@@ -429,6 +419,25 @@ fn onnx_margins(e: &onnx::Ensemble, row: [f32; 2]) -> Vec<f32> {
         }
     }
     out
+}
+
+/// The node id that internal node `i` of `e` sends `x` to (see [`onnx_margins`]).
+fn onnx_next(e: &onnx::Ensemble, i: usize, x: f32) -> i64 {
+    let hit = if x.is_nan() {
+        e.missing_true[i] == 1
+    } else {
+        match e.mode[i] {
+            onnx::Mode::Leq => x <= e.value[i],
+            onnx::Mode::Eq => x == e.value[i],
+            onnx::Mode::Neq => x != e.value[i],
+            onnx::Mode::Leaf => unreachable!("a leaf routes nothing"),
+        }
+    };
+    if hit {
+        e.true_id[i]
+    } else {
+        e.false_id[i]
+    }
 }
 
 #[test]
@@ -550,17 +559,11 @@ fn thousands_of_codes_are_searched_in_logarithmic_depth() {
         let (mut id, mut depth) = (0usize, 0);
         while id != other && id != default {
             let i = at[&id];
-            let hit = if x.is_nan() {
-                e.missing_true[i] == 1
-            } else {
-                match e.mode[i] {
-                    onnx::Mode::Leq => x <= e.value[i],
-                    onnx::Mode::Eq => x == e.value[i],
-                    onnx::Mode::Neq => x != e.value[i],
-                    onnx::Mode::Leaf => panic!("x {x} reached the unreachable leaf {id}"),
-                }
-            };
-            id = if hit { e.true_id[i] } else { e.false_id[i] } as usize;
+            assert!(
+                e.mode[i] != onnx::Mode::Leaf,
+                "x {x} reached the unreachable leaf {id}"
+            );
+            id = onnx_next(&e, i, x) as usize;
             depth += 1;
         }
         (id == other, depth)
