@@ -17,6 +17,7 @@ speed. All ranks share the one limited loopback, like hosts behind one 1 Gbit/s 
 (cargo build --release -p sapwood-cli --features mpi).
 
     python3 bench/comm.py --rows 1000000 [--netem 1gbit]
+    python3 bench/comm.py --rows 300000 --rounds 30 --netem 1gbit --overlap
 requires: numpy, pyarrow (the generator)
 """
 import argparse
@@ -44,6 +45,81 @@ def baseline_bytes_per_tree(model, workers):
     return 16 * bins * built * 2 * (workers - 1) / workers / len(trees), bins
 
 
+def train(a, data, ns, codec, overlap, transport, bits="0"):
+    """One training run with `transport` (in-process, mpi or tcp); returns (train s, rank 0's
+    seconds inside collective calls, model digest, rank 0's bytes sent)."""
+    with tempfile.TemporaryDirectory() as t:
+        model, summary = os.path.join(t, "m.json"), os.path.join(t, "s.json")
+        args = ["train", "--quiet", "--data", data, "--label", "y", "--objective", "binary:logistic",
+                "--rounds", str(a.rounds), "--max-depth", str(a.depth), "--learning-rate", "0.1",
+                "--set", f"grad_bits={bits}", "--set", f"comm_codec={codec}",
+                "--set", f"comm_overlap={'true' if overlap else 'false'}", "--summary", summary]
+        netns = ["ip", "netns", "exec", ns] if ns else []
+        if transport == "mpi":
+            run(netns + ["mpirun", "--allow-run-as-root", "--oversubscribe", "--mca", "btl", "tcp,self",
+                         "--mca", "btl_tcp_if_include", "lo", "-np", str(a.workers), BIN] + args
+                + ["--model", model, "--collective", "mpi", "--threads", "1"])
+        elif transport == "tcp":
+            coordinator = f"127.0.0.1:{29400 + os.getpid() % 500}"
+            env = dict(os.environ, SAPWOOD_TOKEN="bench")
+            ranks = [subprocess.Popen(netns + [BIN] + [x if x != summary else (summary if r == 0 else summary + str(r))
+                                                     for x in args]
+                                      + ["--model", model if r == 0 else model + str(r), "--collective", "tcp",
+                                         "--coordinator", coordinator, "--rank", str(r), "--world", str(a.workers),
+                                         "--threads", "1"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                     for r in range(a.workers)]
+            for r, p in enumerate(ranks):
+                _, err = p.communicate()
+                assert p.returncode == 0, f"tcp rank {r}: {err.decode()}"
+        else:
+            run([BIN] + args + ["--model", model, "--workers", str(a.workers), "--threads", str(min(a.workers, os.cpu_count()))])
+        s = json.load(open(summary))
+        digest = hashlib.sha256(open(model, "rb").read()).hexdigest()
+        return s["train_seconds"], s["communication"]["seconds"], digest, s["communication"]["bytes_sent"]
+
+
+def link_rate(text):
+    """Bytes per second of a tc rate such as 1gbit or 500mbit."""
+    units = {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9}
+    for u, f in units.items():
+        if text.endswith(u):
+            return float(text[: -len(u)]) * f / 8
+    raise SystemExit(f"--netem {text}: give the rate in kbit, mbit or gbit")
+
+
+def overlap_table(a, data, ns):
+    """Compute-only (the same workers in one process, exchanging through memory), then ranks
+    over the (limited) loopback, MPI and Sapwood's TCP, with the exchange behind the builds
+    and without. comm s is rank 0's wall time inside collective calls (waits for slower
+    peers included); wire s is the time the shared link needs for every rank's bytes (rank
+    0's times the ranks): the least any run can take, where the link is the limit."""
+    rate = link_rate(a.netem) if a.netem else None
+    print(f"{'transport':<10}{'codec':<8}{'compute-only s':>15}{'wire s':>8}{'serial s':>10}{'comm s':>8}"
+          f"{'overlap s':>11}{'comm s':>8}{'ovl/serial':>12}{'ovl/max(c,w)':>14}{'ovl/compute':>13}")
+    for transport in ["mpi", "tcp"]:
+        for codec in ["none", "auto"]:
+            runs = {"compute": [], "serial": [], "overlap": []}
+            digests = set()
+            for _ in range(a.repeat):
+                for name, overlap, how in [("compute", False, "in-process"), ("serial", False, transport),
+                                           ("overlap", True, transport)]:
+                    secs, comm, digest, sent = train(a, data, ns, codec, overlap, how)
+                    runs[name].append((secs, comm))
+                    digests.add(digest)
+            assert len(digests) == 1, f"{transport} {codec}: models differ between runs"
+            best = {k: min(v) for k, v in runs.items()}
+            compute, serial, ovl = best["compute"][0], best["serial"][0], best["overlap"][0]
+            comm = best["serial"][1]
+            # without a limited link, the exchange's own wall time stands for it
+            wire = a.workers * sent / rate if rate else comm
+            print(f"{transport:<10}{codec:<8}{compute:>15.2f}{wire:>8.2f}{serial:>10.2f}{comm:>8.2f}{ovl:>11.2f}"
+                  f"{best['overlap'][1]:>8.2f}{ovl / serial:>11.2f}x{ovl / max(compute, wire):>13.2f}x"
+                  f"{ovl / compute:>12.2f}x")
+            print(f"{'':<18}all (train s, comm s): " + "; ".join(
+                f"{k} " + " ".join(f"({t:.2f}, {c:.2f})" for t, c in v) for k, v in runs.items()))
+    print("every run saved the same model bytes")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=1_000_000)
@@ -53,6 +129,9 @@ def main():
     ap.add_argument("--netem", help="rate for MPI over a rate-limited loopback, e.g. 1gbit")
     ap.add_argument("--mpi", action="store_true", help="MPI ranks over TCP on the plain loopback")
     ap.add_argument("--repeat", type=int, default=3, help="runs per codec; the fastest and the median are shown")
+    ap.add_argument("--overlap", action="store_true",
+                    help="the overlap table instead: compute-only (in-process) time, and MPI ranks with and without "
+                         "the exchange behind the builds (exact mode, codecs none and auto)")
     a = ap.parse_args()
     data = os.path.join(tempfile.gettempdir(), f"sapwood-synthetic-{a.rows}.parquet")
     if not os.path.exists(data):
@@ -77,10 +156,13 @@ def main():
         print(f"loopback of namespace {ns}: mtu 1500, {limiter}; all ranks share it")
     print(f"synthetic binary task: {a.rows} rows x 28 features, {a.rounds} rounds, depth {a.depth}, "
           f"{a.workers} " + ("MPI ranks over TCP loopback" + (" limited to " + a.netem if ns else "") if mpi else "in-process workers"))
-    print(f"{'mode':<12}{'codec':<8}{'KiB/tree':>10}{'baseline KiB/tree':>19}{'vs baseline':>13}{'train s':>9}{'vs none':>9}"
-          f"{'median vs none':>16}")
     codecs = ["none", "packed", "sparse", "auto"]
     try:
+        if a.overlap:
+            overlap_table(a, data, ns)
+            return
+        print(f"{'mode':<12}{'codec':<8}{'KiB/tree':>10}{'baseline KiB/tree':>19}{'vs baseline':>13}{'train s':>9}"
+              f"{'vs none':>9}{'median vs none':>16}")
         for bits in ["0", "8"]:
             digests, times, sent, base = set(), {c: [] for c in codecs}, {}, {}
             for _ in range(a.repeat):

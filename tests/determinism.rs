@@ -80,7 +80,7 @@ fn seeds_change_sampled_models() {
 }
 
 #[test]
-fn one_to_four_in_process_workers_save_identical_models_with_every_codec() {
+fn one_to_four_in_process_workers_save_identical_models_with_every_codec_overlapped_or_not() {
     use sapwood::CommCodec;
     for (task, objective) in [
         ("regression", ObjectiveKind::SquaredError),
@@ -114,10 +114,27 @@ fn one_to_four_in_process_workers_save_identical_models_with_every_codec() {
                         threads: 2,
                         ..Default::default()
                     };
+                    // the level's exchange in one piece, then in chunks behind the builds
+                    let serial = RunOptions {
+                        comm_overlap: false,
+                        ..run
+                    };
+                    let s = train_as(&base, serial, &d, &[("train", &d)]).unwrap();
+                    assert!(
+                        s.to_json() == reference,
+                        "{objective} {quantisation:?} {workers} workers {comm_codec:?}, no overlap: model differs"
+                    );
                     let b = train_as(&base, run, &d, &[("train", &d)]).unwrap();
                     assert!(
                         b.to_json() == reference,
                         "{objective} {quantisation:?} {workers} workers {comm_codec:?}: model differs"
+                    );
+                    // the deep levels (8 and 16 histograms) went in chunks
+                    assert!(
+                        b.comm_stats().allreduce_calls > s.comm_stats().allreduce_calls,
+                        "overlap: {:?}, none: {:?}",
+                        b.comm_stats(),
+                        s.comm_stats()
                     );
                     assert!(b.comm_stats().allreduce_calls > 0);
                     // every worker trained and talked, not just rank 0

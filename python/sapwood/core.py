@@ -1332,7 +1332,7 @@ def train(
     **Run options** (never change the model): ``threads`` [nthread, n_jobs,
     num_threads], ``device`` (``cpu``, ``wgpu``, ``cuda``; one GPU by index, ``"cuda:1"``,
     or a list with one per worker, ``["cuda:0", "cuda:1"]``), ``workers``, ``collective``,
-    ``comm_codec``.
+    ``comm_codec``, ``comm_overlap``.
 
     **Peer settings**: ``tree_method="hist"``, ``booster="gbtree"``,
     ``boosting_type="gbdt"`` (or ``boosting``), ``enable_categorical``, ``deterministic``,

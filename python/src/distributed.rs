@@ -49,7 +49,8 @@ fn train_rank(
         error: None,
     };
     let booster = TcpTransport::connect(&rank.config).and_then(|transport| {
-        let mut collective = RingCollective::new(transport, settings.run.comm_codec);
+        let mut collective = RingCollective::new(transport, settings.run.comm_codec)
+            .with_overlap(settings.run.comm_overlap);
         let shard = DatasetShard {
             local: train,
             row_offset: rank.row_offset,

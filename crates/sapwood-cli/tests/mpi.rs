@@ -45,8 +45,14 @@ fn one_to_four_ranks_save_the_single_worker_model() {
                 .status()
                 .unwrap();
             assert!(s.success());
-            for np in 1..=4 {
-                let model = t.path().join(format!("{name}-{grad_bits}-{np}.json"));
+            // exchanges behind the builds (the default) and without overlap
+            let runs = (1..=4)
+                .map(|np| (np, "true"))
+                .chain((2..=4).map(|np| (np, "false")));
+            for (np, overlap) in runs {
+                let model = t
+                    .path()
+                    .join(format!("{name}-{grad_bits}-{np}-{overlap}.json"));
                 // not quiet: each rank says which rows it read
                 let mut args = train_args(&data, label, objective, &extra, &model);
                 args.retain(|a| a != "--quiet");
@@ -54,6 +60,7 @@ fn one_to_four_ranks_save_the_single_worker_model() {
                     .arg(&bin)
                     .args(args)
                     .args(["--collective", "mpi"])
+                    .args(["--set", &format!("comm_overlap={overlap}")])
                     .output()
                     .unwrap();
                 let err = String::from_utf8_lossy(&out.stderr);
@@ -61,7 +68,7 @@ fn one_to_four_ranks_save_the_single_worker_model() {
                 check_rows_read(&err, np, &format!("{name} np={np}"));
                 assert!(
                     std::fs::read(&model).unwrap() == std::fs::read(&single).unwrap(),
-                    "{name} grad_bits={grad_bits}: {np} ranks differ from one worker"
+                    "{name} grad_bits={grad_bits}: {np} ranks (overlap {overlap}) differ from one worker"
                 );
             }
         }

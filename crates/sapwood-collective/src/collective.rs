@@ -14,6 +14,7 @@ pub struct RingCollective<T: Transport> {
     t: T,
     enc: Encoder,
     stats: CommStats,
+    overlap: bool,
 }
 
 impl<T: Transport> RingCollective<T> {
@@ -23,7 +24,23 @@ impl<T: Transport> RingCollective<T> {
             t: transport,
             enc: Encoder::new(codec),
             stats: CommStats::default(),
+            overlap: true,
         }
+    }
+
+    /// The same collective, letting the grower exchange histograms behind its builds or
+    /// not (the `comm_overlap` run option; on by default).
+    pub fn with_overlap(mut self, overlap: bool) -> Self {
+        self.overlap = overlap;
+        self
+    }
+
+    /// Runs `f`, adding its wall time to the traffic's busy time.
+    fn timed<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        let start = std::time::Instant::now();
+        let r = f(self);
+        self.stats.busy_nanos += start.elapsed().as_nanos() as u64;
+        r
     }
 }
 
@@ -34,25 +51,9 @@ impl<T: Transport> RingCollective<T> {
     }
 }
 
-impl<T: Transport> Collective for RingCollective<T> {
-    fn rank(&self) -> usize {
-        self.t.rank()
-    }
-
-    fn world_size(&self) -> usize {
-        self.t.size()
-    }
-
-    fn allreduce_sum(&mut self, data: &mut [i64], bound: u64) -> Result<()> {
-        self.allreduce_segments(data, data.len().max(1), &[bound])
-    }
-
-    fn allreduce_segments(
-        &mut self,
-        data: &mut [i64],
-        segment: usize,
-        bounds: &[u64],
-    ) -> Result<()> {
+// the operations themselves; the trait times each call
+impl<T: Transport> RingCollective<T> {
+    fn sum_segments(&mut self, data: &mut [i64], segment: usize, bounds: &[u64]) -> Result<()> {
         if self.t.size() == 1 || data.is_empty() {
             return Ok(());
         }
@@ -96,7 +97,7 @@ impl<T: Transport> Collective for RingCollective<T> {
         ring::allreduce(&mut self.t, data, &bound, &mut self.enc, &mut self.stats)
     }
 
-    fn reduce_scatter(
+    fn sum_blocks(
         &mut self,
         data: &mut [i64],
         blocks: &[std::ops::Range<usize>],
@@ -116,7 +117,7 @@ impl<T: Transport> Collective for RingCollective<T> {
         )
     }
 
-    fn allreduce_max(&mut self, data: &mut [u64]) -> Result<()> {
+    fn max_all(&mut self, data: &mut [u64]) -> Result<()> {
         if self.t.size() == 1 {
             return Ok(());
         }
@@ -134,14 +135,14 @@ impl<T: Transport> Collective for RingCollective<T> {
         Ok(())
     }
 
-    fn allgather(&mut self, data: &[u8]) -> Result<Vec<Vec<u8>>> {
+    fn gather_all(&mut self, data: &[u8]) -> Result<Vec<Vec<u8>>> {
         if self.t.size() == 1 {
             return Ok(vec![data.to_vec()]);
         }
         ring::gather_bytes(&mut self.t, data, &mut self.stats)
     }
 
-    fn broadcast(&mut self, data: &mut Vec<u8>, root: usize) -> Result<()> {
+    fn broadcast_from(&mut self, data: &mut Vec<u8>, root: usize) -> Result<()> {
         let (r, p) = (self.t.rank(), self.t.size());
         if p == 1 {
             return Ok(());
@@ -157,8 +158,56 @@ impl<T: Transport> Collective for RingCollective<T> {
         }
         Ok(())
     }
+}
+
+impl<T: Transport> Collective for RingCollective<T> {
+    fn rank(&self) -> usize {
+        self.t.rank()
+    }
+
+    fn world_size(&self) -> usize {
+        self.t.size()
+    }
+
+    fn allreduce_sum(&mut self, data: &mut [i64], bound: u64) -> Result<()> {
+        self.timed(|c| c.sum_segments(data, data.len().max(1), &[bound]))
+    }
+
+    fn allreduce_segments(
+        &mut self,
+        data: &mut [i64],
+        segment: usize,
+        bounds: &[u64],
+    ) -> Result<()> {
+        self.timed(|c| c.sum_segments(data, segment, bounds))
+    }
+
+    fn reduce_scatter(
+        &mut self,
+        data: &mut [i64],
+        blocks: &[std::ops::Range<usize>],
+        bound: u64,
+    ) -> Result<()> {
+        self.timed(|c| c.sum_blocks(data, blocks, bound))
+    }
+
+    fn allreduce_max(&mut self, data: &mut [u64]) -> Result<()> {
+        self.timed(|c| c.max_all(data))
+    }
+
+    fn allgather(&mut self, data: &[u8]) -> Result<Vec<Vec<u8>>> {
+        self.timed(|c| c.gather_all(data))
+    }
+
+    fn broadcast(&mut self, data: &mut Vec<u8>, root: usize) -> Result<()> {
+        self.timed(|c| c.broadcast_from(data, root))
+    }
 
     fn stats(&self) -> CommStats {
         self.stats
+    }
+
+    fn overlap(&self) -> bool {
+        self.overlap
     }
 }

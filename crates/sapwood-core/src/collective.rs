@@ -13,6 +13,23 @@ pub struct CommStats {
     pub allreduce_calls: u64,
     /// Blocks sent in each encoding, so a run shows the codec it chose per block.
     pub blocks: BlockCounts,
+    /// Wall time inside collective calls, in nanoseconds, on whichever thread made them:
+    /// with `comm_overlap` the histogram exchange runs beside the builds, so this is the
+    /// communication time to set against the whole.
+    pub busy_nanos: u64,
+}
+
+impl CommStats {
+    /// The traffic of `self` less that of `earlier` (a round's share of a running total).
+    pub fn since(&self, earlier: &CommStats) -> CommStats {
+        CommStats {
+            bytes_sent: self.bytes_sent - earlier.bytes_sent,
+            bytes_uncompressed: self.bytes_uncompressed - earlier.bytes_uncompressed,
+            allreduce_calls: self.allreduce_calls - earlier.allreduce_calls,
+            blocks: self.blocks.since(&earlier.blocks),
+            busy_nanos: self.busy_nanos - earlier.busy_nanos,
+        }
+    }
 }
 
 /// Histogram blocks sent, by the encoding the codec chose for each.
@@ -105,6 +122,13 @@ pub trait Collective: Send {
     /// Traffic so far.
     fn stats(&self) -> CommStats {
         CommStats::default()
+    }
+
+    /// Whether the grower may exchange one chunk of a level's histograms on a second thread
+    /// while it builds the next (the `comm_overlap` run option): the sums are exact, so the
+    /// model is the same either way.
+    fn overlap(&self) -> bool {
+        false
     }
 }
 

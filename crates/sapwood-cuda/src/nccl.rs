@@ -223,7 +223,9 @@ impl Collective for NcclCollective {
         if data.is_empty() {
             return Ok(());
         }
+        let start = std::time::Instant::now();
         let words = Self::nccl_sum(c, data, bound)?;
+        self.stats.busy_nanos += start.elapsed().as_nanos() as u64;
         self.stats.bytes_sent += 8 * words;
         self.stats.bytes_uncompressed += 8 * data.len() as u64;
         self.stats.allreduce_calls += 1;
@@ -273,6 +275,7 @@ impl Collective for NcclCollective {
             bytes_uncompressed: h.bytes_uncompressed + self.stats.bytes_uncompressed,
             allreduce_calls: h.allreduce_calls + self.stats.allreduce_calls,
             blocks: h.blocks.plus(&self.stats.blocks),
+            busy_nanos: h.busy_nanos + self.stats.busy_nanos,
         }
     }
 }

@@ -432,9 +432,9 @@ where
             .zip(blocks)
             .map(|(t, rows)| {
                 let obs = if t.rank() == 0 { observer.take() } else { None };
-                let codec = run.comm_codec;
+                let (codec, overlap) = (run.comm_codec, run.comm_overlap);
                 scope.spawn(move || {
-                    let mut collective = RingCollective::new(t, codec);
+                    let mut collective = RingCollective::new(t, codec).with_overlap(overlap);
                     let mut quiet = Quiet;
                     let obs: &mut dyn TrainObserver = match obs {
                         Some(o) => o,

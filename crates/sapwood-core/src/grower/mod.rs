@@ -208,6 +208,55 @@ impl Learner<'_> {
         self.evaluate(vec![id])
     }
 
+    /// Builds the histograms of `nodes` into `hists` and sums them over workers, node i
+    /// bounded by `bounds[i]`. With overlap the level goes in chunks, and each chunk is
+    /// exchanged on a second thread while the next one builds: the sums are integers, so
+    /// chunking changes no bit, and every worker chunks alike (the plan depends only on
+    /// the level's shape).
+    fn build_and_sum(
+        &mut self,
+        nodes: &[NodeId],
+        bounds: &[u64],
+        hists: &mut [HistBin],
+    ) -> Result<()> {
+        let width = self.store.width();
+        self.sync.plan_level(hists.len());
+        let chunks = overlap_chunks(nodes.len(), width, self.sync.overlap());
+        if chunks.len() <= 1 {
+            self.backend.build_histograms(nodes, hists)?;
+            return self.sync.sum_batch(hists, width, bounds);
+        }
+        let (backend, sync) = (&mut *self.backend, &mut self.sync);
+        std::thread::scope(|s| {
+            let (tx, rx) = std::sync::mpsc::channel::<(&mut [HistBin], &[u64])>();
+            let exchange = s.spawn(move || -> Result<()> {
+                for (h, b) in rx {
+                    sync.sum_batch(h, width, b)?;
+                }
+                Ok(())
+            });
+            let mut built = Ok(());
+            let mut rest = hists;
+            for r in chunks {
+                let (h, tail) = std::mem::take(&mut rest).split_at_mut(r.len() * width);
+                rest = tail;
+                if let Err(e) = backend.build_histograms(&nodes[r.clone()], h) {
+                    built = Err(e);
+                    break;
+                }
+                if tx.send((h, &bounds[r])).is_err() {
+                    // the exchange has failed: its error is the one to report
+                    break;
+                }
+            }
+            drop(tx);
+            let exchanged = exchange
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p));
+            built.and(exchanged)
+        })
+    }
+
     /// Splits every node of `batch`; returns the children that can split in turn.
     fn split(&mut self, batch: Vec<Expandable>) -> Result<Vec<Expandable>> {
         let monotone = self.state.rules().has_monotone();
@@ -298,9 +347,6 @@ impl Learner<'_> {
             .collect();
         let width = self.store.width();
         let mut hists = self.store.take_batch(small.len());
-        if !small.is_empty() {
-            self.backend.build_histograms(&small, &mut hists)?;
-        }
         // a node's bins sum at most its rows' values: a bound per node narrows the lanes
         let bounds: Vec<u64> = counts
             .chunks_exact(2)
@@ -314,7 +360,7 @@ impl Learner<'_> {
             })
             .collect();
         if !small.is_empty() {
-            self.sync.sum_batch(&mut hists, width, &bounds)?;
+            self.build_and_sum(&small, &bounds, &mut hists)?;
         }
         let mut fresh = Vec::with_capacity(2 * batch.len());
         let mut built = hists.chunks_exact(width.max(1));
@@ -340,6 +386,28 @@ impl Learner<'_> {
         self.store.return_batch(hists);
         self.evaluate(fresh)
     }
+}
+
+/// Most chunks a level's exchange is cut into: each costs the transport's latency once
+/// more, and four already hide all but a quarter of the shorter of building and exchanging.
+const OVERLAP_CHUNKS: usize = 4;
+
+/// Smallest chunk worth exchanging on its own, in bytes of histogram (below it the latency
+/// of one more exchange outweighs the build it hides).
+const MIN_CHUNK_BYTES: usize = 64 * 1024;
+
+/// The node ranges a level of `nodes` histograms of `width` bins is built and exchanged
+/// in: one range without overlap, else up to [`OVERLAP_CHUNKS`] of nearly equal size.
+fn overlap_chunks(nodes: usize, width: usize, overlap: bool) -> Vec<std::ops::Range<usize>> {
+    let bytes = 16 * width * nodes;
+    let k = if overlap {
+        (bytes / MIN_CHUNK_BYTES)
+            .clamp(1, OVERLAP_CHUNKS)
+            .min(nodes)
+    } else {
+        1
+    };
+    (0..k).map(|i| nodes * i / k..nodes * (i + 1) / k).collect()
 }
 
 /// Grows one tree for `setup.group` over the features in `features`; `store` lends its
@@ -407,4 +475,30 @@ pub fn grow_tree(
         enforce_monotone(&mut tree, cfg.cuts, &cfg.rules);
     }
     Ok(tree)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overlap_chunks_cover_the_level_in_order_and_only_when_worth_it() {
+        // one node of 1k bins is 16 KiB: nothing to cut
+        assert_eq!(overlap_chunks(1, 1_000, true), vec![0..1]);
+        assert_eq!(overlap_chunks(64, 10_000, false), vec![0..64]);
+        // 2 nodes of 10k bins (312 KiB): one chunk each
+        assert_eq!(overlap_chunks(2, 10_000, true), vec![0..1, 1..2]);
+        // 8 nodes of 1,100 bins (137 KiB): two chunks of at least 64 KiB
+        assert_eq!(overlap_chunks(8, 1_100, true), vec![0..4, 4..8]);
+        for nodes in 1..70 {
+            for width in [10, 700, 5_000] {
+                let c = overlap_chunks(nodes, width, true);
+                assert!(c.len() <= OVERLAP_CHUNKS && !c.is_empty());
+                assert_eq!(c[0].start, 0);
+                assert_eq!(c.last().unwrap().end, nodes);
+                assert!(c.windows(2).all(|w| w[0].end == w[1].start));
+                assert!(c.iter().all(|r| !r.is_empty()), "{nodes} x {width}: {c:?}");
+            }
+        }
+    }
 }

@@ -78,14 +78,24 @@ impl<'c> HistSync<'c> {
             .allreduce_sum(hist.as_flattened_mut(), bound)
     }
 
-    /// Sums a batch of histograms of `width` bins each, node i bounded by `bounds[i]`:
-    /// all-reduced, or reduce-scattered by feature block when large (see the module).
-    pub fn sum_batch(&mut self, hists: &mut [HistBin], width: usize, bounds: &[u64]) -> Result<()> {
-        let bytes = 16 * hists.len();
-        if self.collective.world_size() > 1
-            && (self.scope == Scope::OwnBlock || bytes >= BLOCK_THRESHOLD_BYTES)
-        {
+    /// Whether the histograms of a level may be exchanged in chunks behind the builds.
+    pub fn overlap(&self) -> bool {
+        self.collective.overlap() && self.collective.world_size() > 1
+    }
+
+    /// Fixes how a level of `bins` histogram bins in all is summed: all-reduced, or
+    /// reduce-scattered by feature block once large (see the module). One choice for the
+    /// whole level, so that its chunks are summed alike and evaluated over the same features.
+    pub fn plan_level(&mut self, bins: usize) {
+        if self.collective.world_size() > 1 && 16 * bins >= BLOCK_THRESHOLD_BYTES {
             self.scope = Scope::OwnBlock;
+        }
+    }
+
+    /// Sums a batch (a level, or a chunk of one) of histograms of `width` bins each, node i
+    /// bounded by `bounds[i]`, as [`HistSync::plan_level`] chose.
+    pub fn sum_batch(&mut self, hists: &mut [HistBin], width: usize, bounds: &[u64]) -> Result<()> {
+        if self.scope == Scope::OwnBlock {
             let bound = bounds.iter().copied().max().unwrap_or(0);
             self.reduce_blocks(hists, width, bounds.len(), bound)
         } else {

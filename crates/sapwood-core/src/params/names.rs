@@ -80,6 +80,7 @@ pub const RUN_OPTION_NAMES: &[(&str, &[&str])] = &[
     ("workers", &[]),
     ("collective", &[]),
     ("comm_codec", &[]),
+    ("comm_overlap", &[]),
     ("comm_timeout", &[]),
 ];
 
@@ -193,6 +194,7 @@ mod tests {
             ("workers", "2"),
             ("collective", "mpi"),
             ("comm_codec", "sparse"),
+            ("comm_overlap", "false"),
             ("eta", "0.1"),
         ] {
             s.set(k, v).unwrap();
@@ -205,6 +207,7 @@ mod tests {
                 workers: 2,
                 collective: CollectiveKind::Mpi,
                 comm_codec: CommCodec::Sparse,
+                comm_overlap: false,
                 ..Default::default()
             }
         );

@@ -245,6 +245,8 @@ pub struct RunOptions {
     pub collective: CollectiveKind,
     /// Encoding of exchanged histograms.
     pub comm_codec: CommCodec,
+    /// Exchange a level's histograms in chunks, each behind the build of the next.
+    pub comm_overlap: bool,
     /// Longest wait for a peer (MPI ranks) before the job fails naming the rank.
     pub comm_timeout: std::time::Duration,
 }
@@ -258,6 +260,7 @@ impl Default for RunOptions {
             workers: 1,
             collective: CollectiveKind::InProcess,
             comm_codec: CommCodec::Auto,
+            comm_overlap: true,
             comm_timeout: std::time::Duration::from_secs(60),
         }
     }
@@ -347,6 +350,7 @@ impl RunOptions {
             Setting::Run("workers") => self.workers = num("workers", v)?,
             Setting::Run("collective") => self.collective = v.parse()?,
             Setting::Run("comm_codec") => self.comm_codec = v.parse()?,
+            Setting::Run("comm_overlap") => self.comm_overlap = super::flag("comm_overlap", v)?,
             Setting::Run("comm_timeout") => {
                 let secs: f64 = num("comm_timeout", v)?;
                 if !(secs.is_finite() && secs > 0.0) {

@@ -484,12 +484,7 @@ pub fn boost(
         }
         history.push(results);
         let now = collective.stats();
-        comm_rounds.push(CommStats {
-            bytes_sent: now.bytes_sent - last_comm.bytes_sent,
-            bytes_uncompressed: now.bytes_uncompressed - last_comm.bytes_uncompressed,
-            allreduce_calls: now.allreduce_calls - last_comm.allreduce_calls,
-            blocks: now.blocks.since(&last_comm.blocks),
-        });
+        comm_rounds.push(now.since(&last_comm));
         last_comm = now;
         if collective.world_size() > 1 {
             let mut flag = vec![stop as u8];
