@@ -116,6 +116,24 @@ def run_tests(run: Run, kit: Path) -> None:
     run.section("Carried tests (SAPWOOD_REQUIRE_CUDA=1)", lines)
 
 
+def encoders(run: Run, kit: Path) -> None:
+    """The device histogram encoders' throughput and bytes, from the carried encode test."""
+    exe = kit / "tests" / "sapwood-cuda-encode"
+    if not exe.exists():
+        run.section("Device histogram encoders", ["not in the kit"])
+        return
+    if run.left() < 60:
+        run.section("Device histogram encoders", ["skipped (time)"])
+        return
+    env = {"SAPWOOD_REQUIRE_CUDA": "1", "SAPWOOD_REQUIRE_NVRTC": "1"}
+    status, text, secs = run.sh([str(exe), "device_encoder_throughput", "--exact", "--nocapture"], 120, env)
+    found = [l.strip() for l in text.splitlines() if l.startswith("device encoders")]
+    lines = [f"- {l}" for l in found] or [f"- no figure (exit {status}): {text.strip()[-300:]}"]
+    lines.append(f"- the group encoding and packed lanes of 2^24 values made on the GPU, checked byte for byte "
+                 f"against sapwood-collective's codecs ({secs:.1f} s with the check)")
+    run.section("Device histogram encoders", lines)
+
+
 class GpuMemory:
     """Peak GPU memory in use while a command runs, sampled by nvidia-smi every 100 ms."""
 
@@ -264,6 +282,7 @@ def main() -> int:
     _, smi, _ = run.sh(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"], 30)
     run.section("Machine", [f"- GPU: {smi.strip()}", f"- CPU cores: {os.cpu_count()}"])
     run_tests(run, a.kit)
+    encoders(run, a.kit)
     # kernel throughput, the skewed-feature case and the NCCL runs (one rank per GPU, then
     # two logical devices per GPU) first: they are short and answer the review's questions
     bench(run, a.kit, "identity,hist,skewed,nccl", "cuda_bench: kernels, skew, NCCL", True, 120)

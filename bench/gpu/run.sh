@@ -5,7 +5,8 @@
 #
 # Puts NVRTC and NCCL from the installed Python packages on LD_LIBRARY_PATH, unpacks the
 # carried Vulkan loader where the machine has none, generates the data, then (only where a
-# GPU answers) runs the carried test binaries with SAPWOOD_REQUIRE_CUDA=1, trains every
+# GPU answers) runs the carried test binaries with SAPWOOD_REQUIRE_CUDA=1, reports the
+# device histogram encoders' throughput and bytes (packed and grouped vs i64), trains every
 # configuration on the CPU and on the GPU, compares the model bytes, times training and reads
 # GPU memory. Writes OUT/gpu-report.md and OUT/gpu-run.log and prints the report last.
 # Without a GPU it stops after generating the data with "no GPU" and exit status 2.

@@ -182,6 +182,14 @@ pub fn encode(values: &[i64], bound: u64, codec: CommCodec) -> Vec<u8> {
     Encoder::new(codec).encode(values, bound)
 }
 
+/// The group encoding of `values` without its tag byte (what `auto` sends for a block that
+/// is not almost all zero): the reference the device encoders are tested against.
+pub fn encode_groups(values: &[i64]) -> Vec<u8> {
+    let mut out = Vec::new();
+    groups::encode(values, &mut out);
+    out
+}
+
 /// Messages an encoder keeps for reuse; more than a worker has in flight at once is waste.
 const SPARE_MESSAGES: usize = 16;
 

@@ -18,6 +18,7 @@ use sapwood_core::objective::{exp_tables, sigmoid_table};
 use sapwood_core::tree::{NodeId, Tree};
 
 use crate::device::{driver_error, Gpu};
+use crate::encode;
 use crate::kernels::{CudaSource, Kernel};
 use crate::layout::{BinParams, GradParams, QuantParams, SampleParams};
 use crate::tiles::{capacity_for, plan_tiles, TilePlan, BYTES_PER_BIN, DEFAULT_SHARED_BYTES};
@@ -196,6 +197,91 @@ impl CudaBackend {
             .map_err(|e| driver_error("read-back", e))
     }
 
+    /// Queues the building of the histograms of `batch` into the histogram buffer (no wait).
+    fn queue_histograms(&mut self, batch: &[Span]) -> Result<()> {
+        let width = self.shape.total_bins;
+        let len = 2 * batch.len() * width;
+        if self.hist.as_ref().is_none_or(|h| h.len() < len) {
+            self.hist = Some(zeroed(&self.gpu, len, "histograms")?);
+        }
+        let nodes_buf = upload(&self.gpu, &span_words(batch), "nodes")?;
+        let max_len = batch.iter().map(|s| s.len as usize).max().unwrap_or(0);
+        let stream = &self.gpu.stream;
+        let hist = self.hist.as_mut().expect("allocated above");
+        stream
+            .memset_zeros(&mut hist.slice_mut(0..len))
+            .map_err(|e| driver_error("memset", e))?;
+        for (kernel, tiles, count, shared) in [
+            (
+                Kernel::HistShared,
+                &self.shared_tiles,
+                self.plan.shared.len(),
+                self.plan.shared_bytes,
+            ),
+            (
+                Kernel::HistGlobal,
+                &self.global_tiles,
+                self.plan.global.len(),
+                0,
+            ),
+        ] {
+            if count == 0 || max_len == 0 {
+                continue;
+            }
+            let by_rows = max_len.div_ceil(BLOCK as usize * 8).max(1);
+            let fill = (self.gpu.shared.sms as usize * 8 / (count * batch.len())).max(1);
+            let x = by_rows.min(fill) as u32;
+            let f = self.gpu.shared.function(kernel);
+            // tiles go along y, at most 65,535 a launch
+            for chunk in grid_chunks(count) {
+                let these = tiles.slice(4 * chunk.start..4 * chunk.end);
+                let mut b = stream.launch_builder(f);
+                b.arg(&self.bp)
+                    .arg(&self.bins)
+                    .arg(&self.offsets)
+                    .arg(&self.gh)
+                    .arg(&self.rows)
+                    .arg(&nodes_buf)
+                    .arg(&these)
+                    .arg(&mut *hist);
+                // SAFETY: matches hist_shared.cu / hist_global.cu; every node range lies
+                // in rows, every bin inside its feature (checked at upload), hist holds
+                // batch.len() * width entries, `these` holds the chunk's tiles (4 words
+                // each), and the shared tile `shared` bytes.
+                let grid = (x, chunk.len() as u32, batch.len() as u32);
+                unsafe { b.launch(cfg(grid, shared)) }.map_err(launch_error(kernel))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Builds the histograms of `nodes` as `build_histograms` does and group-encodes each
+    /// node's `2 * total_bins` values on the GPU (what the `auto` codec sends, before its
+    /// choice of varint pairs for an almost empty block): one message per node, the bytes
+    /// after the GROUPS tag, exactly as `codec::encode_groups` gives them. Only the encoded
+    /// bytes (and 4 bytes per 32 values of group sizes) reach the host.
+    pub fn build_group_encoded_histograms(&mut self, nodes: &[NodeId]) -> Result<Vec<Vec<u8>>> {
+        let width = self.shape.total_bins;
+        let spans = self.spans.of(nodes)?;
+        if width == 0 || nodes.is_empty() {
+            return Ok(vec![Vec::new(); nodes.len()]);
+        }
+        let encoded = (2 * width).div_ceil(32) * encode::MAX_GROUP_BYTES;
+        let per_batch = (MAX_HIST_BYTES / (16 * width).max(encoded)).clamp(1, MAX_BATCH);
+        let mut out = Vec::with_capacity(nodes.len());
+        for batch in spans.chunks(per_batch) {
+            self.queue_histograms(batch)?;
+            let hist = self.hist.as_ref().expect("allocated by queue_histograms");
+            out.extend(encode::groups(&self.gpu, hist, 2 * width, batch.len())?);
+        }
+        Ok(out)
+    }
+
+    /// The logical device this backend runs on (its encoders take uploaded values too).
+    pub fn gpu(&self) -> &Gpu {
+        &self.gpu
+    }
+
     /// Diagnostics: the last computed (g, h) of every row and group, `2 * groups` per row.
     pub fn read_gradients(&self) -> Result<Vec<f32>> {
         self.read(&self.grad, 2 * self.shape.n * self.shape.k)
@@ -327,59 +413,12 @@ impl HistBackend for CudaBackend {
             .chunks(per_batch)
             .zip(out.chunks_mut(per_batch * width))
         {
+            self.queue_histograms(batch)?;
             let len = 2 * batch.len() * width;
-            if self.hist.as_ref().is_none_or(|h| h.len() < len) {
-                self.hist = Some(zeroed(&self.gpu, len, "histograms")?);
-            }
-            let nodes_buf = upload(&self.gpu, &span_words(batch), "nodes")?;
-            let max_len = batch.iter().map(|s| s.len as usize).max().unwrap_or(0);
-            let stream = &self.gpu.stream;
-            let hist = self.hist.as_mut().expect("allocated above");
-            stream
-                .memset_zeros(&mut hist.slice_mut(0..len))
-                .map_err(|e| driver_error("memset", e))?;
-            for (kernel, tiles, count, shared) in [
-                (
-                    Kernel::HistShared,
-                    &self.shared_tiles,
-                    self.plan.shared.len(),
-                    self.plan.shared_bytes,
-                ),
-                (
-                    Kernel::HistGlobal,
-                    &self.global_tiles,
-                    self.plan.global.len(),
-                    0,
-                ),
-            ] {
-                if count == 0 || max_len == 0 {
-                    continue;
-                }
-                let by_rows = max_len.div_ceil(BLOCK as usize * 8).max(1);
-                let fill = (self.gpu.shared.sms as usize * 8 / (count * batch.len())).max(1);
-                let x = by_rows.min(fill) as u32;
-                let f = self.gpu.shared.function(kernel);
-                // tiles go along y, at most 65,535 a launch
-                for chunk in grid_chunks(count) {
-                    let these = tiles.slice(4 * chunk.start..4 * chunk.end);
-                    let mut b = stream.launch_builder(f);
-                    b.arg(&self.bp)
-                        .arg(&self.bins)
-                        .arg(&self.offsets)
-                        .arg(&self.gh)
-                        .arg(&self.rows)
-                        .arg(&nodes_buf)
-                        .arg(&these)
-                        .arg(&mut *hist);
-                    // SAFETY: matches hist_shared.cu / hist_global.cu; every node range lies
-                    // in rows, every bin inside its feature (checked at upload), hist holds
-                    // batch.len() * width entries, `these` holds the chunk's tiles (4 words
-                    // each), and the shared tile `shared` bytes.
-                    let grid = (x, chunk.len() as u32, batch.len() as u32);
-                    unsafe { b.launch(cfg(grid, shared)) }.map_err(launch_error(kernel))?;
-                }
-            }
-            let v = stream
+            let hist = self.hist.as_ref().expect("allocated by queue_histograms");
+            let v = self
+                .gpu
+                .stream
                 .clone_dtoh(&hist.slice(0..len))
                 .map_err(|e| driver_error("read-back", e))?;
             for (o, x) in out.iter_mut().zip(v.chunks_exact(2)) {
@@ -387,6 +426,33 @@ impl HistBackend for CudaBackend {
             }
         }
         Ok(())
+    }
+
+    fn build_packed_histograms(
+        &mut self,
+        nodes: &[NodeId],
+        widths: &[u32],
+    ) -> Result<Option<Vec<i64>>> {
+        if widths.len() != nodes.len() {
+            return Err(Error::Backend(format!(
+                "{} lane widths for {} nodes: one width per node",
+                widths.len(),
+                nodes.len()
+            )));
+        }
+        let width = self.shape.total_bins;
+        let spans = self.spans.of(nodes)?;
+        if width == 0 || nodes.is_empty() {
+            return Ok(Some(Vec::new()));
+        }
+        let per_batch = (MAX_HIST_BYTES / (16 * width)).clamp(1, MAX_BATCH);
+        let mut words = Vec::new();
+        for (batch, widths) in spans.chunks(per_batch).zip(widths.chunks(per_batch)) {
+            self.queue_histograms(batch)?;
+            let hist = self.hist.as_ref().expect("allocated by queue_histograms");
+            words.extend(encode::pack(&self.gpu, hist, 2 * width, widths)?);
+        }
+        Ok(Some(words))
     }
 
     fn apply_splits(&mut self, splits: &[NodeSplit]) -> Result<Vec<[u64; 2]>> {

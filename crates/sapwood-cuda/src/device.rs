@@ -22,7 +22,7 @@ use cudarc::driver::{CudaContext, CudaFunction, CudaStream, DriverError};
 use cudarc::nvrtc::Ptx;
 use sapwood_core::error::{Error, Result};
 
-use crate::kernels::{self, CudaSource, Kernel, Target};
+use crate::kernels::{self, CodecKernel, CudaSource, Kernel, Target};
 use crate::tiles::DEFAULT_SHARED_BYTES;
 
 /// Whether the CUDA driver library (`libcuda.so`) can be loaded. cudarc panics when a
@@ -75,6 +75,7 @@ pub struct GpuShared {
     /// Largest dynamic shared memory a block of hist_shared may opt in to.
     pub max_shared_bytes: u32,
     functions: HashMap<Kernel, CudaFunction>,
+    codecs: HashMap<CodecKernel, CudaFunction>,
     /// The dynamic shared memory hist_shared is allowed now; only ever raised.
     shared_limit: Mutex<u32>,
 }
@@ -99,8 +100,8 @@ fn gpus() -> &'static Mutex<HashMap<usize, Slot<Arc<GpuShared>>>> {
     G.get_or_init(Default::default)
 }
 
-/// Every kernel compiled for `target`, compiled at the first call for it (under the lock of
-/// that target only).
+/// Every kernel compiled for `target` (the core's list, then the encoders), compiled at the
+/// first call for it (under the lock of that target only).
 fn compiled(target: Target) -> Result<Arc<Vec<kernels::Compiled>>> {
     static C: Slots<Target, Arc<Vec<kernels::Compiled>>> = OnceLock::new();
     let slot = slot(C.get_or_init(Default::default), target);
@@ -111,6 +112,11 @@ fn compiled(target: Target) -> Result<Arc<Vec<kernels::Compiled>>> {
     let all = Kernel::ALL
         .iter()
         .map(|&k| kernels::compile(k, target))
+        .chain(
+            CodecKernel::ALL
+                .iter()
+                .map(|&k| kernels::compile_codec(k, target)),
+        )
         .collect::<Result<Vec<_>>>()?;
     let all = Arc::new(all);
     *done = Some(all.clone());
@@ -190,27 +196,36 @@ impl GpuShared {
             .map(|u| u.bytes.map(|b| b as u8))
             .map_err(|e| driver_error("device UUID", e))?;
         let target = choose_target(arch, &kernels::supported_archs()?)?;
-        let mut functions = HashMap::new();
-        // compiled() holds Kernel::ALL in order
-        for (&k, c) in Kernel::ALL.iter().zip(compiled(target)?.iter()) {
+        let compiled = compiled(target)?;
+        let load = |file: String, entry: &str, c: &kernels::Compiled| -> Result<CudaFunction> {
             let image = match target {
                 Target::Cubin(_) => Ptx::from_binary(c.image.clone()),
                 Target::Ptx(_) => Ptx::from_src(kernels::ptx_text(&c.image).unwrap_or_default()),
             };
             let module = ctx.load_module(image).map_err(|e| {
                 Error::Backend(format!(
-                    "the CUDA driver refused {} built for {} by NVRTC {:?}: {e} (PTX from an \
+                    "the CUDA driver refused {file} built for {} by NVRTC {:?}: {e} (PTX from an \
                      NVRTC newer than the driver is refused; use NVRTC 13.0 with a CUDA 13.0 \
                      driver)",
-                    k.file(),
                     target.arch(),
                     kernels::nvrtc_version().ok()
                 ))
             })?;
-            let f = module
-                .load_function(k.entry())
-                .map_err(|e| driver_error(&format!("function {}", k.entry()), e))?;
-            functions.insert(k, f);
+            module
+                .load_function(entry)
+                .map_err(|e| driver_error(&format!("function {entry}"), e))
+        };
+        // compiled() holds Kernel::ALL, then CodecKernel::ALL, in order
+        let mut functions = HashMap::new();
+        for (&k, c) in Kernel::ALL.iter().zip(compiled.iter()) {
+            functions.insert(k, load(k.file(), k.entry(), c)?);
+        }
+        let mut codecs = HashMap::new();
+        for (&k, c) in CodecKernel::ALL
+            .iter()
+            .zip(compiled.iter().skip(Kernel::ALL.len()))
+        {
+            codecs.insert(k, load(k.file(), k.entry(), c)?);
         }
         // the dynamic shared memory of hist_shared: the opt-in limit less its static shared
         // memory (none today)
@@ -229,6 +244,7 @@ impl GpuShared {
                 .saturating_sub(static_shared)
                 .max(DEFAULT_SHARED_BYTES),
             functions,
+            codecs,
             shared_limit: Mutex::new(DEFAULT_SHARED_BYTES),
         })
     }
@@ -236,6 +252,11 @@ impl GpuShared {
     /// A loaded kernel.
     pub(crate) fn function(&self, k: Kernel) -> &CudaFunction {
         &self.functions[&k]
+    }
+
+    /// A loaded encoder.
+    pub(crate) fn codec_function(&self, k: CodecKernel) -> &CudaFunction {
+        &self.codecs[&k]
     }
 
     /// Lets hist_shared use `bytes` of dynamic shared memory per block. The attribute belongs

@@ -22,6 +22,7 @@ const PARAMS: (&str, &str) = (
 );
 const BINS: (&str, &str) = ("bins.cuh", include_str!("../../../shaders/cuda/bins.cuh"));
 const ROUTE: (&str, &str) = ("route.cuh", include_str!("../../../shaders/cuda/route.cuh"));
+const CODEC: (&str, &str) = ("codec.cuh", include_str!("../../../shaders/cuda/codec.cuh"));
 
 /// NVRTC options of every kernel: no contraction of a * b + c into an FMA, IEEE division
 /// and square root, subnormals kept (the kernels flush explicitly where the core does).
@@ -86,6 +87,58 @@ impl CudaSource for Kernel {
         push_file(&mut s, &self.file(), body(self));
         s
     }
+}
+
+/// The histogram encoders: kernels of the GPU backends alone (the core's kernel list holds
+/// what every backend runs), each composed with common.cuh and codec.cuh; named as their
+/// WGSL twins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CodecKernel {
+    /// Packed lanes of whole messages (`codec::pack`).
+    Pack,
+    /// The group encoding of whole messages, in two passes (sizes, then bytes).
+    Groups,
+}
+
+impl CodecKernel {
+    /// Every encoder, in the order they are compiled and loaded.
+    pub const ALL: [CodecKernel; 2] = [CodecKernel::Pack, CodecKernel::Groups];
+
+    /// The file name without extension, and the entry point.
+    pub fn stem(self) -> &'static str {
+        match self {
+            CodecKernel::Pack => "pack",
+            CodecKernel::Groups => "groups",
+        }
+    }
+}
+
+impl CudaSource for CodecKernel {
+    fn entry(self) -> &'static str {
+        self.stem()
+    }
+
+    fn file(self) -> String {
+        format!("{}.cu", self.stem())
+    }
+
+    fn source(self) -> String {
+        let body = match self {
+            CodecKernel::Pack => include_str!("../../../shaders/cuda/pack.cu"),
+            CodecKernel::Groups => include_str!("../../../shaders/cuda/groups.cu"),
+        };
+        let mut s = String::new();
+        for (name, text) in [COMMON, CODEC, (&self.file(), body)] {
+            push_file(&mut s, name, text);
+        }
+        s
+    }
+}
+
+/// Compiles the encoder `kernel` for `target` (its `kernel` field is `None`: it is not in
+/// the core's list).
+pub fn compile_codec(kernel: CodecKernel, target: Target) -> Result<Compiled> {
+    compile_source(&kernel.source(), &kernel.file(), target)
 }
 
 fn push_file(s: &mut String, name: &str, text: &str) {

@@ -13,6 +13,13 @@
 //! summed their values. The sibling of each built node is the parent minus the node, taken
 //! by the core's grower after the histograms are summed over workers.
 //!
+//! The histograms of a batch of nodes can also leave the GPU only encoded: packed lanes
+//! ([`sapwood_core::backend::HistBackend::build_packed_histograms`]) or the group encoding
+//! of the `auto` codec ([`CudaBackend::build_group_encoded_histograms`]), by the kernels
+//! `pack.cu` and `groups.cu` (a warp per group of 32 values), byte for byte what
+//! sapwood-collective's codecs make on the host. [`Gpu::pack_values`] and
+//! [`Gpu::encode_groups`] run them on uploaded values.
+//!
 //! Kernels are CUDA C++ files in `shaders/cuda/` (named as their WGSL twins), embedded in
 //! the binary and compiled with NVRTC at first use — a CUBIN for the GPU's own architecture
 //! — then loaded once per GPU. The build needs no CUDA toolkit: cudarc loads `libcuda` and
@@ -62,6 +69,7 @@
 
 pub mod backend;
 pub mod device;
+mod encode;
 pub mod factory;
 pub mod kernels;
 pub mod layout;
@@ -74,7 +82,7 @@ pub mod topology;
 pub use backend::CudaBackend;
 pub use device::{device_count, driver_present, Gpu};
 pub use factory::{CudaFactory, CudaOptions};
-pub use kernels::{nvrtc_present, CudaSource, Kernel, Target};
+pub use kernels::{nvrtc_present, CodecKernel, CudaSource, Kernel, Target};
 pub use predict::predict_binned;
 
 /// The helper headers followed by one probe kernel per parameter field, for the layout

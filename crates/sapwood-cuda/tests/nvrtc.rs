@@ -5,8 +5,8 @@
 //! Ignored where the build script found no NVRTC; `SAPWOOD_REQUIRE_NVRTC=1` makes them run
 //! and fail instead.
 
-use sapwood_cuda::kernels::{self, compile, compile_source, Target};
-use sapwood_cuda::{layout, CudaSource, Kernel};
+use sapwood_cuda::kernels::{self, compile, compile_codec, compile_source, Target};
+use sapwood_cuda::{layout, CodecKernel, CudaSource, Kernel};
 
 fn require_nvrtc() {
     assert!(
@@ -56,6 +56,54 @@ fn every_kernel_compiles_for_sm80_and_sm90() {
                     assert_eq!(&c.image[..4], b"\x7fELF", "{} is not a CUBIN", k.file());
                     assert!(c.image.len() > 1000);
                 }
+            }
+        }
+        // the histogram encoders, kernels of the GPU backends alone
+        for k in CodecKernel::ALL {
+            let c = compile_codec(k, target).unwrap_or_else(|e| panic!("{}: {e}", k.file()));
+            assert_eq!(c.kernel, None);
+            match target {
+                Target::Ptx(a) => {
+                    let ptx = String::from_utf8(c.image).expect("PTX is text");
+                    assert!(ptx.contains(&format!(".target sm_{a}")), "{}", k.file());
+                    assert!(
+                        ptx.contains(&format!(".entry {}(", k.entry())),
+                        "{}",
+                        k.file()
+                    );
+                }
+                Target::Cubin(_) => assert_eq!(&c.image[..4], b"\x7fELF", "{}", k.file()),
+            }
+        }
+    }
+}
+
+#[test]
+#[cfg_attr(sapwood_no_nvrtc, ignore = "NVRTC not found: run install-nvrtc.sh")]
+fn encoders_use_warp_reductions_and_no_float_or_shared_memory() {
+    // groups.cu is one warp per group: its ORs are warp reductions (sm_80's redux.sync) and
+    // its bitmap a ballot; both encoders are integer-only and keep nothing in shared memory
+    require_nvrtc();
+    for a in [80, 90] {
+        for k in CodecKernel::ALL {
+            let ptx = String::from_utf8(compile_codec(k, Target::Ptx(a)).unwrap().image).unwrap();
+            let what = format!("{} for compute_{a}", k.file());
+            for line in instructions(&ptx) {
+                let op = operands(line).0;
+                assert!(float_to_int(op).is_none(), "{what}: `{line}`");
+                assert!(
+                    !op.contains(".f32") && !op.contains(".f64"),
+                    "{what}: `{line}`"
+                );
+                assert!(!op.contains(".shared"), "{what}: `{line}`");
+            }
+            if k == CodecKernel::Groups {
+                assert!(ptx.contains("redux.sync.or.b32"), "{what}: warp reductions");
+                assert!(ptx.contains("vote.sync.ballot.b32"), "{what}: a ballot");
+                assert!(
+                    ptx.contains("atom.global.or.b32") || ptx.contains("red.global.or.b32"),
+                    "{what}: the writes are ORed in"
+                );
             }
         }
     }
@@ -261,9 +309,22 @@ fn sass(k: Kernel, arch: u32) -> String {
     let cubin = compile(k, Target::Cubin(arch))
         .unwrap_or_else(|e| panic!("{}: {e}", k.file()))
         .image;
+    disassemble(&cubin, k.entry(), arch)
+}
+
+/// The SASS of the encoder `k` built as a CUBIN for `sm_{arch}`.
+fn codec_sass(k: CodecKernel, arch: u32) -> String {
+    let cubin = compile_codec(k, Target::Cubin(arch))
+        .unwrap_or_else(|e| panic!("{}: {e}", k.file()))
+        .image;
+    disassemble(&cubin, k.entry(), arch)
+}
+
+/// `cubin` disassembled by nvdisasm.
+fn disassemble(cubin: &[u8], entry: &str, arch: u32) -> String {
     let dir = std::env::temp_dir().join(format!("sapwood-sass-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("{}_sm{arch}.cubin", k.entry()));
+    let path = dir.join(format!("{entry}_sm{arch}.cubin"));
     std::fs::write(&path, cubin).unwrap();
     let tool = nvdisasm();
     let out = std::process::Command::new(&tool)
@@ -279,8 +340,7 @@ fn sass(k: Kernel, arch: u32) -> String {
     let _ = std::fs::remove_file(&path);
     assert!(
         out.status.success(),
-        "nvdisasm failed on {}: {}",
-        k.file(),
+        "nvdisasm failed on {entry}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).expect("SASS is text")
@@ -366,6 +426,17 @@ fn sass_has_no_shared_compare_and_swap_loops_and_no_unguarded_f64_conversion() {
                     );
                 }
                 _ => {}
+            }
+        }
+        for k in CodecKernel::ALL {
+            let ins = sass_instructions(&codec_sass(k, arch));
+            let what = format!("{} for sm_{arch}", k.file());
+            assert!(ins.len() > 10, "{what}: no SASS read");
+            // no shared memory at all, so no shared atomic and no retry loop
+            assert!(!ins.iter().any(|i| i.starts_with("ATOMS")), "{what}");
+            assert!(!ins.iter().any(|i| i.contains("ATOMG.E.CAS")), "{what}");
+            if k == CodecKernel::Groups {
+                assert!(ins.iter().any(|i| i.starts_with("REDUX.OR")), "{what}");
             }
         }
     }
@@ -504,5 +575,17 @@ fn every_kernel_file_is_in_shaders_cuda_and_named_like_its_wgsl_twin() {
             k.file(),
             k.entry()
         );
+    }
+    for k in CodecKernel::ALL {
+        let cu = std::path::Path::new(root).join("cuda").join(k.file());
+        assert!(cu.exists(), "{}", cu.display());
+        let wgsl = std::path::Path::new(root)
+            .join("wgsl")
+            .join(format!("{}.wgsl", k.entry()));
+        assert!(wgsl.exists(), "{} has no WGSL twin", k.file());
+        assert!(k.source().contains(&format!(
+            "extern \"C\" __global__ void __launch_bounds__(256) {}(",
+            k.entry()
+        )));
     }
 }

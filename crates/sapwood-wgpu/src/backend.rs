@@ -10,12 +10,13 @@ use sapwood_core::backend::shard::kernels::{
 };
 use sapwood_core::backend::shard::{self, NodeSpans, ShardLimits, ShardShape, Span};
 use sapwood_core::backend::{HistBackend, NodeSplit, ShardData, TreeSetup};
-use sapwood_core::error::Result;
+use sapwood_core::error::{Error, Result};
 use sapwood_core::hist::HistBin;
 use sapwood_core::objective::{exp_tables, sigmoid_table};
 use sapwood_core::tree::{NodeId, Tree};
 
 use crate::chunks::{Chunk, DeviceBins};
+use crate::encode::{self, Messages};
 use crate::gpu::{Gpu, ROWS_PER_GROUP, WG};
 use crate::layout::{BinParams, GradParams, QuantParams, SampleParams};
 use crate::predict::add_tree;
@@ -151,6 +152,92 @@ impl WgpuBackend {
         Ok(g.read(g.encoder(), &[(buffer, 0, bytes as u64)])?.remove(0))
     }
 
+    /// Nodes per batch whose histograms (and their encodings, `bytes` a node at most) fit
+    /// one storage binding and one dispatch.
+    fn nodes_per_batch(&self, bytes: u64) -> Result<usize> {
+        self.gpu.check_binding(bytes, "one node's histogram")?;
+        Ok(((self.gpu.max_binding() / bytes) as usize).clamp(1, MAX_BATCH))
+    }
+
+    /// Records the building of the histograms of `batch` into the histogram buffer; returns
+    /// the encoder, not yet submitted.
+    fn record_histograms(&mut self, batch: &[Span]) -> wgpu::CommandEncoder {
+        let width = self.shape.total_bins;
+        let bytes = 16 * (batch.len() * width) as u64;
+        self.hist_buffer(bytes);
+        let g = &self.gpu;
+        let hist = self.hist.as_ref().expect("made above");
+        let nodes_buf = g.storage("nodes", words(&span_words(batch)));
+        let max_len = batch.iter().map(|s| s.len as usize).max().unwrap_or(0);
+        let x = g.row_groups(max_len, ROWS_PER_GROUP);
+        let mut enc = g.encoder();
+        enc.clear_buffer(hist, 0, Some(bytes));
+        for c in &self.bins.chunks {
+            let bp = g.uniform(&self.bin_params(c, 0));
+            for (kernel, (tiles, count)) in [
+                (Kernel::HistShared, &self.shared_tiles),
+                (Kernel::HistGlobal, &self.global_tiles),
+            ] {
+                g.dispatch(
+                    &mut enc,
+                    kernel,
+                    &[
+                        &bp,
+                        &c.bins,
+                        &self.offsets,
+                        &self.gh,
+                        &self.rows,
+                        &nodes_buf,
+                        tiles,
+                        hist,
+                    ],
+                    [x, *count, batch.len() as u32],
+                );
+            }
+        }
+        enc
+    }
+
+    /// The first `count` histograms of the histogram buffer, as messages of 2 · total bins
+    /// values.
+    fn hist_messages(&self, count: usize) -> Messages<'_> {
+        Messages {
+            src: self.hist.as_ref().expect("built before it is read"),
+            len: 2 * self.shape.total_bins,
+            count,
+        }
+    }
+
+    /// Builds the histograms of `nodes` as `build_histograms` does and group-encodes each
+    /// node's `2 * total_bins` values on the device (what the `auto` codec sends, before
+    /// its choice of varint pairs for an almost empty block): one message per node, the
+    /// bytes after the GROUPS tag, exactly as `codec::encode_groups` gives them. Only the
+    /// encoded bytes (and 4 bytes per 32 values of group sizes) reach the host.
+    pub fn build_group_encoded_histograms(&mut self, nodes: &[NodeId]) -> Result<Vec<Vec<u8>>> {
+        let width = self.shape.total_bins;
+        let spans = self.spans.of(nodes)?;
+        if width == 0 || nodes.is_empty() {
+            return Ok(vec![Vec::new(); nodes.len()]);
+        }
+        let encoded = (2 * width).div_ceil(32) as u64 * encode::MAX_GROUP_BYTES;
+        let per_batch = self.nodes_per_batch((16 * width as u64).max(encoded))?;
+        let mut out = Vec::with_capacity(nodes.len());
+        for batch in spans.chunks(per_batch) {
+            let enc = self.record_histograms(batch);
+            out.extend(encode::groups(
+                &self.gpu,
+                enc,
+                self.hist_messages(batch.len()),
+            )?);
+        }
+        Ok(out)
+    }
+
+    /// The logical device this backend runs on (its encoders take uploaded values too).
+    pub fn gpu(&self) -> &Arc<Gpu> {
+        &self.gpu
+    }
+
     /// Diagnostics: the last computed (g, h) of every row and group, `2 * groups` per row.
     pub fn read_gradients(&self) -> Result<Vec<f32>> {
         let b = self.read_all(&self.grad, 8 * self.shape.n * self.shape.k)?;
@@ -268,47 +355,17 @@ impl HistBackend for WgpuBackend {
         if width == 0 || nodes.is_empty() {
             return Ok(());
         }
-        let node_bytes = 16 * width as u64;
-        self.gpu.check_binding(node_bytes, "one node's histogram")?;
-        let per_batch = ((self.gpu.max_binding() / node_bytes) as usize).clamp(1, MAX_BATCH);
         let spans = self.spans.of(nodes)?;
+        let per_batch = self.nodes_per_batch(16 * width as u64)?;
         for (batch, out) in spans
             .chunks(per_batch)
             .zip(out.chunks_mut(per_batch * width))
         {
-            let bytes = batch.len() as u64 * node_bytes;
-            self.hist_buffer(bytes);
-            let g = &self.gpu;
-            let hist = self.hist.as_ref().expect("made above");
-            let nodes_buf = g.storage("nodes", words(&span_words(batch)));
-            let max_len = batch.iter().map(|s| s.len as usize).max().unwrap_or(0);
-            let x = g.row_groups(max_len, ROWS_PER_GROUP);
-            let mut enc = g.encoder();
-            enc.clear_buffer(hist, 0, Some(bytes));
-            for c in &self.bins.chunks {
-                let bp = g.uniform(&self.bin_params(c, 0));
-                for (kernel, (tiles, count)) in [
-                    (Kernel::HistShared, &self.shared_tiles),
-                    (Kernel::HistGlobal, &self.global_tiles),
-                ] {
-                    g.dispatch(
-                        &mut enc,
-                        kernel,
-                        &[
-                            &bp,
-                            &c.bins,
-                            &self.offsets,
-                            &self.gh,
-                            &self.rows,
-                            &nodes_buf,
-                            tiles,
-                            hist,
-                        ],
-                        [x, *count, batch.len() as u32],
-                    );
-                }
-            }
-            let b = g.read(enc, &[(hist, 0, bytes)])?;
+            let enc = self.record_histograms(batch);
+            let m = self.hist_messages(batch.len());
+            let b = self
+                .gpu
+                .read(enc, &[(m.src, 0, 16 * (batch.len() * width) as u64)])?;
             for (o, v) in out.iter_mut().zip(hist_bins(&b[0])) {
                 *o = v;
             }
@@ -316,6 +373,37 @@ impl HistBackend for WgpuBackend {
         Ok(())
     }
 
+    fn build_packed_histograms(
+        &mut self,
+        nodes: &[NodeId],
+        widths: &[u32],
+    ) -> Result<Option<Vec<i64>>> {
+        if widths.len() != nodes.len() {
+            return Err(Error::Backend(format!(
+                "{} lane widths for {} nodes: one width per node",
+                widths.len(),
+                nodes.len()
+            )));
+        }
+        let width = self.shape.total_bins;
+        let spans = self.spans.of(nodes)?;
+        if width == 0 || nodes.is_empty() {
+            return Ok(Some(Vec::new()));
+        }
+        // the packed words of a batch are never more than its histograms
+        let per_batch = self.nodes_per_batch(16 * width as u64)?;
+        let mut words = Vec::new();
+        for (batch, widths) in spans.chunks(per_batch).zip(widths.chunks(per_batch)) {
+            let enc = self.record_histograms(batch);
+            words.extend(encode::pack(
+                &self.gpu,
+                enc,
+                self.hist_messages(batch.len()),
+                widths,
+            )?);
+        }
+        Ok(Some(words))
+    }
     fn apply_splits(&mut self, splits: &[NodeSplit]) -> Result<Vec<[u64; 2]>> {
         let spans = self.spans.for_splits(splits, self.shape.nf)?;
         let mut moved = Vec::with_capacity(splits.len());

@@ -20,6 +20,9 @@ pub struct WgpuOptions {
     /// Largest chunk of the binned shard bound at once, in bytes (default and maximum: the
     /// adapter's storage binding limit).
     pub max_chunk_bytes: Option<u64>,
+    /// Largest storage binding used, in bytes (default and maximum: the adapter's limit), so
+    /// that tests split batches of node histograms and their encodings on small data.
+    pub max_binding_bytes: Option<u64>,
     /// Indices of the adapters logical devices are spread over, round-robin, in the order
     /// [`WgpuFactory::adapter_names`] lists them (`device = "wgpu:0"`); default: every one.
     pub adapters: Option<Vec<usize>>,
@@ -117,6 +120,7 @@ impl WgpuFactory {
             &adapters[i],
             self.options.tile_bins,
             self.options.max_chunk_bytes,
+            self.options.max_binding_bytes,
         )?))
     }
 }

@@ -8,7 +8,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use sapwood_core::error::{Error, Result};
 use wgpu::util::DeviceExt;
 
-use crate::shaders::{Kernel, Wgsl};
+use crate::shaders::{CodecKernel, Kernel, Wgsl};
 
 /// Rows per workgroup that justify another workgroup (more only adds zeroing and flushing).
 pub(crate) const ROWS_PER_GROUP: usize = 4096;
@@ -18,13 +18,29 @@ pub(crate) const WG: usize = 256;
 /// The compiled pipelines of one device.
 pub(crate) struct Kernels {
     pipelines: Vec<wgpu::ComputePipeline>,
+    codecs: Vec<wgpu::ComputePipeline>,
 }
 
-impl Kernels {
-    /// The pipeline of `k`.
-    pub(crate) fn get(&self, k: Kernel) -> &wgpu::ComputePipeline {
-        let i = Kernel::ALL.iter().position(|&x| x == k).unwrap_or(0);
-        &self.pipelines[i]
+/// A kernel with a pipeline on every device: the core's list and this backend's encoders.
+pub(crate) trait Compiled: Wgsl {
+    /// Its pipeline among `kernels`.
+    fn pipeline(self, kernels: &Kernels) -> &wgpu::ComputePipeline;
+}
+
+impl Compiled for Kernel {
+    fn pipeline(self, kernels: &Kernels) -> &wgpu::ComputePipeline {
+        let i = Kernel::ALL.iter().position(|&x| x == self).unwrap_or(0);
+        &kernels.pipelines[i]
+    }
+}
+
+impl Compiled for CodecKernel {
+    fn pipeline(self, kernels: &Kernels) -> &wgpu::ComputePipeline {
+        let i = CodecKernel::ALL
+            .iter()
+            .position(|&x| x == self)
+            .unwrap_or(0);
+        &kernels.codecs[i]
     }
 }
 
@@ -38,6 +54,8 @@ pub struct Gpu {
     pub(crate) tile_bins: u32,
     /// Largest chunk of bins bound at once.
     pub(crate) max_chunk_bytes: u64,
+    /// Largest storage binding used (the adapter's, or less where a test asks).
+    max_binding: u64,
     name: String,
     errors: Arc<Mutex<Vec<String>>>,
 }
@@ -59,6 +77,7 @@ impl Gpu {
         adapter: &wgpu::Adapter,
         tile_bins: Option<u32>,
         max_chunk_bytes: Option<u64>,
+        max_binding_bytes: Option<u64>,
     ) -> Result<Self> {
         let info = adapter.get_info();
         let name = format!("{} ({:?}, {:?})", info.name, info.backend, info.device_type);
@@ -89,21 +108,29 @@ impl Gpu {
         // 16 bytes per bin: (Σg, Σh) as two i64 pairs of u32 words
         let fit = (limits.max_compute_workgroup_storage_size / 16).max(1);
         let tile_bins = tile_bins.unwrap_or(fit).clamp(1, fit);
-        let binding = limits
+        let adapter_binding = limits
             .max_storage_buffer_binding_size
             .min(limits.max_buffer_size);
+        let binding = max_binding_bytes
+            .unwrap_or(adapter_binding)
+            .clamp(16, adapter_binding);
         let max_chunk_bytes = max_chunk_bytes.unwrap_or(binding).clamp(4, binding);
         let mut pipelines = Vec::with_capacity(Kernel::ALL.len());
         for k in Kernel::ALL {
             pipelines.push(compile(&device, k, tile_bins * 4)?);
         }
+        let codecs = CodecKernel::ALL
+            .iter()
+            .map(|&k| compile(&device, k, tile_bins * 4))
+            .collect::<Result<Vec<_>>>()?;
         Ok(Gpu {
             device,
             queue,
-            kernels: Kernels { pipelines },
+            kernels: Kernels { pipelines, codecs },
             limits,
             tile_bins,
             max_chunk_bytes,
+            max_binding: binding,
             name,
             errors,
         })
@@ -127,9 +154,7 @@ impl Gpu {
 
     /// Largest storage binding this device allows.
     pub(crate) fn max_binding(&self) -> u64 {
-        self.limits
-            .max_storage_buffer_binding_size
-            .min(self.limits.max_buffer_size)
+        self.max_binding
     }
 
     /// Fails unless a buffer of `bytes` can be bound.
@@ -205,14 +230,14 @@ impl Gpu {
     pub(crate) fn dispatch(
         &self,
         encoder: &mut wgpu::CommandEncoder,
-        k: Kernel,
+        k: impl Compiled,
         buffers: &[&wgpu::Buffer],
         groups: [u32; 3],
     ) {
         if groups.contains(&0) {
             return;
         }
-        let pipeline = self.kernels.get(k);
+        let pipeline = k.pipeline(&self.kernels);
         let entries: Vec<wgpu::BindGroupEntry<'_>> = buffers
             .iter()
             .enumerate()
@@ -306,7 +331,7 @@ impl Gpu {
 
 /// Compiles one kernel inside validation and internal error scopes: wgpu would otherwise
 /// report a bad shader through the panicking default handler.
-fn compile(device: &wgpu::Device, k: Kernel, tile_words: u32) -> Result<wgpu::ComputePipeline> {
+fn compile(device: &wgpu::Device, k: impl Wgsl, tile_words: u32) -> Result<wgpu::ComputePipeline> {
     let internal = device.push_error_scope(wgpu::ErrorFilter::Internal);
     let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
     let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {

@@ -54,6 +54,11 @@ gpu_struct! {
     }
 }
 
+gpu_struct! {
+    /// Parameters of the histogram encoders (pack.wgsl, groups.wgsl; declared in codec.wgsl).
+    CodecParams { values: u32, messages: u32, groups: u32, write: u32 }
+}
+
 impl From<GradScalars> for GradParams {
     fn from(s: GradScalars) -> Self {
         GradParams {
@@ -115,21 +120,35 @@ mod tests {
 
     #[test]
     fn rust_and_wgsl_parameter_blocks_have_the_same_layout() {
-        let src = crate::shaders::params_source();
-        let m = naga::front::wgsl::parse_str(src).expect("params.wgsl parses");
+        let sources = [
+            (
+                crate::shaders::params_source(),
+                vec![
+                    GradParams::layout(),
+                    QuantParams::layout(),
+                    SampleParams::layout(),
+                    BinParams::layout(),
+                ],
+            ),
+            (crate::shaders::codec_source(), vec![CodecParams::layout()]),
+        ];
+        for (src, layouts) in sources {
+            check_layouts(src, layouts);
+        }
+    }
+
+    type Layout = (&'static str, usize, Vec<(&'static str, usize)>);
+
+    fn check_layouts(src: &str, layouts: Vec<Layout>) {
+        let m = naga::front::wgsl::parse_str(src).expect("the parameter blocks parse");
         let mut layouter = naga::proc::Layouter::default();
         layouter.update(m.to_ctx()).expect("layout");
-        for (name, size, fields) in [
-            GradParams::layout(),
-            QuantParams::layout(),
-            SampleParams::layout(),
-            BinParams::layout(),
-        ] {
+        for (name, size, fields) in layouts {
             let (handle, ty) = m
                 .types
                 .iter()
                 .find(|(_, t)| t.name.as_deref() == Some(name))
-                .unwrap_or_else(|| panic!("{name} is not declared in params.wgsl"));
+                .unwrap_or_else(|| panic!("{name} is not declared"));
             let naga::TypeInner::Struct { members, span } = &ty.inner else {
                 panic!("{name} is not a struct");
             };

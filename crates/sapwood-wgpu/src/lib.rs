@@ -13,6 +13,13 @@
 //! `gpu_layout`, shared with the CUDA backend; this crate holds the device, buffers,
 //! dispatches and read-backs.
 //!
+//! The histograms of a batch of nodes can also leave the device only encoded: packed
+//! lanes ([`sapwood_core::backend::HistBackend::build_packed_histograms`]) or the group
+//! encoding of the `auto` codec ([`WgpuBackend::build_group_encoded_histograms`]), by the
+//! kernels `pack.wgsl` and `groups.wgsl`, byte for byte what sapwood-collective's codecs
+//! make on the host. [`Gpu::pack_values`] and [`Gpu::encode_groups`] run them on uploaded
+//! values.
+//!
 //! Use [`WgpuFactory`] wherever a [`sapwood_core::backend::BackendFactory`] is expected. Each
 //! backend it creates is a new logical device, spread round-robin over the adapters found,
 //! so several workers may share one adapter.
@@ -39,6 +46,7 @@
 mod adapters;
 mod backend;
 mod chunks;
+mod encode;
 mod factory;
 mod gpu;
 mod layout;

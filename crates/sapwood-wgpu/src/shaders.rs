@@ -5,6 +5,7 @@ const COMMON: &str = include_str!("../../../shaders/wgsl/common.wgsl");
 const PARAMS: &str = include_str!("../../../shaders/wgsl/params.wgsl");
 const BINS: &str = include_str!("../../../shaders/wgsl/bins.wgsl");
 const ROUTE: &str = include_str!("../../../shaders/wgsl/route.wgsl");
+const CODEC: &str = include_str!("../../../shaders/wgsl/codec.wgsl");
 
 /// The declaration the loader rewrites with the adapter's tile size.
 pub(crate) const TILE_DECL: &str = "const TILE_WORDS: u32 = 4096u;";
@@ -67,10 +68,56 @@ impl Wgsl for Kernel {
     }
 }
 
+/// The histogram encoders: kernels of this backend alone (the core's kernel list holds what
+/// every backend runs), each composed with common.wgsl and codec.wgsl.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum CodecKernel {
+    /// Packed lanes of whole messages (`codec::pack`).
+    Pack,
+    /// The group encoding of whole messages, in two passes (sizes, then bytes).
+    Groups,
+}
+
+impl CodecKernel {
+    /// Every encoder, in the order their pipelines are kept.
+    pub(crate) const ALL: [CodecKernel; 2] = [CodecKernel::Pack, CodecKernel::Groups];
+
+    /// The file name without extension, shared with the CUDA twin.
+    pub(crate) fn stem(self) -> &'static str {
+        match self {
+            CodecKernel::Pack => "pack",
+            CodecKernel::Groups => "groups",
+        }
+    }
+}
+
+impl Wgsl for CodecKernel {
+    fn name(self) -> String {
+        format!("{}.wgsl", self.stem())
+    }
+
+    fn body(self) -> &'static str {
+        match self {
+            CodecKernel::Pack => include_str!("../../../shaders/wgsl/pack.wgsl"),
+            CodecKernel::Groups => include_str!("../../../shaders/wgsl/groups.wgsl"),
+        }
+    }
+
+    fn source(self, _tile_words: u32) -> String {
+        [COMMON, CODEC, self.body()].join("\n")
+    }
+}
+
 /// The parameter-block declarations on their own (for the layout test).
 #[cfg(test)]
 pub(crate) fn params_source() -> &'static str {
     PARAMS
+}
+
+/// The encoders' helper file on its own (for the layout test).
+#[cfg(test)]
+pub(crate) fn codec_source() -> &'static str {
+    CODEC
 }
 
 #[cfg(test)]
@@ -99,6 +146,10 @@ mod tests {
                     k.name()
                 );
             }
+        }
+        for k in CodecKernel::ALL {
+            let m = module(&k.source(1024), &k.name());
+            assert!(m.entry_points.iter().any(|e| e.name == "main"), "{k:?}");
         }
     }
 

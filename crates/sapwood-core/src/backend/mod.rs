@@ -80,6 +80,21 @@ pub trait HistBackend: Send {
     /// overwritten).
     fn build_histograms(&mut self, nodes: &[NodeId], out: &mut [HistBin]) -> Result<()>;
 
+    /// Builds the histograms of `nodes` as [`HistBackend::build_histograms`] does and packs
+    /// node i's `2 * total_bins` values at lane width `widths[i]` on the device, exactly as
+    /// the `packed` codec packs them (lane j of a word weighted by 2^(w·j), wrapping i64),
+    /// the nodes' words one after another: the histograms never reach the host unpacked,
+    /// and a transport that adds 64-bit integers sums the words as they are. `None` where
+    /// the backend has no packing kernel (the host packs).
+    fn build_packed_histograms(
+        &mut self,
+        nodes: &[NodeId],
+        widths: &[u32],
+    ) -> Result<Option<Vec<i64>>> {
+        let _ = (nodes, widths);
+        Ok(None)
+    }
+
     /// Moves each split node's rows to its children; returns (left, right) rows per split.
     fn apply_splits(&mut self, splits: &[NodeSplit]) -> Result<Vec<[u64; 2]>>;
 
