@@ -1069,8 +1069,9 @@ class Booster:
     @property
     def comm_stats(self) -> dict[str, Any]:
         """Bytes exchanged between workers in training: ``bytes_sent``,
-        ``bytes_before_compression``, ``allreduce_calls`` (zeros for one worker) and
-        ``per_round`` (one such dict per round)."""
+        ``bytes_before_compression``, ``allreduce_calls`` (zeros for one worker),
+        ``device_encoded_blocks`` (blocks a GPU backend encoded), ``seconds`` (wall time
+        inside collective calls) and ``per_round`` (one such dict per round)."""
         pickled: Optional[dict[str, Any]] = getattr(self, "_comm", None)
         if pickled is not None:
             return pickled

@@ -167,8 +167,9 @@ impl NativeBooster {
     }
 
     /// Bytes this worker exchanged in training: a dict with `bytes_sent`,
-    /// `bytes_before_compression`, `allreduce_calls` (zeros for one worker), and `per_round`,
-    /// one such dict per round.
+    /// `bytes_before_compression`, `allreduce_calls` (zeros for one worker),
+    /// `device_encoded_blocks` (blocks a GPU backend encoded), `seconds` (wall time inside
+    /// collective calls), and `per_round`, one such dict per round.
     #[getter]
     fn comm_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let to_dict = |c: sapwood::CommStats| -> PyResult<Bound<'py, PyDict>> {
@@ -176,6 +177,8 @@ impl NativeBooster {
             d.set_item("bytes_sent", c.bytes_sent)?;
             d.set_item("bytes_before_compression", c.bytes_uncompressed)?;
             d.set_item("allreduce_calls", c.allreduce_calls)?;
+            d.set_item("device_encoded_blocks", c.device_encoded)?;
+            d.set_item("seconds", c.busy_nanos as f64 * 1e-9)?;
             Ok(d)
         };
         let out = to_dict(self.inner.comm_stats())?;

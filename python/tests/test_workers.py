@@ -26,6 +26,12 @@ def test_workers_give_the_same_model_and_count_their_bytes(tmp_path):
     assert stats["bytes_before_compression"] > stats["bytes_sent"]
     assert len(stats["per_round"]) == 10
     assert sum(r["bytes_sent"] for r in stats["per_round"]) <= stats["bytes_sent"]
+    # time inside the exchange is counted; the CPU backend encodes on the host
+    assert stats["seconds"] > 0 and stats["device_encoded_blocks"] == 0
+    # the exchange in one piece per level instead of chunks behind the builds: same model
+    serial = sapwood.train({**params, "workers": 4, "comm_overlap": False}, sapwood.Dataset(x, label=y),
+                           num_boost_round=10, verbose_eval=False)
+    assert serial.to_json() == one.to_json()
     # a pickled booster (as one trained on a Dask worker reaches the client) still says it;
     # a model loaded into it afterwards says nothing of training
     again = pickle.loads(pickle.dumps(four))

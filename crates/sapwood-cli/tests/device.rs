@@ -125,3 +125,78 @@ fn wgpu_index_selects_an_adapter_and_saves_the_cpu_model() {
     );
     assert!(none.is_none());
 }
+
+/// Trains 3 rounds of depth 6 on the synthetic task (28 features of 256 bins: its deep
+/// levels are reduce-scattered) with `flags`; returns the model's bytes and the summary.
+fn train_synthetic(dir: &Path, name: &str, flags: &[&str]) -> (Vec<u8>, serde_json::Value) {
+    let (model, summary) = (
+        dir.join(format!("{name}.json")),
+        dir.join(format!("{name}-summary.json")),
+    );
+    let out = Command::cargo_bin("sapwood")
+        .unwrap()
+        .args(["train", "--quiet", "--label", "y", "--rounds", "3"])
+        .args([
+            "--objective",
+            "binary:logistic",
+            "--max-depth",
+            "6",
+            "--data",
+        ])
+        .arg(repo().join("datasets/synthetic/train.parquet"))
+        .arg("--model")
+        .arg(&model)
+        .arg("--summary")
+        .arg(&summary)
+        .args(flags)
+        .env("XDG_RUNTIME_DIR", dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{name}: {}", stderr(&out));
+    let s = serde_json::from_slice(&std::fs::read(&summary).unwrap()).unwrap();
+    (std::fs::read(&model).unwrap(), s)
+}
+
+#[test]
+fn wgpu_workers_send_blocks_encoded_on_the_device_and_save_the_cpu_model() {
+    let t = tempfile::tempdir().unwrap();
+    if std::env::var_os("SAPWOOD_REQUIRE_ADAPTER").is_none() {
+        let (out, _) = train(t.path(), "probe", &["--device", "wgpu:0"]);
+        if !out.status.success() {
+            assert!(stderr(&out).contains("no wgpu adapter found"));
+            return;
+        }
+    }
+    let (cpu, _) = train_synthetic(t.path(), "cpu", &[]);
+    let devices = "wgpu:0,wgpu:0,wgpu:0";
+    for (codec, overlap) in [("auto", "true"), ("auto", "false"), ("sparse", "true")] {
+        let name = format!("wgpu-{codec}-{overlap}");
+        let (model, s) = train_synthetic(
+            t.path(),
+            &name,
+            &[
+                "--device",
+                devices,
+                "--workers",
+                "3",
+                "--set",
+                &format!("comm_codec={codec}"),
+                "--set",
+                &format!("comm_overlap={overlap}"),
+            ],
+        );
+        assert!(model == cpu, "{name}: the model differs from the CPU's");
+        let device = s["communication"]["device_encoded_blocks"]
+            .as_u64()
+            .unwrap();
+        let groups = s["communication"]["blocks_by_encoding"]["groups"]
+            .as_u64()
+            .unwrap();
+        if codec == "auto" {
+            // rank 0's share of the reduce-scattered levels came from the device encoded
+            assert!(device > 0 && device <= groups, "{name}: {s}");
+        } else {
+            assert_eq!(device, 0, "{name}: {s}");
+        }
+    }
+}

@@ -291,3 +291,61 @@ fn ranking_and_cox_across_ranks_save_the_single_process_model() {
     );
     assert!(!model.exists());
 }
+
+#[test]
+fn wgpu_ranks_hand_mpi_histograms_encoded_on_the_device_and_save_the_cpu_model() {
+    let bin = assert_cmd::cargo::cargo_bin("sapwood");
+    let t = tempfile::tempdir().unwrap();
+    let data = repo().join("datasets/synthetic/train.parquet");
+    // depth 6 on 28 features of 256 bins: the deep levels are reduce-scattered
+    let extra = ["--rounds", "3", "--max-depth", "6"];
+    let cpu = t.path().join("cpu.json");
+    let s = Command::new(&bin)
+        .args(train_args(&data, "y", "binary:logistic", &extra, &cpu))
+        .status()
+        .unwrap();
+    assert!(s.success());
+    let probe = Command::new(&bin)
+        .args(train_args(
+            &data,
+            "y",
+            "binary:logistic",
+            &extra,
+            &t.path().join("p.json"),
+        ))
+        .args(["--device", "wgpu"])
+        .env("XDG_RUNTIME_DIR", t.path())
+        .output()
+        .unwrap();
+    if !probe.status.success() && std::env::var_os("SAPWOOD_REQUIRE_ADAPTER").is_none() {
+        return;
+    }
+    // `packed` is summed by MPI itself, as packed words from the device (all-reduced
+    // levels); `auto` sends blocks the device group-encoded (reduce-scattered levels)
+    for (codec, kind) in [("packed", "packed"), ("auto", "groups")] {
+        let model = t.path().join(format!("{codec}.json"));
+        let summary = t.path().join(format!("{codec}-summary.json"));
+        let out = mpirun(2)
+            .arg(&bin)
+            .args(train_args(&data, "y", "binary:logistic", &extra, &model))
+            .args(["--collective", "mpi", "--device", "wgpu"])
+            .args(["--set", &format!("comm_codec={codec}")])
+            .arg("--summary")
+            .arg(&summary)
+            .env("XDG_RUNTIME_DIR", t.path())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{codec}: {err}");
+        assert!(
+            std::fs::read(&model).unwrap() == std::fs::read(&cpu).unwrap(),
+            "{codec}: 2 wgpu ranks differ from one CPU worker"
+        );
+        let s: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&summary).unwrap()).unwrap();
+        let c = &s["communication"];
+        let device = c["device_encoded_blocks"].as_u64().unwrap();
+        let of_kind = c["blocks_by_encoding"][kind].as_u64().unwrap();
+        assert!(device > 0 && device <= of_kind, "{codec}: {c}");
+    }
+}

@@ -190,6 +190,15 @@ pub fn encode_groups(values: &[i64]) -> Vec<u8> {
     out
 }
 
+/// The message of a block a device group-encoded (`payload`, the bytes after the tag, as
+/// [`encode_groups`] gives them): what the host sends without touching the values.
+pub fn groups_message(payload: &[u8]) -> Vec<u8> {
+    let mut msg = Vec::with_capacity(1 + payload.len());
+    msg.push(GROUPS);
+    msg.extend_from_slice(payload);
+    msg
+}
+
 /// Messages an encoder keeps for reuse; more than a worker has in flight at once is waste.
 const SPARE_MESSAGES: usize = 16;
 

@@ -67,31 +67,16 @@ impl<T: Transport> RingCollective<T> {
         self.stats.allreduce_calls += 1;
         // `auto` stays on the ring, where sparse blocks can win; `packed` uses the transport's
         // own integer sum when it has one
-        if self.enc.codec() == CommCodec::Packed {
+        if self.enc.codec() == CommCodec::Packed && self.t.sums_natively() {
             // a transport that adds 64-bit integers reduces packed words directly; each
             // segment is packed at its own proven width
             let widths: Vec<u32> = bounds.iter().map(|&b| lane_width(b)).collect();
-            let mut words: Vec<i64> = data
+            let words: Vec<i64> = data
                 .chunks(segment.max(1))
                 .zip(&widths)
                 .flat_map(|(seg, &w)| pack(seg, w))
                 .collect();
-            let n_words = words.len();
-            if let Some(done) = self.t.native_sum(&mut words) {
-                done?;
-                let p = self.t.size() as u64;
-                // what each worker sends in a ring allreduce: 2 (p - 1) / p of the message
-                self.stats.bytes_sent += 2 * (p - 1) * 8 * n_words as u64 / p;
-                self.stats.bytes_uncompressed += 2 * (p - 1) * 8 * data.len() as u64 / p;
-                self.stats.blocks.packed += 1;
-                let mut at = 0;
-                for (seg, &w) in data.chunks_mut(segment.max(1)).zip(&widths) {
-                    let n = seg.len().div_ceil(lanes_per_word(w));
-                    seg.copy_from_slice(&unpack(&words[at..at + n], w, seg.len()));
-                    at += n;
-                }
-                return Ok(());
-            }
+            return self.sum_words(words, &widths, segment, data);
         }
         let bound = ring::segment_bound(bounds, segment.max(1));
         ring::allreduce(&mut self.t, data, &bound, &mut self.enc, &mut self.stats)
@@ -115,6 +100,65 @@ impl<T: Transport> RingCollective<T> {
             &mut self.enc,
             &mut self.stats,
         )
+    }
+
+    fn sum_encoded_blocks(
+        &mut self,
+        own: &mut [i64],
+        lens: &[usize],
+        encoded: Vec<Vec<u8>>,
+    ) -> Result<()> {
+        if self.t.size() == 1 {
+            return Ok(());
+        }
+        self.stats.allreduce_calls += 1;
+        pairwise::reduce_scatter_encoded(&mut self.t, own, lens, encoded, &mut self.stats)
+    }
+
+    /// Sums packed words with the transport's own sum and unpacks them into `data`.
+    fn sum_words(
+        &mut self,
+        mut words: Vec<i64>,
+        widths: &[u32],
+        segment: usize,
+        data: &mut [i64],
+    ) -> Result<()> {
+        let segment = segment.max(1);
+        let segments = data.len().div_ceil(segment);
+        let expected: usize = data
+            .chunks(segment)
+            .zip(widths)
+            .map(|(seg, &w)| seg.len().div_ceil(lanes_per_word(w.clamp(1, 64))))
+            .sum();
+        if widths.len() != segments || words.len() != expected {
+            return Err(sapwood_core::Error::Collective(format!(
+                "{} packed words at {} widths for {segments} segments of {segment} values \
+                 (they take {expected} words)",
+                words.len(),
+                widths.len()
+            )));
+        }
+        match self.t.native_sum(&mut words) {
+            Some(done) => done?,
+            None => {
+                return Err(sapwood_core::Error::Collective(
+                    "this transport cannot sum packed words".into(),
+                ))
+            }
+        }
+        let p = self.t.size() as u64;
+        // what each worker sends in a ring allreduce: 2 (p - 1) / p of the message
+        self.stats.bytes_sent += 2 * (p - 1) * 8 * words.len() as u64 / p;
+        self.stats.bytes_uncompressed += 2 * (p - 1) * 8 * data.len() as u64 / p;
+        self.stats.blocks.packed += 1;
+        let mut at = 0;
+        for (seg, &w) in data.chunks_mut(segment).zip(widths) {
+            let w = w.clamp(1, 64);
+            let n = seg.len().div_ceil(lanes_per_word(w));
+            seg.copy_from_slice(&unpack(&words[at..at + n], w, seg.len()));
+            at += n;
+        }
+        Ok(())
     }
 
     fn max_all(&mut self, data: &mut [u64]) -> Result<()> {
@@ -189,6 +233,39 @@ impl<T: Transport> Collective for RingCollective<T> {
         bound: u64,
     ) -> Result<()> {
         self.timed(|c| c.sum_blocks(data, blocks, bound))
+    }
+
+    fn packed_widths(&self, bounds: &[u64]) -> Option<Vec<u32>> {
+        (self.enc.codec() == CommCodec::Packed && self.t.size() > 1 && self.t.sums_natively())
+            .then(|| bounds.iter().map(|&b| lane_width(b)).collect())
+    }
+
+    fn allreduce_packed(
+        &mut self,
+        words: Vec<i64>,
+        widths: &[u32],
+        segment: usize,
+        out: &mut [i64],
+    ) -> Result<()> {
+        self.timed(|c| {
+            c.stats.allreduce_calls += 1;
+            c.stats.device_encoded += 1;
+            c.sum_words(words, widths, segment, out)
+        })
+    }
+
+    fn takes_encoded_blocks(&self) -> bool {
+        // `auto` sends the group encoding, which a device makes byte for byte
+        self.enc.codec() == CommCodec::Auto && self.t.size() > 1
+    }
+
+    fn reduce_scatter_encoded(
+        &mut self,
+        own: &mut [i64],
+        lens: &[usize],
+        encoded: Vec<Vec<u8>>,
+    ) -> Result<()> {
+        self.timed(|c| c.sum_encoded_blocks(own, lens, encoded))
     }
 
     fn allreduce_max(&mut self, data: &mut [u64]) -> Result<()> {

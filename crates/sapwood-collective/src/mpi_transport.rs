@@ -263,6 +263,10 @@ impl Transport for MpiTransport {
         Ok(got)
     }
 
+    fn sums_natively(&self) -> bool {
+        true
+    }
+
     fn native_sum(&mut self, words: &mut [i64]) -> Option<Result<()>> {
         let start = Instant::now();
         let input = Lent::new(words.to_vec());

@@ -47,3 +47,41 @@ pub fn reduce_scatter(
     }
     Ok(())
 }
+
+/// [`reduce_scatter`] where this worker's share of each other block came group-encoded
+/// from its device (`encoded[b]`, the bytes after the tag): the same messages to the same
+/// peers in the same rounds, so workers that encode on the host and on a device mix.
+/// Afterwards `own` (block `rank`, `lens[rank]` values) holds the sum over all workers.
+pub fn reduce_scatter_encoded(
+    t: &mut dyn Transport,
+    own: &mut [i64],
+    lens: &[usize],
+    encoded: Vec<Vec<u8>>,
+    stats: &mut CommStats,
+) -> Result<()> {
+    let (r, p) = (t.rank(), t.size());
+    if lens.len() != p || encoded.len() != p || own.len() != lens[r] {
+        return Err(sapwood_core::Error::Collective(format!(
+            "a reduce-scatter of {} blocks ({} encoded, {} values of its own where block {r} \
+             has {}) among {p} workers",
+            lens.len(),
+            encoded.len(),
+            own.len(),
+            lens.get(r).copied().unwrap_or(0)
+        )));
+    }
+    let mut received = Vec::with_capacity(p.saturating_sub(1));
+    for s in 1..p {
+        let (to, from) = ((r + s) % p, (r + p - s) % p);
+        let msg = codec::groups_message(&encoded[to]);
+        stats.bytes_sent += msg.len() as u64;
+        codec::count_block(&msg, &mut stats.blocks);
+        stats.device_encoded += 1;
+        stats.bytes_uncompressed += 8 * lens[to] as u64;
+        received.push(t.exchange(to, msg, from)?);
+    }
+    for msg in received {
+        codec::decode_into(&msg, own, true)?;
+    }
+    Ok(())
+}

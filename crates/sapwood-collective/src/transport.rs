@@ -24,4 +24,8 @@ pub trait Transport: Send {
     fn native_sum(&mut self, _words: &mut [i64]) -> Option<Result<()>> {
         None
     }
+    /// Whether [`Transport::native_sum`] sums (rather than answering `None`).
+    fn sums_natively(&self) -> bool {
+        false
+    }
 }

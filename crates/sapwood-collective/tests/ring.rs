@@ -58,7 +58,49 @@ proptest! {
         for (r, v) in scattered {
             prop_assert_eq!(&v[blocks[r].clone()], &want[blocks[r].clone()]);
         }
+        // the same with every other block group-encoded beforehand, as a device does
+        if codec == CommCodec::Auto {
+            let lens: Vec<usize> = blocks.iter().map(|b| b.len()).collect();
+            let encoded = on_workers(workers, codec, |c| {
+                let r = c.rank();
+                let v: Vec<i64> = (0..len).map(|i| value(r, i)).collect();
+                let messages = blocks
+                    .iter()
+                    .enumerate()
+                    .map(|(b, range)| {
+                        if b == r { Vec::new() } else { sapwood_collective::codec::encode_groups(&v[range.clone()]) }
+                    })
+                    .collect();
+                let mut own = v[blocks[r].clone()].to_vec();
+                c.reduce_scatter_encoded(&mut own, &lens, messages).unwrap();
+                (r, own, c.stats())
+            });
+            for (r, own, stats) in encoded {
+                prop_assert_eq!(&own[..], &want[blocks[r].clone()]);
+                let expected = if workers > 1 { workers as u64 - 1 } else { 0 };
+                prop_assert_eq!(stats.device_encoded, expected);
+                prop_assert_eq!(stats.blocks.groups, expected);
+            }
+        }
     }
+}
+
+#[test]
+fn a_device_encoded_reduce_scatter_refuses_blocks_that_do_not_match() {
+    let out = on_workers(2, CommCodec::Auto, |c| {
+        assert!(c.takes_encoded_blocks());
+        let mut own = vec![0i64; 3];
+        // three blocks for two workers
+        c.reduce_scatter_encoded(&mut own, &[3, 3, 3], vec![Vec::new(); 3])
+            .unwrap_err()
+            .to_string()
+    });
+    for e in out {
+        assert!(e.contains("3 blocks") && e.contains("2 workers"), "{e}");
+    }
+    // a codec other than auto, or one worker, takes no device-encoded blocks
+    assert!(!on_workers(2, CommCodec::Packed, |c| c.takes_encoded_blocks())[0]);
+    assert!(!on_workers(1, CommCodec::Auto, |c| c.takes_encoded_blocks())[0]);
 }
 
 #[test]

@@ -13,6 +13,9 @@ pub struct CommStats {
     pub allreduce_calls: u64,
     /// Blocks sent in each encoding, so a run shows the codec it chose per block.
     pub blocks: BlockCounts,
+    /// Blocks a device backend group-encoded, sent as they came (counted in `blocks.groups`
+    /// too): the histograms reached the host only encoded.
+    pub device_encoded: u64,
     /// Wall time inside collective calls, in nanoseconds, on whichever thread made them:
     /// with `comm_overlap` the histogram exchange runs beside the builds, so this is the
     /// communication time to set against the whole.
@@ -27,6 +30,7 @@ impl CommStats {
             bytes_uncompressed: self.bytes_uncompressed - earlier.bytes_uncompressed,
             allreduce_calls: self.allreduce_calls - earlier.allreduce_calls,
             blocks: self.blocks.since(&earlier.blocks),
+            device_encoded: self.device_encoded - earlier.device_encoded,
             busy_nanos: self.busy_nanos - earlier.busy_nanos,
         }
     }
@@ -108,6 +112,52 @@ pub trait Collective: Send {
     ) -> Result<()> {
         let _ = blocks;
         self.allreduce_sum(data, bound)
+    }
+
+    /// Whether [`Collective::reduce_scatter_encoded`] takes blocks a device group-encoded
+    /// (the `auto` codec over a transport of bytes): the grower then asks the backend for
+    /// them.
+    fn takes_encoded_blocks(&self) -> bool {
+        false
+    }
+
+    /// [`Collective::reduce_scatter`] where this worker holds its own block's values in
+    /// `own` and its share of every other block `b` only as the group encoding a device
+    /// made of it (`encoded[b]`, the bytes after the tag; empty for its own); `lens[b]` is
+    /// block b's number of values. Afterwards `own` is the global sum of this worker's block.
+    fn reduce_scatter_encoded(
+        &mut self,
+        own: &mut [i64],
+        lens: &[usize],
+        encoded: Vec<Vec<u8>>,
+    ) -> Result<()> {
+        let _ = (own, lens, encoded);
+        Err(crate::error::Error::Collective(
+            "this collective takes no device-encoded blocks".into(),
+        ))
+    }
+
+    /// The lane widths at which this collective takes segments bounded by `bounds` already
+    /// packed (the `packed` codec over a transport that sums 64-bit words itself), so that a
+    /// backend packs them on its device; `None` where it packs on the host.
+    fn packed_widths(&self, bounds: &[u64]) -> Option<Vec<u32>> {
+        let _ = bounds;
+        None
+    }
+
+    /// Sums `words` over workers (segments of `segment` values, segment i packed at
+    /// `widths[i]` as [`Collective::packed_widths`] gave) and unpacks the sums into `out`.
+    fn allreduce_packed(
+        &mut self,
+        words: Vec<i64>,
+        widths: &[u32],
+        segment: usize,
+        out: &mut [i64],
+    ) -> Result<()> {
+        let _ = (words, widths, segment, out);
+        Err(crate::error::Error::Collective(
+            "this collective takes no packed words".into(),
+        ))
     }
 
     /// Element-wise maximum over workers, in place.

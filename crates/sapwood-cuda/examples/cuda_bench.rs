@@ -351,8 +351,9 @@ mod nccl {
 
     use super::{data, train_time, ObjectiveKind};
 
-    /// One training over `world` ranks; exits 1 when a rank's model is not `cpu`.
-    fn once(params: &Params, n: usize, world: usize, cpu: &str, label: &str) {
+    /// One training over `world` ranks, NCCL summing packed lanes or plain i64 values;
+    /// exits 1 when a rank's model is not `cpu`.
+    fn once(params: &Params, n: usize, world: usize, cpu: &str, label: &str, packed: bool) {
         let (features, y) = data(n, 7);
         let bounds: Vec<usize> = (0..=world).map(|w| w * n / world).collect();
         let factory = CudaFactory::new();
@@ -375,7 +376,8 @@ mod nccl {
                         let gpu = factory.open_device_for_rank(rank).unwrap();
                         let host = RingCollective::new(transport, CommCodec::Auto);
                         let mut c = NcclCollective::new(Box::new(host), &gpu)
-                            .unwrap_or_else(|e| panic!("rank {rank}: {e}"));
+                            .unwrap_or_else(|e| panic!("rank {rank}: {e}"))
+                            .with_packing(packed);
                         let mine = CudaFactory::with_options(CudaOptions {
                             devices: Some(vec![gpu.ordinal]),
                             tile_bins: None,
@@ -400,8 +402,9 @@ mod nccl {
         let (_, nccl, why, bytes, calls) = &results[0];
         let same = results.iter().all(|r| r.0 == cpu);
         println!(
-            "nccl {label}: {world} ranks, {n} rows, {} rounds: {secs:.2} s, {}, rank 0 sent \
+            "nccl {label}, {}: {world} ranks, {n} rows, {} rounds: {secs:.2} s, {}, rank 0 sent \
              {:.1} MB in {calls} all-reduces; {}",
+            if packed { "packed lanes" } else { "plain i64" },
             params.num_rounds,
             if *nccl {
                 "sums through NCCL".to_string()
@@ -429,13 +432,16 @@ mod nccl {
             ..Default::default()
         };
         let (cpu, _) = train_time(&params, n, &CpuFactory);
-        once(&params, n, gpus, &cpu, "one rank per GPU");
+        // packed lanes against the uncompressed i64 sums, on the same GPUs
+        once(&params, n, gpus, &cpu, "one rank per GPU", true);
+        once(&params, n, gpus, &cpu, "one rank per GPU", false);
         once(
             &params,
             n,
             per_gpu * gpus,
             &cpu,
             &format!("{per_gpu} ranks per GPU"),
+            true,
         );
     }
 }

@@ -5,6 +5,8 @@
 //! one launch.
 #![allow(unsafe_code)]
 
+use std::ops::Range;
+
 use cudarc::driver::{CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits};
 use sapwood_core::backend::gpu_layout::{encode_splits, encode_tree, BinLayout, Tile};
 use sapwood_core::backend::shard::kernels::{
@@ -27,7 +29,7 @@ use crate::tiles::{capacity_for, plan_tiles, TilePlan, BYTES_PER_BIN, DEFAULT_SH
 const MAX_BATCH: usize = 65_535;
 /// Threads per block of every kernel.
 const BLOCK: u32 = 256;
-/// Largest histogram buffer of one launch (bigger batches are split).
+/// Largest histogram buffer of one launch by default (bigger batches are split).
 const MAX_HIST_BYTES: usize = 1 << 30;
 
 fn cfg(grid: (u32, u32, u32), shared: u32) -> LaunchConfig {
@@ -88,6 +90,8 @@ pub struct CudaBackend {
     shared_tiles: CudaSlice<u32>,
     global_tiles: CudaSlice<u32>,
     hist: Option<CudaSlice<u64>>,
+    /// Largest histogram buffer of one launch.
+    max_hist_bytes: usize,
     spans: NodeSpans,
 }
 
@@ -164,6 +168,7 @@ impl CudaBackend {
             global_tiles: tiles(&plan.global, "tiles")?,
             plan,
             hist: None,
+            max_hist_bytes: MAX_HIST_BYTES,
             spans: NodeSpans::new(),
             gpu,
         };
@@ -195,6 +200,18 @@ impl CudaBackend {
             .stream
             .clone_dtoh(&s.slice(0..len))
             .map_err(|e| driver_error("read-back", e))
+    }
+
+    /// Caps the histogram buffer of one launch at `bytes` (one node a batch at least), so
+    /// that a test reaches the batch boundaries on a small shard.
+    pub fn set_max_batch_bytes(&mut self, bytes: usize) {
+        self.max_hist_bytes = bytes;
+    }
+
+    /// Nodes per batch whose histograms (and their encodings, `bytes` a node at most) fit
+    /// the histogram buffer of one launch.
+    fn nodes_per_batch(&self, bytes: usize) -> usize {
+        (self.max_hist_bytes / bytes.max(1)).clamp(1, MAX_BATCH)
     }
 
     /// Queues the building of the histograms of `batch` into the histogram buffer (no wait).
@@ -266,8 +283,8 @@ impl CudaBackend {
         if width == 0 || nodes.is_empty() {
             return Ok(vec![Vec::new(); nodes.len()]);
         }
-        let encoded = (2 * width).div_ceil(32) * encode::MAX_GROUP_BYTES;
-        let per_batch = (MAX_HIST_BYTES / (16 * width).max(encoded)).clamp(1, MAX_BATCH);
+        let per_batch =
+            self.nodes_per_batch((16 * width).max(encode::group_bytes_bound(2 * width)));
         let mut out = Vec::with_capacity(nodes.len());
         for batch in spans.chunks(per_batch) {
             self.queue_histograms(batch)?;
@@ -407,7 +424,7 @@ impl HistBackend for CudaBackend {
         if width == 0 || nodes.is_empty() {
             return Ok(());
         }
-        let per_batch = (MAX_HIST_BYTES / (16 * width)).clamp(1, MAX_BATCH);
+        let per_batch = self.nodes_per_batch(16 * width);
         let spans = self.spans.of(nodes)?;
         for (batch, out) in spans
             .chunks(per_batch)
@@ -445,7 +462,7 @@ impl HistBackend for CudaBackend {
         if width == 0 || nodes.is_empty() {
             return Ok(Some(Vec::new()));
         }
-        let per_batch = (MAX_HIST_BYTES / (16 * width)).clamp(1, MAX_BATCH);
+        let per_batch = self.nodes_per_batch(16 * width);
         let mut words = Vec::new();
         for (batch, widths) in spans.chunks(per_batch).zip(widths.chunks(per_batch)) {
             self.queue_histograms(batch)?;
@@ -453,6 +470,70 @@ impl HistBackend for CudaBackend {
             words.extend(encode::pack(&self.gpu, hist, 2 * width, widths)?);
         }
         Ok(Some(words))
+    }
+
+    fn build_encoded_blocks(
+        &mut self,
+        nodes: &[NodeId],
+        blocks: &[Range<usize>],
+        own: usize,
+        hists: &mut [HistBin],
+    ) -> Result<Option<Vec<Vec<u8>>>> {
+        let width = self.shape.total_bins;
+        encode::check_blocks(blocks, own, width)?;
+        shard::check_hist_len(hists.len(), nodes.len(), width)?;
+        let spans = self.spans.of(nodes)?;
+        let mut messages = vec![Vec::new(); blocks.len()];
+        if width == 0 || nodes.is_empty() {
+            return Ok(Some(messages));
+        }
+        // a block's nodes are one message (the group encoding of a concatenation differs
+        // from the concatenation of its parts' encodings), whose values and bytes the
+        // encoder addresses with 32-bit offsets
+        let n = nodes.len();
+        let fits =
+            |r: &Range<usize>| encode::group_bytes_bound(2 * n * r.len()) <= u32::MAX as usize;
+        if blocks.iter().enumerate().any(|(b, r)| b != own && !fits(r)) {
+            return Ok(None);
+        }
+        let per_batch = self.nodes_per_batch(16 * width);
+        // every block gathered node after node, the own block too (read back once)
+        let mut gathered = blocks
+            .iter()
+            .map(|r| {
+                (!r.is_empty())
+                    .then(|| zeroed::<u64>(&self.gpu, 2 * n * r.len(), "gathered block"))
+                    .transpose()
+            })
+            .collect::<Result<Vec<_>>>()?;
+        for (k, batch) in spans.chunks(per_batch).enumerate() {
+            self.queue_histograms(batch)?;
+            let hist = self.hist.as_ref().expect("allocated by queue_histograms");
+            for (r, dst) in blocks.iter().zip(&mut gathered) {
+                let Some(dst) = dst else { continue };
+                let runs = encode::Runs::of_block(r, width, k * per_batch, batch.len());
+                encode::copy_runs(&self.gpu, hist, dst, runs)?;
+            }
+        }
+        let mine = blocks[own].clone();
+        if let Some(src) = &gathered[own] {
+            let v = self.read(src, 2 * n * mine.len())?;
+            for (i, node) in v.chunks_exact(2 * mine.len()).enumerate() {
+                let out = &mut hists[i * width + mine.start..i * width + mine.end];
+                for (o, x) in out.iter_mut().zip(node.chunks_exact(2)) {
+                    *o = [x[0] as i64, x[1] as i64];
+                }
+            }
+        }
+        for (b, (r, src)) in blocks.iter().zip(&gathered).enumerate() {
+            match src {
+                Some(src) if b != own => {
+                    messages[b] = encode::groups(&self.gpu, src, 2 * n * r.len(), 1)?.remove(0);
+                }
+                _ => {}
+            }
+        }
+        Ok(Some(messages))
     }
 
     fn apply_splits(&mut self, splits: &[NodeSplit]) -> Result<Vec<[u64; 2]>> {

@@ -7,7 +7,9 @@
 //! buffer: a batch of node histograms (`len` = 2 · total bins: g, h of every bin) is that.
 #![allow(unsafe_code)]
 
-use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
+use std::ops::Range;
+
+use cudarc::driver::{sys, CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
 use sapwood_core::error::{Error, Result};
 
 use crate::backend::{upload, zeroed};
@@ -15,7 +17,7 @@ use crate::device::{driver_error, Gpu};
 use crate::kernels::{CodecKernel, CudaSource};
 
 /// Most bytes the group encoding takes for 32 values: 6 header bytes and 64 bits a value.
-pub(crate) const MAX_GROUP_BYTES: usize = 6 + 4 * 64;
+const MAX_GROUP_BYTES: usize = 6 + 4 * 64;
 /// Values per group of the group encoding (a warp of groups.cu).
 const GROUP: usize = 32;
 /// Messages per launch along y (the grid limit).
@@ -43,6 +45,140 @@ fn read<T: cudarc::driver::DeviceRepr + Default + Clone>(
     gpu.stream
         .clone_dtoh(&s.slice(0..len))
         .map_err(|e| driver_error("read-back", e))
+}
+
+/// Most bytes the group encoding of `values` values takes (every group at its widest).
+pub(crate) fn group_bytes_bound(values: usize) -> usize {
+    values.div_ceil(GROUP) * MAX_GROUP_BYTES
+}
+
+/// Checks the blocks of a reduce-scatter: `own` one of them, each a range of a node's
+/// `total_bins` bins.
+pub(crate) fn check_blocks(blocks: &[Range<usize>], own: usize, total_bins: usize) -> Result<()> {
+    if own >= blocks.len() {
+        return Err(Error::Backend(format!(
+            "own block {own} of {} blocks",
+            blocks.len()
+        )));
+    }
+    if let Some((b, r)) = blocks
+        .iter()
+        .enumerate()
+        .find(|(_, r)| r.start > r.end || r.end > total_bins)
+    {
+        return Err(Error::Backend(format!(
+            "block {b} is bins {}..{}, not a range within a node's {total_bins} bins",
+            r.start, r.end
+        )));
+    }
+    Ok(())
+}
+
+/// Largest pitch a 2D copy is sure to take (the driver's limit is at least this).
+const MAX_PITCH_BYTES: usize = i32::MAX as usize;
+
+/// `rows` runs of `run` words: run i at `src_at + i * src_pitch` of the source, at
+/// `dst_at + i * run` of the destination.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Runs {
+    pub src_at: usize,
+    pub src_pitch: usize,
+    pub dst_at: usize,
+    pub run: usize,
+    pub rows: usize,
+}
+
+impl Runs {
+    /// The runs of bins `block` of the `nodes` histograms of `width` bins at the start of
+    /// a batch's buffer, to their place in a buffer of that block of every node, after the
+    /// `first` nodes of earlier batches.
+    pub(crate) fn of_block(block: &Range<usize>, width: usize, first: usize, nodes: usize) -> Self {
+        Runs {
+            src_at: 2 * block.start,
+            src_pitch: 2 * width,
+            dst_at: 2 * first * block.len(),
+            run: 2 * block.len(),
+            rows: nodes,
+        }
+    }
+
+    /// The (source, destination) words of each run.
+    fn each(self) -> impl Iterator<Item = (Range<usize>, Range<usize>)> {
+        (0..self.rows).map(move |i| {
+            let (s, d) = (self.src_at + i * self.src_pitch, self.dst_at + i * self.run);
+            (s..s + self.run, d..d + self.run)
+        })
+    }
+
+    /// Whether every run lies inside a source of `src` words and a destination of `dst`,
+    /// and no run overlaps the next in the source.
+    fn inside(self, src: usize, dst: usize) -> bool {
+        let last = self.each().last();
+        self.run <= self.src_pitch && last.is_none_or(|(s, d)| s.end <= src && d.end <= dst)
+    }
+}
+
+/// Queues the copy of the runs `r` from `src` to `dst` (no wait): one block of every node
+/// of a batch, gathered after the nodes before them, in one driver call rather than one a
+/// node.
+pub(crate) fn copy_runs(
+    gpu: &Gpu,
+    src: &CudaSlice<u64>,
+    dst: &mut CudaSlice<u64>,
+    r: Runs,
+) -> Result<()> {
+    if r.run == 0 || r.rows == 0 {
+        return Ok(());
+    }
+    // the driver copies whatever it is told: every run must lie inside both buffers
+    if !r.inside(src.len(), dst.len()) {
+        return Err(Error::Backend(format!(
+            "CUDA: the runs {r:?} leave buffers of {} and {} words",
+            src.len(),
+            dst.len()
+        )));
+    }
+    let stream = &gpu.stream;
+    if 8 * r.src_pitch > MAX_PITCH_BYTES {
+        // a pitch a 2D copy may refuse: one copy a run
+        for (from, to) in r.each() {
+            stream
+                .memcpy_dtod(&src.slice(from), &mut dst.slice_mut(to))
+                .map_err(|e| driver_error("copy", e))?;
+        }
+        return Ok(());
+    }
+    stream
+        .context()
+        .bind_to_thread()
+        .map_err(|e| driver_error("context", e))?;
+    // the guards make the stream wait for earlier writes, and record this copy's use
+    let (from, _read) = src.device_ptr(stream);
+    let (to, _write) = dst.device_ptr_mut(stream);
+    let copy = sys::CUDA_MEMCPY2D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+        srcHost: std::ptr::null(),
+        srcDevice: from + 8 * r.src_at as u64,
+        srcArray: std::ptr::null_mut(),
+        srcPitch: 8 * r.src_pitch,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+        dstHost: std::ptr::null_mut(),
+        dstDevice: to + 8 * r.dst_at as u64,
+        dstArray: std::ptr::null_mut(),
+        dstPitch: 8 * r.run,
+        WidthInBytes: 8 * r.run,
+        Height: r.rows,
+    };
+    // SAFETY: both are device buffers of this stream's context; every run read lies
+    // inside `src` and every run written inside `dst` (checked above), and the buffers
+    // are distinct (one borrowed shared, one exclusive).
+    unsafe { sys::cuMemcpy2DAsync_v2(&copy, stream.cu_stream()) }
+        .result()
+        .map_err(|e| driver_error("strided copy", e))
 }
 
 fn too_large(what: &str, n: usize) -> Error {
@@ -212,5 +348,49 @@ impl Gpu {
             out.extend(groups(self, &src, len, chunk.len() / len)?);
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_runs_of_every_batch_gather_a_block_node_after_node() {
+        // 7 bins a node (2 words a bin), 5 nodes in batches of 2, block 2..5: the runs of
+        // each batch, applied to its buffer, give the block of every node in node order
+        let (width, nodes, per_batch, block) = (7, 5, 2, 2..5);
+        let word = |node: usize, w: usize| (1000 * node + w) as u64;
+        let mut gathered = vec![0u64; 2 * nodes * block.len()];
+        for first in (0..nodes).step_by(per_batch) {
+            let batch = per_batch.min(nodes - first);
+            let hist: Vec<u64> = (first..first + batch)
+                .flat_map(|n| (0..2 * width).map(move |w| word(n, w)))
+                .collect();
+            let runs = Runs::of_block(&block, width, first, batch);
+            assert!(runs.inside(hist.len(), gathered.len()));
+            for (s, d) in runs.each() {
+                gathered[d].copy_from_slice(&hist[s]);
+            }
+        }
+        let want: Vec<u64> = (0..nodes)
+            .flat_map(|n| (2 * block.start..2 * block.end).map(move |w| word(n, w)))
+            .collect();
+        assert_eq!(gathered, want);
+    }
+
+    #[test]
+    fn runs_outside_their_buffers_are_refused() {
+        let r = Runs::of_block(&(3..7), 7, 1, 2);
+        // after 1 node of 4 bins, 2 nodes' runs of 8 words: the source's last ends at word
+        // 6 + 14 + 8 = 28, the destination's at 8 + 2 * 8 = 24
+        assert!(r.inside(28, 24));
+        assert!(!r.inside(27, 24));
+        assert!(!r.inside(28, 23));
+        // runs wider than the pitch would overlap
+        let wide = Runs { run: 15, ..r };
+        assert!(!wide.inside(1000, 1000));
+        // no run at all lies anywhere
+        assert!(Runs { rows: 0, ..r }.inside(0, 0));
     }
 }

@@ -18,7 +18,10 @@
 //! of the `auto` codec ([`CudaBackend::build_group_encoded_histograms`]), by the kernels
 //! `pack.cu` and `groups.cu` (a warp per group of 32 values), byte for byte what
 //! sapwood-collective's codecs make on the host. [`Gpu::pack_values`] and
-//! [`Gpu::encode_groups`] run them on uploaded values.
+//! [`Gpu::encode_groups`] run them on uploaded values. For a reduce-scatter by bin block,
+//! [`sapwood_core::backend::HistBackend::build_encoded_blocks`] gathers each block of a
+//! batch's nodes into one buffer (one strided copy a block and batch) and group-encodes it
+//! as one message; only the messages and the worker's own block are read back.
 //!
 //! Kernels are CUDA C++ files in `shaders/cuda/` (named as their WGSL twins), embedded in
 //! the binary and compiled with NVRTC at first use — a CUBIN for the GPU's own architecture

@@ -87,6 +87,9 @@ pub struct NcclCollective {
     comm: Option<OwnedComm>,
     fallback: Option<String>,
     stats: CommStats,
+    /// whether NCCL sums packed lanes (else plain i64 values: the baseline packing is
+    /// measured against)
+    packed: bool,
 }
 
 impl NcclCollective {
@@ -115,6 +118,7 @@ impl NcclCollective {
                     comm: None,
                     fallback: Some(why),
                     stats: CommStats::default(),
+                    packed: true,
                 })
             }
             NcclPlan::Nccl => {}
@@ -154,7 +158,15 @@ impl NcclCollective {
             comm: Some(OwnedComm { comm, stream }),
             fallback: None,
             stats: CommStats::default(),
+            packed: true,
         })
+    }
+
+    /// The same collective summing plain i64 values through NCCL instead of packed lanes
+    /// (`false`): the uncompressed baseline the GPU kit times packing against.
+    pub fn with_packing(mut self, packed: bool) -> Self {
+        self.packed = packed;
+        self
     }
 
     /// Whether the sums go through NCCL.
@@ -224,6 +236,8 @@ impl Collective for NcclCollective {
             return Ok(());
         }
         let start = std::time::Instant::now();
+        // a 64-bit lane is the value itself: no packing
+        let bound = if self.packed { bound } else { u64::MAX };
         let words = Self::nccl_sum(c, data, bound)?;
         self.stats.busy_nanos += start.elapsed().as_nanos() as u64;
         self.stats.bytes_sent += 8 * words;
@@ -275,6 +289,7 @@ impl Collective for NcclCollective {
             bytes_uncompressed: h.bytes_uncompressed + self.stats.bytes_uncompressed,
             allreduce_calls: h.allreduce_calls + self.stats.allreduce_calls,
             blocks: h.blocks.plus(&self.stats.blocks),
+            device_encoded: h.device_encoded + self.stats.device_encoded,
             busy_nanos: h.busy_nanos + self.stats.busy_nanos,
         }
     }

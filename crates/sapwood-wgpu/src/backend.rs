@@ -2,6 +2,7 @@
 //! row partition live on the device for the whole training; only scalars, split decisions and
 //! histograms cross to the host.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use sapwood_core::backend::gpu_layout::{encode_splits, plan_tiles, Tile};
@@ -219,7 +220,7 @@ impl WgpuBackend {
         if width == 0 || nodes.is_empty() {
             return Ok(vec![Vec::new(); nodes.len()]);
         }
-        let encoded = (2 * width).div_ceil(32) as u64 * encode::MAX_GROUP_BYTES;
+        let encoded = encode::group_bytes_bound(2 * width);
         let per_batch = self.nodes_per_batch((16 * width as u64).max(encoded))?;
         let mut out = Vec::with_capacity(nodes.len());
         for batch in spans.chunks(per_batch) {
@@ -404,6 +405,85 @@ impl HistBackend for WgpuBackend {
         }
         Ok(Some(words))
     }
+
+    fn build_encoded_blocks(
+        &mut self,
+        nodes: &[NodeId],
+        blocks: &[Range<usize>],
+        own: usize,
+        hists: &mut [HistBin],
+    ) -> Result<Option<Vec<Vec<u8>>>> {
+        let width = self.shape.total_bins;
+        encode::check_blocks(blocks, own, width)?;
+        shard::check_hist_len(hists.len(), nodes.len(), width)?;
+        let spans = self.spans.of(nodes)?;
+        let mut messages = vec![Vec::new(); blocks.len()];
+        if width == 0 || nodes.is_empty() {
+            return Ok(Some(messages));
+        }
+        // a block's nodes are one message: gathered into one buffer, bound whole by the
+        // encoder, which writes at most its worst case (the group encoding of a
+        // concatenation differs from the concatenation of its parts' encodings)
+        let n = nodes.len() as u64;
+        let binding = self.gpu.max_binding();
+        let too_wide = |b: usize, r: &Range<usize>| {
+            let values = 2 * nodes.len() * r.len();
+            b != own && (8 * values as u64 > binding || encode::group_bytes_bound(values) > binding)
+        };
+        if blocks.iter().enumerate().any(|(b, r)| too_wide(b, r)) {
+            return Ok(None);
+        }
+        let per_batch = self.nodes_per_batch(16 * width as u64)?;
+        let gathered: Vec<Option<wgpu::Buffer>> = blocks
+            .iter()
+            .enumerate()
+            .map(|(b, r)| {
+                (b != own && !r.is_empty())
+                    .then(|| self.gpu.zeroed("gathered block", 16 * n * r.len() as u64))
+            })
+            .collect();
+        let mine = blocks[own].clone();
+        for (k, batch) in spans.chunks(per_batch).enumerate() {
+            let first = k * per_batch;
+            let mut enc = self.record_histograms(batch);
+            let hist = self.hist.as_ref().expect("built by record_histograms");
+            let at = |i: usize, bin: usize| 16 * (i * width + bin) as u64;
+            for (r, dst) in blocks.iter().zip(&gathered) {
+                let Some(dst) = dst else { continue };
+                let run = 16 * r.len() as u64;
+                for i in 0..batch.len() {
+                    let to = (first + i) as u64 * run;
+                    enc.copy_buffer_to_buffer(hist, at(i, r.start), dst, to, run);
+                }
+            }
+            if mine.is_empty() {
+                self.gpu.submit(enc)?;
+                continue;
+            }
+            let regions: Vec<_> = (0..batch.len())
+                .map(|i| (hist, at(i, mine.start), 16 * mine.len() as u64))
+                .collect();
+            for (i, bytes) in self.gpu.read(enc, &regions)?.iter().enumerate() {
+                let node = (first + i) * width;
+                let out = &mut hists[node + mine.start..node + mine.end];
+                for (o, v) in out.iter_mut().zip(hist_bins(bytes)) {
+                    *o = v;
+                }
+            }
+        }
+        for ((r, src), msg) in blocks.iter().zip(&gathered).zip(&mut messages) {
+            if let Some(src) = src {
+                let m = Messages {
+                    src,
+                    len: 2 * nodes.len() * r.len(),
+                    count: 1,
+                };
+                *msg = encode::groups(&self.gpu, self.gpu.encoder(), m)?.remove(0);
+            }
+        }
+        Ok(Some(messages))
+    }
+
     fn apply_splits(&mut self, splits: &[NodeSplit]) -> Result<Vec<[u64; 2]>> {
         let spans = self.spans.for_splits(splits, self.shape.nf)?;
         let mut moved = Vec::with_capacity(splits.len());

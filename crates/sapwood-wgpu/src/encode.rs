@@ -13,7 +13,7 @@ use crate::layout::CodecParams;
 use crate::shaders::CodecKernel;
 
 /// Most bytes the group encoding takes for 32 values: 6 header bytes and 64 bits a value.
-pub(crate) const MAX_GROUP_BYTES: u64 = 6 + 4 * 64;
+const MAX_GROUP_BYTES: u64 = 6 + 4 * 64;
 /// Values per group of the group encoding.
 const GROUP: usize = 32;
 /// Groups one workgroup of groups.wgsl encodes at a time.
@@ -32,6 +32,37 @@ pub(crate) struct Messages<'a> {
 /// Words per message of `len` values packed at width `w` (clamped as the codec clamps it).
 fn packed_words(len: usize, w: u32) -> usize {
     len.div_ceil((64 / w.clamp(1, 64)) as usize)
+}
+
+/// Most bytes the group encoding of `values` values takes (every group at its widest).
+pub(crate) fn group_bytes_bound(values: usize) -> u64 {
+    values.div_ceil(GROUP) as u64 * MAX_GROUP_BYTES
+}
+
+/// Checks the blocks of a reduce-scatter: `own` one of them, each a range of a node's
+/// `total_bins` bins.
+pub(crate) fn check_blocks(
+    blocks: &[std::ops::Range<usize>],
+    own: usize,
+    total_bins: usize,
+) -> Result<()> {
+    if own >= blocks.len() {
+        return Err(Error::Backend(format!(
+            "own block {own} of {} blocks",
+            blocks.len()
+        )));
+    }
+    if let Some((b, r)) = blocks
+        .iter()
+        .enumerate()
+        .find(|(_, r)| r.start > r.end || r.end > total_bins)
+    {
+        return Err(Error::Backend(format!(
+            "block {b} is bins {}..{}, not a range within a node's {total_bins} bins",
+            r.start, r.end
+        )));
+    }
+    Ok(())
 }
 
 fn too_large(what: &str, n: u64) -> Error {

@@ -18,7 +18,10 @@
 //! encoding of the `auto` codec ([`WgpuBackend::build_group_encoded_histograms`]), by the
 //! kernels `pack.wgsl` and `groups.wgsl`, byte for byte what sapwood-collective's codecs
 //! make on the host. [`Gpu::pack_values`] and [`Gpu::encode_groups`] run them on uploaded
-//! values.
+//! values. For a reduce-scatter by bin block,
+//! [`sapwood_core::backend::HistBackend::build_encoded_blocks`] gathers each block of a
+//! batch's nodes into one buffer (buffer-to-buffer copies) and group-encodes it as one
+//! message; only the messages and the worker's own block are read back.
 //!
 //! Use [`WgpuFactory`] wherever a [`sapwood_core::backend::BackendFactory`] is expected. Each
 //! backend it creates is a new logical device, spread round-robin over the adapters found,

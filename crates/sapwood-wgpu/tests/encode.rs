@@ -6,6 +6,7 @@
 //! Compiled `#[ignore]` where the build script finds no Vulkan driver (reported as ignored,
 //! never as passed); `SAPWOOD_REQUIRE_ADAPTER=1` makes them run regardless.
 
+use std::ops::Range;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -128,6 +129,85 @@ impl Grown {
         self.check_packed(&clamped);
     }
 
+    /// The values of bins `r` of the nodes at `idx`, node after node: the message a
+    /// reduce-scatter sends the owner of block `r`, before its encoding.
+    fn block_values(&self, idx: &[usize], r: &Range<usize>) -> Vec<i64> {
+        let w = self.total_bins;
+        idx.iter()
+            .flat_map(|&i| self.hist[i * w + r.start..i * w + r.end].iter().flatten())
+            .copied()
+            .collect()
+    }
+
+    /// Checks `build_encoded_blocks` of the nodes at `idx` over `blocks`, `own` this
+    /// worker's: every other block's message is `encode_groups` of its values, the own
+    /// block's bins are the built ones; false where the backend left it to the host.
+    fn check_encoded_blocks(&mut self, idx: &[usize], blocks: &[Range<usize>], own: usize) -> bool {
+        let w = self.total_bins;
+        let nodes: Vec<NodeId> = idx.iter().map(|&i| self.nodes[i]).collect();
+        // in every bin at first: the own block must be overwritten, and the host path must
+        // leave everything as it was (nothing built)
+        const UNSET: HistBin = [i64::MIN, -7];
+        let mut hists = vec![UNSET; nodes.len() * w];
+        let what = format!("nodes {idx:?}, blocks {blocks:?}, own {own}");
+        let got = self
+            .p
+            .dev
+            .build_encoded_blocks(&nodes, blocks, own, &mut hists)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        let Some(got) = got else {
+            assert!(
+                hists.iter().all(|&h| h == UNSET),
+                "{what}: host path, bins written"
+            );
+            return false;
+        };
+        assert_eq!(got.len(), blocks.len(), "{what}");
+        for (b, r) in blocks.iter().enumerate() {
+            if b == own {
+                assert!(got[b].is_empty(), "{what}: a message to itself");
+            } else {
+                let want = encode_groups(&self.block_values(idx, r));
+                // the first difference, not two long byte lists
+                let at = (0..got[b].len().min(want.len())).find(|&i| got[b][i] != want[i]);
+                assert!(
+                    got[b] == want,
+                    "{what}: block {b} is {} bytes, the codec's {}, first differing at {at:?}",
+                    got[b].len(),
+                    want.len()
+                );
+            }
+        }
+        let mine = &blocks[own];
+        for (k, &i) in idx.iter().enumerate() {
+            assert_eq!(
+                hists[k * w + mine.start..k * w + mine.end],
+                self.hist[i * w + mine.start..i * w + mine.end],
+                "{what}: own bins of node {:?}",
+                self.nodes[i]
+            );
+        }
+        true
+    }
+
+    /// [`Grown::check_encoded_blocks`] with every block in turn this worker's, for every
+    /// layout of [`layouts`] and a lone node, every node and a few in no particular order;
+    /// each on the device.
+    fn check_every_layout(&mut self) {
+        let all: Vec<usize> = (0..self.nodes.len()).collect();
+        let some = [9, 2, 14, 5, 3];
+        for idx in [&[0][..], &all, &some] {
+            for blocks in layouts(self.total_bins) {
+                for own in 0..blocks.len() {
+                    assert!(
+                        self.check_encoded_blocks(idx, &blocks, own),
+                        "nodes {idx:?}, blocks {blocks:?}, own {own}: host path"
+                    );
+                }
+            }
+        }
+    }
+
     fn check_groups(&mut self) {
         let got = self
             .p
@@ -231,6 +311,135 @@ fn a_width_per_node_is_required() {
         "{e}"
     );
     assert!(gpu.encode_groups(&[1, 2, 3], 2).is_err());
+}
+
+/// Block layouts of a reduce-scatter over `w` bins: one block, 2, 3 and 4 blocks of unequal
+/// sizes (none a multiple of 16 bins, so that no node's part of a message ends on a group
+/// boundary), and an empty block (a worker without features) first, inside and last.
+fn layouts(w: usize) -> Vec<Vec<Range<usize>>> {
+    let (a, b, c) = (w / 5, w / 2 + 3, w - 1);
+    vec![
+        vec![0..w],
+        vec![0..a, a..w],
+        vec![0..0, 0..w],
+        vec![0..a, a..a, a..w],
+        vec![0..1, 1..b, b..c, c..w],
+        vec![0..a, a..b, b..w, w..w],
+    ]
+}
+
+#[test]
+#[cfg_attr(
+    sapwood_no_adapter,
+    ignore = "no wgpu adapter: run install-lavapipe.sh"
+)]
+fn encoded_blocks_equal_the_codec_on_concatenated_nodes() {
+    let gpu = gpu(WgpuOptions::default());
+    for (features, q, seed) in [
+        (&[5u32, 40, 3, 17, 2, 9, 12][..], Quantisation::Exact, 8),
+        (&[5, 40, 3, 17, 2, 9, 12], Quantisation::Bits(3), 9),
+        (&[1000, 7], Quantisation::Exact, 10),
+    ] {
+        let mut g = Grown::new(&gpu, features, q, seed);
+        // the check tells a message of the concatenation from the concatenation of the
+        // nodes' messages: a block of 17 bins is 34 values a node, off the 32-value groups
+        let r = 0..17;
+        let apart: Vec<u8> = [0, 1]
+            .iter()
+            .flat_map(|&i| encode_groups(&g.block_values(&[i], &r)))
+            .collect();
+        assert_ne!(encode_groups(&g.block_values(&[0, 1], &r)), apart);
+        g.check_every_layout();
+    }
+}
+
+#[test]
+#[cfg_attr(
+    sapwood_no_adapter,
+    ignore = "no wgpu adapter: run install-lavapipe.sh"
+)]
+fn encoded_blocks_gather_nodes_across_batches() {
+    // 500 bins a node, 8000 bytes of histogram: a binding of 24 KiB builds 3 nodes a batch,
+    // so 15 nodes take 5 batches and 4 nodes 2
+    let gpu = gpu(WgpuOptions {
+        max_binding_bytes: Some(24 * 1024),
+        ..WgpuOptions::default()
+    });
+    let mut g = Grown::new(&gpu, &[300, 150, 50], Quantisation::Exact, 11);
+    assert_eq!(g.total_bins, 500);
+    let all: Vec<usize> = (0..15).collect();
+    let four = [12, 0, 7, 3];
+    // 15 nodes' block fits a binding up to 99 bins (its worst-case encoding too), 4 nodes'
+    // up to 372: a wider block sent elsewhere leaves the call to the host, before building
+    let three = [0..90, 90..410, 410..500];
+    for (own, device) in [(0, false), (1, true), (2, false)] {
+        assert_eq!(
+            g.check_encoded_blocks(&all, &three, own),
+            device,
+            "own {own}"
+        );
+        assert!(g.check_encoded_blocks(&four, &three, own), "own {own}");
+    }
+    let with_empty = [0..0, 0..7, 7..450, 450..500];
+    assert!(g.check_encoded_blocks(&all, &with_empty, 2));
+    let unequal = [0..33, 33..40, 40..481, 481..500];
+    assert!(g.check_encoded_blocks(&all, &unequal, 2));
+    for own in 0..4 {
+        // 4 nodes of the 441-bin block do not fit; one node's do
+        let device = own == 2;
+        assert_eq!(
+            g.check_encoded_blocks(&four, &unequal, own),
+            device,
+            "own {own}"
+        );
+        assert!(g.check_encoded_blocks(&[5], &unequal, own), "own {own}");
+    }
+    // every message as wide as a binding allows: 99 bins of 15 nodes
+    let widest = [0..401, 401..500];
+    assert!(g.check_encoded_blocks(&all, &widest, 0));
+    let wider = [0..400, 400..500];
+    assert!(!g.check_encoded_blocks(&all, &wider, 0));
+}
+
+#[test]
+#[cfg_attr(
+    sapwood_no_adapter,
+    ignore = "no wgpu adapter: run install-lavapipe.sh"
+)]
+fn encoded_blocks_refuse_bad_layouts_with_errors() {
+    let gpu = gpu(WgpuOptions::default());
+    let mut g = Grown::new(&gpu, &[5, 3], Quantisation::Exact, 12);
+    let w = g.total_bins;
+    let nodes = g.nodes[..3].to_vec();
+    let mut hists = vec![[0i64; 2]; 3 * w];
+    let mut fails = |blocks: &[Range<usize>], own: usize, hists: &mut [HistBin]| {
+        g.p.dev
+            .build_encoded_blocks(&nodes, blocks, own, hists)
+            .unwrap_err()
+            .to_string()
+    };
+    let e = fails(&[0..2, 2..w], 2, &mut hists);
+    assert!(e.contains("own block 2 of 2 blocks"), "{e}");
+    let e = fails(&[0..2, 2..w + 1], 0, &mut hists);
+    assert!(e.contains("block 1 is bins 2..9"), "{e}");
+    let backwards = Range { start: 5, end: 2 };
+    let e = fails(&[0..2, backwards], 0, &mut hists);
+    assert!(e.contains("not a range within a node's 8 bins"), "{e}");
+    let e = fails(&[], 0, &mut hists);
+    assert!(e.contains("own block 0 of 0 blocks"), "{e}");
+    // one block: the whole histogram
+    let whole = &layouts(w)[0];
+    let e = fails(whole, 0, &mut hists[..w]);
+    assert!(e.contains("histogram buffer of 8 bins for 3 nodes"), "{e}");
+    let e =
+        g.p.dev
+            .build_encoded_blocks(&[NodeId(999)], whole, 0, &mut hists[..w])
+            .unwrap_err();
+    assert!(e.to_string().contains("999"), "{e}");
+    // no node: every message encodes no value
+    assert_eq!(encode_groups(&[]), Vec::<u8>::new());
+    let none = g.p.dev.build_encoded_blocks(&[], &[0..3, 3..w], 1, &mut []);
+    assert_eq!(none.unwrap(), Some(vec![vec![], vec![]]));
 }
 
 /// Blocks that reach every branch of the group encoding: all-zero groups, sparse groups

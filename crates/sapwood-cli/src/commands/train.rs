@@ -499,6 +499,8 @@ fn write_outputs(
                     "bitmap": comm.blocks.bitmap,
                     "groups": comm.blocks.groups,
                 },
+                // of those, blocks a GPU backend encoded (the histograms left it encoded)
+                "device_encoded_blocks": comm.device_encoded,
                 "allreduce_calls": comm.allreduce_calls,
                 // rank 0's wall time inside collective calls; with overlap it runs beside
                 // the builds

@@ -95,6 +95,26 @@ pub trait HistBackend: Send {
         Ok(None)
     }
 
+    /// Builds the histograms of `nodes` for a reduce-scatter by bin block, and encodes on
+    /// the device what this worker sends each block's owner: for every block `b` of
+    /// `blocks` (ranges of bins within a node's histogram) but `own`, the nodes' values in
+    /// bins `blocks[b]`, node after node (g, h of each bin), group-encoded as the `auto`
+    /// codec encodes them (the bytes after its tag). Writes each node's `own` block into
+    /// `hists` (node i's bins at `i * total_bins`; its other bins are left unspecified) and
+    /// returns the messages by block, empty for `own`: only the encoded bytes and this
+    /// worker's own block reach the host. `None` where the backend has no encoder: nothing
+    /// was built, and the host builds and encodes.
+    fn build_encoded_blocks(
+        &mut self,
+        nodes: &[NodeId],
+        blocks: &[std::ops::Range<usize>],
+        own: usize,
+        hists: &mut [HistBin],
+    ) -> Result<Option<Vec<Vec<u8>>>> {
+        let _ = (nodes, blocks, own, hists);
+        Ok(None)
+    }
+
     /// Moves each split node's rows to its children; returns (left, right) rows per split.
     fn apply_splits(&mut self, splits: &[NodeSplit]) -> Result<Vec<[u64; 2]>>;
 

@@ -29,7 +29,7 @@ use crate::tree::{Node, NodeId, Split, Tree};
 use constraints::{enforce_monotone, NodeInfo, TreeRules, TreeState};
 use policy::{Driver, Expandable};
 use store::HistStore;
-use sync::HistSync;
+use sync::{DevicePlan, Encoded, HistSync};
 
 pub use sync::BLOCK_THRESHOLD_BYTES;
 
@@ -212,7 +212,8 @@ impl Learner<'_> {
     /// bounded by `bounds[i]`. With overlap the level goes in chunks, and each chunk is
     /// exchanged on a second thread while the next one builds: the sums are integers, so
     /// chunking changes no bit, and every worker chunks alike (the plan depends only on
-    /// the level's shape).
+    /// the level's shape). A GPU backend may hand over a reduce-scattered level encoded
+    /// (see [`build_chunk`]).
     fn build_and_sum(
         &mut self,
         nodes: &[NodeId],
@@ -221,17 +222,25 @@ impl Learner<'_> {
     ) -> Result<()> {
         let width = self.store.width();
         self.sync.plan_level(hists.len());
+        let device = self.sync.device_plan(bounds);
         let chunks = overlap_chunks(nodes.len(), width, self.sync.overlap());
         if chunks.len() <= 1 {
-            self.backend.build_histograms(nodes, hists)?;
-            return self.sync.sum_batch(hists, width, bounds);
+            let all = 0..nodes.len();
+            return match build_chunk(self.backend, device.as_ref(), all, nodes, hists)? {
+                Some(encoded) => self.sync.sum_encoded(hists, width, nodes.len(), encoded),
+                None => self.sync.sum_batch(hists, width, bounds),
+            };
         }
         let (backend, sync) = (&mut *self.backend, &mut self.sync);
         std::thread::scope(|s| {
-            let (tx, rx) = std::sync::mpsc::channel::<(&mut [HistBin], &[u64])>();
+            type Chunk<'h> = (&'h mut [HistBin], &'h [u64], Option<Encoded>);
+            let (tx, rx) = std::sync::mpsc::channel::<Chunk<'_>>();
             let exchange = s.spawn(move || -> Result<()> {
-                for (h, b) in rx {
-                    sync.sum_batch(h, width, b)?;
+                for (h, b, encoded) in rx {
+                    match encoded {
+                        Some(encoded) => sync.sum_encoded(h, width, b.len(), encoded)?,
+                        None => sync.sum_batch(h, width, b)?,
+                    }
                 }
                 Ok(())
             });
@@ -240,11 +249,15 @@ impl Learner<'_> {
             for r in chunks {
                 let (h, tail) = std::mem::take(&mut rest).split_at_mut(r.len() * width);
                 rest = tail;
-                if let Err(e) = backend.build_histograms(&nodes[r.clone()], h) {
-                    built = Err(e);
-                    break;
-                }
-                if tx.send((h, &bounds[r])).is_err() {
+                let chunk = &nodes[r.clone()];
+                let encoded = match build_chunk(backend, device.as_ref(), r.clone(), chunk, h) {
+                    Ok(e) => e,
+                    Err(e) => {
+                        built = Err(e);
+                        break;
+                    }
+                };
+                if tx.send((h, &bounds[r], encoded)).is_err() {
                     // the exchange has failed: its error is the one to report
                     break;
                 }
@@ -386,6 +399,35 @@ impl Learner<'_> {
         self.store.return_batch(hists);
         self.evaluate(fresh)
     }
+}
+
+/// Builds the histograms of `nodes` (nodes `range` of the level) into `hists`. Where the
+/// `device` plan allows, the backend encodes them on its device instead (see
+/// [`HistSync::device_plan`]) and the encoding is returned; `hists` then holds only what
+/// the host still needs (its own block of a reduce-scatter, nothing of a packed sum).
+fn build_chunk(
+    backend: &mut dyn HistBackend,
+    device: Option<&DevicePlan>,
+    range: std::ops::Range<usize>,
+    nodes: &[NodeId],
+    hists: &mut [HistBin],
+) -> Result<Option<Encoded>> {
+    match device {
+        Some(DevicePlan::Blocks { blocks, own }) => {
+            if let Some(m) = backend.build_encoded_blocks(nodes, blocks, *own, hists)? {
+                return Ok(Some(Encoded::Blocks(m)));
+            }
+        }
+        Some(DevicePlan::Packed(widths)) => {
+            let widths = widths[range].to_vec();
+            if let Some(words) = backend.build_packed_histograms(nodes, &widths)? {
+                return Ok(Some(Encoded::Packed { words, widths }));
+            }
+        }
+        None => {}
+    }
+    backend.build_histograms(nodes, hists)?;
+    Ok(None)
 }
 
 /// Most chunks a level's exchange is cut into: each costs the transport's latency once

@@ -92,6 +92,64 @@ impl<'c> HistSync<'c> {
         }
     }
 
+    /// What a GPU backend may encode of this level's histograms on its device (`bounds`
+    /// per node): each worker's block when it is reduce-scattered and the collective takes
+    /// group-encoded blocks, or every node packed at its lane width when the collective sums
+    /// packed words as they are; `None` where the host encodes.
+    pub fn device_plan(&self, bounds: &[u64]) -> Option<DevicePlan> {
+        match self.scope {
+            Scope::OwnBlock => self
+                .collective
+                .takes_encoded_blocks()
+                .then(|| DevicePlan::Blocks {
+                    blocks: self.blocks.clone(),
+                    own: self.collective.rank(),
+                }),
+            Scope::Whole => self
+                .collective
+                .packed_widths(bounds)
+                .map(DevicePlan::Packed),
+        }
+    }
+
+    /// Sums a batch of `nodes` histograms of `width` bins that the backend encoded as the
+    /// [`HistSync::device_plan`] said: afterwards they are global as after
+    /// [`HistSync::sum_batch`].
+    pub fn sum_encoded(
+        &mut self,
+        hists: &mut [HistBin],
+        width: usize,
+        nodes: usize,
+        encoded: Encoded,
+    ) -> Result<()> {
+        match encoded {
+            Encoded::Packed { words, widths } => self.collective.allreduce_packed(
+                words,
+                &widths,
+                2 * width,
+                hists.as_flattened_mut(),
+            ),
+            Encoded::Blocks(messages) => {
+                let own = self.blocks[self.collective.rank()].clone();
+                let mut mine = Vec::with_capacity(2 * nodes * own.len());
+                for n in 0..nodes {
+                    mine.extend_from_slice(
+                        hists[n * width + own.start..n * width + own.end].as_flattened(),
+                    );
+                }
+                let lens: Vec<usize> = self.blocks.iter().map(|b| 2 * nodes * b.len()).collect();
+                self.collective
+                    .reduce_scatter_encoded(&mut mine, &lens, messages)?;
+                for (n, part) in mine.chunks_exact(2 * own.len().max(1)).enumerate() {
+                    hists[n * width + own.start..n * width + own.end]
+                        .as_flattened_mut()
+                        .copy_from_slice(part);
+                }
+                Ok(())
+            }
+        }
+    }
+
     /// Sums a batch (a level, or a chunk of one) of histograms of `width` bins each, node i
     /// bounded by `bounds[i]`, as [`HistSync::plan_level`] chose.
     pub fn sum_batch(&mut self, hists: &mut [HistBin], width: usize, bounds: &[u64]) -> Result<()> {
@@ -165,6 +223,35 @@ impl<'c> HistSync<'c> {
         }
         Ok(())
     }
+}
+
+/// What a backend encodes of a level on its device, from [`HistSync::device_plan`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DevicePlan {
+    /// Group-encode every block of bins but `own` for its owner (a reduce-scatter).
+    Blocks {
+        /// Each worker's bins within a node's histogram.
+        blocks: Vec<Range<usize>>,
+        /// This worker's block.
+        own: usize,
+    },
+    /// Pack node i at lane width `widths[i]` (an all-reduce of packed words).
+    Packed(Vec<u32>),
+}
+
+/// Histograms as a backend encoded them on its device, for [`HistSync::sum_encoded`].
+#[derive(Debug)]
+pub enum Encoded {
+    /// The message for each block's owner (empty for this worker's own block, whose bins
+    /// are in the histograms).
+    Blocks(Vec<Vec<u8>>),
+    /// The nodes' packed words, node i at lane width `widths[i]`.
+    Packed {
+        /// The words, node after node.
+        words: Vec<i64>,
+        /// Each node's lane width.
+        widths: Vec<u32>,
+    },
 }
 
 /// Contiguous feature blocks balanced by bins, one per worker: the bin ranges within a
