@@ -28,18 +28,17 @@ pub fn reduce_scatter(
     let (r, p) = (t.rank(), t.size());
     ring::one_block_per_worker(blocks, p)?;
     let own = blocks[r].clone();
-    let mut received = Vec::with_capacity(p.saturating_sub(1));
     // round s pairs each worker with the ones s ahead and s behind; like the ring's steps,
     // this relies on `exchange` not blocking on its send (MPI's sends are immediate)
-    for s in 1..p {
-        let (to, from) = ((r + s) % p, (r + p - s) % p);
+    let (sends, from) = rounds(r, p, |to| {
         let send = blocks[to].clone();
         let msg = enc.encode(&data[send.clone()], bound);
         stats.bytes_sent += msg.len() as u64;
         codec::count_block(&msg, &mut stats.blocks);
         stats.bytes_uncompressed += 8 * send.len() as u64;
-        received.push(t.exchange(to, msg, from)?);
-    }
+        msg
+    });
+    let received = t.exchange_all(sends, &from)?;
     // decoding after the exchange keeps it off every peer's path
     for msg in received {
         codec::decode_into(&msg, &mut data[own.clone()], true)?;
@@ -70,18 +69,32 @@ pub fn reduce_scatter_encoded(
             lens.get(r).copied().unwrap_or(0)
         )));
     }
-    let mut received = Vec::with_capacity(p.saturating_sub(1));
-    for s in 1..p {
-        let (to, from) = ((r + s) % p, (r + p - s) % p);
+    let (sends, from) = rounds(r, p, |to| {
         let msg = codec::groups_message(&encoded[to]);
         stats.bytes_sent += msg.len() as u64;
         codec::count_block(&msg, &mut stats.blocks);
         stats.device_encoded += 1;
         stats.bytes_uncompressed += 8 * lens[to] as u64;
-        received.push(t.exchange(to, msg, from)?);
-    }
+        msg
+    });
+    let received = t.exchange_all(sends, &from)?;
     for msg in received {
         codec::decode_into(&msg, own, true)?;
     }
     Ok(())
+}
+
+/// The rounds of worker `r` of `p`: round s sends `message(r + s)` to the worker s ahead
+/// and receives from the one s behind; returns the sends and the senders, by round.
+fn rounds(
+    r: usize,
+    p: usize,
+    mut message: impl FnMut(usize) -> Vec<u8>,
+) -> (Vec<(usize, Vec<u8>)>, Vec<usize>) {
+    (1..p)
+        .map(|s| {
+            let (to, from) = ((r + s) % p, (r + p - s) % p);
+            ((to, message(to)), from)
+        })
+        .unzip()
 }

@@ -19,6 +19,21 @@ pub trait Transport: Send {
         self.send(to, msg)?;
         self.recv(from)
     }
+    /// Sends each `(to, message)` of `sends` while receiving one message from each rank of
+    /// `from` (as many as sends), returned in `from`'s order: the rounds of a pairwise
+    /// exchange. One [`Transport::exchange`] after another unless a transport can have
+    /// them all in flight at once.
+    fn exchange_all(
+        &mut self,
+        sends: Vec<(usize, Vec<u8>)>,
+        from: &[usize],
+    ) -> Result<Vec<Vec<u8>>> {
+        sends
+            .into_iter()
+            .zip(from)
+            .map(|((to, msg), &f)| self.exchange(to, msg, f))
+            .collect()
+    }
     /// Sums i64 words element-wise over all workers with the transport's own reduction,
     /// when it has one (MPI); `None` means the ring algorithms do it.
     fn native_sum(&mut self, _words: &mut [i64]) -> Option<Result<()>> {
