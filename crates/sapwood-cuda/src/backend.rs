@@ -480,7 +480,7 @@ impl HistBackend for CudaBackend {
         hists: &mut [HistBin],
     ) -> Result<Option<Vec<Vec<u8>>>> {
         let width = self.shape.total_bins;
-        encode::check_blocks(blocks, own, width)?;
+        shard::check_blocks(blocks, own, width)?;
         shard::check_hist_len(hists.len(), nodes.len(), width)?;
         let spans = self.spans.of(nodes)?;
         let mut messages = vec![Vec::new(); blocks.len()];

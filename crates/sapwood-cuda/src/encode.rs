@@ -52,28 +52,6 @@ pub(crate) fn group_bytes_bound(values: usize) -> usize {
     values.div_ceil(GROUP) * MAX_GROUP_BYTES
 }
 
-/// Checks the blocks of a reduce-scatter: `own` one of them, each a range of a node's
-/// `total_bins` bins.
-pub(crate) fn check_blocks(blocks: &[Range<usize>], own: usize, total_bins: usize) -> Result<()> {
-    if own >= blocks.len() {
-        return Err(Error::Backend(format!(
-            "own block {own} of {} blocks",
-            blocks.len()
-        )));
-    }
-    if let Some((b, r)) = blocks
-        .iter()
-        .enumerate()
-        .find(|(_, r)| r.start > r.end || r.end > total_bins)
-    {
-        return Err(Error::Backend(format!(
-            "block {b} is bins {}..{}, not a range within a node's {total_bins} bins",
-            r.start, r.end
-        )));
-    }
-    Ok(())
-}
-
 /// Largest pitch a 2D copy is sure to take (the driver's limit is at least this).
 const MAX_PITCH_BYTES: usize = i32::MAX as usize;
 

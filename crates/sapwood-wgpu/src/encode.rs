@@ -39,32 +39,6 @@ pub(crate) fn group_bytes_bound(values: usize) -> u64 {
     values.div_ceil(GROUP) as u64 * MAX_GROUP_BYTES
 }
 
-/// Checks the blocks of a reduce-scatter: `own` one of them, each a range of a node's
-/// `total_bins` bins.
-pub(crate) fn check_blocks(
-    blocks: &[std::ops::Range<usize>],
-    own: usize,
-    total_bins: usize,
-) -> Result<()> {
-    if own >= blocks.len() {
-        return Err(Error::Backend(format!(
-            "own block {own} of {} blocks",
-            blocks.len()
-        )));
-    }
-    if let Some((b, r)) = blocks
-        .iter()
-        .enumerate()
-        .find(|(_, r)| r.start > r.end || r.end > total_bins)
-    {
-        return Err(Error::Backend(format!(
-            "block {b} is bins {}..{}, not a range within a node's {total_bins} bins",
-            r.start, r.end
-        )));
-    }
-    Ok(())
-}
-
 fn too_large(what: &str, n: u64) -> Error {
     device_error(format!("{what} of {n} bytes do not fit a 32-bit offset"))
 }

@@ -128,6 +128,32 @@ pub fn check_hist_len(out_len: usize, nodes: usize, total_bins: usize) -> Result
     Ok(())
 }
 
+/// Checks the blocks of a reduce-scatter a backend encodes (`build_encoded_blocks`): `own`
+/// one of them, each a range of a node's `total_bins` bins.
+pub fn check_blocks(
+    blocks: &[std::ops::Range<usize>],
+    own: usize,
+    total_bins: usize,
+) -> Result<()> {
+    if own >= blocks.len() {
+        return Err(Error::Backend(format!(
+            "own block {own} of {} blocks",
+            blocks.len()
+        )));
+    }
+    if let Some((b, r)) = blocks
+        .iter()
+        .enumerate()
+        .find(|(_, r)| r.start > r.end || r.end > total_bins)
+    {
+        return Err(Error::Backend(format!(
+            "block {b} is bins {}..{}, not a range within a node's {total_bins} bins",
+            r.start, r.end
+        )));
+    }
+    Ok(())
+}
+
 /// Checks a group index against the shard's groups.
 pub fn check_group(group: usize, k: usize) -> Result<()> {
     if group >= k {
