@@ -9,6 +9,8 @@
 //!   collective), and the byte comparison of saved models;
 //! - [`conformance`](mod@conformance): every check a histogram backend must pass against brute force and the
 //!   CPU reference, bit for bit; [`conformance!`] makes them the tests of a backend crate;
+//! - [`encoders`]: a GPU backend's device encoders (packed lanes, group encoding) against
+//!   the host codecs of sapwood-collective, byte for byte;
 //! - [`probe`]: kernel-level checks through a GPU backend's own read-backs, and device
 //!   prediction.
 //!
@@ -30,6 +32,7 @@
 
 pub mod conformance;
 pub mod data;
+pub mod encoders;
 pub mod probe;
 pub mod rng;
 pub mod train;
