@@ -10,6 +10,7 @@
 use std::ops::Range;
 
 use cudarc::driver::{sys, CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
+use sapwood_core::backend::shard;
 use sapwood_core::error::{Error, Result};
 
 use crate::backend::{upload, zeroed};
@@ -241,16 +242,9 @@ pub(crate) fn groups(
     // SAFETY: matches groups.cu; src holds count messages of len values, sizes one word per
     // group; the measuring pass writes nothing to `unused`.
     unsafe { b.launch(launch((x, 1, 1))) }.map_err(launch_error(CodecKernel::Groups))?;
-    // an exclusive scan of the sizes: every group's byte offset in the batch's output
-    let mut offsets: Vec<u32> = Vec::with_capacity(n_groups);
-    let mut total = 0usize;
-    for size in read(gpu, &sizes, n_groups)? {
-        offsets.push(total as u32);
-        total += size as usize;
-        if total > u32::MAX as usize {
-            return Err(too_large("the encoded groups of a batch", total));
-        }
-    }
+    let Some((offsets, total)) = shard::group_offsets(read(gpu, &sizes, n_groups)?) else {
+        return Err(too_large("the encoded groups of a batch", 1 << 32));
+    };
     gpu.stream
         .memcpy_htod(&offsets, &mut sizes)
         .map_err(|e| driver_error("upload of group offsets", e))?;
@@ -269,21 +263,13 @@ pub(crate) fn groups(
     unsafe { b.launch(launch((x, 1, 1))) }.map_err(launch_error(CodecKernel::Groups))?;
     let words = read(gpu, &out, total.div_ceil(4))?;
     let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-    let start = |i: usize| offsets.get(i * per_message).map_or(total, |&o| o as usize);
-    Ok((0..count)
-        .map(|i| bytes[start(i)..start(i + 1)].to_vec())
-        .collect())
-}
-
-/// Checks that `values` holds whole messages of `len` values; returns how many.
-fn message_count(values: &[i64], len: usize) -> Result<usize> {
-    if len == 0 || !values.len().is_multiple_of(len) {
-        return Err(Error::Backend(format!(
-            "{} values are not whole messages of {len}",
-            values.len()
-        )));
-    }
-    Ok(values.len() / len)
+    Ok(shard::split_messages(
+        &bytes,
+        &offsets,
+        per_message,
+        count,
+        total,
+    ))
 }
 
 /// Messages of `len` values uploaded and encoded at once.
@@ -301,7 +287,7 @@ impl Gpu {
     /// with the device's packing kernel (uploaded first: the path the backend runs on its
     /// histogram buffer, for values chosen by a test or a benchmark).
     pub fn pack_values(&self, values: &[i64], len: usize, widths: &[u32]) -> Result<Vec<i64>> {
-        let count = message_count(values, len)?;
+        let count = shard::message_count(values, len)?;
         if widths.len() != count {
             return Err(Error::Backend(format!(
                 "{} lane widths for {count} messages",
@@ -319,7 +305,7 @@ impl Gpu {
     /// Group-encodes `values`, messages of `len` values each, with the device's encoder
     /// (uploaded first, as [`Gpu::pack_values`]); one message of bytes each.
     pub fn encode_groups(&self, values: &[i64], len: usize) -> Result<Vec<Vec<u8>>> {
-        message_count(values, len)?;
+        shard::message_count(values, len)?;
         let mut out = Vec::new();
         for chunk in values.chunks(per_upload(len) * len) {
             let src = upload_values(self, chunk)?;

@@ -6,6 +6,7 @@
 //! buffer, each value a (lo, hi) pair of u32 words: a batch of node histograms (`len` = 2 ·
 //! total bins: g, h of every bin) is exactly that.
 
+use sapwood_core::backend::shard;
 use sapwood_core::error::{Error, Result};
 
 use crate::gpu::{device_error, Gpu, WG};
@@ -120,16 +121,11 @@ pub(crate) fn groups(
         [x, 1, 1],
     );
     let b = gpu.read(enc, &[(&sizes, 0, 4 * groups as u64)])?;
-    // an exclusive scan of the sizes: every group's byte offset in the batch's output
-    let mut offsets: Vec<u32> = Vec::with_capacity(groups);
-    let mut total = 0u64;
-    for size in bytemuck::cast_slice::<u8, u32>(&b[0]) {
-        offsets.push(total as u32);
-        total += *size as u64;
-        if total > u32::MAX as u64 {
-            return Err(too_large("the encoded groups of a batch", total));
-        }
-    }
+    let sizes_read = bytemuck::cast_slice::<u8, u32>(&b[0]).iter().copied();
+    let Some((offsets, total)) = shard::group_offsets(sizes_read) else {
+        return Err(too_large("the encoded groups of a batch", 1 << 32));
+    };
+    let total = total as u64;
     gpu.check_binding(total, "the encoded groups of a batch")?;
     gpu.write(&sizes, bytemuck::cast_slice(&offsets))?;
     let out = gpu.zeroed("encoded groups", total);
@@ -146,25 +142,13 @@ pub(crate) fn groups(
     let bytes = gpu
         .read(enc, &[(&out, 0, total.next_multiple_of(4))])?
         .remove(0);
-    let start = |i: usize| {
-        offsets
-            .get(i * per_message)
-            .map_or(total as usize, |&o| o as usize)
-    };
-    Ok((0..m.count)
-        .map(|i| bytes[start(i)..start(i + 1)].to_vec())
-        .collect())
-}
-
-/// Checks that `values` holds whole messages of `len` values; returns how many.
-fn message_count(values: &[i64], len: usize) -> Result<usize> {
-    if len == 0 || !values.len().is_multiple_of(len) {
-        return Err(Error::Backend(format!(
-            "{} values are not whole messages of {len}",
-            values.len()
-        )));
-    }
-    Ok(values.len() / len)
+    Ok(shard::split_messages(
+        &bytes,
+        &offsets,
+        per_message,
+        m.count,
+        total as usize,
+    ))
 }
 
 /// Messages of `len` values each that fit one storage binding and one dispatch.
@@ -179,7 +163,7 @@ impl Gpu {
     /// with the device's packing kernel (uploaded first: the path the backend runs on its
     /// histogram buffer, for values chosen by a test or a benchmark).
     pub fn pack_values(&self, values: &[i64], len: usize, widths: &[u32]) -> Result<Vec<i64>> {
-        let count = message_count(values, len)?;
+        let count = shard::message_count(values, len)?;
         if widths.len() != count {
             return Err(Error::Backend(format!(
                 "{} lane widths for {count} messages",
@@ -203,7 +187,7 @@ impl Gpu {
     /// Group-encodes `values`, messages of `len` values each, with the device's encoder
     /// (uploaded first, as [`Gpu::pack_values`]); one message of bytes each.
     pub fn encode_groups(&self, values: &[i64], len: usize) -> Result<Vec<Vec<u8>>> {
-        message_count(values, len)?;
+        shard::message_count(values, len)?;
         // the output must fit a binding too: a group may take a little more than its values
         let per = per_upload(self, len, MAX_GROUP_BYTES.div_ceil(GROUP as u64))?;
         let mut out = Vec::new();

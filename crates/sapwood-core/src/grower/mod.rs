@@ -226,10 +226,8 @@ impl Learner<'_> {
         let chunks = overlap_chunks(nodes.len(), width, self.sync.overlap());
         if chunks.len() <= 1 {
             let all = 0..nodes.len();
-            return match build_chunk(self.backend, device.as_ref(), all, nodes, hists)? {
-                Some(encoded) => self.sync.sum_encoded(hists, width, nodes.len(), encoded),
-                None => self.sync.sum_batch(hists, width, bounds),
-            };
+            let encoded = build_chunk(self.backend, device.as_ref(), all, nodes, hists)?;
+            return self.sync.sum_built(hists, width, bounds, encoded);
         }
         let (backend, sync) = (&mut *self.backend, &mut self.sync);
         std::thread::scope(|s| {
@@ -237,10 +235,7 @@ impl Learner<'_> {
             let (tx, rx) = std::sync::mpsc::channel::<Chunk<'_>>();
             let exchange = s.spawn(move || -> Result<()> {
                 for (h, b, encoded) in rx {
-                    match encoded {
-                        Some(encoded) => sync.sum_encoded(h, width, b.len(), encoded)?,
-                        None => sync.sum_batch(h, width, b)?,
-                    }
+                    sync.sum_built(h, width, b, encoded)?;
                 }
                 Ok(())
             });

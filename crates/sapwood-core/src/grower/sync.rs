@@ -112,10 +112,25 @@ impl<'c> HistSync<'c> {
         }
     }
 
+    /// Sums a batch of histograms of `width` bins, node i bounded by `bounds[i]`, as the
+    /// backend built it: `encoded` on its device, else whole in `hists`.
+    pub fn sum_built(
+        &mut self,
+        hists: &mut [HistBin],
+        width: usize,
+        bounds: &[u64],
+        encoded: Option<Encoded>,
+    ) -> Result<()> {
+        match encoded {
+            Some(e) => self.sum_encoded(hists, width, bounds.len(), e),
+            None => self.sum_batch(hists, width, bounds),
+        }
+    }
+
     /// Sums a batch of `nodes` histograms of `width` bins that the backend encoded as the
     /// [`HistSync::device_plan`] said: afterwards they are global as after
     /// [`HistSync::sum_batch`].
-    pub fn sum_encoded(
+    fn sum_encoded(
         &mut self,
         hists: &mut [HistBin],
         width: usize,

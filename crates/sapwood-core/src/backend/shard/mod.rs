@@ -3,10 +3,12 @@
 //! the scalars each kernel is given ([`kernels`]). A backend adds allocation, launches and
 //! read-backs.
 
+mod encoded;
 mod host;
 pub mod kernels;
 mod spans;
 
+pub use encoded::{check_blocks, group_offsets, message_count, split_messages};
 pub use host::{check_gradients, gradients_into};
 pub use spans::{NodeSpans, Span};
 
@@ -123,32 +125,6 @@ pub fn check_hist_len(out_len: usize, nodes: usize, total_bins: usize) -> Result
     if out_len != nodes * total_bins {
         return Err(Error::Backend(format!(
             "histogram buffer of {out_len} bins for {nodes} nodes of {total_bins}"
-        )));
-    }
-    Ok(())
-}
-
-/// Checks the blocks of a reduce-scatter a backend encodes (`build_encoded_blocks`): `own`
-/// one of them, each a range of a node's `total_bins` bins.
-pub fn check_blocks(
-    blocks: &[std::ops::Range<usize>],
-    own: usize,
-    total_bins: usize,
-) -> Result<()> {
-    if own >= blocks.len() {
-        return Err(Error::Backend(format!(
-            "own block {own} of {} blocks",
-            blocks.len()
-        )));
-    }
-    if let Some((b, r)) = blocks
-        .iter()
-        .enumerate()
-        .find(|(_, r)| r.start > r.end || r.end > total_bins)
-    {
-        return Err(Error::Backend(format!(
-            "block {b} is bins {}..{}, not a range within a node's {total_bins} bins",
-            r.start, r.end
         )));
     }
     Ok(())
