@@ -22,7 +22,9 @@ struct Args {
     leaves: usize,
     threads: usize,
     grad_bits: u32,
+    subsample: f64,
     data_dir: Option<PathBuf>,
+    model: Option<PathBuf>,
 }
 
 fn parse() -> Args {
@@ -35,7 +37,9 @@ fn parse() -> Args {
         leaves: 0,
         threads: 2,
         grad_bits: 0,
+        subsample: 1.0,
         data_dir: None,
+        model: None,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -55,6 +59,12 @@ fn parse() -> Args {
             "--threads" => a.threads = num(),
             "--grad-bits" => a.grad_bits = num() as u32,
             "--data-dir" => a.data_dir = Some(PathBuf::from(&v)),
+            "--model" => a.model = Some(PathBuf::from(&v)),
+            "--subsample" => {
+                a.subsample = v
+                    .parse()
+                    .unwrap_or_else(|_| panic!("--subsample needs a number"))
+            }
             "--bench" => {
                 i += 1;
                 continue;
@@ -146,7 +156,8 @@ fn main() {
     let params = Params {
         objective: ObjectiveKind::Logistic,
         num_rounds: a.rounds,
-        max_depth: a.depth,
+        // a leaf budget grows without a depth limit, as the peers' lossguide runs do
+        max_depth: if a.leaves > 0 { 0 } else { a.depth },
         max_leaves: a.leaves,
         grow_policy: if a.leaves > 0 {
             GrowPolicy::Lossguide
@@ -157,6 +168,7 @@ fn main() {
         max_bin: 256,
         quantisation: Quantisation::from_grad_bits(a.grad_bits).unwrap(),
         eval_metric: vec![Metric::Auc],
+        subsample: a.subsample,
         ..Default::default()
     };
     let start = Instant::now();
@@ -166,6 +178,9 @@ fn main() {
     };
     let booster = Booster::train_with(&params, &run, &train, &[], &mut sapwood::Quiet).unwrap();
     let seconds = start.elapsed().as_secs_f64();
+    if let Some(path) = &a.model {
+        booster.save(path).unwrap();
+    }
     let p = booster.predict(&test).unwrap();
     let Some(sapwood::Label::Values(labels)) = test.label() else {
         unreachable!()
