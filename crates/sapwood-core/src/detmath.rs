@@ -11,6 +11,34 @@ pub fn pow2(k: i32) -> f64 {
     f64::from_bits(((k + 1023) as u64) << 52)
 }
 
+/// `x.round_ties_even()` without a library call. Baseline x86-64 has no rounding
+/// instruction (SSE4.1), so the standard method calls `rint`, which cost 4% of training in the
+/// per-row quantisation. Adding and subtracting 2^52 rounds |x| < 2^52 to an integer in the
+/// default rounding mode (ties to even), and every f64 of magnitude 2^52 or more already is
+/// one; NaN and infinities pass through. Equal to the standard method for every input.
+#[inline(always)]
+pub fn round_ties_even(x: f64) -> f64 {
+    const BIG: f64 = 4_503_599_627_370_496.0; // 2^52
+    let a = x.abs();
+    if a < BIG {
+        ((a + BIG) - BIG).copysign(x)
+    } else {
+        x
+    }
+}
+
+/// [`round_ties_even`] for f32 (2^23 is where every f32 is an integer).
+#[inline(always)]
+pub fn round_ties_even_f32(x: f32) -> f32 {
+    const BIG: f32 = 8_388_608.0; // 2^23
+    let a = x.abs();
+    if a < BIG {
+        ((a + BIG) - BIG).copysign(x)
+    } else {
+        x
+    }
+}
+
 /// e^x, reproducible to the bit on every machine (relative error below 1e-15).
 pub fn exp(x: f64) -> f64 {
     if x.is_nan() {
@@ -85,6 +113,80 @@ pub fn log2(x: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn fast_rounding_equals_the_standard_method(bits in any::<u64>(), small in -1e7f64..1e7, half in -40_000i64..40_000) {
+            for x in [f64::from_bits(bits), small, half as f64 + 0.5, half as f64 * 0.25] {
+                let want = x.round_ties_even();
+                let got = round_ties_even(x);
+                prop_assert!(want.to_bits() == got.to_bits() || (want.is_nan() && got.is_nan()), "{x:e}: {want:e} vs {got:e}");
+                let xf = x as f32;
+                let want = xf.round_ties_even();
+                let got = round_ties_even_f32(xf);
+                prop_assert!(want.to_bits() == got.to_bits() || (want.is_nan() && got.is_nan()), "{xf:e}: {want:e} vs {got:e}");
+            }
+            let xf = f32::from_bits(bits as u32);
+            let want = xf.round_ties_even();
+            let got = round_ties_even_f32(xf);
+            prop_assert!(want.to_bits() == got.to_bits() || (want.is_nan() && got.is_nan()), "{xf:e}: {want:e} vs {got:e}");
+        }
+    }
+
+    #[test]
+    fn fast_rounding_at_the_edges() {
+        let edges = [
+            0.0,
+            -0.0,
+            0.5,
+            -0.5,
+            1.5,
+            2.5,
+            -2.5,
+            0.49999999999999994,
+            4503599627370495.5,
+            -4503599627370495.5,
+            4503599627370496.0,
+            9007199254740993.0,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            5e-324,
+        ];
+        for x in edges {
+            assert_eq!(
+                round_ties_even(x).to_bits(),
+                x.round_ties_even().to_bits(),
+                "{x:e}"
+            );
+        }
+        let edges = [
+            0.0f32,
+            -0.0,
+            0.5,
+            -0.5,
+            1.5,
+            2.5,
+            8388607.5,
+            -8388607.5,
+            4194303.5,
+            8388608.0,
+            f32::MAX,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            1e-45,
+        ];
+        for x in edges {
+            assert_eq!(
+                round_ties_even_f32(x).to_bits(),
+                x.round_ties_even().to_bits(),
+                "{x:e}"
+            );
+        }
+        assert!(round_ties_even(f64::NAN).is_nan() && round_ties_even_f32(f32::NAN).is_nan());
+    }
 
     #[test]
     fn exp_and_ln_agree_with_libm() {

@@ -302,13 +302,18 @@ pub fn margin_fixed(m: f32, clamp: f32) -> i32 {
     } else {
         ftz(m).clamp(-clamp, clamp)
     };
-    (m * (1u32 << MARGIN_FRAC_BITS) as f32).round_ties_even() as i32
+    detmath::round_ties_even_f32(m * (1u32 << MARGIN_FRAC_BITS) as f32) as i32
 }
 
 /// sigmoid(m) as an integer in [1, 2^24 - 1] (units of 2^-24), by table interpolation.
 #[inline]
 pub fn sigmoid_fixed(m: f32) -> u32 {
-    let t = sigmoid_table();
+    sigmoid_fixed_in(sigmoid_table(), m)
+}
+
+/// [`sigmoid_fixed`] with the table at hand.
+#[inline(always)]
+fn sigmoid_fixed_in(t: &[u32], m: f32) -> u32 {
     let shift = MARGIN_FRAC_BITS - SIGMOID_STEP_BITS;
     let u = (margin_fixed(m, SIGMOID_RANGE as f32) + (SIGMOID_RANGE << MARGIN_FRAC_BITS)) as u32;
     let i = (u >> shift) as usize;
@@ -329,7 +334,7 @@ pub fn exp_neg_fixed(d: f32) -> u32 {
         return 0;
     }
     let t = exp_table();
-    let fixed = (d.max(0.0) * (1u32 << MARGIN_FRAC_BITS) as f32).round_ties_even() as u32;
+    let fixed = detmath::round_ties_even_f32(d.max(0.0) * (1u32 << MARGIN_FRAC_BITS) as f32) as u32;
     let shift = MARGIN_FRAC_BITS - EXP_STEP_BITS;
     let i = (fixed >> shift) as usize;
     if i + 1 >= t.len() {
@@ -337,6 +342,60 @@ pub fn exp_neg_fixed(d: f32) -> u32 {
     }
     let f = fixed & ((1 << shift) - 1);
     t[i] - (((t[i] - t[i + 1]) * f) >> shift)
+}
+
+/// (g, h) of squared error at margin `m`, label `y`, weight `w` (already flushed).
+#[inline(always)]
+fn squared_error(m: f32, y: f32, w: f32) -> [f32; 2] {
+    [ftz(ftz(ftz(m) - y) * w), w]
+}
+
+/// (g, h) of the logistic loss at margin `m`, label `y`, weight `w` (already flushed).
+#[inline(always)]
+fn logistic(m: f32, y: f32, w: f32) -> [f32; 2] {
+    logistic_with(sigmoid_table(), m, y, w)
+}
+
+/// [`logistic`] with the sigmoid table at hand.
+#[inline(always)]
+fn logistic_with(t: &[u32], m: f32, y: f32, w: f32) -> [f32; 2] {
+    let p = sigmoid_fixed_in(t, m) as f32 * (1.0 / ONE as f32);
+    [
+        ftz(ftz(p - y) * w),
+        ftz((p * (1.0 - p)).max(MIN_HESSIAN) * w),
+    ]
+}
+
+/// Writes `f(margin, label, weight)` of every row (label and weight flushed, as
+/// [`Objective::gradient`] flushes them) into `out`; returns the largest |g| and h.
+#[inline(always)]
+fn rows_by(
+    margins: &[f32],
+    labels: &[f32],
+    weights: Option<&[f32]>,
+    out: &mut [[f32; 2]],
+    f: impl Fn(f32, f32, f32) -> [f32; 2],
+) -> [f32; 2] {
+    let mut max = [0.0f32; 2];
+    let mut put = |o: &mut [f32; 2], gh: [f32; 2]| {
+        *o = gh;
+        max[0] = max[0].max(gh[0].abs());
+        max[1] = max[1].max(gh[1]);
+    };
+    match weights {
+        None => {
+            let w = ftz(1.0);
+            for ((o, &m), &y) in out.iter_mut().zip(margins).zip(labels) {
+                put(o, f(m, ftz(y), w));
+            }
+        }
+        Some(ws) => {
+            for (((o, &m), &y), &w) in out.iter_mut().zip(margins).zip(labels).zip(ws) {
+                put(o, f(m, ftz(y), ftz(w)));
+            }
+        }
+    }
+    max
 }
 
 /// e^x as a pair (q, s) whose product q * s is the value: q is an integer below 2^24 + 1
@@ -349,7 +408,7 @@ pub fn exp_parts(x: f32) -> (f32, f32) {
     let x = ftz(x);
     let x = if x.is_nan() { 0.0 } else { x };
     let t = ftz(x * LOG2_E).clamp(-EXP2_LIMIT, EXP2_LIMIT);
-    let fixed = (t * (1u32 << MARGIN_FRAC_BITS) as f32).round_ties_even() as i32;
+    let fixed = detmath::round_ties_even_f32(t * (1u32 << MARGIN_FRAC_BITS) as f32) as i32;
     let k = fixed >> MARGIN_FRAC_BITS;
     let frac = (fixed as u32) & ((1 << MARGIN_FRAC_BITS) - 1);
     let shift = MARGIN_FRAC_BITS - EXP2_STEP_BITS;
@@ -573,6 +632,44 @@ impl Objective {
         &self.rank
     }
 
+    /// Whether [`Objective::gradients_of_rows`] computes this loss.
+    pub fn has_row_formula(&self) -> bool {
+        self.groups == 1
+            && matches!(
+                self.kind,
+                ObjectiveKind::SquaredError | ObjectiveKind::Logistic | ObjectiveKind::LogitRaw
+            )
+    }
+
+    /// Writes the (g, h) of every row into `out` and returns the largest |g| and h, for a
+    /// one-output loss whose rows the backend computes by one formula (the same as
+    /// [`Objective::gradient`]'s); `None` for the others, which go row by row through it.
+    /// Choosing the formula once, outside the loop, lets it inline into a tight loop.
+    pub fn gradients_of_rows(
+        &self,
+        margins: &[f32],
+        labels: &[f32],
+        weights: Option<&[f32]>,
+        out: &mut [[f32; 2]],
+    ) -> Option<[f32; 2]> {
+        if self.groups != 1 {
+            return None;
+        }
+        match self.kind {
+            ObjectiveKind::SquaredError => {
+                Some(rows_by(margins, labels, weights, out, squared_error))
+            }
+            ObjectiveKind::Logistic | ObjectiveKind::LogitRaw => {
+                // the table is found once, not per row
+                let t = sigmoid_table();
+                Some(rows_by(margins, labels, weights, out, |m, y, w| {
+                    logistic_with(t, m, y, w)
+                }))
+            }
+            _ => None,
+        }
+    }
+
     /// Gradient and hessian of one row for every group, written to `g` and `h` (length
     /// `groups`). The arithmetic is the contract every backend reproduces bit for bit: single
     /// IEEE operations, and no product that is rounded and then added (a GPU compiler may fuse
@@ -583,10 +680,7 @@ impl Objective {
         let w = ftz(weight);
         let LossConstants { c0, c1 } = self.constants;
         match self.kind {
-            ObjectiveKind::SquaredError => {
-                g[0] = ftz(ftz(ftz(margins[0]) - y) * w);
-                h[0] = w;
-            }
+            ObjectiveKind::SquaredError => [g[0], h[0]] = squared_error(margins[0], y, w),
             ObjectiveKind::AbsoluteError => {
                 let d = ftz(ftz(margins[0]) - y);
                 g[0] = if d > 0.0 {
@@ -650,9 +744,7 @@ impl Objective {
                 h[0] = ftz(ftz(hb - ha).max(MIN_HESSIAN) * w);
             }
             ObjectiveKind::Logistic | ObjectiveKind::LogitRaw => {
-                let p = sigmoid_fixed(margins[0]) as f32 * (1.0 / ONE as f32);
-                g[0] = ftz(ftz(p - y) * w);
-                h[0] = ftz((p * (1.0 - p)).max(MIN_HESSIAN) * w);
+                [g[0], h[0]] = logistic(margins[0], y, w)
             }
             ObjectiveKind::RankNdcg
             | ObjectiveKind::RankMap

@@ -1,5 +1,6 @@
 //! The CPU backend (rayon): the reference every other backend is tested against.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use rayon::prelude::*;
@@ -13,10 +14,11 @@ use crate::hash::{HashKey, Stream};
 use crate::hist::HistBin;
 use crate::objective::{ftz, Objective};
 use crate::quantise::quantise_exact;
+use crate::split::SplitRule;
 use crate::tree::{NodeId, Tree};
 
-/// Rows per parallel task when building one node's histogram.
-const HIST_ROWS_PER_TASK: usize = 32_768;
+/// Fewest rows of a histogram part (see [`parts_of`]).
+const MIN_PART_ROWS: usize = 4_096;
 /// Rows per parallel task for per-row work.
 const ROWS_PER_TASK: usize = 16_384;
 
@@ -41,8 +43,14 @@ pub struct CpuBackend {
     packed: Option<Vec<i64>>,
     /// in-bag rows grouped by node (see [`NodeSpans`])
     rows: Vec<u32>,
+    /// where a partition puts the rows going right before they return to `rows`
+    scratch: Vec<u32>,
     spans: NodeSpans,
     all_in_bag: bool,
+    /// histograms of the parts of large nodes, kept from level to level and tree to tree
+    part_hists: Vec<Vec<HistBin>>,
+    /// the same for packed low-bit histograms
+    part_packed: Vec<Vec<i64>>,
 }
 
 impl CpuBackend {
@@ -68,8 +76,11 @@ impl CpuBackend {
             exact: None,
             packed: None,
             rows: Vec::new(),
+            scratch: Vec::new(),
             spans: NodeSpans::new(),
             all_in_bag: true,
+            part_hists: Vec::new(),
+            part_packed: Vec::new(),
         })
     }
 
@@ -78,59 +89,182 @@ impl CpuBackend {
     }
 }
 
-/// One node's histogram: its rows, or (for a root holding every row) the range `0..n`.
-fn build_one<B: BinValue, V: HistValue>(
-    rows: &[u32],
-    dense: bool,
+/// The rows a histogram part accumulates: a slice of the row array, or (for a root holding
+/// every row) a range of rows read in order.
+#[derive(Clone)]
+enum PartRows<'a> {
+    Listed(&'a [u32]),
+    All(Range<usize>),
+}
+
+/// How many parts a node of `rows` rows is built in, when the level holds `level_rows` rows
+/// and `threads` threads share it. A part has its own histogram (zeroed, then added to the
+/// node's), so parts are only made where a thread would otherwise be idle: a level of many
+/// nodes keeps its nodes whole, a lone large node is cut in one part per thread. A part
+/// has at least [`MIN_PART_ROWS`] rows and at least `min_rows` (enough work to repay its
+/// histogram).
+fn parts_of(rows: usize, level_rows: usize, threads: usize, min_rows: usize) -> usize {
+    if threads <= 1 {
+        return 1;
+    }
+    let target = (level_rows / (4 * threads))
+        .max(MIN_PART_ROWS)
+        .max(min_rows);
+    rows.div_ceil(target).clamp(1, threads)
+}
+
+/// Cuts `rows` into `parts` nearly equal consecutive pieces.
+fn cut<'a>(rows: &PartRows<'a>, parts: usize) -> Vec<PartRows<'a>> {
+    let len = match rows {
+        PartRows::Listed(r) => r.len(),
+        PartRows::All(r) => r.len(),
+    };
+    (0..parts)
+        .map(|i| {
+            let (lo, hi) = (len * i / parts, len * (i + 1) / parts);
+            match rows {
+                PartRows::Listed(r) => PartRows::Listed(&r[lo..hi]),
+                PartRows::All(r) => PartRows::All(r.start + lo..r.start + hi),
+            }
+        })
+        .collect()
+}
+
+/// Zeroes `hist` and accumulates `rows` into it.
+fn build_part<B: BinValue, V: HistValue>(
+    rows: &PartRows<'_>,
     bins: &[B],
     offsets: &[u32],
-    gh: &[V],
+    values: &[V],
     hist: &mut [V],
 ) {
     hist.fill(V::default());
-    let run = |lo: usize, hi: usize, h: &mut [V]| {
-        if dense {
-            kernel::accumulate_all(lo, hi, bins, offsets, gh, h);
-        } else {
-            kernel::accumulate(&rows[lo..hi], bins, offsets, gh, h);
-        }
-    };
-    if rows.len() <= HIST_ROWS_PER_TASK {
-        run(0, rows.len(), hist);
-        return;
+    match rows {
+        PartRows::Listed(r) => kernel::accumulate(r, bins, offsets, values, hist),
+        PartRows::All(r) => kernel::accumulate_all(r.start, r.end, bins, offsets, values, hist),
     }
-    let total = hist.len();
-    let tasks = rows.len().div_ceil(HIST_ROWS_PER_TASK);
-    let partial = (0..tasks)
-        .into_par_iter()
-        .map(|t| {
-            let mut h = vec![V::default(); total];
-            run(
-                t * HIST_ROWS_PER_TASK,
-                ((t + 1) * HIST_ROWS_PER_TASK).min(rows.len()),
-                &mut h,
-            );
-            h
-        })
-        .reduce_with(|mut a, b| {
-            for (x, &y) in a.iter_mut().zip(&b) {
-                x.add(y);
+}
+
+/// Buffers of `width` entries, at least `count` of them (kept for the next call).
+fn part_buffers<V: HistValue>(pool: &mut Vec<Vec<V>>, count: usize, width: usize) {
+    if pool.len() < count {
+        pool.resize_with(count, Vec::new);
+    }
+    for b in pool.iter_mut().take(count) {
+        b.resize(width, V::default());
+    }
+}
+
+/// The histograms of every node of a level, in `out` one after another, built from full
+/// (g, h) entries. A node's first part is built in its own place in `out`; its other parts
+/// in `pool`, then added to it.
+#[allow(clippy::too_many_arguments)]
+fn build_wide<B: BinValue>(
+    node_rows: &[PartRows<'_>],
+    parts: &[usize],
+    bins: &[B],
+    offsets: &[u32],
+    gh: &[HistBin],
+    width: usize,
+    pool: &mut Vec<Vec<HistBin>>,
+    out: &mut [HistBin],
+) {
+    let extra: usize = parts.iter().map(|p| p - 1).sum();
+    part_buffers(pool, extra, width);
+    {
+        let mut spare = pool.iter_mut();
+        let mut work: Vec<(PartRows<'_>, &mut [HistBin])> = Vec::new();
+        for ((o, rows), &p) in out.chunks_mut(width.max(1)).zip(node_rows).zip(parts) {
+            let mut pieces = cut(rows, p).into_iter();
+            work.push((pieces.next().expect("a node has one part or more"), o));
+            for piece in pieces {
+                let buf = spare.next().expect("a buffer per extra part");
+                work.push((piece, buf.as_mut_slice()));
             }
-            a
-        });
-    if let Some(p) = partial {
-        hist.copy_from_slice(&p);
+        }
+        work.into_par_iter()
+            .for_each(|(rows, h)| build_part(&rows, bins, offsets, gh, h));
     }
+    let mut first = 0;
+    let owned: Vec<std::ops::Range<usize>> = parts
+        .iter()
+        .map(|&p| {
+            let r = first..first + p - 1;
+            first += p - 1;
+            r
+        })
+        .collect();
+    let pool = &*pool;
+    out.par_chunks_mut(width.max(1))
+        .zip(owned)
+        .filter(|(_, r)| !r.is_empty())
+        .for_each(|(o, r)| {
+            for buf in &pool[r] {
+                for (x, &y) in o.iter_mut().zip(buf) {
+                    x.add(y);
+                }
+            }
+        });
+}
+
+/// As [`build_wide`], from low-bit (g, h) packed in one i64: every part is built in `pool`,
+/// then the node's parts are summed and unpacked into `out`.
+#[allow(clippy::too_many_arguments)]
+fn build_packed<B: BinValue>(
+    node_rows: &[PartRows<'_>],
+    parts: &[usize],
+    bins: &[B],
+    offsets: &[u32],
+    packed: &[i64],
+    width: usize,
+    pool: &mut Vec<Vec<i64>>,
+    out: &mut [HistBin],
+) {
+    let total: usize = parts.iter().sum();
+    part_buffers(pool, total, width);
+    {
+        let mut bufs = pool.iter_mut();
+        let mut work: Vec<(PartRows<'_>, &mut [i64])> = Vec::new();
+        for (rows, &p) in node_rows.iter().zip(parts) {
+            for piece in cut(rows, p) {
+                let buf = bufs.next().expect("a buffer per part");
+                work.push((piece, buf.as_mut_slice()));
+            }
+        }
+        work.into_par_iter()
+            .for_each(|(rows, h)| build_part(&rows, bins, offsets, packed, h));
+    }
+    let mut first = 0;
+    let owned: Vec<std::ops::Range<usize>> = parts
+        .iter()
+        .map(|&p| {
+            let r = first..first + p;
+            first += p;
+            r
+        })
+        .collect();
+    let pool = &*pool;
+    out.par_chunks_mut(width.max(1))
+        .zip(owned)
+        .for_each(|(o, r)| {
+            let (head, rest) = pool[r].split_first().expect("a node has one part or more");
+            for (j, (bin, &v)) in o.iter_mut().zip(head).enumerate() {
+                let sum = rest.iter().fold(v, |a, b| a + b[j]);
+                *bin = kernel::unpack(sum);
+            }
+        });
 }
 
 /// Compacts the rows going left to the front of `rows` (stable) and copies the others to the
 /// front of `right`; returns how many went left. Branch-free: the direction of a row is
 /// unpredictable, so both writes happen and only the cursors move by the predicate.
-fn split_into(rows: &mut [u32], right: &mut [u32], left: &impl Fn(u32) -> bool) -> usize {
+#[inline(always)]
+fn split_into(rows: &mut [u32], right: &mut [u32], left: &impl Fn(usize) -> bool) -> usize {
+    let right = &mut right[..rows.len()];
     let (mut nl, mut nr) = (0usize, 0usize);
     for i in 0..rows.len() {
         let r = rows[i];
-        let go = left(r) as usize;
+        let go = left(r as usize) as usize;
         rows[nl] = r;
         right[nr] = r;
         nl += go;
@@ -139,35 +273,60 @@ fn split_into(rows: &mut [u32], right: &mut [u32], left: &impl Fn(u32) -> bool) 
     nl
 }
 
-/// Stable partition of `rows` by `left`, using parallel chunks for large nodes.
-fn partition(rows: &mut [u32], left: impl Fn(u32) -> bool + Sync) -> usize {
-    if rows.len() <= ROWS_PER_TASK {
-        let mut right = vec![0u32; rows.len()];
-        let n_left = split_into(rows, &mut right, &left);
-        let n_right = rows.len() - n_left;
-        rows[n_left..].copy_from_slice(&right[..n_right]);
+/// Stable partition of `rows` by `left` (rows going left first), with `scratch` (as long as
+/// `rows`) for the rows going right; large nodes go in parallel chunks.
+fn partition(rows: &mut [u32], scratch: &mut [u32], left: impl Fn(usize) -> bool + Sync) -> usize {
+    let len = rows.len();
+    if len <= 2 * ROWS_PER_TASK {
+        let n_left = split_into(rows, scratch, &left);
+        rows[n_left..].copy_from_slice(&scratch[..len - n_left]);
         return n_left;
     }
-    let parts: Vec<(Vec<u32>, Vec<u32>)> = rows
+    let lefts: Vec<usize> = rows
         .par_chunks_mut(ROWS_PER_TASK)
-        .map(|c| {
-            let mut right = vec![0u32; c.len()];
-            let n_left = split_into(c, &mut right, &left);
-            right.truncate(c.len() - n_left);
-            (c[..n_left].to_vec(), right)
-        })
+        .zip(scratch.par_chunks_mut(ROWS_PER_TASK))
+        .map(|(r, s)| split_into(r, s, &left))
         .collect();
+    // each chunk's left rows move down to follow the previous chunks' (a move never reaches
+    // rows of a later chunk); then the right rows come back from the scratch
     let mut pos = 0;
-    for (l, _) in &parts {
-        rows[pos..pos + l.len()].copy_from_slice(l);
-        pos += l.len();
+    for (c, &nl) in lefts.iter().enumerate() {
+        let start = c * ROWS_PER_TASK;
+        rows.copy_within(start..start + nl, pos);
+        pos += nl;
     }
     let n_left = pos;
-    for (_, r) in &parts {
-        rows[pos..pos + r.len()].copy_from_slice(r);
-        pos += r.len();
+    for (c, &nl) in lefts.iter().enumerate() {
+        let start = c * ROWS_PER_TASK;
+        let nr = (len - start).min(ROWS_PER_TASK) - nl;
+        rows[pos..pos + nr].copy_from_slice(&scratch[start..start + nr]);
+        pos += nr;
     }
     n_left
+}
+
+/// Partitions `rows` by a split of `column` (the split feature's bins of every row).
+fn partition_by<B: BinValue>(
+    rows: &mut [u32],
+    scratch: &mut [u32],
+    column: &[B],
+    s: &NodeSplit,
+) -> usize {
+    match &s.rule {
+        // the missing bin 0 goes left exactly when `default_left`: bin <= t then holds for
+        // it, and bin - 1 < t (wrapping) never does
+        SplitRule::Numeric { bin } => {
+            let t = *bin as usize;
+            if s.default_left {
+                partition(rows, scratch, |r| column[r].index() <= t)
+            } else {
+                partition(rows, scratch, |r| column[r].index().wrapping_sub(1) < t)
+            }
+        }
+        rule => partition(rows, scratch, |r| {
+            rule.goes_left(column[r].index() as u16, s.default_left)
+        }),
+    }
 }
 
 fn transpose(bins: &Bins, n: usize, nf: usize) -> Bins {
@@ -218,60 +377,75 @@ impl HistBackend for CpuBackend {
         shard::check_group(s.group, k)?;
         let (grad, offset) = (&self.grad, self.row_offset);
         let lowbit = s.scales.grad.drop.is_some();
-        let grad_key = HashKey::new(s.seed, Stream::GradNoise, s.tree_index);
-        let hess_key = HashKey::new(s.seed, Stream::HessNoise, s.tree_index);
-        if lowbit {
-            let exact = self.exact.get_or_insert_with(Vec::new);
-            exact.resize(self.gh.len(), [0; 2]);
-            self.gh
-                .par_iter_mut()
-                .zip(exact.par_iter_mut())
-                .enumerate()
-                .for_each(|(i, (gh, ex))| {
-                    let [g, h] = grad[i * k + s.group];
-                    let x = [
-                        quantise_exact(g, s.scales.grad.shift),
-                        quantise_exact(h, s.scales.hess.shift),
-                    ];
-                    let row = offset + i as u64;
-                    *ex = x;
-                    *gh = [
-                        s.scales.grad.hist_value(x[0], grad_key, row),
-                        s.scales.hess.hist_value(x[1], hess_key, row),
-                    ];
-                });
-        } else {
-            self.exact = None;
-            self.gh.par_iter_mut().enumerate().for_each(|(i, gh)| {
-                let [g, h] = grad[i * k + s.group];
-                *gh = [
-                    quantise_exact(g, s.scales.grad.shift),
-                    quantise_exact(h, s.scales.hess.shift),
-                ];
-            });
-        }
         let n = self.num_rows();
         // packing needs every sum over this shard below 2^31 (g) and 2^32 (h)
         let fits = |max: u64, limit: u64| max.checked_mul(n as u64).is_some_and(|m| m < limit);
-        self.packed = (lowbit
+        let pack = lowbit
             && fits(s.scales.grad.max_value, 1 << 31)
-            && fits(s.scales.hess.max_value, 1 << 32))
-        .then(|| {
+            && fits(s.scales.hess.max_value, 1 << 32);
+        let (gs, hs) = (s.scales.grad.shift, s.scales.hess.shift);
+        if lowbit {
+            let grad_key = HashKey::new(s.seed, Stream::GradNoise, s.tree_index);
+            let hess_key = HashKey::new(s.seed, Stream::HessNoise, s.tree_index);
+            let exact = self.exact.get_or_insert_with(Vec::new);
+            exact.resize(n, [0; 2]);
+            let mut packed = self.packed.take().unwrap_or_default();
+            packed.resize(if pack { n } else { 0 }, 0);
+            // one pass: exact values, their stochastic rounding and its packing
             self.gh
-                .par_iter()
-                .map(|&[g, h]| kernel::pack(g, h))
-                .collect()
-        });
+                .par_chunks_mut(ROWS_PER_TASK)
+                .zip(exact.par_chunks_mut(ROWS_PER_TASK))
+                .enumerate()
+                .for_each(|(t, (gh, ex))| {
+                    let lo = t * ROWS_PER_TASK;
+                    for (j, (gh, ex)) in gh.iter_mut().zip(ex).enumerate() {
+                        let [g, h] = grad[(lo + j) * k + s.group];
+                        let x = [quantise_exact(g, gs), quantise_exact(h, hs)];
+                        let row = offset + (lo + j) as u64;
+                        *ex = x;
+                        *gh = [
+                            s.scales.grad.hist_value(x[0], grad_key, row),
+                            s.scales.hess.hist_value(x[1], hess_key, row),
+                        ];
+                    }
+                });
+            if pack {
+                packed
+                    .par_chunks_mut(ROWS_PER_TASK)
+                    .zip(self.gh.par_chunks(ROWS_PER_TASK))
+                    .for_each(|(p, gh)| {
+                        for (p, &[g, h]) in p.iter_mut().zip(gh) {
+                            *p = kernel::pack(g, h);
+                        }
+                    });
+                self.packed = Some(packed);
+            }
+        } else {
+            self.exact = None;
+            self.packed = None;
+            self.gh
+                .par_chunks_mut(ROWS_PER_TASK)
+                .enumerate()
+                .for_each(|(t, gh)| {
+                    let lo = t * ROWS_PER_TASK;
+                    for (j, gh) in gh.iter_mut().enumerate() {
+                        let [g, h] = grad[(lo + j) * k + s.group];
+                        *gh = [quantise_exact(g, gs), quantise_exact(h, hs)];
+                    }
+                });
+        }
         self.all_in_bag = s.row_sample.keeps_all();
         let row_key = HashKey::new(s.seed, Stream::RowSample, s.tree_index);
-        self.rows = if self.all_in_bag {
-            (0..n as u32).collect()
+        if self.all_in_bag {
+            self.rows.clear();
+            self.rows.extend(0..n as u32);
         } else {
-            (0..n as u32)
+            self.rows = (0..n as u32)
                 .into_par_iter()
                 .filter(|&i| s.row_sample.keeps(row_key.hash32(offset + i as u64)))
-                .collect()
-        };
+                .collect();
+        }
+        self.scratch.resize(self.rows.len(), 0);
         self.spans.reset(self.rows.len() as u32);
         Ok(self.rows.len() as u64)
     }
@@ -279,52 +453,93 @@ impl HistBackend for CpuBackend {
     fn build_histograms(&mut self, nodes: &[NodeId], out: &mut [HistBin]) -> Result<()> {
         let width = self.total_bins;
         shard::check_hist_len(out.len(), nodes.len(), width)?;
-        let row_sets = nodes
-            .iter()
-            .map(|&n| self.node_rows(n))
-            .collect::<Result<Vec<_>>>()?;
-        let (offsets, gh, packed) = (&self.offsets, &self.gh, self.packed.as_deref());
         let n = self.num_rows();
-        let bins = self.binned.bins();
-        out.par_chunks_mut(width.max(1))
-            .zip(row_sets)
-            .for_each(|(o, rows)| {
-                // rows are kept in ascending order, so n of them are exactly 0..n
-                let dense = rows.len() == n;
-                match packed {
-                    Some(p) => {
-                        let mut h = vec![0i64; width];
-                        match bins {
-                            Bins::U8(b) => build_one(rows, dense, b, offsets, p, &mut h),
-                            Bins::U16(b) => build_one(rows, dense, b, offsets, p, &mut h),
-                        }
-                        for (bin, &v) in o.iter_mut().zip(&h) {
-                            *bin = kernel::unpack(v);
-                        }
-                    }
-                    None => match bins {
-                        Bins::U8(b) => build_one(rows, dense, b, offsets, gh, o),
-                        Bins::U16(b) => build_one(rows, dense, b, offsets, gh, o),
-                    },
-                }
+        let mut node_rows = Vec::with_capacity(nodes.len());
+        for &node in nodes {
+            let span = self.spans.get(node)?.range();
+            // rows are kept in ascending order, so n of them are exactly 0..n
+            node_rows.push(if span.len() == n {
+                PartRows::All(0..n)
+            } else {
+                PartRows::Listed(&self.rows[span])
             });
+        }
+        let lens: Vec<usize> = nodes
+            .iter()
+            .map(|&node| self.spans.get(node).map(|s| s.len as usize))
+            .collect::<Result<_>>()?;
+        let level: usize = lens.iter().sum();
+        let threads = rayon::current_num_threads();
+        let nf = self.binned.n_features().max(1);
+        let parts: Vec<usize> = lens
+            .iter()
+            .map(|&len| parts_of(len, level, threads, 2 * width / nf))
+            .collect();
+        let offsets = &self.offsets;
+        match (self.binned.bins(), self.packed.as_deref()) {
+            (Bins::U8(b), None) => build_wide(
+                &node_rows,
+                &parts,
+                b,
+                offsets,
+                &self.gh,
+                width,
+                &mut self.part_hists,
+                out,
+            ),
+            (Bins::U16(b), None) => build_wide(
+                &node_rows,
+                &parts,
+                b,
+                offsets,
+                &self.gh,
+                width,
+                &mut self.part_hists,
+                out,
+            ),
+            (Bins::U8(b), Some(p)) => build_packed(
+                &node_rows,
+                &parts,
+                b,
+                offsets,
+                p,
+                width,
+                &mut self.part_packed,
+                out,
+            ),
+            (Bins::U16(b), Some(p)) => build_packed(
+                &node_rows,
+                &parts,
+                b,
+                offsets,
+                p,
+                width,
+                &mut self.part_packed,
+                out,
+            ),
+        }
         Ok(())
     }
 
     fn apply_splits(&mut self, splits: &[NodeSplit]) -> Result<Vec<[u64; 2]>> {
         let spans = self.spans.for_splits(splits, self.binned.n_features())?;
-        // node spans are disjoint (checked): carve the row array into one slice per split
+        // node spans are disjoint (checked): carve the row array and its scratch into one
+        // slice per split
         let mut order: Vec<usize> = (0..splits.len()).collect();
         order.sort_unstable_by_key(|&i| spans[i]);
         let mut slices = Vec::with_capacity(splits.len());
-        let mut rest: &mut [u32] = &mut self.rows;
+        let (mut rest, mut rest_scratch): (&mut [u32], &mut [u32]) =
+            (&mut self.rows, &mut self.scratch);
         let mut consumed = 0;
         for &i in &order {
             let r = spans[i].range();
             let (_, tail) = std::mem::take(&mut rest).split_at_mut(r.start - consumed);
             let (mine, tail) = tail.split_at_mut(r.len());
-            slices.push((mine, i));
+            let (_, stail) = std::mem::take(&mut rest_scratch).split_at_mut(r.start - consumed);
+            let (smine, stail) = stail.split_at_mut(r.len());
+            slices.push((mine, smine, i));
             rest = tail;
+            rest_scratch = stail;
             consumed = r.end;
         }
         let n = self.binned.n_rows();
@@ -332,19 +547,12 @@ impl HistBackend for CpuBackend {
         let mut moved = vec![[0u32; 2]; splits.len()];
         let lefts: Vec<(usize, usize)> = slices
             .into_par_iter()
-            .map(|(rows, i)| {
+            .map(|(rows, scratch, i)| {
                 let s = &splits[i];
+                let range = s.feature * n..(s.feature + 1) * n;
                 let n_left = match columns {
-                    Bins::U8(c) => {
-                        let col = &c[s.feature * n..(s.feature + 1) * n];
-                        partition(rows, |r| {
-                            s.rule.goes_left(col[r as usize] as u16, s.default_left)
-                        })
-                    }
-                    Bins::U16(c) => {
-                        let col = &c[s.feature * n..(s.feature + 1) * n];
-                        partition(rows, |r| s.rule.goes_left(col[r as usize], s.default_left))
-                    }
+                    Bins::U8(c) => partition_by(rows, scratch, &c[range], s),
+                    Bins::U16(c) => partition_by(rows, scratch, &c[range], s),
                 };
                 (i, n_left)
             })
@@ -357,21 +565,62 @@ impl HistBackend for CpuBackend {
 
     fn exact_sums(&mut self, nodes: &[NodeId]) -> Result<Vec<HistBin>> {
         let values = self.exact.as_ref().unwrap_or(&self.gh);
-        nodes
+        let rows = nodes
             .iter()
-            .map(|&n| {
-                let rows = self.node_rows(n)?;
-                Ok(rows.iter().fold([0i64; 2], |a, &r| {
+            .map(|&n| self.node_rows(n))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(rows
+            .into_par_iter()
+            .map(|rows| {
+                rows.iter().fold([0i64; 2], |a, &r| {
                     let v = values[r as usize];
                     [a[0] + v[0], a[1] + v[1]]
-                }))
+                })
             })
-            .collect()
+            .collect())
     }
 
     fn update_margins(&mut self, tree: &Tree, group: usize) -> Result<()> {
         let k = self.objective.groups();
         let n = self.num_rows();
+        // the tree just grown here, every row in bag: every row lies in the span of exactly
+        // one leaf, in ascending order, and a task owning the rows lo..hi finds them in each
+        // leaf's span by two binary searches (a tree grown elsewhere, replayed from a
+        // checkpoint, has no spans here and is routed by bins below)
+        let leaves: Option<Vec<(&[u32], f32)>> = (self.all_in_bag && self.rows.len() == n)
+            .then(|| {
+                tree.nodes
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, node)| node.split.is_none())
+                    .map(|(id, node)| {
+                        let span = self.spans.get(NodeId(id as u32)).ok()?.range();
+                        Some((&self.rows[span], node.value))
+                    })
+                    .collect::<Option<Vec<_>>>()
+            })
+            .flatten()
+            .filter(|l| l.iter().map(|(r, _)| r.len()).sum::<usize>() == n);
+        if let Some(leaves) = leaves {
+            let chunk = n
+                .div_ceil(4 * rayon::current_num_threads())
+                .max(ROWS_PER_TASK);
+            self.margins
+                .par_chunks_mut(chunk * k)
+                .enumerate()
+                .for_each(|(c, m)| {
+                    let (lo, hi) = (c * chunk, c * chunk + m.len() / k);
+                    for &(rows, v) in &leaves {
+                        let a = rows.partition_point(|&r| (r as usize) < lo);
+                        let b = a + rows[a..].partition_point(|&r| (r as usize) < hi);
+                        for &r in &rows[a..b] {
+                            let x = &mut m[(r as usize - lo) * k + group];
+                            *x = ftz(*x + v);
+                        }
+                    }
+                });
+            return Ok(());
+        }
         let mut leaf_of = vec![u32::MAX; n];
         let entries = self.spans.leaf_of_entries(self.rows.len(), |id| {
             tree.nodes.get(id).is_some_and(|n| n.split.is_none())

@@ -95,6 +95,8 @@ pub fn accumulate<B: BinValue, V: HistValue>(
         if let Some(&ahead) = rows.get(i + AHEAD) {
             let a = ahead as usize;
             prefetch(bins.as_ptr().wrapping_add(a * nf));
+            // a row of bins may straddle two cache lines
+            prefetch(bins.as_ptr().wrapping_add(a * nf + nf - 1));
             prefetch(gh.as_ptr().wrapping_add(a));
         }
         let r = r as usize;

@@ -353,7 +353,6 @@ impl Learner<'_> {
             .filter(|(_, &n)| n)
             .map(|((s, &l), _)| if l { s.left } else { s.right })
             .collect();
-        let width = self.store.width();
         let mut hists = self.store.take_batch(small.len());
         // a node's bins sum at most its rows' values: a bound per node narrows the lanes
         let bounds: Vec<u64> = counts
@@ -371,7 +370,7 @@ impl Learner<'_> {
             self.build_and_sum(&small, &bounds, &mut hists)?;
         }
         let mut fresh = Vec::with_capacity(2 * batch.len());
-        let mut built = hists.chunks_exact(width.max(1));
+        let mut stored = Vec::with_capacity(small.len());
         for (i, parent) in batch.into_iter().enumerate() {
             let s = &splits[i];
             for (id, count) in [(s.left, counts[2 * i]), (s.right, counts[2 * i + 1])] {
@@ -387,10 +386,10 @@ impl Learner<'_> {
             } else {
                 (s.right, s.left)
             };
-            let hist = built.next().expect("one histogram per needed split");
-            self.store.split(parent.id, built_id, other_id, hist);
+            stored.push((parent.id, built_id, other_id));
             fresh.extend([s.left, s.right]);
         }
+        self.store.split_many(&stored, &hists);
         self.store.return_batch(hists);
         self.evaluate(fresh)
     }

@@ -5,6 +5,8 @@
 //! as parent − child in the parent's own buffer, so a split costs one copy and no new
 //! allocation once the pool is warm.
 
+use rayon::prelude::*;
+
 use crate::hist::{sub, HistBin};
 use crate::tree::NodeId;
 
@@ -115,6 +117,34 @@ impl HistStore {
         self.insert_copy(built_child, built);
     }
 
+    /// [`HistStore::split`] for several parents at once, in parallel: `built` holds the
+    /// histogram of each split's `built_child`, one after another, in the order of `splits`
+    /// (parent, built child, other child).
+    pub fn split_many(&mut self, splits: &[(NodeId, NodeId, NodeId)], built: &[HistBin]) {
+        let width = self.width;
+        let mut work = Vec::with_capacity(splits.len());
+        for (&(parent, _, _), b) in splits.iter().zip(built.chunks_exact(width.max(1))) {
+            let hist = self
+                .nodes
+                .get_mut(parent.index())
+                .and_then(Option::take)
+                .expect("a split node has a stored histogram");
+            let copy = self.pool.pop().unwrap_or_default();
+            work.push((hist, copy, b));
+        }
+        work.par_iter_mut().for_each(|(hist, copy, b)| {
+            for (s, &x) in hist.iter_mut().zip(b.iter()) {
+                *s = sub(*s, x);
+            }
+            copy.clear();
+            copy.extend_from_slice(b);
+        });
+        for (&(_, built_child, other_child), (hist, copy, _)) in splits.iter().zip(work) {
+            self.insert(other_child, hist);
+            self.insert(built_child, copy);
+        }
+    }
+
     fn recycle(&mut self, buf: Vec<HistBin>) {
         if buf.capacity() >= self.width {
             self.pool.push(buf);
@@ -141,5 +171,39 @@ mod tests {
         assert_eq!(s.pool.len(), 1, "a pooled buffer is reused");
         s.reset(3);
         assert_eq!(s.pool.len(), 2, "a new tree returns every buffer");
+    }
+
+    #[test]
+    fn splitting_many_parents_equals_splitting_each() {
+        let parents: Vec<Vec<HistBin>> = (0..5)
+            .map(|p| (0..4).map(|b| [100 * p + 10 * b, 7 * p + b]).collect())
+            .collect();
+        let built: Vec<HistBin> = (0..5)
+            .flat_map(|p| (0..4).map(move |b| [3 * p + b, p]))
+            .collect();
+        let splits: Vec<(NodeId, NodeId, NodeId)> = (0..5u32)
+            .map(|p| (NodeId(p), NodeId(10 + 2 * p), NodeId(11 + 2 * p)))
+            .collect();
+        let (mut one, mut many) = (HistStore::new(), HistStore::new());
+        for s in [&mut one, &mut many] {
+            s.reset(4);
+            for (p, h) in parents.iter().enumerate() {
+                s.insert(NodeId(p as u32), h.clone());
+            }
+        }
+        for (i, &(p, b, o)) in splits.iter().enumerate() {
+            one.split(p, b, o, &built[4 * i..4 * i + 4]);
+        }
+        many.split_many(&splits, &built);
+        for &(_, b, o) in &splits {
+            assert_eq!(one.get(b), many.get(b));
+            assert_eq!(one.get(o), many.get(o));
+        }
+        // parent 1: built child 12, the other 13 = parent - built
+        assert_eq!(many.get(NodeId(12)), &[[3, 1], [4, 1], [5, 1], [6, 1]]);
+        assert_eq!(
+            many.get(NodeId(13)),
+            &[[97, 6], [106, 7], [115, 8], [124, 9]]
+        );
     }
 }

@@ -19,6 +19,20 @@ pub fn gradients_into(
     out: &mut [[f32; 2]],
 ) -> Vec<[f32; 2]> {
     let k = objective.groups();
+    if objective.has_row_formula() {
+        return vec![out
+            .par_chunks_mut(ROWS_PER_TASK)
+            .zip(margins.par_chunks(ROWS_PER_TASK))
+            .zip(labels.par_chunks(ROWS_PER_TASK))
+            .enumerate()
+            .map(|(task, ((out, m), y))| {
+                let lo = task * ROWS_PER_TASK;
+                let w = weights.map(|w| &w[lo..lo + y.len()]);
+                objective.gradients_of_rows(m, y, w, out)
+            })
+            .map(|max| max.expect("a loss with a row formula"))
+            .reduce(|| [0.0f32; 2], |x, y| [x[0].max(y[0]), x[1].max(y[1])])];
+    }
     out.par_chunks_mut(ROWS_PER_TASK * k)
         .enumerate()
         .map(|(task, chunk)| {
