@@ -34,6 +34,7 @@ pub mod split;
 pub mod survival;
 pub mod train;
 pub mod tree;
+pub mod warm_pool;
 pub mod wire;
 
 pub use error::{Error, Result};

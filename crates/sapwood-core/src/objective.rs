@@ -376,26 +376,42 @@ fn rows_by(
     out: &mut [[f32; 2]],
     f: impl Fn(f32, f32, f32) -> [f32; 2],
 ) -> [f32; 2] {
-    let mut max = [0.0f32; 2];
-    let mut put = |o: &mut [f32; 2], gh: [f32; 2]| {
-        *o = gh;
-        max[0] = max[0].max(gh[0].abs());
-        max[1] = max[1].max(gh[1]);
-    };
     match weights {
         None => {
             let w = ftz(1.0);
             for ((o, &m), &y) in out.iter_mut().zip(margins).zip(labels) {
-                put(o, f(m, ftz(y), w));
+                *o = f(m, ftz(y), w);
             }
         }
         Some(ws) => {
             for (((o, &m), &y), &w) in out.iter_mut().zip(margins).zip(labels).zip(ws) {
-                put(o, f(m, ftz(y), ftz(w)));
+                *o = f(m, ftz(y), ftz(w));
             }
         }
     }
-    max
+    maxima(out)
+}
+
+/// The largest |g| and h of `gh` (NaN never wins). Eight running maxima instead of one
+/// chain of dependent compares; the maximum of a set is the same in any order (the |g| and
+/// h here are never -0.0), so the bits are too.
+#[inline(always)]
+fn maxima(gh: &[[f32; 2]]) -> [f32; 2] {
+    let mut m = [[0.0f32; 2]; 8];
+    let chunks = gh.chunks_exact(8);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for (m, x) in m.iter_mut().zip(c) {
+            m[0] = m[0].max(x[0].abs());
+            m[1] = m[1].max(x[1]);
+        }
+    }
+    for x in rest {
+        m[0][0] = m[0][0].max(x[0].abs());
+        m[0][1] = m[0][1].max(x[1]);
+    }
+    m.iter()
+        .fold([0.0f32; 2], |a, x| [a[0].max(x[0]), a[1].max(x[1])])
 }
 
 /// e^x as a pair (q, s) whose product q * s is the value: q is an integer below 2^24 + 1
@@ -918,6 +934,54 @@ impl ObjectiveParams {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_row_formula_loop_gives_the_row_by_row_bits_and_maxima() {
+        let margins: Vec<f32> = (0..5_000)
+            .map(|i| match i % 11 {
+                0 => f32::NAN,
+                1 => f32::INFINITY,
+                2 => -1e30,
+                3 => 1e-40,
+                4 => -0.0,
+                _ => (i as f32 * 0.37).sin() * 25.0,
+            })
+            .collect();
+        let labels: Vec<f32> = (0..5_000).map(|i| (i % 3) as f32 * 0.5).collect();
+        let weights: Vec<f32> = (0..5_000).map(|i| [0.0, 1e-39, 0.5, 3.0][i % 4]).collect();
+        for kind in [
+            ObjectiveKind::SquaredError,
+            ObjectiveKind::Logistic,
+            ObjectiveKind::LogitRaw,
+        ] {
+            let obj = Objective::new(kind, 1).unwrap();
+            assert!(obj.has_row_formula());
+            for w in [None, Some(weights.as_slice())] {
+                let mut fast = vec![[0.0f32; 2]; margins.len()];
+                let got = obj
+                    .gradients_of_rows(&margins, &labels, w, &mut fast)
+                    .unwrap();
+                let mut want = [0.0f32; 2];
+                for (i, f) in fast.iter().enumerate() {
+                    let (mut g, mut h) = ([0.0f32], [0.0f32]);
+                    let wi = w.map_or(1.0, |w| w[i]);
+                    obj.gradient(&margins[i..i + 1], labels[i], wi, &mut g, &mut h);
+                    assert_eq!(
+                        [f[0].to_bits(), f[1].to_bits()],
+                        [g[0].to_bits(), h[0].to_bits()],
+                        "{kind:?} row {i}"
+                    );
+                    want = [want[0].max(g[0].abs()), want[1].max(h[0])];
+                }
+                assert_eq!(got.map(f32::to_bits), want.map(f32::to_bits), "{kind:?}");
+            }
+        }
+        let multi = Objective::new(ObjectiveKind::Softprob, 3).unwrap();
+        assert!(!multi.has_row_formula());
+        assert!(multi
+            .gradients_of_rows(&margins, &labels, None, &mut [])
+            .is_none());
+    }
 
     #[test]
     fn fixed_sigmoid_is_close_to_the_real_one() {

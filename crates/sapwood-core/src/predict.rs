@@ -15,7 +15,7 @@
 
 use rayon::prelude::*;
 
-use crate::data::binned::{BinnedMatrix, Bins};
+use crate::data::binned::{BinnedMatrix, BinsRef};
 use crate::objective::ftz;
 use crate::split::SplitRule;
 use crate::tree::Tree;
@@ -299,8 +299,8 @@ pub fn add_to_margins(binned: &BinnedMatrix, trees: &[Tree], k: usize, out: &mut
     let flat: Vec<FlatTree<'_>> = trees.iter().map(FlatTree::new).collect();
     let nf = binned.n_features();
     match binned.bins() {
-        Bins::U8(b) => add_trees(b, nf, &flat, k, out),
-        Bins::U16(b) => add_trees(b, nf, &flat, k, out),
+        BinsRef::U8(b) => add_trees(b, nf, &flat, k, out),
+        BinsRef::U16(b) => add_trees(b, nf, &flat, k, out),
     }
 }
 
@@ -396,9 +396,9 @@ mod tests {
                 .collect();
             let matrix = if nb <= 255 {
                 let narrow = bins.iter().map(|&b| b as u8).collect();
-                BinnedMatrix::from_bins(rows, nf, Bins::U8(narrow)).unwrap()
+                BinnedMatrix::from_bins(rows, nf, crate::data::Bins::U8(narrow)).unwrap()
             } else {
-                BinnedMatrix::from_bins(rows, nf, Bins::U16(bins)).unwrap()
+                BinnedMatrix::from_bins(rows, nf, crate::data::Bins::U16(bins)).unwrap()
             };
             let k = 2;
             // lone leaves, complete-tree walks (depth <= 10) and pointer walks (deeper)

@@ -112,7 +112,13 @@ fn largest_shift_within(max_abs: f32, limit: f64) -> i32 {
 /// round_ties_even(v * 2^shift) as i64: exact fixed point of an f32.
 #[inline]
 pub fn quantise_exact(v: f32, shift: i32) -> i64 {
-    crate::detmath::round_ties_even(v as f64 * pow2(shift)) as i64
+    quantise_by(v, pow2(shift))
+}
+
+/// [`quantise_exact`] with the factor 2^shift at hand (`pow2(shift)`), for loops over rows.
+#[inline(always)]
+pub fn quantise_by(v: f32, factor: f64) -> i64 {
+    crate::detmath::round_ties_even(v as f64 * factor) as i64
 }
 
 /// floor((x + noise) / 2^drop): unbiased stochastic rounding when noise is uniform below 2^drop.

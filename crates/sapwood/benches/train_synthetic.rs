@@ -21,6 +21,7 @@ struct Args {
     depth: usize,
     leaves: usize,
     threads: usize,
+    workers: usize,
     grad_bits: u32,
     subsample: f64,
     data_dir: Option<PathBuf>,
@@ -36,6 +37,7 @@ fn parse() -> Args {
         depth: 8,
         leaves: 0,
         threads: 2,
+        workers: 1,
         grad_bits: 0,
         subsample: 1.0,
         data_dir: None,
@@ -57,6 +59,7 @@ fn parse() -> Args {
             "--depth" => a.depth = num(),
             "--leaves" => a.leaves = num(),
             "--threads" => a.threads = num(),
+            "--workers" => a.workers = num(),
             "--grad-bits" => a.grad_bits = num() as u32,
             "--data-dir" => a.data_dir = Some(PathBuf::from(&v)),
             "--model" => a.model = Some(PathBuf::from(&v)),
@@ -174,6 +177,7 @@ fn main() {
     let start = Instant::now();
     let run = RunOptions {
         threads: a.threads,
+        workers: a.workers,
         ..Default::default()
     };
     let booster = Booster::train_with(&params, &run, &train, &[], &mut sapwood::Quiet).unwrap();

@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use sapwood_core::collective::{Collective, SingleWorker};
-use sapwood_core::data::{BinnedMatrix, Bins, CutSample, Cuts, FeatureCuts, FeatureMatrix};
+use sapwood_core::data::{
+    BinnedMatrix, Bins, BinsRef, CutSample, Cuts, FeatureCuts, FeatureMatrix,
+};
 use sapwood_core::model::select_columns;
 use sapwood_core::params::Params;
 use sapwood_core::train::agree_cuts;
@@ -149,18 +151,18 @@ impl BinPass {
         let first = self.bins.is_none();
         let reserve = self.expected_rows.max(n) * self.names.len();
         match (&mut self.bins, part.bins()) {
-            (slot @ None, Bins::U8(b)) => {
+            (slot @ None, BinsRef::U8(b)) => {
                 let mut v = Vec::with_capacity(reserve);
                 v.extend_from_slice(b);
                 *slot = Some(Bins::U8(v));
             }
-            (slot @ None, Bins::U16(b)) => {
+            (slot @ None, BinsRef::U16(b)) => {
                 let mut v = Vec::with_capacity(reserve);
                 v.extend_from_slice(b);
                 *slot = Some(Bins::U16(v));
             }
-            (Some(Bins::U8(v)), Bins::U8(b)) => v.extend_from_slice(b),
-            (Some(Bins::U16(v)), Bins::U16(b)) => v.extend_from_slice(b),
+            (Some(Bins::U8(v)), BinsRef::U8(b)) => v.extend_from_slice(b),
+            (Some(Bins::U16(v)), BinsRef::U16(b)) => v.extend_from_slice(b),
             _ => {
                 return Err(Error::SchemaMismatch(
                     "batches were binned to different widths".into(),

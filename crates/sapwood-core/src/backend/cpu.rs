@@ -8,19 +8,36 @@ use rayon::prelude::*;
 use super::kernel::{self, BinValue, HistValue};
 use super::shard::{self, NodeSpans, ShardLimits};
 use super::{HistBackend, NodeSplit, ShardData, TreeSetup};
-use crate::data::binned::{BinnedMatrix, Bins};
+use crate::data::binned::{BinnedMatrix, Bins, BinsRef};
+use crate::detmath::pow2;
 use crate::error::Result;
 use crate::hash::{HashKey, Stream};
 use crate::hist::HistBin;
 use crate::objective::{ftz, Objective};
-use crate::quantise::quantise_exact;
+use crate::quantise::quantise_by;
 use crate::split::SplitRule;
 use crate::tree::{NodeId, Tree};
+
+/// The sums of `value(j)` over the entries j of `owner` by the node they name (`nodes` of
+/// them; other entries name none).
+#[inline(always)]
+fn sum_owned(owner: &[u32], nodes: usize, value: impl Fn(usize) -> HistBin) -> Vec<HistBin> {
+    let mut sums = vec![[0i64; 2]; nodes];
+    for (j, &i) in owner.iter().enumerate() {
+        if let Some(s) = sums.get_mut(i as usize) {
+            let v = value(j);
+            *s = [s[0] + v[0], s[1] + v[1]];
+        }
+    }
+    sums
+}
 
 /// Fewest rows of a histogram part (see [`parts_of`]).
 const MIN_PART_ROWS: usize = 4_096;
 /// Rows per parallel task for per-row work.
 const ROWS_PER_TASK: usize = 16_384;
+/// Fewest rows of a partition's parallel chunk.
+const MIN_PARTITION_CHUNK: usize = 4_096;
 
 /// The CPU backend: a shard of binned rows with labels, weights, margins and gradients.
 pub struct CpuBackend {
@@ -35,12 +52,13 @@ pub struct CpuBackend {
     row_offset: u64,
     margins: Vec<f32>,
     grad: Vec<[f32; 2]>,
-    /// the values added to histograms for the current tree
+    /// the values added to histograms for the current tree, unless they are packed
     gh: Vec<[i64; 2]>,
-    /// exact values, kept apart only in low-bit mode
-    exact: Option<Vec<[i64; 2]>>,
     /// low-bit (g, h) packed in one i64 when the shard's sums fit 32 bits each
     packed: Option<Vec<i64>>,
+    /// the exact quantisation of the current tree: low-bit mode refits leaves from it,
+    /// quantising the gradients again rather than keeping 16 more bytes a row
+    exact: Option<(usize, i32, i32)>,
     /// in-bag rows grouped by node (see [`NodeSpans`])
     rows: Vec<u32>,
     /// where a partition puts the rows going right before they return to `rows`
@@ -72,7 +90,7 @@ impl CpuBackend {
             row_offset: s.row_offset,
             margins,
             grad: vec![[0.0; 2]; n * k],
-            gh: vec![[0; 2]; n],
+            gh: Vec::new(),
             exact: None,
             packed: None,
             rows: Vec::new(),
@@ -255,50 +273,39 @@ fn build_packed<B: BinValue>(
         });
 }
 
-/// Compacts the rows going left to the front of `rows` (stable) and copies the others to the
-/// front of `right`; returns how many went left. Branch-free: the direction of a row is
-/// unpredictable, so both writes happen and only the cursors move by the predicate.
-#[inline(always)]
-fn split_into(rows: &mut [u32], right: &mut [u32], left: &impl Fn(usize) -> bool) -> usize {
-    let right = &mut right[..rows.len()];
-    let (mut nl, mut nr) = (0usize, 0usize);
-    for i in 0..rows.len() {
-        let r = rows[i];
-        let go = left(r as usize) as usize;
-        rows[nl] = r;
-        right[nr] = r;
-        nl += go;
-        nr += 1 - go;
-    }
-    nl
-}
-
-/// Stable partition of `rows` by `left` (rows going left first), with `scratch` (as long as
-/// `rows`) for the rows going right; large nodes go in parallel chunks.
-fn partition(rows: &mut [u32], scratch: &mut [u32], left: impl Fn(usize) -> bool + Sync) -> usize {
+/// Stable partition of `rows` (row indices below `column.len()`) by `left` of each row's
+/// bin in `column` (rows going left first), with `scratch` (as long as `rows`) for the rows
+/// going right; large nodes go in parallel chunks.
+fn partition<B: BinValue>(
+    rows: &mut [u32],
+    scratch: &mut [u32],
+    column: &[B],
+    left: impl Fn(usize) -> bool + Sync + Copy,
+) -> usize {
     let len = rows.len();
-    if len <= 2 * ROWS_PER_TASK {
-        let n_left = split_into(rows, scratch, &left);
+    let chunk = (len / (4 * rayon::current_num_threads())).max(MIN_PARTITION_CHUNK);
+    if len <= chunk {
+        let n_left = kernel::split_rows(rows, scratch, column, left);
         rows[n_left..].copy_from_slice(&scratch[..len - n_left]);
         return n_left;
     }
     let lefts: Vec<usize> = rows
-        .par_chunks_mut(ROWS_PER_TASK)
-        .zip(scratch.par_chunks_mut(ROWS_PER_TASK))
-        .map(|(r, s)| split_into(r, s, &left))
+        .par_chunks_mut(chunk)
+        .zip(scratch.par_chunks_mut(chunk))
+        .map(|(r, s)| kernel::split_rows(r, s, column, left))
         .collect();
     // each chunk's left rows move down to follow the previous chunks' (a move never reaches
     // rows of a later chunk); then the right rows come back from the scratch
     let mut pos = 0;
     for (c, &nl) in lefts.iter().enumerate() {
-        let start = c * ROWS_PER_TASK;
+        let start = c * chunk;
         rows.copy_within(start..start + nl, pos);
         pos += nl;
     }
     let n_left = pos;
     for (c, &nl) in lefts.iter().enumerate() {
-        let start = c * ROWS_PER_TASK;
-        let nr = (len - start).min(ROWS_PER_TASK) - nl;
+        let start = c * chunk;
+        let nr = (len - start).min(chunk) - nl;
         rows[pos..pos + nr].copy_from_slice(&scratch[start..start + nr]);
         pos += nr;
     }
@@ -318,18 +325,18 @@ fn partition_by<B: BinValue>(
         SplitRule::Numeric { bin } => {
             let t = *bin as usize;
             if s.default_left {
-                partition(rows, scratch, |r| column[r].index() <= t)
+                partition(rows, scratch, column, move |b| b <= t)
             } else {
-                partition(rows, scratch, |r| column[r].index().wrapping_sub(1) < t)
+                partition(rows, scratch, column, move |b| b.wrapping_sub(1) < t)
             }
         }
-        rule => partition(rows, scratch, |r| {
-            rule.goes_left(column[r].index() as u16, s.default_left)
+        rule => partition(rows, scratch, column, |b| {
+            rule.goes_left(b as u16, s.default_left)
         }),
     }
 }
 
-fn transpose(bins: &Bins, n: usize, nf: usize) -> Bins {
+fn transpose(bins: BinsRef<'_>, n: usize, nf: usize) -> Bins {
     fn t<B: Copy + Default + Send + Sync>(b: &[B], n: usize, nf: usize) -> Vec<B> {
         let mut out = vec![B::default(); n * nf];
         out.par_chunks_mut(n.max(1))
@@ -342,8 +349,8 @@ fn transpose(bins: &Bins, n: usize, nf: usize) -> Bins {
         out
     }
     match bins {
-        Bins::U8(b) => Bins::U8(t(b, n, nf)),
-        Bins::U16(b) => Bins::U16(t(b, n, nf)),
+        BinsRef::U8(b) => Bins::U8(t(b, n, nf)),
+        BinsRef::U16(b) => Bins::U16(t(b, n, nf)),
     }
 }
 
@@ -354,6 +361,10 @@ impl HistBackend for CpuBackend {
 
     fn name(&self) -> String {
         "cpu".into()
+    }
+
+    fn runs_on_pool(&self) -> bool {
+        true
     }
 
     fn compute_gradients(&mut self) -> Result<Vec<[f32; 2]>> {
@@ -387,50 +398,59 @@ impl HistBackend for CpuBackend {
         if lowbit {
             let grad_key = HashKey::new(s.seed, Stream::GradNoise, s.tree_index);
             let hess_key = HashKey::new(s.seed, Stream::HessNoise, s.tree_index);
-            let exact = self.exact.get_or_insert_with(Vec::new);
-            exact.resize(n, [0; 2]);
-            let mut packed = self.packed.take().unwrap_or_default();
-            packed.resize(if pack { n } else { 0 }, 0);
-            // one pass: exact values, their stochastic rounding and its packing
-            self.gh
-                .par_chunks_mut(ROWS_PER_TASK)
-                .zip(exact.par_chunks_mut(ROWS_PER_TASK))
-                .enumerate()
-                .for_each(|(t, (gh, ex))| {
-                    let lo = t * ROWS_PER_TASK;
-                    for (j, (gh, ex)) in gh.iter_mut().zip(ex).enumerate() {
-                        let [g, h] = grad[(lo + j) * k + s.group];
-                        let x = [quantise_exact(g, gs), quantise_exact(h, hs)];
-                        let row = offset + (lo + j) as u64;
-                        *ex = x;
-                        *gh = [
-                            s.scales.grad.hist_value(x[0], grad_key, row),
-                            s.scales.hess.hist_value(x[1], hess_key, row),
-                        ];
-                    }
-                });
+            let (gq, hq) = (s.scales.grad, s.scales.hess);
+            let (gf, hf) = (pow2(gs), pow2(hs));
+            // a row's stochastic rounding of its exact values
+            let lowbit = move |i: usize| {
+                let [g, h] = grad[i * k + s.group];
+                let row = offset + i as u64;
+                [
+                    gq.hist_value(quantise_by(g, gf), grad_key, row),
+                    hq.hist_value(quantise_by(h, hf), hess_key, row),
+                ]
+            };
+            self.exact = Some((s.group, gs, hs));
             if pack {
+                let mut packed = self.packed.take().unwrap_or_default();
+                packed.resize(n, 0);
                 packed
                     .par_chunks_mut(ROWS_PER_TASK)
-                    .zip(self.gh.par_chunks(ROWS_PER_TASK))
-                    .for_each(|(p, gh)| {
-                        for (p, &[g, h]) in p.iter_mut().zip(gh) {
+                    .enumerate()
+                    .for_each(|(t, p)| {
+                        let lo = t * ROWS_PER_TASK;
+                        for (j, p) in p.iter_mut().enumerate() {
+                            let [g, h] = lowbit(lo + j);
                             *p = kernel::pack(g, h);
                         }
                     });
                 self.packed = Some(packed);
+                self.gh = Vec::new();
+            } else {
+                self.packed = None;
+                self.gh.resize(n, [0; 2]);
+                self.gh
+                    .par_chunks_mut(ROWS_PER_TASK)
+                    .enumerate()
+                    .for_each(|(t, gh)| {
+                        let lo = t * ROWS_PER_TASK;
+                        for (j, gh) in gh.iter_mut().enumerate() {
+                            *gh = lowbit(lo + j);
+                        }
+                    });
             }
         } else {
             self.exact = None;
             self.packed = None;
+            self.gh.resize(n, [0; 2]);
             self.gh
                 .par_chunks_mut(ROWS_PER_TASK)
                 .enumerate()
                 .for_each(|(t, gh)| {
                     let lo = t * ROWS_PER_TASK;
+                    let (gf, hf) = (pow2(gs), pow2(hs));
                     for (j, gh) in gh.iter_mut().enumerate() {
                         let [g, h] = grad[(lo + j) * k + s.group];
-                        *gh = [quantise_exact(g, gs), quantise_exact(h, hs)];
+                        *gh = [quantise_by(g, gf), quantise_by(h, hf)];
                     }
                 });
         }
@@ -477,7 +497,7 @@ impl HistBackend for CpuBackend {
             .collect();
         let offsets = &self.offsets;
         match (self.binned.bins(), self.packed.as_deref()) {
-            (Bins::U8(b), None) => build_wide(
+            (BinsRef::U8(b), None) => build_wide(
                 &node_rows,
                 &parts,
                 b,
@@ -487,7 +507,7 @@ impl HistBackend for CpuBackend {
                 &mut self.part_hists,
                 out,
             ),
-            (Bins::U16(b), None) => build_wide(
+            (BinsRef::U16(b), None) => build_wide(
                 &node_rows,
                 &parts,
                 b,
@@ -497,7 +517,7 @@ impl HistBackend for CpuBackend {
                 &mut self.part_hists,
                 out,
             ),
-            (Bins::U8(b), Some(p)) => build_packed(
+            (BinsRef::U8(b), Some(p)) => build_packed(
                 &node_rows,
                 &parts,
                 b,
@@ -507,7 +527,7 @@ impl HistBackend for CpuBackend {
                 &mut self.part_packed,
                 out,
             ),
-            (Bins::U16(b), Some(p)) => build_packed(
+            (BinsRef::U16(b), Some(p)) => build_packed(
                 &node_rows,
                 &parts,
                 b,
@@ -564,20 +584,72 @@ impl HistBackend for CpuBackend {
     }
 
     fn exact_sums(&mut self, nodes: &[NodeId]) -> Result<Vec<HistBin>> {
-        let values = self.exact.as_ref().unwrap_or(&self.gh);
         let rows = nodes
             .iter()
             .map(|&n| self.node_rows(n))
             .collect::<Result<Vec<_>>>()?;
-        Ok(rows
-            .into_par_iter()
-            .map(|rows| {
-                rows.iter().fold([0i64; 2], |a, &r| {
-                    let v = values[r as usize];
-                    [a[0] + v[0], a[1] + v[1]]
+        let (grad, gh, k) = (&self.grad, &self.gh, self.objective.groups());
+        let exact = self.exact;
+        let mut spans = self.spans.of(nodes)?;
+        spans.sort_unstable();
+        if spans.windows(2).any(|w| w[0].start + w[0].len > w[1].start) {
+            // a node and one of its ancestors: each node on its own
+            return Ok(rows
+                .into_par_iter()
+                .map(|rows| match exact {
+                    Some((group, gs, hs)) => {
+                        let (gf, hf) = (pow2(gs), pow2(hs));
+                        rows.iter().fold([0i64; 2], |s, &r| {
+                            let [g, h] = grad[r as usize * k + group];
+                            [s[0] + quantise_by(g, gf), s[1] + quantise_by(h, hf)]
+                        })
+                    }
+                    None => rows.iter().fold([0i64; 2], |s, &r| {
+                        let v = gh[r as usize];
+                        [s[0] + v[0], s[1] + v[1]]
+                    }),
                 })
+                .collect());
+        }
+        // disjoint nodes (the leaves of a tree), by ranges of rows rather than node by node:
+        // a node's rows are spread over the shard, so a range first marks which node each of
+        // its rows is in (each node's rows in the range are ascending, found by two binary
+        // searches), then reads its gradients in order; integer sums add up in any order
+        let n = self.num_rows();
+        let chunk = ROWS_PER_TASK;
+        Ok((0..n.div_ceil(chunk))
+            .into_par_iter()
+            .map_init(Vec::new, |owner: &mut Vec<u32>, c| {
+                let (lo, hi) = (c * chunk, ((c + 1) * chunk).min(n));
+                owner.clear();
+                owner.resize(hi - lo, u32::MAX);
+                for (i, rows) in rows.iter().enumerate() {
+                    let a = rows.partition_point(|&r| (r as usize) < lo);
+                    let b = a + rows[a..].partition_point(|&r| (r as usize) < hi);
+                    for &r in &rows[a..b] {
+                        owner[r as usize - lo] = i as u32;
+                    }
+                }
+                match exact {
+                    Some((group, gs, hs)) => {
+                        let (gf, hf) = (pow2(gs), pow2(hs));
+                        sum_owned(owner, rows.len(), |j| {
+                            let [g, h] = grad[(lo + j) * k + group];
+                            [quantise_by(g, gf), quantise_by(h, hf)]
+                        })
+                    }
+                    None => sum_owned(owner, rows.len(), |j| gh[lo + j]),
+                }
             })
-            .collect())
+            .reduce(
+                || vec![[0; 2]; rows.len()],
+                |mut a, b| {
+                    for (x, y) in a.iter_mut().zip(b) {
+                        *x = [x[0] + y[0], x[1] + y[1]];
+                    }
+                    a
+                },
+            ))
     }
 
     fn update_margins(&mut self, tree: &Tree, group: usize) -> Result<()> {

@@ -3,7 +3,7 @@
 
 use super::shard::Span;
 use super::NodeSplit;
-use crate::data::{BinnedMatrix, Bins};
+use crate::data::binned::{BinnedMatrix, BinsRef};
 use crate::split::{BinSet, SplitRule};
 use crate::tree::Tree;
 
@@ -21,8 +21,8 @@ impl BinLayout {
     pub fn of(binned: &BinnedMatrix) -> Self {
         let nf = binned.n_features();
         let bits = match binned.bins() {
-            Bins::U8(_) => 8,
-            Bins::U16(_) => 16,
+            BinsRef::U8(_) => 8,
+            BinsRef::U16(_) => 16,
         };
         let per_word = (32 / bits) as usize;
         BinLayout {
@@ -38,14 +38,14 @@ impl BinLayout {
         let per_word = (32 / self.bits) as usize;
         let rows = out.chunks_exact_mut(self.row_words.max(1));
         match binned.bins() {
-            Bins::U8(b) => {
+            BinsRef::U8(b) => {
                 for (r, words) in (lo..hi).zip(rows) {
                     for (f, &v) in b[r * nf..(r + 1) * nf].iter().enumerate() {
                         words[f / per_word] |= (v as u32) << ((f % per_word) * 8);
                     }
                 }
             }
-            Bins::U16(b) => {
+            BinsRef::U16(b) => {
                 for (r, words) in (lo..hi).zip(rows) {
                     for (f, &v) in b[r * nf..(r + 1) * nf].iter().enumerate() {
                         words[f / per_word] |= (v as u32) << ((f % per_word) * 16);
@@ -225,9 +225,9 @@ mod tests {
             let (n, nf) = (7usize, 5usize);
             let vals: Vec<u16> = (0..n * nf).map(|i| (i * 37 % 251) as u16).collect();
             let bins = if wide {
-                Bins::U16(vals.iter().map(|&v| v * 200).collect())
+                crate::data::Bins::U16(vals.iter().map(|&v| v * 200).collect())
             } else {
-                Bins::U8(vals.iter().map(|&v| v as u8).collect())
+                crate::data::Bins::U8(vals.iter().map(|&v| v as u8).collect())
             };
             let m = BinnedMatrix::from_bins(n, nf, bins).unwrap();
             let l = BinLayout::of(&m);

@@ -132,3 +132,37 @@ pub fn accumulate_all<B: BinValue, V: HistValue>(
         }
     }
 }
+
+/// Compacts the rows going left (by `left` of the row's bin in `column`) to the front of
+/// `rows`, in order, and copies the others to the front of `right`; returns how many went
+/// left. Branch-free: the direction of a row is unpredictable, so both writes happen and
+/// only the cursors move by the predicate.
+///
+/// Caller guarantees: every `r` in `rows` satisfies `r < column.len()` (the backend only
+/// ever stores row indices below the row count, and a column holds every row).
+#[inline(always)]
+pub fn split_rows<B: BinValue>(
+    rows: &mut [u32],
+    right: &mut [u32],
+    column: &[B],
+    left: impl Fn(usize) -> bool,
+) -> usize {
+    assert!(
+        right.len() >= rows.len(),
+        "a right buffer as long as the rows"
+    );
+    debug_assert!(rows.iter().all(|&r| (r as usize) < column.len()));
+    let (mut nl, mut nr) = (0usize, 0usize);
+    for i in 0..rows.len() {
+        // SAFETY: nl, nr <= i < rows.len() <= right.len(); r < column.len() by the contract.
+        unsafe {
+            let r = *rows.get_unchecked(i);
+            let go = left(column.get_unchecked(r as usize).index()) as usize;
+            *rows.get_unchecked_mut(nl) = r;
+            *right.get_unchecked_mut(nr) = r;
+            nl += go;
+            nr += 1 - go;
+        }
+    }
+    nl
+}

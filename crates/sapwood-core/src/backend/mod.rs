@@ -127,6 +127,13 @@ pub trait HistBackend: Send {
     /// The shard's current margins, `groups` per row (for tests and diagnostics).
     fn margins(&self) -> Result<Vec<f32>>;
 
+    /// Whether the backend's work runs on the calling thread's rayon pool (the CPU
+    /// backend): a single worker then keeps the pool's threads awake while it trains (see
+    /// [`crate::warm_pool`]). A GPU backend waits on its device instead.
+    fn runs_on_pool(&self) -> bool {
+        false
+    }
+
     /// What ran, e.g. "cpu" or "wgpu: <adapter>", so a run can show which backend it used.
     fn name(&self) -> String {
         // test doubles need not name themselves

@@ -1,6 +1,7 @@
 //! The binned matrix: one small integer per (row, feature), row-major.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use rayon::prelude::*;
 
@@ -17,12 +18,33 @@ pub enum Bins {
     U16(Vec<u16>),
 }
 
-/// Rows of bins; row r's bins are `[r * n_features, (r + 1) * n_features)`.
-#[derive(Debug, Clone, PartialEq)]
+/// Borrowed bins of a matrix's rows, row-major.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum BinsRef<'a> {
+    /// One byte per entry.
+    U8(&'a [u8]),
+    /// Two bytes per entry.
+    U16(&'a [u16]),
+}
+
+/// Rows of bins; row r's bins are `[r * n_features, (r + 1) * n_features)` of
+/// [`BinnedMatrix::bins`]. A matrix may be a view of some rows of another's storage
+/// ([`BinnedMatrix::slice_rows`]): the workers of one process share one binned matrix.
+#[derive(Debug, Clone)]
 pub struct BinnedMatrix {
     n_rows: usize,
     n_features: usize,
-    bins: Bins,
+    /// the first row of this matrix in `bins`
+    first_row: usize,
+    bins: Arc<Bins>,
+}
+
+impl PartialEq for BinnedMatrix {
+    fn eq(&self, other: &Self) -> bool {
+        self.n_rows == other.n_rows
+            && self.n_features == other.n_features
+            && self.bins() == other.bins()
+    }
 }
 
 const ROWS_PER_TASK: usize = 4096;
@@ -133,7 +155,8 @@ impl BinnedMatrix {
         Ok(BinnedMatrix {
             n_rows: n,
             n_features: nf,
-            bins,
+            first_row: 0,
+            bins: Arc::new(bins),
         })
     }
 
@@ -153,22 +176,27 @@ impl BinnedMatrix {
         Ok(BinnedMatrix {
             n_rows,
             n_features,
-            bins,
+            first_row: 0,
+            bins: Arc::new(bins),
         })
     }
 
-    /// A copy of the rows `range`.
+    /// The rows `range` (of this matrix's rows), sharing this matrix's storage: no bin
+    /// is copied.
+    ///
+    /// # Panics
+    /// If `range` reaches past the last row.
     pub fn slice_rows(&self, range: std::ops::Range<usize>) -> BinnedMatrix {
-        let nf = self.n_features;
-        let (a, b) = (range.start * nf, range.end * nf);
-        let bins = match &self.bins {
-            Bins::U8(v) => Bins::U8(v[a..b].to_vec()),
-            Bins::U16(v) => Bins::U16(v[a..b].to_vec()),
-        };
+        assert!(
+            range.start <= range.end && range.end <= self.n_rows,
+            "rows {range:?} of a matrix of {}",
+            self.n_rows
+        );
         BinnedMatrix {
             n_rows: range.len(),
-            n_features: nf,
-            bins,
+            n_features: self.n_features,
+            first_row: self.first_row + range.start,
+            bins: self.bins.clone(),
         }
     }
 
@@ -182,26 +210,65 @@ impl BinnedMatrix {
         self.n_features
     }
 
-    /// The storage.
-    pub fn bins(&self) -> &Bins {
-        &self.bins
+    /// The bins of this matrix's rows, row-major.
+    #[inline]
+    pub fn bins(&self) -> BinsRef<'_> {
+        let range =
+            self.first_row * self.n_features..(self.first_row + self.n_rows) * self.n_features;
+        match &*self.bins {
+            Bins::U8(b) => BinsRef::U8(&b[range]),
+            Bins::U16(b) => BinsRef::U16(&b[range]),
+        }
     }
 
     /// Bin of (row, feature).
     #[inline]
     pub fn bin(&self, row: usize, feature: usize) -> u16 {
-        let i = row * self.n_features + feature;
-        match &self.bins {
+        let i = (self.first_row + row) * self.n_features + feature;
+        match &*self.bins {
             Bins::U8(b) => b[i] as u16,
             Bins::U16(b) => b[i],
         }
     }
 
-    /// Bytes held by the bins.
+    /// Bytes held by this matrix's rows.
     pub fn size_bytes(&self) -> usize {
-        match &self.bins {
-            Bins::U8(b) => b.len(),
-            Bins::U16(b) => b.len() * 2,
+        match self.bins() {
+            BinsRef::U8(b) => b.len(),
+            BinsRef::U16(b) => b.len() * 2,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slice_of_rows_shares_the_storage_and_reads_those_rows() {
+        let (n, nf) = (10, 3);
+        let all: Vec<u8> = (0..(n * nf) as u8).collect();
+        let m = BinnedMatrix::from_bins(n, nf, Bins::U8(all.clone())).unwrap();
+        let s = m.slice_rows(2..7);
+        assert!(Arc::ptr_eq(&m.bins, &s.bins), "no copy");
+        assert_eq!(s.n_rows(), 5);
+        assert_eq!(s.bins(), BinsRef::U8(&all[6..21]));
+        assert_eq!(s.size_bytes(), 15);
+        // a slice of a slice counts from its own first row
+        let t = s.slice_rows(1..3);
+        assert_eq!(t.bins(), BinsRef::U8(&all[9..15]));
+        assert_eq!(t.bin(1, 2), all[14] as u16);
+        // equal rows are equal matrices, whatever storage they view
+        let copy = BinnedMatrix::from_bins(2, nf, Bins::U8(all[9..15].to_vec())).unwrap();
+        assert_eq!(t, copy);
+        assert_ne!(t, m.slice_rows(0..2));
+        assert_eq!(m.slice_rows(4..4).n_rows(), 0);
+    }
+
+    #[test]
+    #[should_panic(expected = "rows 3..6 of a matrix of 5")]
+    fn a_slice_past_the_last_row_panics() {
+        let m = BinnedMatrix::from_bins(5, 1, Bins::U16(vec![1; 5])).unwrap();
+        let _ = m.slice_rows(3..6);
     }
 }

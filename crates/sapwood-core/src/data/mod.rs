@@ -4,6 +4,6 @@ pub mod binned;
 pub mod cuts;
 pub mod matrix;
 
-pub use binned::{BinnedMatrix, Bins};
+pub use binned::{BinnedMatrix, Bins, BinsRef};
 pub use cuts::{CutSample, Cuts, FeatureCuts};
 pub use matrix::{Column, FeatureMatrix, MISSING_CATEGORY};

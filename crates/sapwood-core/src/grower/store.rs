@@ -10,6 +10,9 @@ use rayon::prelude::*;
 use crate::hist::{sub, HistBin};
 use crate::tree::NodeId;
 
+/// Bins per parallel task when storing children.
+const STORE_CHUNK: usize = 2_048;
+
 /// Node histograms of one worker, kept by node id.
 #[derive(Debug, Default)]
 pub struct HistStore {
@@ -132,12 +135,18 @@ impl HistStore {
             let copy = self.pool.pop().unwrap_or_default();
             work.push((hist, copy, b));
         }
+        // a lone split (loss-guided growth) is cut by bins, so both threads share it
         work.par_iter_mut().for_each(|(hist, copy, b)| {
-            for (s, &x) in hist.iter_mut().zip(b.iter()) {
-                *s = sub(*s, x);
-            }
-            copy.clear();
-            copy.extend_from_slice(b);
+            copy.resize(width, [0, 0]);
+            hist.par_chunks_mut(STORE_CHUNK)
+                .zip(copy.par_chunks_mut(STORE_CHUNK))
+                .zip(b.par_chunks(STORE_CHUNK))
+                .for_each(|((hist, copy), b)| {
+                    for (s, &x) in hist.iter_mut().zip(b) {
+                        *s = sub(*s, x);
+                    }
+                    copy.copy_from_slice(b);
+                });
         });
         for (&(_, built_child, other_child), (hist, copy, _)) in splits.iter().zip(work) {
             self.insert(other_child, hist);

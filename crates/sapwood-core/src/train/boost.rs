@@ -25,6 +25,7 @@ use crate::quantise::{GroupScales, Scale};
 use crate::rank::Queries;
 use crate::split::SplitParams;
 use crate::tree::Tree;
+use crate::warm_pool::WarmPool;
 
 /// A named evaluation set, binned with the training cuts.
 pub struct EvalSet {
@@ -350,6 +351,11 @@ pub fn boost(
     }
     let every = observer.checkpoint_every();
     let custom = observer.has_custom_objective();
+    // one worker owns the pool: its threads spin between a tree's short parallel steps
+    // (with several workers in a process, a spinning thread would take a core from another)
+    let _warm = (backend.runs_on_pool() && collective.world_size() == 1)
+        .then(WarmPool::start)
+        .flatten();
     for round in first_round..params.num_rounds {
         let local = if custom || !objective.has_kernel() {
             host_gradients(

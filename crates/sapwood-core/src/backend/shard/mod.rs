@@ -16,7 +16,7 @@ use rayon::prelude::*;
 
 use super::kernel::BinValue;
 use super::ShardData;
-use crate::data::binned::Bins;
+use crate::data::binned::BinsRef;
 use crate::error::{Error, Result};
 
 /// The sizes of a validated shard.
@@ -99,8 +99,8 @@ pub fn validate(s: &ShardData, limits: ShardLimits) -> Result<ShardShape> {
         .map(|w| w[1].saturating_sub(w[0]) as usize)
         .collect();
     let ok = match s.binned.bins() {
-        Bins::U8(b) => bins_in_range(b, &widths),
-        Bins::U16(b) => bins_in_range(b, &widths),
+        BinsRef::U8(b) => bins_in_range(b, &widths),
+        BinsRef::U16(b) => bins_in_range(b, &widths),
     };
     if !ok {
         return Err(Error::Backend(
