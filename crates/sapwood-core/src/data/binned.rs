@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
+use crate::data::bin_search::BinSearch;
 use crate::data::cuts::{Cuts, FeatureCuts};
 use crate::data::matrix::{Column, FeatureMatrix};
 use crate::error::{Error, Result};
@@ -88,6 +89,14 @@ where
 {
     let nf = matrix.n_features();
     let code_bins = code_bins(matrix, cuts);
+    let searches: Vec<Option<BinSearch>> = cuts
+        .features()
+        .iter()
+        .map(|fc| match fc {
+            FeatureCuts::Numeric { thresholds } => BinSearch::new(thresholds),
+            FeatureCuts::Categorical { .. } => None,
+        })
+        .collect();
     out.par_chunks_mut(ROWS_PER_TASK * nf)
         .enumerate()
         .for_each(|(task, chunk)| {
@@ -96,9 +105,19 @@ where
             for (f, (col, fc)) in matrix.columns().iter().zip(cuts.features()).enumerate() {
                 match (col, fc, &code_bins[f]) {
                     (Column::Numeric(v), FeatureCuts::Numeric { thresholds }, _) => {
-                        for r in 0..rows {
-                            let b = FeatureCuts::bin_value(thresholds, v[start + r]);
-                            chunk[r * nf + f] = T::try_from(b).unwrap();
+                        let v = &v[start..start + rows];
+                        match &searches[f] {
+                            Some(s) => {
+                                for (r, &x) in v.iter().enumerate() {
+                                    chunk[r * nf + f] = T::try_from(s.bin(x)).unwrap();
+                                }
+                            }
+                            None => {
+                                for (r, &x) in v.iter().enumerate() {
+                                    let b = FeatureCuts::bin_value(thresholds, x);
+                                    chunk[r * nf + f] = T::try_from(b).unwrap();
+                                }
+                            }
                         }
                     }
                     (Column::Categorical { codes, .. }, _, Some(bins)) => {

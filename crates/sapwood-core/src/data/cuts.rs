@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::data::matrix::{Column, FeatureMatrix, MISSING_CATEGORY};
@@ -141,7 +142,7 @@ impl Cuts {
     ) -> Result<Self> {
         let features = sample
             .features
-            .iter()
+            .par_iter()
             .map(|f| match f {
                 FeatureSample::Numeric(values) => numeric_cuts(values, max_bin, min_data_in_bin),
                 FeatureSample::Categorical(counts) => {

@@ -1,5 +1,6 @@
 //! The data path: raw feature columns, quantile cuts, and the binned matrix.
 
+pub mod bin_search;
 pub mod binned;
 pub mod cuts;
 pub mod matrix;
