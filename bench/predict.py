@@ -6,7 +6,8 @@ A Sapwood model (binary, 28 numeric features) is exported to XGBoost JSON and Li
 and each library predicts the same rows with the same trees, from Python, with 1 and 2
 threads: Sapwood's `Booster.predict`, XGBoost's `inplace_predict`, LightGBM's `predict`.
 Prints rows per second and the ratio of Sapwood's to each peer's (above 1: Sapwood is
-faster), and the largest difference of the outputs. Best of `--repeat`; one run's ratios
+faster), and the largest difference of the outputs; `--rust` adds Sapwood's rows per second
+from Rust (its own bench, a model of the same shape) and its ratios to the peers'. Best of `--repeat`; one run's ratios
 only (the machine is shared).
 """
 
@@ -29,6 +30,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--trees", type=int, default=100)
     ap.add_argument("--depth", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--rust", action="store_true",
+                    help="also run the Rust bench (cargo bench -p sapwood --bench predict_synthetic): "
+                         "a model of the same shape on the same kind of rows, predicted from Rust")
     args = ap.parse_args(argv)
 
     import lightgbm as lgb
@@ -47,6 +51,21 @@ def main(argv: Optional[list[str]] = None) -> int:
     b.save_model(tmp / "m.txt", format="lightgbm")
     xb = xgb.Booster(model_file=str(tmp / "m.json"))
     lb = lgb.Booster(model_file=str(tmp / "m.txt"))
+    rust = {}
+    if args.rust:
+        import json
+        import subprocess
+
+        root = Path(__file__).resolve().parent.parent
+        out = subprocess.run(
+            ["cargo", "bench", "-q", "-p", "sapwood", "--bench", "predict_synthetic", "--",
+             "--rows", str(args.rows), "--trees", str(args.trees), "--depth", str(args.depth),
+             "--repeat", str(args.repeat)],
+            cwd=root, check=True, capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            if line.startswith("{"):
+                r = json.loads(line)
+                rust[r["threads"]] = r["rows_per_second"]
     print(f"{args.trees} trees of depth {args.depth}, {args.rows:,} rows x 28 features, best of {args.repeat}")
     print("| threads | library | rows/s | Sapwood's speed-up | max diff |")
     print("|---|---|---|---|---|")
@@ -63,6 +82,11 @@ def main(argv: Optional[list[str]] = None) -> int:
             diff = float(np.abs(np.asarray(p, dtype=np.float64) - ours).max())
             print(f"| {threads} | {name} | {args.rows / s:,.0f} | {s / s_ours:.2f} | {diff:.2g} |",
                   flush=True)
+        if threads in rust:
+            # its own model of the same shape: no output to compare
+            print(f"| {threads} | Sapwood from Rust | {rust[threads]:,.0f} | "
+                  f"{rust[threads] * s_x / args.rows:.2f} x XGBoost, "
+                  f"{rust[threads] * s_l / args.rows:.2f} x LightGBM | - |", flush=True)
     return 0
 
 

@@ -65,6 +65,31 @@ fn input(message: impl Into<String>) -> PyErr {
 
 /// Copies every column of a 2-D view into owned float32 vectors, in parallel.
 fn columns_of<T: Copy + Sync + Into<f64>>(view: ArrayView2<'_, T>) -> Vec<Vec<f32>> {
+    let (n, nf) = view.dim();
+    if view.is_standard_layout() {
+        // row-major: blocks of rows, each read once in order and written to every column,
+        // rather than one strided pass over the whole matrix per column
+        const ROWS: usize = 4_096;
+        let mut columns = vec![vec![0f32; n]; nf];
+        let mut blocks: Vec<Vec<&mut [f32]>> = (0..n.div_ceil(ROWS)).map(|_| Vec::new()).collect();
+        for c in columns.iter_mut() {
+            for (b, part) in c.chunks_mut(ROWS).enumerate() {
+                blocks[b].push(part);
+            }
+        }
+        blocks
+            .into_par_iter()
+            .enumerate()
+            .for_each(|(b, mut parts)| {
+                let rows = view.slice(numpy::ndarray::s![b * ROWS..(b * ROWS + ROWS).min(n), ..]);
+                for (i, row) in rows.outer_iter().enumerate() {
+                    for (part, &v) in parts.iter_mut().zip(row.iter()) {
+                        part[i] = v.into() as f32;
+                    }
+                }
+            });
+        return columns;
+    }
     let columns: Vec<_> = view.axis_iter(Axis(1)).collect();
     columns
         .into_par_iter()

@@ -124,3 +124,17 @@ def test_labels_and_weights_of_many_kinds(regression_data: tuple[np.ndarray, np.
     for label in (yb, yb.astype(int), pd.Series(yb, dtype="boolean")):
         b = sapwood.train({"objective": "binary:logistic"}, sapwood.Dataset(X, label=label), 5)
         assert b.predict(X).shape == (len(X),)
+
+
+@pytest.mark.parametrize("rows", [1, 4_095, 4_096, 4_097, 9_000])
+def test_row_major_matrices_are_read_block_by_block_into_the_same_columns(rows: int) -> None:
+    # C-order matrices are copied to columns a block of 4096 rows at a time
+    rng = np.random.default_rng(rows)
+    X = rng.normal(size=(rows, 5))
+    X[rng.random(X.shape) < 0.05] = np.nan
+    y = np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 1]) ** 2
+    want = sapwood.train({"max_depth": 3}, sapwood.Dataset(np.asfortranarray(X), label=y), 5)
+    for data in (np.ascontiguousarray(X), np.ascontiguousarray(X, dtype=np.float32)):
+        got = sapwood.train({"max_depth": 3}, sapwood.Dataset(data, label=y), 5)
+        assert got.to_json() == want.to_json()
+        np.testing.assert_array_equal(got.predict(data), want.predict(np.asfortranarray(X)))

@@ -84,11 +84,21 @@ struct FlatTree<'t> {
 }
 
 impl<'t> FlatTree<'t> {
-    fn new(tree: &'t Tree) -> Self {
+    /// The walk of `tree` over rows of `nf` features.
+    fn new(tree: &'t Tree, nf: usize) -> Self {
         let values = tree.nodes.iter().map(|n| n.value).collect();
-        let walk = Self::levels(tree).unwrap_or_else(|| Walk::Rows {
-            nodes: Self::rows(tree),
-        });
+        // a split on a feature the rows lack (never in a validated model) walks row by
+        // row, where indexing is checked
+        let in_range = tree
+            .nodes
+            .iter()
+            .all(|n| n.split.as_ref().is_none_or(|s| s.feature < nf));
+        let walk = in_range
+            .then(|| Self::levels(tree))
+            .flatten()
+            .unwrap_or_else(|| Walk::Rows {
+                nodes: Self::rows(tree),
+            });
         let walk = match walk {
             Walk::Levels { nodes, depth } if depth <= MAX_HEAP_DEPTH => {
                 Self::heap(tree, &nodes, depth)
@@ -160,6 +170,13 @@ impl<'t> FlatTree<'t> {
                 }
             });
         }
+        // every way out of a node leads to a node (a validated model's trees do)
+        if nodes
+            .iter()
+            .any(|n| n.next.iter().any(|&c| c as usize >= nodes.len()))
+        {
+            return None;
+        }
         Some(Walk::Levels {
             nodes,
             depth: tree.depth(),
@@ -221,13 +238,20 @@ impl<'t> FlatTree<'t> {
     fn leaves<T: Copy + Into<u16>>(&self, rows: &[T], columns: &[T], nf: usize, leaf: &mut [u32]) {
         match &self.walk {
             Walk::Heap { nodes, depth, .. } => {
-                leaf.fill(0);
-                for _ in 0..*depth {
-                    for (r, at) in leaf.iter_mut().enumerate() {
-                        let n = nodes[*at as usize];
-                        let b: u16 = columns[n.column as usize + r].into();
-                        *at = 2 * *at + 1 + u32::from(b.wrapping_sub(n.shift) > n.last);
+                match nodes.first() {
+                    // every row starts at the root: its first step needs no node per row,
+                    // a loop the compiler vectorises
+                    Some(root) if *depth > 0 => {
+                        let col = &columns[root.column as usize..][..leaf.len()];
+                        for (at, &b) in leaf.iter_mut().zip(col) {
+                            let b: u16 = b.into();
+                            *at = 1 + u32::from(b.wrapping_sub(root.shift) > root.last);
+                        }
+                        for _ in 1..*depth {
+                            heap_step(nodes, columns, leaf);
+                        }
                     }
+                    _ => leaf.fill(0),
                 }
                 let internal = (1u32 << depth) - 1;
                 for at in leaf.iter_mut() {
@@ -237,11 +261,7 @@ impl<'t> FlatTree<'t> {
             Walk::Levels { nodes, depth } => {
                 leaf.fill(0);
                 for _ in 0..*depth {
-                    for (r, at) in leaf.iter_mut().enumerate() {
-                        let n = nodes[*at as usize];
-                        let b: u16 = columns[n.column as usize + r].into();
-                        *at = n.next[usize::from(b.wrapping_sub(n.shift) > n.last)];
-                    }
+                    level_step(nodes, columns, leaf);
                 }
             }
             Walk::Rows { nodes } => {
@@ -251,6 +271,85 @@ impl<'t> FlatTree<'t> {
                 }
             }
         }
+    }
+}
+
+/// One level of a complete-tree walk: each of the block's rows at heap position `leaf[r]`
+/// moves to the child its bin chooses.
+///
+/// The bounds are known without checks, which took a quarter of the walk: a row is at an
+/// internal node (position below `nodes.len()` = 2^depth - 1) at every level but past the
+/// last, and this is only called `depth` times from the root; a node's column is a
+/// feature's [`BLOCK`] slots of `columns` (features are checked against the rows' width
+/// when the tree is flattened) and `r < leaf.len() <= BLOCK`. Checked in debug builds.
+#[inline(always)]
+#[allow(unsafe_code)]
+fn heap_step<T: Copy + Into<u16>>(nodes: &[HeapNode], columns: &[T], leaf: &mut [u32]) {
+    debug_assert!(leaf.len() <= BLOCK);
+    let step = |r: usize, at: u32| {
+        debug_assert!((at as usize) < nodes.len());
+        // SAFETY: see above: `at` indexes an internal node, and the node's column plus `r`
+        // lies inside `columns`.
+        let (n, b) = unsafe {
+            let n = *nodes.get_unchecked(at as usize);
+            debug_assert!(n.column as usize + r < columns.len());
+            let b: u16 = (*columns.get_unchecked(n.column as usize + r)).into();
+            (n, b)
+        };
+        2 * at + 1 + u32::from(b.wrapping_sub(n.shift) > n.last)
+    };
+    // four rows a turn: four independent walks in flight, a quarter of the loop's own work
+    let mut quads = leaf.chunks_exact_mut(4);
+    let mut r = 0;
+    for q in &mut quads {
+        let next = [
+            step(r, q[0]),
+            step(r + 1, q[1]),
+            step(r + 2, q[2]),
+            step(r + 3, q[3]),
+        ];
+        q.copy_from_slice(&next);
+        r += 4;
+    }
+    for at in quads.into_remainder() {
+        *at = step(r, *at);
+        r += 1;
+    }
+}
+
+/// One level of a level-by-level walk: each of the block's rows at node `leaf[r]` moves
+/// to the child its bin chooses (a leaf to itself). As [`heap_step`], without bounds
+/// checks: every `next` is a node of the tree (checked when the tree is flattened).
+#[inline(always)]
+#[allow(unsafe_code)]
+fn level_step<T: Copy + Into<u16>>(nodes: &[StepNode], columns: &[T], leaf: &mut [u32]) {
+    debug_assert!(leaf.len() <= BLOCK);
+    let step = |r: usize, at: u32| {
+        debug_assert!((at as usize) < nodes.len());
+        // SAFETY: `at` is a node (the root, or some node's `next`); the node's column plus
+        // `r` lies inside `columns` (see `heap_step`).
+        unsafe {
+            let n = *nodes.get_unchecked(at as usize);
+            debug_assert!(n.column as usize + r < columns.len());
+            let b: u16 = (*columns.get_unchecked(n.column as usize + r)).into();
+            n.next[usize::from(b.wrapping_sub(n.shift) > n.last)]
+        }
+    };
+    let mut quads = leaf.chunks_exact_mut(4);
+    let mut r = 0;
+    for q in &mut quads {
+        let next = [
+            step(r, q[0]),
+            step(r + 1, q[1]),
+            step(r + 2, q[2]),
+            step(r + 3, q[3]),
+        ];
+        q.copy_from_slice(&next);
+        r += 4;
+    }
+    for at in quads.into_remainder() {
+        *at = step(r, *at);
+        r += 1;
     }
 }
 
@@ -296,8 +395,8 @@ fn add_trees<T: Copy + Default + Into<u16> + Sync>(
 /// Adds `trees` (round-major, `k` per round) to `out` (`k` margins per row of `binned`),
 /// each row's trees in order.
 pub fn add_to_margins(binned: &BinnedMatrix, trees: &[Tree], k: usize, out: &mut [f32]) {
-    let flat: Vec<FlatTree<'_>> = trees.iter().map(FlatTree::new).collect();
     let nf = binned.n_features();
+    let flat: Vec<FlatTree<'_>> = trees.iter().map(|t| FlatTree::new(t, nf)).collect();
     match binned.bins() {
         BinsRef::U8(b) => add_trees(b, nf, &flat, k, out),
         BinsRef::U16(b) => add_trees(b, nf, &flat, k, out),
