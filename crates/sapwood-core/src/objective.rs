@@ -393,8 +393,9 @@ fn rows_by(
 }
 
 /// The largest |g| and h of `gh` (NaN never wins). Eight running maxima instead of one
-/// chain of dependent compares; the maximum of a set is the same in any order (the |g| and
-/// h here are never -0.0), so the bits are too.
+/// chain of dependent compares; the maximum of a set is the same in any order as long as
+/// no -0.0 is among it (|g| never is, and every h is flushed by `ftz`, which returns +0.0
+/// for any zero), so the bits are too.
 #[inline(always)]
 fn maxima(gh: &[[f32; 2]]) -> [f32; 2] {
     let mut m = [[0.0f32; 2]; 8];

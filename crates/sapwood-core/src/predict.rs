@@ -235,6 +235,7 @@ impl<'t> FlatTree<'t> {
     /// rows of `nf` bins each, `columns` the same bins feature by feature ([`BLOCK`] slots
     /// a feature).
     #[inline]
+    #[allow(unsafe_code)]
     fn leaves<T: Copy + Into<u16>>(&self, rows: &[T], columns: &[T], nf: usize, leaf: &mut [u32]) {
         match &self.walk {
             Walk::Heap { nodes, depth, .. } => {
@@ -248,7 +249,11 @@ impl<'t> FlatTree<'t> {
                             *at = 1 + u32::from(b.wrapping_sub(root.shift) > root.last);
                         }
                         for _ in 1..*depth {
-                            heap_step(nodes, columns, leaf);
+                            // SAFETY: levels 1..depth of a walk from the root (its step
+                            // just taken) of a complete tree of `depth` levels; columns are
+                            // features below the rows' width (checked in `FlatTree::new`),
+                            // `columns` holds `nf * BLOCK` bins and a block at most BLOCK rows
+                            unsafe { heap_step(nodes, columns, leaf) };
                         }
                     }
                     _ => leaf.fill(0),
@@ -261,7 +266,10 @@ impl<'t> FlatTree<'t> {
             Walk::Levels { nodes, depth } => {
                 leaf.fill(0);
                 for _ in 0..*depth {
-                    level_step(nodes, columns, leaf);
+                    // SAFETY: rows start at the root (depth > 0: the tree has nodes) and
+                    // follow `next`, each below `nodes.len()` (checked in `levels`); columns
+                    // as above
+                    unsafe { level_step(nodes, columns, leaf) };
                 }
             }
             Walk::Rows { nodes } => {
@@ -275,21 +283,22 @@ impl<'t> FlatTree<'t> {
 }
 
 /// One level of a complete-tree walk: each of the block's rows at heap position `leaf[r]`
-/// moves to the child its bin chooses.
+/// moves to the child its bin chooses. Indexing is unchecked (the checks took a quarter of
+/// the walk); checked in debug builds.
 ///
-/// The bounds are known without checks, which took a quarter of the walk: a row is at an
-/// internal node (position below `nodes.len()` = 2^depth - 1) at every level but past the
-/// last, and this is only called `depth` times from the root; a node's column is a
-/// feature's [`BLOCK`] slots of `columns` (features are checked against the rows' width
-/// when the tree is flattened) and `r < leaf.len() <= BLOCK`. Checked in debug builds.
+/// # Safety
+/// Every `leaf[r]` is an internal position (below `nodes.len()`), as it is at each of the
+/// first `depth` levels of a walk from the root of a complete tree of `depth` levels
+/// (2^depth - 1 internal slots); every node's column plus [`BLOCK`] is at most
+/// `columns.len()`, and `leaf.len() <= BLOCK`.
 #[inline(always)]
 #[allow(unsafe_code)]
-fn heap_step<T: Copy + Into<u16>>(nodes: &[HeapNode], columns: &[T], leaf: &mut [u32]) {
+unsafe fn heap_step<T: Copy + Into<u16>>(nodes: &[HeapNode], columns: &[T], leaf: &mut [u32]) {
     debug_assert!(leaf.len() <= BLOCK);
     let step = |r: usize, at: u32| {
         debug_assert!((at as usize) < nodes.len());
-        // SAFETY: see above: `at` indexes an internal node, and the node's column plus `r`
-        // lies inside `columns`.
+        // SAFETY: by the function's contract `at` indexes an internal node, and the node's
+        // column plus `r` lies inside `columns`.
         let (n, b) = unsafe {
             let n = *nodes.get_unchecked(at as usize);
             debug_assert!(n.column as usize + r < columns.len());
@@ -318,11 +327,14 @@ fn heap_step<T: Copy + Into<u16>>(nodes: &[HeapNode], columns: &[T], leaf: &mut 
 }
 
 /// One level of a level-by-level walk: each of the block's rows at node `leaf[r]` moves
-/// to the child its bin chooses (a leaf to itself). As [`heap_step`], without bounds
-/// checks: every `next` is a node of the tree (checked when the tree is flattened).
+/// to the child its bin chooses (a leaf to itself), without bounds checks.
+///
+/// # Safety
+/// Every `leaf[r]` and every node's `next` is below `nodes.len()`; columns as for
+/// [`heap_step`].
 #[inline(always)]
 #[allow(unsafe_code)]
-fn level_step<T: Copy + Into<u16>>(nodes: &[StepNode], columns: &[T], leaf: &mut [u32]) {
+unsafe fn level_step<T: Copy + Into<u16>>(nodes: &[StepNode], columns: &[T], leaf: &mut [u32]) {
     debug_assert!(leaf.len() <= BLOCK);
     let step = |r: usize, at: u32| {
         debug_assert!((at as usize) < nodes.len());

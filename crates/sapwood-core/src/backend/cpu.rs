@@ -32,6 +32,9 @@ fn sum_owned(owner: &[u32], nodes: usize, value: impl Fn(usize) -> HistBin) -> V
     sums
 }
 
+/// Parallel tasks a job is cut into per thread, so that a thread that finishes early can
+/// take work from one that did not.
+const TASKS_PER_THREAD: usize = 4;
 /// Fewest rows of a histogram part (see [`parts_of`]).
 const MIN_PART_ROWS: usize = 4_096;
 /// Rows per parallel task for per-row work.
@@ -64,6 +67,9 @@ pub struct CpuBackend {
     /// where a partition puts the rows going right before they return to `rows`
     scratch: Vec<u32>,
     spans: NodeSpans,
+    /// whether `spans` are those of the tree grown since the last `start_tree` and not yet
+    /// added to the margins
+    spans_current: bool,
     all_in_bag: bool,
     /// histograms of the parts of large nodes, kept from level to level and tree to tree
     part_hists: Vec<Vec<HistBin>>,
@@ -96,6 +102,7 @@ impl CpuBackend {
             rows: Vec::new(),
             scratch: Vec::new(),
             spans: NodeSpans::new(),
+            spans_current: false,
             all_in_bag: true,
             part_hists: Vec::new(),
             part_packed: Vec::new(),
@@ -125,7 +132,7 @@ fn parts_of(rows: usize, level_rows: usize, threads: usize, min_rows: usize) -> 
     if threads <= 1 {
         return 1;
     }
-    let target = (level_rows / (4 * threads))
+    let target = (level_rows / (TASKS_PER_THREAD * threads))
         .max(MIN_PART_ROWS)
         .max(min_rows);
     rows.div_ceil(target).clamp(1, threads)
@@ -225,8 +232,18 @@ fn build_wide<B: BinValue>(
         });
 }
 
-/// As [`build_wide`], from low-bit (g, h) packed in one i64: every part is built in `pool`,
-/// then the node's parts are summed and unpacked into `out`.
+/// Where a part of a packed build goes: a node built whole is unpacked straight into its
+/// place in the output (through one buffer per thread); the parts of a cut node wait in
+/// the pool to be summed.
+enum PackedTarget<'a> {
+    Node(&'a mut [HistBin]),
+    Part(&'a mut [i64]),
+}
+
+/// As [`build_wide`], from low-bit (g, h) packed in one i64. A node built whole goes
+/// through a buffer of its thread into its place in `out`; only a cut node's parts are
+/// kept in `pool` (so the pool holds what the cut nodes need, not a buffer per node of the
+/// level), then summed and unpacked.
 #[allow(clippy::too_many_arguments)]
 fn build_packed<B: BinValue>(
     node_rows: &[PartRows<'_>],
@@ -238,34 +255,52 @@ fn build_packed<B: BinValue>(
     pool: &mut Vec<Vec<i64>>,
     out: &mut [HistBin],
 ) {
-    let total: usize = parts.iter().sum();
-    part_buffers(pool, total, width);
+    let cut_parts: usize = parts.iter().filter(|&&p| p > 1).sum();
+    part_buffers(pool, cut_parts, width);
     {
         let mut bufs = pool.iter_mut();
-        let mut work: Vec<(PartRows<'_>, &mut [i64])> = Vec::new();
-        for (rows, &p) in node_rows.iter().zip(parts) {
+        let mut work: Vec<(PartRows<'_>, PackedTarget<'_>)> = Vec::new();
+        for ((o, rows), &p) in out.chunks_mut(width.max(1)).zip(node_rows).zip(parts) {
+            if p == 1 {
+                work.push((rows.clone(), PackedTarget::Node(o)));
+                continue;
+            }
             for piece in cut(rows, p) {
-                let buf = bufs.next().expect("a buffer per part");
-                work.push((piece, buf.as_mut_slice()));
+                let buf = bufs.next().expect("a buffer per part of a cut node");
+                work.push((piece, PackedTarget::Part(buf.as_mut_slice())));
             }
         }
         work.into_par_iter()
-            .for_each(|(rows, h)| build_part(&rows, bins, offsets, packed, h));
+            .for_each_init(
+                Vec::new,
+                |buf: &mut Vec<i64>, (rows, target)| match target {
+                    PackedTarget::Part(h) => build_part(&rows, bins, offsets, packed, h),
+                    PackedTarget::Node(o) => {
+                        buf.resize(width, 0);
+                        build_part(&rows, bins, offsets, packed, buf);
+                        for (bin, &v) in o.iter_mut().zip(buf.iter()) {
+                            *bin = kernel::unpack(v);
+                        }
+                    }
+                },
+            );
     }
     let mut first = 0;
     let owned: Vec<std::ops::Range<usize>> = parts
         .iter()
         .map(|&p| {
-            let r = first..first + p;
-            first += p;
+            let n = if p > 1 { p } else { 0 };
+            let r = first..first + n;
+            first += n;
             r
         })
         .collect();
     let pool = &*pool;
     out.par_chunks_mut(width.max(1))
         .zip(owned)
+        .filter(|(_, r)| !r.is_empty())
         .for_each(|(o, r)| {
-            let (head, rest) = pool[r].split_first().expect("a node has one part or more");
+            let (head, rest) = pool[r].split_first().expect("a cut node has parts");
             for (j, (bin, &v)) in o.iter_mut().zip(head).enumerate() {
                 let sum = rest.iter().fold(v, |a, b| a + b[j]);
                 *bin = kernel::unpack(sum);
@@ -276,6 +311,7 @@ fn build_packed<B: BinValue>(
 /// Stable partition of `rows` (row indices below `column.len()`) by `left` of each row's
 /// bin in `column` (rows going left first), with `scratch` (as long as `rows`) for the rows
 /// going right; large nodes go in parallel chunks.
+#[allow(unsafe_code)]
 fn partition<B: BinValue>(
     rows: &mut [u32],
     scratch: &mut [u32],
@@ -283,16 +319,18 @@ fn partition<B: BinValue>(
     left: impl Fn(usize) -> bool + Sync + Copy,
 ) -> usize {
     let len = rows.len();
-    let chunk = (len / (4 * rayon::current_num_threads())).max(MIN_PARTITION_CHUNK);
+    let chunk = (len / (TASKS_PER_THREAD * rayon::current_num_threads())).max(MIN_PARTITION_CHUNK);
+    // SAFETY (both calls): the backend's rows are a permutation of some of 0..n, made by
+    // `start_tree` and only ever reordered by this partition, and a column holds n bins
     if len <= chunk {
-        let n_left = kernel::split_rows(rows, scratch, column, left);
+        let n_left = unsafe { kernel::split_rows(rows, scratch, column, left) };
         rows[n_left..].copy_from_slice(&scratch[..len - n_left]);
         return n_left;
     }
     let lefts: Vec<usize> = rows
         .par_chunks_mut(chunk)
         .zip(scratch.par_chunks_mut(chunk))
-        .map(|(r, s)| kernel::split_rows(r, s, column, left))
+        .map(|(r, s)| unsafe { kernel::split_rows(r, s, column, left) })
         .collect();
     // each chunk's left rows move down to follow the previous chunks' (a move never reaches
     // rows of a later chunk); then the right rows come back from the scratch
@@ -467,6 +505,7 @@ impl HistBackend for CpuBackend {
         }
         self.scratch.resize(self.rows.len(), 0);
         self.spans.reset(self.rows.len() as u32);
+        self.spans_current = true;
         Ok(self.rows.len() as u64)
     }
 
@@ -490,10 +529,13 @@ impl HistBackend for CpuBackend {
             .collect::<Result<_>>()?;
         let level: usize = lens.iter().sum();
         let threads = rayon::current_num_threads();
+        // a part's histogram costs about a row's adds per feature's bins to zero and to add
+        // back: a part of fewer rows than twice the bins per feature does not repay it
         let nf = self.binned.n_features().max(1);
+        let min_rows = 2 * width / nf;
         let parts: Vec<usize> = lens
             .iter()
-            .map(|&len| parts_of(len, level, threads, 2 * width / nf))
+            .map(|&len| parts_of(len, level, threads, min_rows))
             .collect();
         let offsets = &self.offsets;
         match (self.binned.bins(), self.packed.as_deref()) {
@@ -655,27 +697,30 @@ impl HistBackend for CpuBackend {
     fn update_margins(&mut self, tree: &Tree, group: usize) -> Result<()> {
         let k = self.objective.groups();
         let n = self.num_rows();
+        // the spans are this tree's only the first time after it was grown here; a tree grown
+        // elsewhere (replayed from a checkpoint) is routed by bins
+        let current = std::mem::replace(&mut self.spans_current, false);
         // the tree just grown here, every row in bag: every row lies in the span of exactly
         // one leaf, in ascending order, and a task owning the rows lo..hi finds them in each
-        // leaf's span by two binary searches (a tree grown elsewhere, replayed from a
-        // checkpoint, has no spans here and is routed by bins below)
-        let leaves: Option<Vec<(&[u32], f32)>> = (self.all_in_bag && self.rows.len() == n)
-            .then(|| {
-                tree.nodes
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, node)| node.split.is_none())
-                    .map(|(id, node)| {
-                        let span = self.spans.get(NodeId(id as u32)).ok()?.range();
-                        Some((&self.rows[span], node.value))
-                    })
-                    .collect::<Option<Vec<_>>>()
-            })
-            .flatten()
-            .filter(|l| l.iter().map(|(r, _)| r.len()).sum::<usize>() == n);
+        // leaf's span by two binary searches
+        let leaves: Option<Vec<(&[u32], f32)>> =
+            (current && self.all_in_bag && self.rows.len() == n)
+                .then(|| {
+                    tree.nodes
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, node)| node.split.is_none())
+                        .map(|(id, node)| {
+                            let span = self.spans.get(NodeId(id as u32)).ok()?.range();
+                            Some((&self.rows[span], node.value))
+                        })
+                        .collect::<Option<Vec<_>>>()
+                })
+                .flatten()
+                .filter(|l| l.iter().map(|(r, _)| r.len()).sum::<usize>() == n);
         if let Some(leaves) = leaves {
             let chunk = n
-                .div_ceil(4 * rayon::current_num_threads())
+                .div_ceil(TASKS_PER_THREAD * rayon::current_num_threads())
                 .max(ROWS_PER_TASK);
             self.margins
                 .par_chunks_mut(chunk * k)
@@ -695,7 +740,7 @@ impl HistBackend for CpuBackend {
         }
         let mut leaf_of = vec![u32::MAX; n];
         let entries = self.spans.leaf_of_entries(self.rows.len(), |id| {
-            tree.nodes.get(id).is_some_and(|n| n.split.is_none())
+            current && tree.nodes.get(id).is_some_and(|n| n.split.is_none())
         });
         for (&r, &leaf) in self.rows.iter().zip(&entries) {
             leaf_of[r as usize] = leaf;

@@ -96,7 +96,7 @@ pub fn accumulate<B: BinValue, V: HistValue>(
             let a = ahead as usize;
             prefetch(bins.as_ptr().wrapping_add(a * nf));
             // a row of bins may straddle two cache lines
-            prefetch(bins.as_ptr().wrapping_add(a * nf + nf - 1));
+            prefetch(bins.as_ptr().wrapping_add(a * nf + nf.saturating_sub(1)));
             prefetch(gh.as_ptr().wrapping_add(a));
         }
         let r = r as usize;
@@ -138,10 +138,11 @@ pub fn accumulate_all<B: BinValue, V: HistValue>(
 /// left. Branch-free: the direction of a row is unpredictable, so both writes happen and
 /// only the cursors move by the predicate.
 ///
-/// Caller guarantees: every `r` in `rows` satisfies `r < column.len()` (the backend only
-/// ever stores row indices below the row count, and a column holds every row).
+/// # Safety
+/// Every `r` in `rows` must satisfy `r < column.len()` (the backend only ever stores row
+/// indices below the row count, and a column holds every row).
 #[inline(always)]
-pub fn split_rows<B: BinValue>(
+pub unsafe fn split_rows<B: BinValue>(
     rows: &mut [u32],
     right: &mut [u32],
     column: &[B],

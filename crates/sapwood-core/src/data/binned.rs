@@ -243,6 +243,13 @@ impl BinnedMatrix {
     /// Bin of (row, feature).
     #[inline]
     pub fn bin(&self, row: usize, feature: usize) -> u16 {
+        // past this view's rows lie another view's: out of range is a bug, not a read
+        assert!(
+            row < self.n_rows && feature < self.n_features,
+            "bin ({row}, {feature}) of a {} x {} matrix",
+            self.n_rows,
+            self.n_features
+        );
         let i = (self.first_row + row) * self.n_features + feature;
         match &*self.bins {
             Bins::U8(b) => b[i] as u16,

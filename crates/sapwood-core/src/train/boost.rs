@@ -352,8 +352,9 @@ pub fn boost(
     let every = observer.checkpoint_every();
     let custom = observer.has_custom_objective();
     // one worker owns the pool: its threads spin between a tree's short parallel steps
-    // (with several workers in a process, a spinning thread would take a core from another)
-    let _warm = (backend.runs_on_pool() && collective.world_size() == 1)
+    // (with several workers in a process, a spinning thread would take a core from another,
+    // and a custom objective's own code, Python's numpy say, would compete with it)
+    let _warm = (backend.runs_on_pool() && collective.world_size() == 1 && !custom)
         .then(WarmPool::start)
         .flatten();
     for round in first_round..params.num_rounds {
