@@ -282,6 +282,28 @@ impl<'t> FlatTree<'t> {
     }
 }
 
+/// Moves every row of a block one level, `leaf[r] = step(r, leaf[r])`, four rows a turn:
+/// four independent walks in flight, and a quarter of the loop's own work.
+#[inline(always)]
+fn four_at_a_turn(leaf: &mut [u32], step: impl Fn(usize, u32) -> u32) {
+    let mut quads = leaf.chunks_exact_mut(4);
+    let mut r = 0;
+    for q in &mut quads {
+        let next = [
+            step(r, q[0]),
+            step(r + 1, q[1]),
+            step(r + 2, q[2]),
+            step(r + 3, q[3]),
+        ];
+        q.copy_from_slice(&next);
+        r += 4;
+    }
+    for at in quads.into_remainder() {
+        *at = step(r, *at);
+        r += 1;
+    }
+}
+
 /// One level of a complete-tree walk: each of the block's rows at heap position `leaf[r]`
 /// moves to the child its bin chooses. Indexing is unchecked (the checks took a quarter of
 /// the walk); checked in debug builds.
@@ -307,23 +329,7 @@ unsafe fn heap_step<T: Copy + Into<u16>>(nodes: &[HeapNode], columns: &[T], leaf
         };
         2 * at + 1 + u32::from(b.wrapping_sub(n.shift) > n.last)
     };
-    // four rows a turn: four independent walks in flight, a quarter of the loop's own work
-    let mut quads = leaf.chunks_exact_mut(4);
-    let mut r = 0;
-    for q in &mut quads {
-        let next = [
-            step(r, q[0]),
-            step(r + 1, q[1]),
-            step(r + 2, q[2]),
-            step(r + 3, q[3]),
-        ];
-        q.copy_from_slice(&next);
-        r += 4;
-    }
-    for at in quads.into_remainder() {
-        *at = step(r, *at);
-        r += 1;
-    }
+    four_at_a_turn(leaf, step);
 }
 
 /// One level of a level-by-level walk: each of the block's rows at node `leaf[r]` moves
@@ -347,22 +353,7 @@ unsafe fn level_step<T: Copy + Into<u16>>(nodes: &[StepNode], columns: &[T], lea
             n.next[usize::from(b.wrapping_sub(n.shift) > n.last)]
         }
     };
-    let mut quads = leaf.chunks_exact_mut(4);
-    let mut r = 0;
-    for q in &mut quads {
-        let next = [
-            step(r, q[0]),
-            step(r + 1, q[1]),
-            step(r + 2, q[2]),
-            step(r + 3, q[3]),
-        ];
-        q.copy_from_slice(&next);
-        r += 4;
-    }
-    for at in quads.into_remainder() {
-        *at = step(r, *at);
-        r += 1;
-    }
+    four_at_a_turn(leaf, step);
 }
 
 /// Rows per block: a block walks one tree at a time, so the tree stays in cache, and its

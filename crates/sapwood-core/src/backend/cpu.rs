@@ -12,11 +12,18 @@ use crate::data::binned::{BinnedMatrix, Bins, BinsRef};
 use crate::detmath::pow2;
 use crate::error::Result;
 use crate::hash::{HashKey, Stream};
-use crate::hist::HistBin;
+use crate::hist::{add, HistBin};
 use crate::objective::{ftz, Objective};
 use crate::quantise::quantise_by;
 use crate::split::SplitRule;
 use crate::tree::{NodeId, Tree};
+
+/// The entries of ascending `rows` that lie in `range`, found by two binary searches.
+fn rows_within(rows: &[u32], range: Range<usize>) -> &[u32] {
+    let a = rows.partition_point(|&r| (r as usize) < range.start);
+    let b = a + rows[a..].partition_point(|&r| (r as usize) < range.end);
+    &rows[a..b]
+}
 
 /// The sums of `value(j)` over the entries j of `owner` by the node they name (`nodes` of
 /// them; other entries name none).
@@ -25,8 +32,7 @@ fn sum_owned(owner: &[u32], nodes: usize, value: impl Fn(usize) -> HistBin) -> V
     let mut sums = vec![[0i64; 2]; nodes];
     for (j, &i) in owner.iter().enumerate() {
         if let Some(s) = sums.get_mut(i as usize) {
-            let v = value(j);
-            *s = [s[0] + v[0], s[1] + v[1]];
+            *s = add(*s, value(j));
         }
     }
     sums
@@ -180,6 +186,17 @@ fn part_buffers<V: HistValue>(pool: &mut Vec<Vec<V>>, count: usize, width: usize
     }
 }
 
+/// Each node's buffers in a part pool handed out in node order, from how many each took.
+fn pool_ranges(taken: impl Iterator<Item = usize>) -> Vec<Range<usize>> {
+    let mut first = 0;
+    taken
+        .map(|n| {
+            first += n;
+            first - n..first
+        })
+        .collect()
+}
+
 /// The histograms of every node of a level, in `out` one after another, built from full
 /// (g, h) entries. A node's first part is built in its own place in `out`; its other parts
 /// in `pool`, then added to it.
@@ -210,15 +227,7 @@ fn build_wide<B: BinValue>(
         work.into_par_iter()
             .for_each(|(rows, h)| build_part(&rows, bins, offsets, gh, h));
     }
-    let mut first = 0;
-    let owned: Vec<std::ops::Range<usize>> = parts
-        .iter()
-        .map(|&p| {
-            let r = first..first + p - 1;
-            first += p - 1;
-            r
-        })
-        .collect();
+    let owned = pool_ranges(parts.iter().map(|&p| p - 1));
     let pool = &*pool;
     out.par_chunks_mut(width.max(1))
         .zip(owned)
@@ -285,16 +294,7 @@ fn build_packed<B: BinValue>(
                 },
             );
     }
-    let mut first = 0;
-    let owned: Vec<std::ops::Range<usize>> = parts
-        .iter()
-        .map(|&p| {
-            let n = if p > 1 { p } else { 0 };
-            let r = first..first + n;
-            first += n;
-            r
-        })
-        .collect();
+    let owned = pool_ranges(parts.iter().map(|&p| if p > 1 { p } else { 0 }));
     let pool = &*pool;
     out.par_chunks_mut(width.max(1))
         .zip(owned)
@@ -646,10 +646,7 @@ impl HistBackend for CpuBackend {
                             [s[0] + quantise_by(g, gf), s[1] + quantise_by(h, hf)]
                         })
                     }
-                    None => rows.iter().fold([0i64; 2], |s, &r| {
-                        let v = gh[r as usize];
-                        [s[0] + v[0], s[1] + v[1]]
-                    }),
+                    None => rows.iter().fold([0i64; 2], |s, &r| add(s, gh[r as usize])),
                 })
                 .collect());
         }
@@ -666,9 +663,7 @@ impl HistBackend for CpuBackend {
                 owner.clear();
                 owner.resize(hi - lo, u32::MAX);
                 for (i, rows) in rows.iter().enumerate() {
-                    let a = rows.partition_point(|&r| (r as usize) < lo);
-                    let b = a + rows[a..].partition_point(|&r| (r as usize) < hi);
-                    for &r in &rows[a..b] {
+                    for &r in rows_within(rows, lo..hi) {
                         owner[r as usize - lo] = i as u32;
                     }
                 }
@@ -687,7 +682,7 @@ impl HistBackend for CpuBackend {
                 || vec![[0; 2]; rows.len()],
                 |mut a, b| {
                     for (x, y) in a.iter_mut().zip(b) {
-                        *x = [x[0] + y[0], x[1] + y[1]];
+                        *x = add(*x, y);
                     }
                     a
                 },
@@ -728,9 +723,7 @@ impl HistBackend for CpuBackend {
                 .for_each(|(c, m)| {
                     let (lo, hi) = (c * chunk, c * chunk + m.len() / k);
                     for &(rows, v) in &leaves {
-                        let a = rows.partition_point(|&r| (r as usize) < lo);
-                        let b = a + rows[a..].partition_point(|&r| (r as usize) < hi);
-                        for &r in &rows[a..b] {
+                        for &r in rows_within(rows, lo..hi) {
                             let x = &mut m[(r as usize - lo) * k + group];
                             *x = ftz(*x + v);
                         }
