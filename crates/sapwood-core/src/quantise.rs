@@ -59,12 +59,18 @@ impl Scale {
     #[inline]
     pub fn hist_value(&self, exact: i64, key: HashKey, global_row: u64) -> i64 {
         match self.drop {
-            None => exact,
-            Some(0) => exact,
-            Some(d) => {
-                let noise = key.hash64(global_row) >> (64 - d);
-                quantise_lowbit(exact, d, noise)
-            }
+            None | Some(0) => exact,
+            Some(_) => self.hist_value_drawn(exact, key.hash64(global_row)),
+        }
+    }
+
+    /// [`Scale::hist_value`] with the row's `key.hash64(global_row)` already drawn (rows
+    /// drawn a run at a time: [`HashKey::hash64_run`]).
+    #[inline]
+    pub fn hist_value_drawn(&self, exact: i64, hash: u64) -> i64 {
+        match self.drop {
+            None | Some(0) => exact,
+            Some(d) => quantise_lowbit(exact, d, hash >> (64 - d)),
         }
     }
 }

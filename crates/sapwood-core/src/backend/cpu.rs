@@ -14,7 +14,7 @@ use crate::error::Result;
 use crate::hash::{HashKey, Stream};
 use crate::hist::{add, HistBin};
 use crate::objective::{ftz, Objective};
-use crate::quantise::quantise_by;
+use crate::quantise::{quantise_by, Scale};
 use crate::split::SplitRule;
 use crate::tree::{NodeId, Tree};
 
@@ -36,6 +36,57 @@ fn sum_owned(owner: &[u32], nodes: usize, value: impl Fn(usize) -> HistBin) -> V
         }
     }
     sums
+}
+
+/// Rows whose noise is drawn in one run of hashes (two runs on the stack).
+const NOISE_RUN: usize = 256;
+
+/// What a tree's stochastic rounding of low-bit (g, h) needs: the two noise streams and
+/// the scales.
+#[derive(Clone, Copy)]
+struct LowBitDraw {
+    grad_key: HashKey,
+    hess_key: HashKey,
+    grad: Scale,
+    hess: Scale,
+    grad_factor: f64,
+    hess_factor: f64,
+}
+
+impl LowBitDraw {
+    /// `out[j] = put(low-bit (g, h) of row lo + j)` for the group's gradients `grad` (`k`
+    /// groups a row) of a shard whose first row is global row `offset`; the noise of a run
+    /// of rows is drawn at once.
+    #[allow(clippy::too_many_arguments)]
+    fn rows<T>(
+        &self,
+        grad: &[[f32; 2]],
+        k: usize,
+        group: usize,
+        offset: u64,
+        lo: usize,
+        out: &mut [T],
+        put: impl Fn([i64; 2]) -> T,
+    ) {
+        let (mut gn, mut hn) = ([0u64; NOISE_RUN], [0u64; NOISE_RUN]);
+        for (run, out) in out.chunks_mut(NOISE_RUN).enumerate() {
+            let first = lo + run * NOISE_RUN;
+            let m = out.len();
+            self.grad_key
+                .hash64_run(offset + first as u64, &mut gn[..m]);
+            self.hess_key
+                .hash64_run(offset + first as u64, &mut hn[..m]);
+            for (j, o) in out.iter_mut().enumerate() {
+                let [g, h] = grad[(first + j) * k + group];
+                *o = put([
+                    self.grad
+                        .hist_value_drawn(quantise_by(g, self.grad_factor), gn[j]),
+                    self.hess
+                        .hist_value_drawn(quantise_by(h, self.hess_factor), hn[j]),
+                ]);
+            }
+        }
+    }
 }
 
 /// Parallel tasks a job is cut into per thread, so that a thread that finishes early can
@@ -434,19 +485,15 @@ impl HistBackend for CpuBackend {
             && fits(s.scales.hess.max_value, 1 << 32);
         let (gs, hs) = (s.scales.grad.shift, s.scales.hess.shift);
         if lowbit {
-            let grad_key = HashKey::new(s.seed, Stream::GradNoise, s.tree_index);
-            let hess_key = HashKey::new(s.seed, Stream::HessNoise, s.tree_index);
-            let (gq, hq) = (s.scales.grad, s.scales.hess);
-            let (gf, hf) = (pow2(gs), pow2(hs));
-            // a row's stochastic rounding of its exact values
-            let lowbit = move |i: usize| {
-                let [g, h] = grad[i * k + s.group];
-                let row = offset + i as u64;
-                [
-                    gq.hist_value(quantise_by(g, gf), grad_key, row),
-                    hq.hist_value(quantise_by(h, hf), hess_key, row),
-                ]
+            let draw = LowBitDraw {
+                grad_key: HashKey::new(s.seed, Stream::GradNoise, s.tree_index),
+                hess_key: HashKey::new(s.seed, Stream::HessNoise, s.tree_index),
+                grad: s.scales.grad,
+                hess: s.scales.hess,
+                grad_factor: pow2(gs),
+                hess_factor: pow2(hs),
             };
+            let group = s.group;
             self.exact = Some((s.group, gs, hs));
             if pack {
                 let mut packed = self.packed.take().unwrap_or_default();
@@ -456,10 +503,7 @@ impl HistBackend for CpuBackend {
                     .enumerate()
                     .for_each(|(t, p)| {
                         let lo = t * ROWS_PER_TASK;
-                        for (j, p) in p.iter_mut().enumerate() {
-                            let [g, h] = lowbit(lo + j);
-                            *p = kernel::pack(g, h);
-                        }
+                        draw.rows(grad, k, group, offset, lo, p, |[g, h]| kernel::pack(g, h));
                     });
                 self.packed = Some(packed);
                 self.gh = Vec::new();
@@ -471,9 +515,7 @@ impl HistBackend for CpuBackend {
                     .enumerate()
                     .for_each(|(t, gh)| {
                         let lo = t * ROWS_PER_TASK;
-                        for (j, gh) in gh.iter_mut().enumerate() {
-                            *gh = lowbit(lo + j);
-                        }
+                        draw.rows(grad, k, group, offset, lo, gh, |v| v);
                     });
             }
         } else {
