@@ -96,6 +96,8 @@ const TASKS_PER_THREAD: usize = 4;
 const MIN_PART_ROWS: usize = 4_096;
 /// Rows per parallel task for per-row work.
 const ROWS_PER_TASK: usize = 16_384;
+/// Fewest rows of a node cut by features (see [`cuts_of`]).
+const MIN_GROUP_ROWS: usize = 512;
 /// Fewest rows of a partition's parallel chunk.
 const MIN_PARTITION_CHUNK: usize = 4_096;
 
@@ -212,19 +214,96 @@ fn cut<'a>(rows: &PartRows<'a>, parts: usize) -> Vec<PartRows<'a>> {
         .collect()
 }
 
-/// Zeroes `hist` and accumulates `rows` into it.
+/// Zeroes `hist` (the bins of features `feats`) and accumulates `rows` into it.
 fn build_part<B: BinValue, V: HistValue>(
     rows: &PartRows<'_>,
     bins: &[B],
     offsets: &[u32],
+    feats: Range<usize>,
     values: &[V],
     hist: &mut [V],
 ) {
     hist.fill(V::default());
     match rows {
-        PartRows::Listed(r) => kernel::accumulate(r, bins, offsets, values, hist),
-        PartRows::All(r) => kernel::accumulate_all(r.start, r.end, bins, offsets, values, hist),
+        PartRows::Listed(r) => kernel::accumulate(r, bins, offsets, feats, values, hist),
+        PartRows::All(r) => kernel::accumulate_all(r.clone(), bins, offsets, feats, values, hist),
     }
+}
+
+/// How a node's histogram is shared among threads: cut by rows into parts (each its own
+/// histogram, summed after) or by features into groups (each a range of the node's
+/// histogram, nothing to sum).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Cuts {
+    parts: usize,
+    groups: usize,
+}
+
+/// How each node of a level (of `lens` rows each) is cut among `threads` threads, for `nf`
+/// features of `width` bins in all. Nodes are cut by rows ([`parts_of`]); where that leaves
+/// threads idle (a lone node too small to cut by rows, as loss-guided growth builds one at
+/// a time) a node of [`MIN_GROUP_ROWS`] rows or more is cut by features instead: each
+/// thread then reads every row but only its features' bins, and no part histogram is
+/// zeroed or summed.
+fn cuts_of(lens: &[usize], threads: usize, nf: usize, width: usize) -> Vec<Cuts> {
+    let level: usize = lens.iter().sum();
+    // a part's histogram costs about a row's adds per feature's bins to zero and to add
+    // back: a part of fewer rows than twice the bins per feature does not repay it
+    let min_rows = 2 * width / nf.max(1);
+    let parts: Vec<usize> = lens
+        .iter()
+        .map(|&len| parts_of(len, level, threads, min_rows))
+        .collect();
+    let tasks: usize = parts.iter().sum();
+    lens.iter()
+        .zip(parts)
+        .map(|(&len, parts)| {
+            let groups = if parts == 1 && tasks < threads && len >= MIN_GROUP_ROWS {
+                threads.min(nf).max(1)
+            } else {
+                1
+            };
+            Cuts { parts, groups }
+        })
+        .collect()
+}
+
+/// `groups` consecutive feature ranges covering `0..nf` with nearly equal numbers of bins
+/// (by `offsets`); fewer when a feature holds more than a share.
+fn feature_groups(offsets: &[u32], groups: usize) -> Vec<Range<usize>> {
+    let nf = offsets.len() - 1;
+    let total = offsets[nf] as u64;
+    let mut out = Vec::with_capacity(groups);
+    let mut first = 0;
+    for k in 1..groups {
+        // the first feature starting at or past the k-th share of the bins
+        let goal = (total * k as u64 / groups as u64) as u32;
+        let f = offsets[..nf].partition_point(|&o| o < goal).max(first + 1);
+        if f >= nf {
+            break;
+        }
+        out.push(first..f);
+        first = f;
+    }
+    out.push(first..nf);
+    out
+}
+
+/// `hist` (a node's histogram) cut into the bins of each feature group.
+fn group_slices<'a, V>(
+    mut hist: &'a mut [V],
+    offsets: &[u32],
+    groups: &[Range<usize>],
+) -> Vec<&'a mut [V]> {
+    groups
+        .iter()
+        .map(|g| {
+            let len = (offsets[g.end] - offsets[g.start]) as usize;
+            let (mine, rest) = std::mem::take(&mut hist).split_at_mut(len);
+            hist = rest;
+            mine
+        })
+        .collect()
 }
 
 /// Buffers of `width` entries, at least `count` of them (kept for the next call).
@@ -249,12 +328,12 @@ fn pool_ranges(taken: impl Iterator<Item = usize>) -> Vec<Range<usize>> {
 }
 
 /// The histograms of every node of a level, in `out` one after another, built from full
-/// (g, h) entries. A node's first part is built in its own place in `out`; its other parts
-/// in `pool`, then added to it.
+/// (g, h) entries. A node cut by features fills its ranges of `out` in place; a node cut by
+/// rows builds its first part in place and its other parts in `pool`, then adds them to it.
 #[allow(clippy::too_many_arguments)]
 fn build_wide<B: BinValue>(
     node_rows: &[PartRows<'_>],
-    parts: &[usize],
+    cuts: &[Cuts],
     bins: &[B],
     offsets: &[u32],
     gh: &[HistBin],
@@ -262,23 +341,36 @@ fn build_wide<B: BinValue>(
     pool: &mut Vec<Vec<HistBin>>,
     out: &mut [HistBin],
 ) {
-    let extra: usize = parts.iter().map(|p| p - 1).sum();
+    let nf = offsets.len() - 1;
+    let extra: usize = cuts.iter().map(|c| c.parts - 1).sum();
     part_buffers(pool, extra, width);
     {
         let mut spare = pool.iter_mut();
-        let mut work: Vec<(PartRows<'_>, &mut [HistBin])> = Vec::new();
-        for ((o, rows), &p) in out.chunks_mut(width.max(1)).zip(node_rows).zip(parts) {
-            let mut pieces = cut(rows, p).into_iter();
-            work.push((pieces.next().expect("a node has one part or more"), o));
+        let mut work: Vec<(PartRows<'_>, Range<usize>, &mut [HistBin])> = Vec::new();
+        for ((o, rows), c) in out.chunks_mut(width.max(1)).zip(node_rows).zip(cuts) {
+            if c.groups > 1 {
+                let groups = feature_groups(offsets, c.groups);
+                let slices = group_slices(o, offsets, &groups);
+                for (g, h) in groups.into_iter().zip(slices) {
+                    work.push((rows.clone(), g, h));
+                }
+                continue;
+            }
+            let mut pieces = cut(rows, c.parts).into_iter();
+            work.push((
+                pieces.next().expect("a node has one part or more"),
+                0..nf,
+                o,
+            ));
             for piece in pieces {
                 let buf = spare.next().expect("a buffer per extra part");
-                work.push((piece, buf.as_mut_slice()));
+                work.push((piece, 0..nf, buf.as_mut_slice()));
             }
         }
         work.into_par_iter()
-            .for_each(|(rows, h)| build_part(&rows, bins, offsets, gh, h));
+            .for_each(|(rows, feats, h)| build_part(&rows, bins, offsets, feats, gh, h));
     }
-    let owned = pool_ranges(parts.iter().map(|&p| p - 1));
+    let owned = pool_ranges(cuts.iter().map(|c| c.parts - 1));
     let pool = &*pool;
     out.par_chunks_mut(width.max(1))
         .zip(owned)
@@ -292,22 +384,22 @@ fn build_wide<B: BinValue>(
         });
 }
 
-/// Where a part of a packed build goes: a node built whole is unpacked straight into its
-/// place in the output (through one buffer per thread); the parts of a cut node wait in
-/// the pool to be summed.
+/// Where a part of a packed build goes: a node built whole (or a feature group of one) is
+/// unpacked straight into its place in the output (through one buffer per thread); the
+/// parts of a node cut by rows wait in the pool to be summed.
 enum PackedTarget<'a> {
     Node(&'a mut [HistBin]),
     Part(&'a mut [i64]),
 }
 
-/// As [`build_wide`], from low-bit (g, h) packed in one i64. A node built whole goes
-/// through a buffer of its thread into its place in `out`; only a cut node's parts are
-/// kept in `pool` (so the pool holds what the cut nodes need, not a buffer per node of the
-/// level), then summed and unpacked.
+/// As [`build_wide`], from low-bit (g, h) packed in one i64. A node built whole (or by
+/// feature groups) goes through a buffer of its thread into its place in `out`; only the
+/// parts of a node cut by rows are kept in `pool` (so the pool holds what those nodes need,
+/// not a buffer per node of the level), then summed and unpacked.
 #[allow(clippy::too_many_arguments)]
 fn build_packed<B: BinValue>(
     node_rows: &[PartRows<'_>],
-    parts: &[usize],
+    cuts: &[Cuts],
     bins: &[B],
     offsets: &[u32],
     packed: &[i64],
@@ -315,37 +407,41 @@ fn build_packed<B: BinValue>(
     pool: &mut Vec<Vec<i64>>,
     out: &mut [HistBin],
 ) {
-    let cut_parts: usize = parts.iter().filter(|&&p| p > 1).sum();
+    let nf = offsets.len() - 1;
+    let cut_parts: usize = cuts.iter().filter(|c| c.parts > 1).map(|c| c.parts).sum();
     part_buffers(pool, cut_parts, width);
     {
         let mut bufs = pool.iter_mut();
-        let mut work: Vec<(PartRows<'_>, PackedTarget<'_>)> = Vec::new();
-        for ((o, rows), &p) in out.chunks_mut(width.max(1)).zip(node_rows).zip(parts) {
-            if p == 1 {
-                work.push((rows.clone(), PackedTarget::Node(o)));
+        let mut work: Vec<(PartRows<'_>, Range<usize>, PackedTarget<'_>)> = Vec::new();
+        for ((o, rows), c) in out.chunks_mut(width.max(1)).zip(node_rows).zip(cuts) {
+            if c.parts == 1 {
+                let groups = feature_groups(offsets, c.groups);
+                let slices = group_slices(o, offsets, &groups);
+                for (g, h) in groups.into_iter().zip(slices) {
+                    work.push((rows.clone(), g, PackedTarget::Node(h)));
+                }
                 continue;
             }
-            for piece in cut(rows, p) {
+            for piece in cut(rows, c.parts) {
                 let buf = bufs.next().expect("a buffer per part of a cut node");
-                work.push((piece, PackedTarget::Part(buf.as_mut_slice())));
+                work.push((piece, 0..nf, PackedTarget::Part(buf.as_mut_slice())));
             }
         }
-        work.into_par_iter()
-            .for_each_init(
-                Vec::new,
-                |buf: &mut Vec<i64>, (rows, target)| match target {
-                    PackedTarget::Part(h) => build_part(&rows, bins, offsets, packed, h),
-                    PackedTarget::Node(o) => {
-                        buf.resize(width, 0);
-                        build_part(&rows, bins, offsets, packed, buf);
-                        for (bin, &v) in o.iter_mut().zip(buf.iter()) {
-                            *bin = kernel::unpack(v);
-                        }
+        work.into_par_iter().for_each_init(
+            Vec::new,
+            |buf: &mut Vec<i64>, (rows, feats, target)| match target {
+                PackedTarget::Part(h) => build_part(&rows, bins, offsets, feats, packed, h),
+                PackedTarget::Node(o) => {
+                    buf.resize(o.len(), 0);
+                    build_part(&rows, bins, offsets, feats, packed, buf);
+                    for (bin, &v) in o.iter_mut().zip(buf.iter()) {
+                        *bin = kernel::unpack(v);
                     }
-                },
-            );
+                }
+            },
+        );
     }
-    let owned = pool_ranges(parts.iter().map(|&p| if p > 1 { p } else { 0 }));
+    let owned = pool_ranges(cuts.iter().map(|c| if c.parts > 1 { c.parts } else { 0 }));
     let pool = &*pool;
     out.par_chunks_mut(width.max(1))
         .zip(owned)
@@ -569,21 +665,13 @@ impl HistBackend for CpuBackend {
             .iter()
             .map(|&node| self.spans.get(node).map(|s| s.len as usize))
             .collect::<Result<_>>()?;
-        let level: usize = lens.iter().sum();
         let threads = rayon::current_num_threads();
-        // a part's histogram costs about a row's adds per feature's bins to zero and to add
-        // back: a part of fewer rows than twice the bins per feature does not repay it
-        let nf = self.binned.n_features().max(1);
-        let min_rows = 2 * width / nf;
-        let parts: Vec<usize> = lens
-            .iter()
-            .map(|&len| parts_of(len, level, threads, min_rows))
-            .collect();
+        let cuts = cuts_of(&lens, threads, self.binned.n_features(), width);
         let offsets = &self.offsets;
         match (self.binned.bins(), self.packed.as_deref()) {
             (BinsRef::U8(b), None) => build_wide(
                 &node_rows,
-                &parts,
+                &cuts,
                 b,
                 offsets,
                 &self.gh,
@@ -593,7 +681,7 @@ impl HistBackend for CpuBackend {
             ),
             (BinsRef::U16(b), None) => build_wide(
                 &node_rows,
-                &parts,
+                &cuts,
                 b,
                 offsets,
                 &self.gh,
@@ -603,7 +691,7 @@ impl HistBackend for CpuBackend {
             ),
             (BinsRef::U8(b), Some(p)) => build_packed(
                 &node_rows,
-                &parts,
+                &cuts,
                 b,
                 offsets,
                 p,
@@ -613,7 +701,7 @@ impl HistBackend for CpuBackend {
             ),
             (BinsRef::U16(b), Some(p)) => build_packed(
                 &node_rows,
-                &parts,
+                &cuts,
                 b,
                 offsets,
                 p,
@@ -799,5 +887,160 @@ impl HistBackend for CpuBackend {
 
     fn margins(&self) -> Result<Vec<f32>> {
         Ok(self.margins.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The histogram of `rows` by brute force: every row's value added to each feature's bin.
+    fn brute(rows: &[u32], bins: &[u8], offsets: &[u32], gh: &[HistBin]) -> Vec<HistBin> {
+        let nf = offsets.len() - 1;
+        let mut h = vec![[0i64; 2]; offsets[nf] as usize];
+        for &r in rows {
+            for f in 0..nf {
+                let b = offsets[f] as usize + bins[r as usize * nf + f] as usize;
+                h[b] = add(h[b], gh[r as usize]);
+            }
+        }
+        h
+    }
+
+    #[test]
+    fn feature_groups_cover_the_features_in_order_by_bins() {
+        let offsets = [0u32, 10, 20, 30, 40];
+        assert_eq!(feature_groups(&offsets, 1), vec![0..4usize]);
+        assert_eq!(feature_groups(&offsets, 2), [0..2, 2..4]);
+        assert_eq!(feature_groups(&offsets, 4), [0..1, 1..2, 2..3, 3..4]);
+        // one feature holds most bins: fewer groups, never an empty one
+        let wide = [0u32, 2, 100, 102];
+        assert_eq!(feature_groups(&wide, 3), [0..2, 2..3]);
+        assert_eq!(feature_groups(&[0u32, 50], 2), vec![0..1usize]);
+    }
+
+    #[test]
+    fn nodes_are_cut_by_features_only_where_threads_would_idle() {
+        // a lone small node: by features; a lone large one: by rows; many nodes: whole
+        let one = |len| cuts_of(&[len], 2, 28, 28 * 256);
+        assert_eq!(
+            one(2_000),
+            [Cuts {
+                parts: 1,
+                groups: 2
+            }]
+        );
+        assert_eq!(
+            one(100),
+            [Cuts {
+                parts: 1,
+                groups: 1
+            }]
+        );
+        assert_eq!(
+            one(100_000),
+            [Cuts {
+                parts: 2,
+                groups: 1
+            }]
+        );
+        assert_eq!(cuts_of(&[2_000, 2_000], 2, 28, 28 * 256)[0].groups, 1);
+        assert_eq!(cuts_of(&[2_000], 1, 28, 28 * 256)[0].groups, 1);
+    }
+
+    #[test]
+    fn every_way_of_cutting_a_level_gives_the_brute_force_histograms() {
+        // features of unequal widths (as numeric and categorical features are), values
+        // that fit the packed lanes
+        let widths = [17u32, 256, 3, 64, 200, 9, 256];
+        let nf = widths.len();
+        let mut offsets = vec![0u32];
+        for w in widths {
+            offsets.push(offsets.last().unwrap() + w);
+        }
+        let width = *offsets.last().unwrap() as usize;
+        let n = 30_000;
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let bins: Vec<u8> = (0..n * nf)
+            .map(|i| (next() % widths[i % nf] as u64) as u8)
+            .collect();
+        let gh: Vec<HistBin> = (0..n)
+            .map(|_| [(next() % 255) as i64 - 127, (next() % 256) as i64])
+            .collect();
+        let packed: Vec<i64> = gh.iter().map(|&[g, h]| kernel::pack(g, h)).collect();
+        let all: Vec<u32> = (0..n as u32).collect();
+        let every_third: Vec<u32> = (0..n as u32).filter(|r| r % 3 == 0).collect();
+        let small: Vec<u32> = (0..n as u32).filter(|r| r % 29 == 5).collect();
+        let tiny: Vec<u32> = (0..n as u32).filter(|r| r % 997 == 1).collect();
+        let levels: Vec<Vec<&[u32]>> = vec![
+            vec![&all],
+            vec![&every_third],
+            vec![&small],
+            vec![&tiny],
+            vec![&small, &tiny, &every_third],
+        ];
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            for level in &levels {
+                let lens: Vec<usize> = level.iter().map(|r| r.len()).collect();
+                let cuts = cuts_of(&lens, 3, nf, width);
+                let node_rows: Vec<PartRows<'_>> = level
+                    .iter()
+                    .map(|r| {
+                        if r.len() == n {
+                            PartRows::All(0..n)
+                        } else {
+                            PartRows::Listed(r)
+                        }
+                    })
+                    .collect();
+                let expected: Vec<HistBin> = level
+                    .iter()
+                    .flat_map(|r| brute(r, &bins, &offsets, &gh))
+                    .collect();
+                let mut wide = vec![[7i64, 7]; width * level.len()];
+                build_wide(
+                    &node_rows,
+                    &cuts,
+                    &bins,
+                    &offsets,
+                    &gh,
+                    width,
+                    &mut Vec::new(),
+                    &mut wide,
+                );
+                assert_eq!(wide, expected, "wide, cuts {cuts:?}");
+                let mut from_packed = vec![[7i64, 7]; width * level.len()];
+                let mut pool = Vec::new();
+                build_packed(
+                    &node_rows,
+                    &cuts,
+                    &bins,
+                    &offsets,
+                    &packed,
+                    width,
+                    &mut pool,
+                    &mut from_packed,
+                );
+                assert_eq!(from_packed, expected, "packed, cuts {cuts:?}");
+            }
+        });
+        // the levels above cut by rows, by features and not at all
+        let kinds: Vec<Cuts> = levels
+            .iter()
+            .flat_map(|l| cuts_of(&l.iter().map(|r| r.len()).collect::<Vec<_>>(), 3, nf, width))
+            .collect();
+        assert!(kinds.iter().any(|c| c.parts > 1));
+        assert!(kinds.iter().any(|c| c.groups > 1));
+        assert!(kinds.iter().any(|c| c.parts == 1 && c.groups == 1));
     }
 }

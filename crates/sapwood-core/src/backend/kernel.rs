@@ -6,6 +6,8 @@
 //! only ever stores row indices below the row count.
 #![allow(unsafe_code)]
 
+use std::ops::Range;
+
 /// How many rows ahead to prefetch.
 const AHEAD: usize = 16;
 
@@ -75,60 +77,70 @@ pub fn unpack(v: i64) -> [i64; 2] {
     [(v - h) >> 32, h]
 }
 
-/// Adds each row's (g, h) to the bins of its features.
+/// Adds each row's (g, h) to the bins of features `feats`: `hist` starts at the first of
+/// them (`offsets[feats.start]`), so threads can fill disjoint ranges of one histogram.
 ///
 /// Caller guarantees: every `r` in `rows` satisfies `(r + 1) * nf <= bins.len()` and
-/// `r < gh.len()`, and `offsets[f] + bins[r * nf + f] < hist.len()` for every feature f.
+/// `r < gh.len()` (nf = `offsets.len() - 1` features a row), `feats` lies within `0..nf`,
+/// and `offsets[f] - offsets[feats.start] + bins[r * nf + f] < hist.len()` for every f in
+/// `feats`.
 pub fn accumulate<B: BinValue, V: HistValue>(
     rows: &[u32],
     bins: &[B],
     offsets: &[u32],
+    feats: Range<usize>,
     gh: &[V],
     hist: &mut [V],
 ) {
     let nf = offsets.len() - 1;
-    let offsets = &offsets[..nf];
+    debug_assert!(feats.end <= nf);
     debug_assert!(rows
         .iter()
         .all(|&r| (r as usize + 1) * nf <= bins.len() && (r as usize) < gh.len()));
+    let base = offsets[feats.start];
+    let (first, last) = (feats.start, feats.end.saturating_sub(1));
     for (i, &r) in rows.iter().enumerate() {
         if let Some(&ahead) = rows.get(i + AHEAD) {
-            let a = ahead as usize;
-            prefetch(bins.as_ptr().wrapping_add(a * nf));
-            // a row of bins may straddle two cache lines
-            prefetch(bins.as_ptr().wrapping_add(a * nf + nf.saturating_sub(1)));
-            prefetch(gh.as_ptr().wrapping_add(a));
+            let a = ahead as usize * nf;
+            prefetch(bins.as_ptr().wrapping_add(a + first));
+            // the bins may straddle two cache lines
+            prefetch(bins.as_ptr().wrapping_add(a + last));
+            prefetch(gh.as_ptr().wrapping_add(ahead as usize));
         }
         let r = r as usize;
         // SAFETY: see the function's contract; checked by the backend's constructor.
         unsafe {
             let v = *gh.get_unchecked(r);
-            let row = bins.get_unchecked(r * nf..(r + 1) * nf);
-            for (b, &off) in row.iter().zip(offsets) {
-                hist.get_unchecked_mut(off as usize + b.index()).add(v);
+            let row = bins.get_unchecked(r * nf + feats.start..r * nf + feats.end);
+            let offs = offsets.get_unchecked(feats.clone());
+            for (b, &off) in row.iter().zip(offs) {
+                hist.get_unchecked_mut((off - base) as usize + b.index())
+                    .add(v);
             }
         }
     }
 }
 
-/// Accumulates every row of a contiguous range (the root when all rows are in the bag).
+/// [`accumulate`] for every row of a contiguous range (the root when all rows are in the
+/// bag).
 pub fn accumulate_all<B: BinValue, V: HistValue>(
-    start: usize,
-    end: usize,
+    rows: Range<usize>,
     bins: &[B],
     offsets: &[u32],
+    feats: Range<usize>,
     gh: &[V],
     hist: &mut [V],
 ) {
     let nf = offsets.len() - 1;
-    let offsets = &offsets[..nf];
-    for (row, &v) in bins[start * nf..end * nf]
+    let base = offsets[feats.start];
+    let offs = &offsets[feats.clone()];
+    for (row, &v) in bins[rows.start * nf..rows.end * nf]
         .chunks_exact(nf)
-        .zip(&gh[start..end])
+        .zip(&gh[rows])
     {
-        for (b, &off) in row.iter().zip(offsets) {
+        for (b, &off) in row[feats.clone()].iter().zip(offs) {
             // SAFETY: the backend's constructor checked every bin against its feature's range.
-            unsafe { hist.get_unchecked_mut(off as usize + b.index()) }.add(v);
+            unsafe { hist.get_unchecked_mut((off - base) as usize + b.index()) }.add(v);
         }
     }
 }
