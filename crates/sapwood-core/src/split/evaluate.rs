@@ -182,13 +182,48 @@ fn numeric(
     best
 }
 
+/// 1 − 2^-30: the margin by which [`below_floor`] must find a candidate under its floor.
+const SCREEN: f64 = 1.0 - 1.0 / (1u64 << 30) as f64;
+
+/// Whether a candidate whose gain is computed as `a/b + c/d − parent` (a = g_L², b = h_L + λ,
+/// c = g_R², d = h_R + λ, each one rounded operation as [`numeric_plain`] does) is surely
+/// below `floor` (> 0), judged by products instead of the two divisions.
+///
+/// Why it is sound: with S = a/b + c/d exactly, the computed gain is at most
+/// S(1+u)² − parent rounded, which stays below `floor` whenever S ≤ (floor + parent)(1 − 5u)
+/// (u = 2⁻⁵³; a, c, parent ≥ 0). The test is a·d + c·b < (floor + parent)·b·d·SCREEN, each
+/// side rounded a few times: the 2⁻³⁰ margin exceeds their relative errors (≤ 11u) by
+/// far. Any overflow, a subnormal product on the right, a NaN or b, d ≤ 0 says "not
+/// surely", and the candidate is computed in full.
+#[inline(always)]
+fn below_floor(a: f64, b: f64, c: f64, d: f64, floor: f64, parent: f64) -> bool {
+    if !(b > 0.0 && d > 0.0) {
+        return false;
+    }
+    let kb = (floor + parent) * b;
+    let rhs = kb * d;
+    let lhs = a * d + c * b;
+    kb >= f64::MIN_POSITIVE && rhs >= f64::MIN_POSITIVE && rhs.is_finite() && lhs < rhs * SCREEN
+}
+
 /// [`numeric`] without monotone bounds, random thresholds, L1, a weight clip or a row
 /// minimum: the common case, in one tight loop that gives the same candidate to the bit.
 /// The gain is [`leaf_gain`]'s arithmetic with those terms at zero (T(g, 0)² = g² for the
 /// finite sums here). A bin past the first that holds no rows leaves the left sums as they
 /// were, so its candidates repeat earlier ones exactly and can never win (a later equal
 /// gain loses to the earlier): it is skipped.
-fn numeric_plain(feature: usize, h: &[HistBin], ctx: &Ctx<'_>) -> Option<SplitCandidate> {
+///
+/// Candidates surely below `floor` (> 0: the gain a split must beat, or the best found so
+/// far in other features) cannot be chosen and are passed over without their two divisions
+/// ([`below_floor`]); so is every candidate of a feature whose best is below it, which then
+/// returns none or a candidate below `floor`. A candidate at or above `floor` is always
+/// computed: the result above `floor` is [`numeric`]'s to the bit.
+fn numeric_plain(
+    feature: usize,
+    h: &[HistBin],
+    ctx: &Ctx<'_>,
+    floor: f64,
+) -> Option<SplitCandidate> {
     let nb = h.len();
     let miss = h[0];
     let has_missing = miss != [0, 0];
@@ -202,7 +237,7 @@ fn numeric_plain(feature: usize, h: &[HistBin], ctx: &Ctx<'_>) -> Option<SplitCa
             g * g / (h + lambda)
         }
     };
-    let gain = |left: [i64; 2]| -> Option<f64> {
+    let gain = |left: [i64; 2], floor: f64| -> Option<f64> {
         let right = [total[0] - left[0], total[1] - left[1]];
         if left[1] <= 0 || right[1] <= 0 {
             return None;
@@ -212,11 +247,15 @@ fn numeric_plain(feature: usize, h: &[HistBin], ctx: &Ctx<'_>) -> Option<SplitCa
         if hl < mcw || hr < mcw {
             return None;
         }
+        if below_floor(gl * gl, hl + lambda, gr * gr, hr + lambda, floor, parent) {
+            return None;
+        }
         Some(half(gl, hl) + half(gr, hr) - parent)
     };
     // (gain, bin, default_left, left sums) of the best so far: the first allowed candidate,
     // then only a strictly larger gain
     let mut best: Option<(f64, usize, bool, [i64; 2])> = None;
+    let mut floor = floor;
     let mut acc = [0i64; 2];
     for (b, &bin) in h.iter().enumerate().skip(1) {
         if b > 1 && bin == [0, 0] {
@@ -226,17 +265,19 @@ fn numeric_plain(feature: usize, h: &[HistBin], ctx: &Ctx<'_>) -> Option<SplitCa
         let all_values = b == nb - 1;
         if !all_values || has_missing {
             // default right: allowed except for all values left with nothing missing
-            if let Some(g) = gain(acc) {
+            if let Some(g) = gain(acc, floor) {
                 if best.is_none_or(|c| g > c.0) {
                     best = Some((g, b, false, acc));
+                    floor = floor.max(g);
                 }
             }
         }
         if has_missing && !all_values {
             let left = [acc[0] + miss[0], acc[1] + miss[1]];
-            if let Some(g) = gain(left) {
+            if let Some(g) = gain(left, floor) {
                 if best.is_none_or(|c| g > c.0) {
                     best = Some((g, b, true, left));
+                    floor = floor.max(g);
                 }
             }
         }
@@ -437,11 +478,14 @@ pub fn best_split_with(
         && p.alpha == 0.0
         && p.max_delta_step == 0.0
         && p.min_data_in_leaf == 0;
-    let mut best = None;
+    // a split must beat this; numeric_plain passes over candidates surely below it
+    let threshold = p.gamma.max(MIN_SPLIT_GAIN);
+    let mut best: Option<SplitCandidate> = None;
     for &f in features {
         let h = &node.hist[offsets[f] as usize..offsets[f + 1] as usize];
+        let floor = best.as_ref().map_or(threshold, |b| threshold.max(b.gain));
         let cand = match cuts.feature(f) {
-            FeatureCuts::Numeric { .. } if plain => numeric_plain(f, h, &ctx),
+            FeatureCuts::Numeric { .. } if plain => numeric_plain(f, h, &ctx, floor),
             FeatureCuts::Numeric { .. } => numeric(
                 f,
                 h,
@@ -453,7 +497,7 @@ pub fn best_split_with(
         };
         best = pick(best, cand);
     }
-    best.filter(|c| c.gain > p.gamma.max(MIN_SPLIT_GAIN))
+    best.filter(|c| c.gain > threshold)
 }
 
 #[cfg(test)]
@@ -553,6 +597,7 @@ mod tests {
             mcw in prop_oneof![Just(0.0f64), 0.0f64..1e-9],
             // mirror-image candidates tie exactly: the earlier must win in both scans
             mirror in any::<bool>(),
+            floor_pick in 1e-6f64..50.0,
         ) {
             let mut h = bins.clone();
             if mirror && h.len() > 3 {
@@ -570,9 +615,24 @@ mod tests {
             let (g, hh) = (total[0] as f64 * units.grad, total[1] as f64 * units.hess);
             let ctx = Ctx { p: &p, bounds: None, units, total, parent_gain: leaf_gain(g, hh, &p, p.lambda), count_factor: 0.0 };
             let general = numeric(3, &h, &ctx, 0, None);
-            let plain = numeric_plain(3, &h, &ctx);
-            prop_assert_eq!(general.as_ref().map(|c| c.gain.to_bits()), plain.as_ref().map(|c| c.gain.to_bits()));
-            prop_assert_eq!(general, plain);
+            // floors: the smallest a split must beat, any other, and at and around the best
+            // gain (a floor equal to the best must not pass it over)
+            let mut floors = vec![MIN_SPLIT_GAIN, floor_pick];
+            if let Some(g) = general.as_ref().map(|c| c.gain).filter(|&g| g > 0.0) {
+                floors.extend([g, f64::from_bits(g.to_bits() - 1), f64::from_bits(g.to_bits() + 1), g * (1.0 - 1e-9), g * (1.0 + 1e-9)]);
+            }
+            for floor in floors {
+                let plain = numeric_plain(3, &h, &ctx, floor);
+                match &general {
+                    // the best is not below the floor: the plain scan finds it, to the bit
+                    Some(c) if c.gain >= floor => {
+                        prop_assert_eq!(plain.as_ref().map(|c| c.gain.to_bits()), Some(c.gain.to_bits()), "floor {}", floor);
+                        prop_assert_eq!(plain.as_ref(), Some(c));
+                    }
+                    // otherwise nothing it returns can be chosen
+                    _ => prop_assert!(plain.as_ref().is_none_or(|c| c.gain < floor), "floor {} gave {:?}", floor, plain),
+                }
+            }
         }
 
         #[test]
