@@ -23,6 +23,7 @@ pub mod files;
 pub mod grower;
 pub mod hash;
 pub mod hist;
+pub mod huge_pages;
 pub mod metric;
 pub mod model;
 pub mod objective;

@@ -153,11 +153,13 @@ impl BinPass {
         match (&mut self.bins, part.bins()) {
             (slot @ None, BinsRef::U8(b)) => {
                 let mut v = Vec::with_capacity(reserve);
+                sapwood_core::huge_pages::advise(&mut v);
                 v.extend_from_slice(b);
                 *slot = Some(Bins::U8(v));
             }
             (slot @ None, BinsRef::U16(b)) => {
                 let mut v = Vec::with_capacity(reserve);
+                sapwood_core::huge_pages::advise(&mut v);
                 v.extend_from_slice(b);
                 *slot = Some(Bins::U16(v));
             }

@@ -523,7 +523,7 @@ fn partition_by<B: BinValue>(
 
 fn transpose(bins: BinsRef<'_>, n: usize, nf: usize) -> Bins {
     fn t<B: Copy + Default + Send + Sync>(b: &[B], n: usize, nf: usize) -> Vec<B> {
-        let mut out = vec![B::default(); n * nf];
+        let mut out = crate::huge_pages::filled(n * nf, B::default());
         out.par_chunks_mut(n.max(1))
             .enumerate()
             .for_each(|(f, col)| {
@@ -593,7 +593,7 @@ impl HistBackend for CpuBackend {
             self.exact = Some((s.group, gs, hs));
             if pack {
                 let mut packed = self.packed.take().unwrap_or_default();
-                packed.resize(n, 0);
+                crate::huge_pages::resize(&mut packed, n, 0);
                 packed
                     .par_chunks_mut(ROWS_PER_TASK)
                     .enumerate()
@@ -605,7 +605,7 @@ impl HistBackend for CpuBackend {
                 self.gh = Vec::new();
             } else {
                 self.packed = None;
-                self.gh.resize(n, [0; 2]);
+                crate::huge_pages::resize(&mut self.gh, n, [0; 2]);
                 self.gh
                     .par_chunks_mut(ROWS_PER_TASK)
                     .enumerate()
@@ -617,7 +617,7 @@ impl HistBackend for CpuBackend {
         } else {
             self.exact = None;
             self.packed = None;
-            self.gh.resize(n, [0; 2]);
+            crate::huge_pages::resize(&mut self.gh, n, [0; 2]);
             self.gh
                 .par_chunks_mut(ROWS_PER_TASK)
                 .enumerate()

@@ -163,11 +163,11 @@ impl BinnedMatrix {
         }
         let (n, nf) = (matrix.n_rows(), matrix.n_features());
         let bins = if cuts.max_feature_bins() <= 256 {
-            let mut out = vec![0u8; n * nf];
+            let mut out = crate::huge_pages::filled(n * nf, 0u8);
             bin_rows(matrix, cuts, &mut out);
             Bins::U8(out)
         } else {
-            let mut out = vec![0u16; n * nf];
+            let mut out = crate::huge_pages::filled(n * nf, 0u16);
             bin_rows(matrix, cuts, &mut out);
             Bins::U16(out)
         };
