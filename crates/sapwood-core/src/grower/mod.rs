@@ -389,8 +389,7 @@ impl Learner<'_> {
             stored.push((parent.id, built_id, other_id));
             fresh.extend([s.left, s.right]);
         }
-        self.store.split_many(&stored, &hists);
-        self.store.return_batch(hists);
+        self.store.split_batch(&stored, hists);
         self.evaluate(fresh)
     }
 }

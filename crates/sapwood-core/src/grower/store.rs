@@ -154,6 +154,38 @@ impl HistStore {
         }
     }
 
+    /// [`HistStore::split_many`] with the batch the children were built in, which the store
+    /// takes back: a batch of one histogram (loss-guided growth splits one node at a time)
+    /// becomes that child's buffer as it is, instead of being copied into another, and a
+    /// pooled buffer becomes the next batch. A larger batch is copied from and kept.
+    pub fn split_batch(&mut self, splits: &[(NodeId, NodeId, NodeId)], batch: Vec<HistBin>) {
+        let width = self.width;
+        if let [(parent, built_child, other_child)] = *splits {
+            // only a batch no larger than a node's buffer is handed over: a level's big one
+            // stays the batch rather than growing again from a small buffer next level
+            if batch.len() == width && batch.capacity() < 2 * width.max(1) {
+                let mut hist = self
+                    .nodes
+                    .get_mut(parent.index())
+                    .and_then(Option::take)
+                    .expect("a split node has a stored histogram");
+                hist.par_chunks_mut(STORE_CHUNK)
+                    .zip(batch.par_chunks(STORE_CHUNK))
+                    .for_each(|(hist, b)| {
+                        for (s, &x) in hist.iter_mut().zip(b) {
+                            *s = sub(*s, x);
+                        }
+                    });
+                self.insert(other_child, hist);
+                self.insert(built_child, batch);
+                self.batch = self.pool.pop().unwrap_or_default();
+                return;
+            }
+        }
+        self.split_many(splits, &batch);
+        self.return_batch(batch);
+    }
+
     fn recycle(&mut self, buf: Vec<HistBin>) {
         if buf.capacity() >= self.width {
             self.pool.push(buf);
@@ -164,6 +196,45 @@ impl HistStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_batch_of_one_becomes_the_built_childs_buffer_and_larger_ones_are_copied() {
+        let parent = |v: i64| vec![[10 * v, 20 * v], [5, 6], [0, 1]];
+        let built = |v: i64| vec![[v, 2 * v], [1, 1], [0, 1]];
+        let mut s = HistStore::new();
+        s.reset(3);
+        s.insert(NodeId(0), parent(1));
+        let batch = s.take_batch(1);
+        assert_eq!(batch.len(), 3);
+        let mut batch = batch;
+        batch.copy_from_slice(&built(1));
+        let at = batch.as_ptr();
+        s.split_batch(&[(NodeId(0), NodeId(1), NodeId(2))], batch);
+        assert_eq!(s.get(NodeId(1)), built(1).as_slice());
+        assert_eq!(s.get(NodeId(1)).as_ptr(), at, "handed over, not copied");
+        assert_eq!(s.get(NodeId(2)), [[9, 18], [4, 5], [0, 0]]);
+        // two at once: copied, the batch kept
+        s.insert(NodeId(3), parent(2));
+        let mut batch = s.take_batch(2);
+        batch[..3].copy_from_slice(&built(1));
+        batch[3..].copy_from_slice(&built(2));
+        s.split_batch(
+            &[
+                (NodeId(2), NodeId(4), NodeId(5)),
+                (NodeId(3), NodeId(6), NodeId(7)),
+            ],
+            batch,
+        );
+        assert_eq!(s.get(NodeId(4)), built(1).as_slice());
+        assert_eq!(s.get(NodeId(5)), [[8, 16], [3, 4], [0, -1]]);
+        assert_eq!(s.get(NodeId(6)), built(2).as_slice());
+        assert_eq!(s.get(NodeId(7)), [[18, 36], [4, 5], [0, 0]]);
+        assert_eq!(
+            s.take_batch(1).capacity(),
+            6,
+            "the larger batch stays the batch"
+        );
+    }
 
     #[test]
     fn a_split_stores_the_built_child_and_parent_minus_child() {
