@@ -45,10 +45,14 @@ pub fn resize<T: Clone>(v: &mut Vec<T>, n: usize, value: T) {
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
 fn advise_range(start: usize, bytes: usize) {
-    const PAGE: usize = 4096;
+    // SAFETY: sysconf only reads a system constant.
+    let page = match unsafe { libc::sysconf(libc::_SC_PAGESIZE) } {
+        p if p > 0 => p as usize,
+        _ => return,
+    };
     // madvise takes whole pages: the ones inside the allocation
-    let first = start.div_ceil(PAGE) * PAGE;
-    let end = (start + bytes) / PAGE * PAGE;
+    let first = start.div_ceil(page) * page;
+    let end = (start + bytes) / page * page;
     if end > first {
         // SAFETY: the range lies inside one live allocation of ours; MADV_HUGEPAGE only
         // changes how its pages are backed, never their contents. A failure is ignored.

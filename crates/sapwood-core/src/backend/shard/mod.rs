@@ -80,6 +80,14 @@ pub fn validate(s: &ShardData, limits: ShardLimits) -> Result<ShardShape> {
             s.offsets.len()
         )));
     }
+    if s.offsets.first().is_some_and(|&o| o != 0) || s.offsets.windows(2).any(|w| w[1] < w[0]) {
+        // the kernels index a feature's bins from offsets[f] − offsets[0] and cut a node's
+        // histogram by the differences
+        return Err(Error::Backend(format!(
+            "histogram offsets must start at 0 and never decrease: {:?}",
+            &s.offsets[..s.offsets.len().min(8)]
+        )));
+    }
     if n > limits.max_rows {
         return Err(Error::Backend(format!(
             "a shard of {n} rows is too large for this backend's 32-bit row indices \
@@ -136,4 +144,48 @@ pub fn check_group(group: usize, k: usize) -> Result<()> {
         return Err(Error::Backend(format!("group {group} of {k}")));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::binned::{BinnedMatrix, Bins};
+    use crate::objective::{Objective, ObjectiveKind};
+    use std::sync::Arc;
+
+    fn shard_with(offsets: Vec<u32>) -> ShardData {
+        // two rows, two features, bins 0 and 1
+        let binned = BinnedMatrix::from_bins(2, 2, Bins::U8(vec![0, 1, 1, 0])).unwrap();
+        ShardData {
+            binned: Arc::new(binned),
+            offsets,
+            labels: vec![0.0, 1.0],
+            weights: None,
+            objective: Objective::new(ObjectiveKind::SquaredError, 1).unwrap(),
+            base_margin: vec![0.0],
+            initial_margins: None,
+            row_offset: 0,
+        }
+    }
+
+    #[test]
+    fn offsets_must_start_at_zero_and_never_decrease() {
+        let limits = ShardLimits::default();
+        assert_eq!(
+            validate(&shard_with(vec![0, 2, 4]), limits)
+                .unwrap()
+                .total_bins,
+            4
+        );
+        for bad in [vec![5, 7, 9], vec![0, 4, 2]] {
+            let e = validate(&shard_with(bad.clone()), limits)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("offsets must start at 0"), "{bad:?}: {e}");
+        }
+        let e = validate(&shard_with(vec![0, 1, 2]), limits)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("outside its feature"), "{e}");
+    }
 }
