@@ -41,47 +41,39 @@ fn sum_owned(owner: &[u32], nodes: usize, value: impl Fn(usize) -> HistBin) -> V
 /// Rows whose noise is drawn in one run of hashes (two runs on the stack).
 const NOISE_RUN: usize = 256;
 
-/// What a tree's stochastic rounding of low-bit (g, h) needs: the two noise streams and
-/// the scales.
-#[derive(Clone, Copy)]
-struct LowBitDraw {
+/// What a tree's stochastic rounding of low-bit (g, h) needs: the shard's gradients (`k`
+/// groups a row, this tree's `group`; the shard's first row is global row `offset`), the
+/// two noise streams and the scales.
+struct LowBitDraw<'a> {
+    grad: &'a [[f32; 2]],
+    k: usize,
+    group: usize,
+    offset: u64,
     grad_key: HashKey,
     hess_key: HashKey,
-    grad: Scale,
-    hess: Scale,
+    grad_scale: Scale,
+    hess_scale: Scale,
     grad_factor: f64,
     hess_factor: f64,
 }
 
-impl LowBitDraw {
-    /// `out[j] = put(low-bit (g, h) of row lo + j)` for the group's gradients `grad` (`k`
-    /// groups a row) of a shard whose first row is global row `offset`; the noise of a run
-    /// of rows is drawn at once.
-    #[allow(clippy::too_many_arguments)]
-    fn rows<T>(
-        &self,
-        grad: &[[f32; 2]],
-        k: usize,
-        group: usize,
-        offset: u64,
-        lo: usize,
-        out: &mut [T],
-        put: impl Fn([i64; 2]) -> T,
-    ) {
+impl LowBitDraw<'_> {
+    /// `out[j] = put(low-bit (g, h) of shard row lo + j)`; the noise of a run of rows is
+    /// drawn at once.
+    fn rows<T>(&self, lo: usize, out: &mut [T], put: impl Fn([i64; 2]) -> T) {
         let (mut gn, mut hn) = ([0u64; NOISE_RUN], [0u64; NOISE_RUN]);
         for (run, out) in out.chunks_mut(NOISE_RUN).enumerate() {
             let first = lo + run * NOISE_RUN;
             let m = out.len();
-            self.grad_key
-                .hash64_run(offset + first as u64, &mut gn[..m]);
-            self.hess_key
-                .hash64_run(offset + first as u64, &mut hn[..m]);
+            let global = self.offset + first as u64;
+            self.grad_key.hash64_run(global, &mut gn[..m]);
+            self.hess_key.hash64_run(global, &mut hn[..m]);
             for (j, o) in out.iter_mut().enumerate() {
-                let [g, h] = grad[(first + j) * k + group];
+                let [g, h] = self.grad[(first + j) * self.k + self.group];
                 *o = put([
-                    self.grad
+                    self.grad_scale
                         .hist_value_drawn(quantise_by(g, self.grad_factor), gn[j]),
-                    self.hess
+                    self.hess_scale
                         .hist_value_drawn(quantise_by(h, self.hess_factor), hn[j]),
                 ]);
             }
@@ -289,19 +281,20 @@ fn feature_groups(offsets: &[u32], groups: usize) -> Vec<Range<usize>> {
     out
 }
 
-/// `hist` (a node's histogram) cut into the bins of each feature group.
-fn group_slices<'a, V>(
+/// `hist` (a node's histogram) cut into `groups` feature groups ([`feature_groups`]):
+/// each group's features with its range of the bins.
+fn by_features<'a, V>(
     mut hist: &'a mut [V],
     offsets: &[u32],
-    groups: &[Range<usize>],
-) -> Vec<&'a mut [V]> {
-    groups
-        .iter()
+    groups: usize,
+) -> Vec<(Range<usize>, &'a mut [V])> {
+    feature_groups(offsets, groups)
+        .into_iter()
         .map(|g| {
             let len = (offsets[g.end] - offsets[g.start]) as usize;
             let (mine, rest) = std::mem::take(&mut hist).split_at_mut(len);
             hist = rest;
-            mine
+            (g, mine)
         })
         .collect()
 }
@@ -348,10 +341,8 @@ fn build_wide<B: BinValue>(
         let mut spare = pool.iter_mut();
         let mut work: Vec<(PartRows<'_>, Range<usize>, &mut [HistBin])> = Vec::new();
         for ((o, rows), c) in out.chunks_mut(width.max(1)).zip(node_rows).zip(cuts) {
-            if c.groups > 1 {
-                let groups = feature_groups(offsets, c.groups);
-                let slices = group_slices(o, offsets, &groups);
-                for (g, h) in groups.into_iter().zip(slices) {
+            if c.parts == 1 {
+                for (g, h) in by_features(o, offsets, c.groups) {
                     work.push((rows.clone(), g, h));
                 }
                 continue;
@@ -415,9 +406,7 @@ fn build_packed<B: BinValue>(
         let mut work: Vec<(PartRows<'_>, Range<usize>, PackedTarget<'_>)> = Vec::new();
         for ((o, rows), c) in out.chunks_mut(width.max(1)).zip(node_rows).zip(cuts) {
             if c.parts == 1 {
-                let groups = feature_groups(offsets, c.groups);
-                let slices = group_slices(o, offsets, &groups);
-                for (g, h) in groups.into_iter().zip(slices) {
+                for (g, h) in by_features(o, offsets, c.groups) {
                     work.push((rows.clone(), g, PackedTarget::Node(h)));
                 }
                 continue;
@@ -582,14 +571,17 @@ impl HistBackend for CpuBackend {
         let (gs, hs) = (s.scales.grad.shift, s.scales.hess.shift);
         if lowbit {
             let draw = LowBitDraw {
+                grad,
+                k,
+                group: s.group,
+                offset,
                 grad_key: HashKey::new(s.seed, Stream::GradNoise, s.tree_index),
                 hess_key: HashKey::new(s.seed, Stream::HessNoise, s.tree_index),
-                grad: s.scales.grad,
-                hess: s.scales.hess,
+                grad_scale: s.scales.grad,
+                hess_scale: s.scales.hess,
                 grad_factor: pow2(gs),
                 hess_factor: pow2(hs),
             };
-            let group = s.group;
             self.exact = Some((s.group, gs, hs));
             if pack {
                 let mut packed = self.packed.take().unwrap_or_default();
@@ -599,7 +591,7 @@ impl HistBackend for CpuBackend {
                     .enumerate()
                     .for_each(|(t, p)| {
                         let lo = t * ROWS_PER_TASK;
-                        draw.rows(grad, k, group, offset, lo, p, |[g, h]| kernel::pack(g, h));
+                        draw.rows(lo, p, |[g, h]| kernel::pack(g, h));
                     });
                 self.packed = Some(packed);
                 self.gh = Vec::new();
@@ -611,7 +603,7 @@ impl HistBackend for CpuBackend {
                     .enumerate()
                     .for_each(|(t, gh)| {
                         let lo = t * ROWS_PER_TASK;
-                        draw.rows(grad, k, group, offset, lo, gh, |v| v);
+                        draw.rows(lo, gh, |v| v);
                     });
             }
         } else {
@@ -954,24 +946,15 @@ mod tests {
         // that fit the packed lanes
         let widths = [17u32, 256, 3, 64, 200, 9, 256];
         let nf = widths.len();
-        let mut offsets = vec![0u32];
-        for w in widths {
-            offsets.push(offsets.last().unwrap() + w);
-        }
+        let offsets = sapwood_testkit::data::offsets_of(&widths);
         let width = *offsets.last().unwrap() as usize;
         let n = 30_000;
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut rng = sapwood_testkit::Rng(0x9e37_79b9_7f4a_7c15);
         let bins: Vec<u8> = (0..n * nf)
-            .map(|i| (next() % widths[i % nf] as u64) as u8)
+            .map(|i| rng.below(widths[i % nf] as u64) as u8)
             .collect();
         let gh: Vec<HistBin> = (0..n)
-            .map(|_| [(next() % 255) as i64 - 127, (next() % 256) as i64])
+            .map(|_| [rng.below(255) as i64 - 127, rng.below(256) as i64])
             .collect();
         let packed: Vec<i64> = gh.iter().map(|&[g, h]| kernel::pack(g, h)).collect();
         let all: Vec<u32> = (0..n as u32).collect();
