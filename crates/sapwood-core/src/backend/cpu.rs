@@ -510,14 +510,31 @@ fn partition_by<B: BinValue>(
     }
 }
 
+/// The column-major copy of row-major `bins` (`n` rows of `nf`). Each task reads a block of
+/// rows once, in order, and writes its piece of every column: a column at a time would read
+/// the whole matrix once per feature.
 fn transpose(bins: BinsRef<'_>, n: usize, nf: usize) -> Bins {
     fn t<B: Copy + Default + Send + Sync>(b: &[B], n: usize, nf: usize) -> Vec<B> {
         let mut out = crate::huge_pages::filled(n * nf, B::default());
-        out.par_chunks_mut(n.max(1))
+        if n == 0 || nf == 0 {
+            return out;
+        }
+        let block = ROWS_PER_TASK;
+        let mut pieces: Vec<Vec<&mut [B]>> = (0..n.div_ceil(block)).map(|_| Vec::new()).collect();
+        for col in out.chunks_mut(n) {
+            for (piece, p) in col.chunks_mut(block).zip(pieces.iter_mut()) {
+                p.push(piece);
+            }
+        }
+        pieces
+            .into_par_iter()
             .enumerate()
-            .for_each(|(f, col)| {
-                for (r, v) in col.iter_mut().enumerate() {
-                    *v = b[r * nf + f];
+            .for_each(|(i, mut cols)| {
+                let rows = &b[i * block * nf..];
+                for (f, col) in cols.iter_mut().enumerate() {
+                    for (r, v) in col.iter_mut().enumerate() {
+                        *v = rows[r * nf + f];
+                    }
                 }
             });
         out
@@ -897,6 +914,37 @@ mod tests {
             }
         }
         h
+    }
+
+    #[test]
+    fn the_column_copy_is_the_transpose() {
+        // blocks of rows: none, part of one, one and a bit, several with a short last one
+        for (n, nf) in [
+            (0, 3),
+            (1, 1),
+            (5, 3),
+            (ROWS_PER_TASK + 7, 2),
+            (3 * ROWS_PER_TASK - 1, 5),
+        ] {
+            let wide: Vec<u16> = (0..n * nf).map(|i| (i * 7919 % 65_521) as u16).collect();
+            let narrow: Vec<u8> = wide.iter().map(|&v| v as u8).collect();
+            let Bins::U16(w) = transpose(BinsRef::U16(&wide), n, nf) else {
+                panic!("u16 bins stay u16")
+            };
+            let Bins::U8(c) = transpose(BinsRef::U8(&narrow), n, nf) else {
+                panic!("u8 bins stay u8")
+            };
+            for r in 0..n {
+                for f in 0..nf {
+                    assert_eq!(
+                        w[f * n + r],
+                        wide[r * nf + f],
+                        "{n} x {nf}: row {r}, feature {f}"
+                    );
+                    assert_eq!(c[f * n + r], narrow[r * nf + f]);
+                }
+            }
+        }
     }
 
     #[test]

@@ -187,6 +187,7 @@ impl CutSample {
     ) -> Self {
         let rate = cut_sample_rate(n_total, sample_rows);
         let rows: Vec<usize> = (0..matrix.n_rows())
+            .into_par_iter()
             .filter(|&i| {
                 rate.keeps_all()
                     || rate.keeps(hash32(seed, Stream::CutSample, 0, row_offset + i as u64))
@@ -195,7 +196,7 @@ impl CutSample {
         let w = |i: usize| weights.map_or(1.0, |w| w[i]);
         let features = matrix
             .columns()
-            .iter()
+            .par_iter()
             .map(|col| match col {
                 Column::Numeric(v) => FeatureSample::Numeric(
                     rows.iter()
@@ -341,7 +342,7 @@ fn numeric_cuts(
     let mut v = values.to_vec();
     // a total order on (value, weight) makes the weight sums below independent of which
     // worker contributed which rows
-    v.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    crate::data::radix::sort_pairs(&mut v);
     // (value, weight, sampled rows)
     let mut distinct: Vec<(f32, f64, usize)> = Vec::new();
     for (x, w) in v {
