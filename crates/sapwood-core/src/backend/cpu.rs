@@ -792,9 +792,13 @@ impl HistBackend for CpuBackend {
         // disjoint nodes (the leaves of a tree), by ranges of rows rather than node by node:
         // a node's rows are spread over the shard, so a range first marks which node each of
         // its rows is in (each node's rows in the range are ascending, found by two binary
-        // searches), then reads its gradients in order; integer sums add up in any order
+        // searches), then reads its gradients in order; integer sums add up in any order.
+        // Ranges are few and long, as in `update_margins`: each costs two searches a leaf,
+        // and those miss the cache
         let n = self.num_rows();
-        let chunk = ROWS_PER_TASK;
+        let chunk = n
+            .div_ceil(TASKS_PER_THREAD * rayon::current_num_threads())
+            .max(ROWS_PER_TASK);
         Ok((0..n.div_ceil(chunk))
             .into_par_iter()
             .map_init(Vec::new, |owner: &mut Vec<u32>, c| {
