@@ -1,6 +1,7 @@
 //! The best split of one node from its integer histogram.
 
 use super::gain::{leaf_gain, leaf_gain_at, leaf_weight, SplitParams, MIN_SPLIT_GAIN};
+use super::screen::{self, below_floor, Screen};
 use super::{pick, BinSet, SplitCandidate, SplitRule};
 use crate::data::cuts::{Cuts, FeatureCuts};
 use crate::hash::HashKey;
@@ -182,30 +183,6 @@ fn numeric(
     best
 }
 
-/// 1 − 2^-30: the margin by which [`below_floor`] must find a candidate under its floor.
-const SCREEN: f64 = 1.0 - 1.0 / (1u64 << 30) as f64;
-
-/// Whether a candidate whose gain is computed as `a/b + c/d − parent` (a = g_L², b = h_L + λ,
-/// c = g_R², d = h_R + λ, each one rounded operation as [`numeric_plain`] does) is surely
-/// below `floor` (> 0), judged by products instead of the two divisions.
-///
-/// Why it is sound: with S = a/b + c/d exactly, the computed gain is at most
-/// S(1+u)² − parent rounded, which stays below `floor` whenever S ≤ (floor + parent)(1 − 5u)
-/// (u = 2⁻⁵³; a, c, parent ≥ 0). The test is a·d + c·b < (floor + parent)·b·d·SCREEN, each
-/// side rounded a few times: the 2⁻³⁰ margin exceeds their relative errors (≤ 11u) by
-/// far. Any overflow, a subnormal product on the right, a NaN or b, d ≤ 0 says "not
-/// surely", and the candidate is computed in full.
-#[inline(always)]
-fn below_floor(a: f64, b: f64, c: f64, d: f64, floor: f64, parent: f64) -> bool {
-    if !(b > 0.0 && d > 0.0) {
-        return false;
-    }
-    let kb = (floor + parent) * b;
-    let rhs = kb * d;
-    let lhs = a * d + c * b;
-    kb >= f64::MIN_POSITIVE && rhs >= f64::MIN_POSITIVE && rhs.is_finite() && lhs < rhs * SCREEN
-}
-
 /// [`numeric`] without monotone bounds, random thresholds, L1, a weight clip or a row
 /// minimum: the common case, in one tight loop that gives the same candidate to the bit.
 /// The gain is [`leaf_gain`]'s arithmetic with those terms at zero (T(g, 0)² = g² for the
@@ -215,9 +192,11 @@ fn below_floor(a: f64, b: f64, c: f64, d: f64, floor: f64, parent: f64) -> bool 
 ///
 /// Candidates surely below `floor` (> 0: the gain a split must beat, or the best found so
 /// far in other features) cannot be chosen and are passed over without their two divisions
-/// ([`below_floor`]); so is every candidate of a feature whose best is below it, which then
-/// returns none or a candidate below `floor`. A candidate at or above `floor` is always
-/// computed: the result above `floor` is [`numeric`]'s to the bit.
+/// ([`below_floor`]): first a block of bins at a time against the floor at the block's
+/// start ([`Screen`]), then each remaining one against the floor as it has risen. So is
+/// every candidate of a feature whose best is below it, which then returns none or a
+/// candidate below `floor`. A candidate at or above `floor` is always computed: the
+/// result above `floor` is [`numeric`]'s to the bit.
 fn numeric_plain(
     feature: usize,
     h: &[HistBin],
@@ -257,27 +236,49 @@ fn numeric_plain(
     let mut best: Option<(f64, usize, bool, [i64; 2])> = None;
     let mut floor = floor;
     let mut acc = [0i64; 2];
-    for (b, &bin) in h.iter().enumerate().skip(1) {
-        if b > 1 && bin == [0, 0] {
-            continue;
+    // a block of bins at a time: its left sums, then which of its candidates the floor at
+    // the block's start does not rule out (screen.rs), then those in order
+    let (mut lg, mut lh) = ([0i64; screen::BLOCK], [0i64; screen::BLOCK]);
+    let mut visit = [0u8; screen::BLOCK];
+    for first in (1..nb).step_by(screen::BLOCK) {
+        let block = &h[first..nb.min(first + screen::BLOCK)];
+        let m = block.len();
+        for ((g, h), &bin) in lg.iter_mut().zip(lh.iter_mut()).zip(block) {
+            acc = add(acc, bin);
+            [*g, *h] = acc;
         }
-        acc = add(acc, bin);
-        let all_values = b == nb - 1;
-        if !all_values || has_missing {
-            // default right: allowed except for all values left with nothing missing
-            if let Some(g) = gain(acc, floor) {
-                if best.is_none_or(|c| g > c.0) {
-                    best = Some((g, b, false, acc));
-                    floor = floor.max(g);
+        let s = Screen {
+            total,
+            units: [ug, uh],
+            lambda,
+            floor,
+            parent,
+        };
+        s.mark(&lg[..m], &lh[..m], miss, &mut visit[..m]);
+        for (j, &bin) in block.iter().enumerate() {
+            let v = visit[j];
+            let b = first + j;
+            if v == 0 || (b > 1 && bin == [0, 0]) {
+                continue;
+            }
+            let acc = [lg[j], lh[j]];
+            let all_values = b == nb - 1;
+            if v & screen::RIGHT != 0 && (!all_values || has_missing) {
+                // default right: allowed except for all values left with nothing missing
+                if let Some(g) = gain(acc, floor) {
+                    if best.is_none_or(|c| g > c.0) {
+                        best = Some((g, b, false, acc));
+                        floor = floor.max(g);
+                    }
                 }
             }
-        }
-        if has_missing && !all_values {
-            let left = [acc[0] + miss[0], acc[1] + miss[1]];
-            if let Some(g) = gain(left, floor) {
-                if best.is_none_or(|c| g > c.0) {
-                    best = Some((g, b, true, left));
-                    floor = floor.max(g);
+            if v & screen::LEFT != 0 && has_missing && !all_values {
+                let left = [acc[0] + miss[0], acc[1] + miss[1]];
+                if let Some(g) = gain(left, floor) {
+                    if best.is_none_or(|c| g > c.0) {
+                        best = Some((g, b, true, left));
+                        floor = floor.max(g);
+                    }
                 }
             }
         }
@@ -591,7 +592,8 @@ mod tests {
         fn the_plain_numeric_scan_gives_the_general_scans_candidate_to_the_bit(
             bins in proptest::collection::vec(
                 prop_oneof![Just([0i64, 0]), (-1i64 << 40..1i64 << 40, 0i64..1 << 40).prop_map(|(g, h)| [g, h])],
-                2..40,
+                // past a screen block too: a scan in several blocks
+                2..200,
             ),
             lambda in prop_oneof![Just(0.0f64), 0.0f64..3.0],
             mcw in prop_oneof![Just(0.0f64), 0.0f64..1e-9],

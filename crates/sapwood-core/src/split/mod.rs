@@ -2,6 +2,7 @@
 
 mod evaluate;
 mod gain;
+mod screen;
 
 pub(crate) use evaluate::bounded;
 pub use evaluate::{best_split, best_split_with, NodeRules, NodeView, Units};
