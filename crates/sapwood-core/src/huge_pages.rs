@@ -27,7 +27,7 @@ pub fn advise<T>(v: &mut Vec<T>) {
 /// written by every thread, a part each: the first write of a page faults it in and the
 /// kernel zeroes it, which ran at about 1 GB/s on one core (at 10M rows, a fifth of the
 /// time before the first tree).
-pub fn filled<T: Clone + Send + Sync>(n: usize, value: T) -> Vec<T> {
+pub fn filled<T: Clone + Send>(n: usize, value: T) -> Vec<T> {
     let mut v = Vec::with_capacity(n);
     advise(&mut v);
     if n.saturating_mul(std::mem::size_of::<T>()) < MIN_BYTES {
@@ -44,7 +44,7 @@ pub fn filled<T: Clone + Send + Sync>(n: usize, value: T) -> Vec<T> {
 /// Resizes `v` to `n` entries as [`Vec::resize`] does (entries kept keep their values); a
 /// vector that has to grow past its capacity is replaced by a fresh one of `value`s backed
 /// by huge pages.
-pub fn resize<T: Clone + Send + Sync>(v: &mut Vec<T>, n: usize, value: T) {
+pub fn resize<T: Clone + Send>(v: &mut Vec<T>, n: usize, value: T) {
     if v.capacity() < n {
         *v = filled(n, value);
     } else {

@@ -4,7 +4,7 @@ pub mod bin_search;
 pub mod binned;
 pub mod cuts;
 pub mod matrix;
-pub mod radix;
+pub(crate) mod radix;
 
 pub use binned::{BinnedMatrix, Bins, BinsRef};
 pub use cuts::{CutSample, Cuts, FeatureCuts};

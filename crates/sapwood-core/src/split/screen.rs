@@ -27,8 +27,7 @@ pub const LEFT: u8 = 2;
 /// (u = 2⁻⁵³; a, c, parent ≥ 0). The test is a·d + c·b < (floor + parent)·b·d·SCREEN, each
 /// side rounded a few times: the 2⁻³⁰ margin exceeds their relative errors (≤ 11u) by
 /// far. Any overflow, a subnormal product on the right, a NaN or b, d ≤ 0 says "not
-/// surely", and the candidate is computed in full. Every operation rounds monotonically,
-/// so a candidate surely below a floor is surely below any higher one.
+/// surely", and the candidate is computed in full.
 #[inline(always)]
 pub fn below_floor(a: f64, b: f64, c: f64, d: f64, floor: f64, parent: f64) -> bool {
     let kb = (floor + parent) * b;
@@ -43,8 +42,17 @@ pub fn below_floor(a: f64, b: f64, c: f64, d: f64, floor: f64, parent: f64) -> b
 }
 
 /// What [`Screen::mark`] needs: the node's sums and units, λ, the parent's gain and the
-/// floor (the scan's floor when the block starts: it only rises, so what is surely below
-/// it is surely below the floor each candidate meets).
+/// floor: the scan's floor when the block starts.
+///
+/// Why passing over what it rules out changes nothing: were such a candidate visited, the
+/// scan would test it against its floor at that moment. Where that floor is still the
+/// block's, it is the same test on the same values, and the scan passes over it too.
+/// Where the floor has risen, it rose because the scan took a best with that gain (it
+/// rises only so), and the candidate's computed gain, below the block's floor since the
+/// test is sound, is below that best and is not taken (`g > best` fails). Either way the
+/// scan takes exactly what it took before, candidates below the floor included. (The test
+/// is not monotone in the floor everywhere: where (floor + parent)·b·d overflows at the
+/// higher floor it says "not surely" again; the argument does not need it to be.)
 #[derive(Debug, Clone, Copy)]
 pub struct Screen {
     /// The node's (Σg, Σh) in histogram units.
@@ -95,7 +103,9 @@ impl Screen {
     /// instruction; elsewhere each lane converts on its own).
     pub fn mark(&self, g: &[i64], h: &[i64], miss: [i64; 2], out: &mut [u8]) {
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx512dq") {
+        if std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512dq")
+        {
             #[target_feature(enable = "avx512f,avx512dq")]
             #[allow(unsafe_code)]
             unsafe fn wide(s: &Screen, g: &[i64], h: &[i64], miss: [i64; 2], out: &mut [u8]) {
