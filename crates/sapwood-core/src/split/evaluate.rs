@@ -1,7 +1,7 @@
 //! The best split of one node from its integer histogram.
 
 use super::gain::{leaf_gain, leaf_gain_at, leaf_weight, SplitParams, MIN_SPLIT_GAIN};
-use super::screen::{self, below_floor, Screen};
+use super::screen::{self, Screen};
 use super::{pick, BinSet, SplitCandidate, SplitRule};
 use crate::data::cuts::{Cuts, FeatureCuts};
 use crate::hash::HashKey;
@@ -192,7 +192,7 @@ fn numeric(
 ///
 /// Candidates surely below `floor` (> 0: the gain a split must beat, or the best found so
 /// far in other features) cannot be chosen and are passed over without their two divisions
-/// ([`below_floor`]): first a block of bins at a time against the floor at the block's
+/// ([`Screen::below`]): first a block of bins at a time against the floor at the block's
 /// start ([`Screen`]), then each remaining one against the floor as it has risen. So is
 /// every candidate of a feature whose best is below it, which then returns none or a
 /// candidate below `floor`. A candidate at or above `floor` is always computed: the
@@ -216,17 +216,19 @@ fn numeric_plain(
             g * g / (h + lambda)
         }
     };
+    let base = Screen {
+        total,
+        units: [ug, uh],
+        lambda,
+        floor,
+        parent,
+    };
     let gain = |left: [i64; 2], floor: f64| -> Option<f64> {
-        let right = [total[0] - left[0], total[1] - left[1]];
-        if left[1] <= 0 || right[1] <= 0 {
+        if left[1] <= 0 || total[1] - left[1] <= 0 {
             return None;
         }
-        let (gl, hl) = (left[0] as f64 * ug, left[1] as f64 * uh);
-        let (gr, hr) = (right[0] as f64 * ug, right[1] as f64 * uh);
-        if hl < mcw || hr < mcw {
-            return None;
-        }
-        if below_floor(gl * gl, hl + lambda, gr * gr, hr + lambda, floor, parent) {
+        let sides @ [gl, hl, gr, hr] = base.sides(left[0], left[1]);
+        if hl < mcw || hr < mcw || base.below(sides, floor) {
             return None;
         }
         Some(half(gl, hl) + half(gr, hr) - parent)
@@ -247,13 +249,7 @@ fn numeric_plain(
             acc = add(acc, bin);
             [*g, *h] = acc;
         }
-        let s = Screen {
-            total,
-            units: [ug, uh],
-            lambda,
-            floor,
-            parent,
-        };
+        let s = Screen { floor, ..base };
         s.mark(&lg[..m], &lh[..m], miss, &mut visit[..m]);
         for (j, &bin) in block.iter().enumerate() {
             let v = visit[j];

@@ -29,7 +29,7 @@ pub const LEFT: u8 = 2;
 /// far. Any overflow, a subnormal product on the right, a NaN or b, d ≤ 0 says "not
 /// surely", and the candidate is computed in full.
 #[inline(always)]
-pub fn below_floor(a: f64, b: f64, c: f64, d: f64, floor: f64, parent: f64) -> bool {
+fn below_floor(a: f64, b: f64, c: f64, d: f64, floor: f64, parent: f64) -> bool {
     let kb = (floor + parent) * b;
     let rhs = kb * d;
     let lhs = a * d + c * b;
@@ -68,24 +68,38 @@ pub struct Screen {
 }
 
 impl Screen {
-    /// Whether the candidate with left sums (g, h) is surely below the floor, computed as
-    /// the plain scan computes its gain's terms.
+    /// The real (g_L, h_L, g_R, h_R) of the candidate with left sums (g, h): the terms of
+    /// its gain, for the screen and the scan alike (the screen's argument needs the same
+    /// values in both).
     #[inline(always)]
-    fn surely_below(&self, g: i64, h: i64) -> bool {
+    pub fn sides(&self, g: i64, h: i64) -> [f64; 4] {
         let [ug, uh] = self.units;
-        let (gl, hl) = (g as f64 * ug, h as f64 * uh);
-        let (gr, hr) = (
+        [
+            g as f64 * ug,
+            h as f64 * uh,
             (self.total[0] - g) as f64 * ug,
             (self.total[1] - h) as f64 * uh,
-        );
+        ]
+    }
+
+    /// Whether a candidate with these [`Screen::sides`] is surely below `floor`
+    /// ([`below_floor`]).
+    #[inline(always)]
+    pub fn below(&self, [gl, hl, gr, hr]: [f64; 4], floor: f64) -> bool {
         below_floor(
             gl * gl,
             hl + self.lambda,
             gr * gr,
             hr + self.lambda,
-            self.floor,
+            floor,
             self.parent,
         )
+    }
+
+    /// Whether the candidate with left sums (g, h) is surely below the block's floor.
+    #[inline(always)]
+    fn surely_below(&self, g: i64, h: i64) -> bool {
+        self.below(self.sides(g, h), self.floor)
     }
 
     #[inline(always)]
