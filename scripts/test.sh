@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if ! command -v cargo >/dev/null; then
-  echo "cargo is required (Rust toolchain 1.88 or newer)" >&2
+  echo "cargo is required (Rust toolchain 1.89 or newer)" >&2
   exit 1
 fi
 

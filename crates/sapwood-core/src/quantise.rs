@@ -127,6 +127,61 @@ pub fn quantise_by(v: f32, factor: f64) -> i64 {
     crate::detmath::round_ties_even(v as f64 * factor) as i64
 }
 
+/// [`quantise_by`] of every row's gradient and hessian (`factors`: 2^shift of each), four
+/// rows at a time in 512-bit lanes where the CPU has AVX-512 DQ.
+pub fn quantise_pairs(grad: &[[f32; 2]], factors: [f64; 2], out: &mut [[i64; 2]]) {
+    let n = grad.len().min(out.len());
+    let (grad, out) = (&grad[..n], &mut out[..n]);
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512dq")
+    {
+        // SAFETY: the CPU has the features `quantise_pairs_avx512` is compiled for.
+        #[allow(unsafe_code)]
+        unsafe {
+            quantise_pairs_avx512(grad, factors, out)
+        };
+        return;
+    }
+    quantise_pairs_scalar(grad, factors, out)
+}
+
+#[inline(always)]
+fn quantise_pairs_scalar(grad: &[[f32; 2]], [gf, hf]: [f64; 2], out: &mut [[i64; 2]]) {
+    for (o, &[g, h]) in out.iter_mut().zip(grad) {
+        *o = [quantise_by(g, gf), quantise_by(h, hf)];
+    }
+}
+
+/// [`quantise_pairs_scalar`] four rows at a time: the product is the same IEEE operation,
+/// and converting with round-to-nearest-even gives the integer `round_ties_even` then `as`
+/// give wherever the value fits an i64; a lane that does not (the conversion's "indefinite"
+/// i64::MIN) sends its rows to the scalar code, whose `as` saturates.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq")]
+#[allow(unsafe_code)]
+unsafe fn quantise_pairs_avx512(grad: &[[f32; 2]], [gf, hf]: [f64; 2], out: &mut [[i64; 2]]) {
+    use std::arch::x86_64::*;
+    let factor = _mm512_setr_pd(gf, hf, gf, hf, gf, hf, gf, hf);
+    let indefinite = _mm512_set1_epi64(i64::MIN);
+    let whole = grad.len() / 4 * 4;
+    let (grad, grest) = grad.split_at(whole);
+    let (out, orest) = out.split_at_mut(whole);
+    for (g, o) in grad.chunks_exact(4).zip(out.chunks_exact_mut(4)) {
+        // SAFETY: `g` holds 4 pairs of f32 (32 bytes) and `o` 4 pairs of i64 (64 bytes);
+        // the loads and stores are unaligned.
+        let v = _mm512_cvtps_pd(unsafe { _mm256_loadu_ps(g.as_ptr().cast()) });
+        let x = _mm512_mul_pd(v, factor);
+        let q = _mm512_cvt_roundpd_epi64::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(x);
+        if _mm512_cmpeq_epi64_mask(q, indefinite) != 0 {
+            quantise_pairs_scalar(g, [gf, hf], o);
+        } else {
+            unsafe { _mm512_storeu_si512(o.as_mut_ptr().cast(), q) };
+        }
+    }
+    quantise_pairs_scalar(grest, [gf, hf], orest);
+}
+
 /// floor((x + noise) / 2^drop): unbiased stochastic rounding when noise is uniform below 2^drop.
 #[inline]
 pub fn quantise_lowbit(x: i64, drop: u32, noise: u64) -> i64 {
@@ -169,6 +224,35 @@ mod tests {
             // q is x / 2^drop rounded down or up
             let d = s.drop.unwrap();
             prop_assert!(q == x >> d || q == (x >> d) + 1);
+        }
+    }
+
+    fn any_value() -> impl Strategy<Value = f32> {
+        prop_oneof![
+            Just(f32::NAN),
+            Just(f32::INFINITY),
+            Just(f32::NEG_INFINITY),
+            Just(-0.0f32),
+            Just(0.5f32),
+            Just(-2.5f32),
+            -1.0f32..1.0,
+            any::<f32>(),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn pairs_in_lanes_are_quantise_by_of_each(
+            grad in proptest::collection::vec((any_value(), any_value()), 0..40),
+            shifts in (-140i32..140, -140i32..140),
+        ) {
+            let grad: Vec<[f32; 2]> = grad.into_iter().map(|(g, h)| [g, h]).collect();
+            let factors = [pow2(shifts.0), pow2(shifts.1)];
+            let mut out = vec![[7i64; 2]; grad.len()];
+            quantise_pairs(&grad, factors, &mut out);
+            for (o, &[g, h]) in out.iter().zip(&grad) {
+                prop_assert_eq!(*o, [quantise_by(g, factors[0]), quantise_by(h, factors[1])], "{} {}", g, h);
+            }
         }
     }
 

@@ -14,7 +14,7 @@ use crate::error::Result;
 use crate::hash::{HashKey, Stream};
 use crate::hist::{add, HistBin};
 use crate::objective::{ftz, Objective};
-use crate::quantise::{quantise_by, Scale};
+use crate::quantise::{quantise_by, quantise_pairs, Scale};
 use crate::split::SplitRule;
 use crate::tree::{NodeId, Tree};
 
@@ -33,6 +33,28 @@ fn sum_owned(owner: &[u32], nodes: usize, value: impl Fn(usize) -> HistBin) -> V
     for (j, &i) in owner.iter().enumerate() {
         if let Some(s) = sums.get_mut(i as usize) {
             *s = add(*s, value(j));
+        }
+    }
+    sums
+}
+
+/// [`sum_owned`] of the exact quantisation of `grad` (one group a row), quantised a run of
+/// rows at a time ([`quantise_pairs`]).
+fn sum_owned_exact(
+    owner: &[u32],
+    nodes: usize,
+    grad: &[[f32; 2]],
+    factors: [f64; 2],
+) -> Vec<HistBin> {
+    let mut sums = vec![[0i64; 2]; nodes];
+    let mut exact = [[0i64; 2]; NOISE_RUN];
+    for (owner, grad) in owner.chunks(NOISE_RUN).zip(grad.chunks(NOISE_RUN)) {
+        let exact = &mut exact[..grad.len()];
+        quantise_pairs(grad, factors, exact);
+        for (&i, &v) in owner.iter().zip(&*exact) {
+            if let Some(s) = sums.get_mut(i as usize) {
+                *s = add(*s, v);
+            }
         }
     }
     sums
@@ -62,19 +84,27 @@ impl LowBitDraw<'_> {
     /// drawn at once.
     fn rows<T>(&self, lo: usize, out: &mut [T], put: impl Fn([i64; 2]) -> T) {
         let (mut gn, mut hn) = ([0u64; NOISE_RUN], [0u64; NOISE_RUN]);
+        let mut exact = [[0i64; 2]; NOISE_RUN];
+        let factors = [self.grad_factor, self.hess_factor];
         for (run, out) in out.chunks_mut(NOISE_RUN).enumerate() {
             let first = lo + run * NOISE_RUN;
             let m = out.len();
             let global = self.offset + first as u64;
             self.grad_key.hash64_run(global, &mut gn[..m]);
             self.hess_key.hash64_run(global, &mut hn[..m]);
-            for (j, o) in out.iter_mut().enumerate() {
-                let [g, h] = self.grad[(first + j) * self.k + self.group];
+            let exact = &mut exact[..m];
+            if self.k == 1 {
+                quantise_pairs(&self.grad[first..first + m], factors, exact);
+            } else {
+                for (j, x) in exact.iter_mut().enumerate() {
+                    let [g, h] = self.grad[(first + j) * self.k + self.group];
+                    *x = [quantise_by(g, factors[0]), quantise_by(h, factors[1])];
+                }
+            }
+            for (((o, &[g, h]), &gn), &hn) in out.iter_mut().zip(&*exact).zip(&gn).zip(&hn) {
                 *o = put([
-                    self.grad_scale
-                        .hist_value_drawn(quantise_by(g, self.grad_factor), gn[j]),
-                    self.hess_scale
-                        .hist_value_drawn(quantise_by(h, self.hess_factor), hn[j]),
+                    self.grad_scale.hist_value_drawn(g, gn),
+                    self.hess_scale.hist_value_drawn(h, hn),
                 ]);
             }
         }
@@ -627,17 +657,25 @@ impl HistBackend for CpuBackend {
             self.exact = None;
             self.packed = None;
             crate::huge_pages::resize(&mut self.gh, n, [0; 2]);
-            self.gh
-                .par_chunks_mut(ROWS_PER_TASK)
-                .enumerate()
-                .for_each(|(t, gh)| {
-                    let lo = t * ROWS_PER_TASK;
-                    let (gf, hf) = (pow2(gs), pow2(hs));
-                    for (j, gh) in gh.iter_mut().enumerate() {
-                        let [g, h] = grad[(lo + j) * k + s.group];
-                        *gh = [quantise_by(g, gf), quantise_by(h, hf)];
-                    }
-                });
+            let factors = [pow2(gs), pow2(hs)];
+            if k == 1 {
+                self.gh
+                    .par_chunks_mut(ROWS_PER_TASK)
+                    .zip(grad.par_chunks(ROWS_PER_TASK))
+                    .for_each(|(gh, grad)| quantise_pairs(grad, factors, gh));
+            } else {
+                self.gh
+                    .par_chunks_mut(ROWS_PER_TASK)
+                    .enumerate()
+                    .for_each(|(t, gh)| {
+                        let lo = t * ROWS_PER_TASK;
+                        let [gf, hf] = factors;
+                        for (j, gh) in gh.iter_mut().enumerate() {
+                            let [g, h] = grad[(lo + j) * k + s.group];
+                            *gh = [quantise_by(g, gf), quantise_by(h, hf)];
+                        }
+                    });
+            }
         }
         self.all_in_bag = s.row_sample.keeps_all();
         let row_key = HashKey::new(s.seed, Stream::RowSample, s.tree_index);
@@ -811,6 +849,9 @@ impl HistBackend for CpuBackend {
                     }
                 }
                 match exact {
+                    Some((_, gs, hs)) if k == 1 => {
+                        sum_owned_exact(owner, rows.len(), &grad[lo..hi], [pow2(gs), pow2(hs)])
+                    }
                     Some((group, gs, hs)) => {
                         let (gf, hf) = (pow2(gs), pow2(hs));
                         sum_owned(owner, rows.len(), |j| {
