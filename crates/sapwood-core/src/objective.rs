@@ -6,6 +6,7 @@
 //! same on every machine. The WGSL and CUDA kernels upload the same tables. Subnormal inputs
 //! and results are flushed to zero explicitly, so a GPU that flushes them agrees too.
 
+mod lanes;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::LazyLock;
@@ -679,9 +680,8 @@ impl Objective {
             ObjectiveKind::Logistic | ObjectiveKind::LogitRaw => {
                 // the table is found once, not per row
                 let t = sigmoid_table();
-                Some(rows_by(margins, labels, weights, out, |m, y, w| {
-                    logistic_with(t, m, y, w)
-                }))
+                lanes::logistic_rows(t, margins, labels, weights, out);
+                Some(maxima(out))
             }
             _ => None,
         }
