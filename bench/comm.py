@@ -103,7 +103,7 @@ def overlap_table(a, data, ns):
             for _ in range(a.repeat):
                 for name, overlap, how in [("compute", False, "in-process"), ("serial", False, transport),
                                            ("overlap", True, transport)]:
-                    secs, comm, digest, sent = train(a, data, ns, codec, overlap, how)
+                    secs, comm, digest, sent = train(a, data, ns, codec, overlap, how, str(a.grad_bits))
                     runs[name].append((secs, comm))
                     digests.add(digest)
             assert len(digests) == 1, f"{transport} {codec}: models differ between runs"
@@ -131,7 +131,9 @@ def main():
     ap.add_argument("--repeat", type=int, default=3, help="runs per codec; the fastest and the median are shown")
     ap.add_argument("--overlap", action="store_true",
                     help="the overlap table instead: compute-only (in-process) time, and MPI ranks with and without "
-                         "the exchange behind the builds (exact mode, codecs none and auto)")
+                         "the exchange behind the builds (codecs none and auto; exact mode unless --grad-bits)")
+    ap.add_argument("--grad-bits", type=int, default=0,
+                    help="with --overlap: gradient bits of the runs (0, the default, is exact mode)")
     a = ap.parse_args()
     data = os.path.join(tempfile.gettempdir(), f"sapwood-synthetic-{a.rows}.parquet")
     if not os.path.exists(data):
