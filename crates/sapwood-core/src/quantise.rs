@@ -155,8 +155,10 @@ fn quantise_pairs_scalar(grad: &[[f32; 2]], [gf, hf]: [f64; 2], out: &mut [[i64;
 
 /// [`quantise_pairs_scalar`] four rows at a time: the product is the same IEEE operation,
 /// and converting with round-to-nearest-even gives the integer `round_ties_even` then `as`
-/// give wherever the value fits an i64; a lane that does not (the conversion's "indefinite"
-/// i64::MIN) sends its rows to the scalar code, whose `as` saturates.
+/// give wherever the value fits an i64. A lane that does not (NaN, infinite, 2^63 or more)
+/// converts to i64::MIN, the conversion's "indefinite" value, and sends its four rows to the
+/// scalar code, whose `as` saturates; so does a lane of exactly -2^63, which fits, and the
+/// scalar code gives the same i64::MIN.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq")]
 #[allow(unsafe_code)]
@@ -233,6 +235,7 @@ mod tests {
             Just(f32::INFINITY),
             Just(f32::NEG_INFINITY),
             Just(-0.0f32),
+            Just(-1.0f32),
             Just(0.5f32),
             Just(-2.5f32),
             -1.0f32..1.0,
@@ -244,11 +247,23 @@ mod tests {
         #[test]
         fn pairs_in_lanes_are_quantise_by_of_each(
             grad in proptest::collection::vec((any_value(), any_value()), 0..40),
-            shifts in (-140i32..140, -140i32..140),
+            shifts in prop_oneof![(-140i32..140, -140i32..140), Just((63, 63)), Just((64, 62))],
         ) {
             let grad: Vec<[f32; 2]> = grad.into_iter().map(|(g, h)| [g, h]).collect();
             let factors = [pow2(shifts.0), pow2(shifts.1)];
             let mut out = vec![[7i64; 2]; grad.len()];
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx512f")
+                && std::arch::is_x86_feature_detected!("avx512dq")
+            {
+                // SAFETY: the CPU has the features the lanes are compiled for
+                #[allow(unsafe_code)]
+                unsafe { quantise_pairs_avx512(&grad, factors, &mut out) };
+            } else {
+                eprintln!("no AVX-512 DQ on this CPU: the lanes are not compared");
+                quantise_pairs(&grad, factors, &mut out);
+            }
+            #[cfg(not(target_arch = "x86_64"))]
             quantise_pairs(&grad, factors, &mut out);
             for (o, &[g, h]) in out.iter().zip(&grad) {
                 prop_assert_eq!(*o, [quantise_by(g, factors[0]), quantise_by(h, factors[1])], "{} {}", g, h);

@@ -658,6 +658,7 @@ impl HistBackend for CpuBackend {
             self.packed = None;
             crate::huge_pages::resize(&mut self.gh, n, [0; 2]);
             let factors = [pow2(gs), pow2(hs)];
+            debug_assert_eq!(grad.len(), n * k);
             if k == 1 {
                 self.gh
                     .par_chunks_mut(ROWS_PER_TASK)

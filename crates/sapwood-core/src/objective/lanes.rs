@@ -1,5 +1,7 @@
 //! The logistic loss's gradients sixteen rows at a time, in 512-bit lanes where the CPU has
-//! AVX-512: the same IEEE operations as the row-by-row code, so the same bits.
+//! AVX-512: the same IEEE operations as the row-by-row code, so the same bits (but for a
+//! NaN's sign and payload, which no IEEE operation fixes: a NaN label or weight gives a NaN
+//! gradient either way, which quantises to 0 and never counts as a maximum).
 #![allow(unsafe_code)]
 
 use super::{ftz, logistic_with, rows_by};
@@ -47,6 +49,9 @@ pub(super) fn logistic_rows(
 /// Rows a step.
 const LANES: usize = 16;
 
+// the lanes shift and mask by 16: the fraction bits of a table step
+const _: () = assert!(super::MARGIN_FRAC_BITS - super::SIGMOID_STEP_BITS == 16);
+
 /// Entries of the sigmoid table: one every 2^-8 over [-20, 20], both ends included.
 const TABLE_LEN: usize = ((2 * super::SIGMOID_RANGE as usize) << super::SIGMOID_STEP_BITS) + 1;
 
@@ -70,8 +75,6 @@ unsafe fn logistic_avx512(
 ) {
     use std::arch::x86_64::*;
     debug_assert_eq!(t.len(), TABLE_LEN);
-    let shift = super::MARGIN_FRAC_BITS - super::SIGMOID_STEP_BITS;
-    debug_assert_eq!(shift, 16);
     let zero = _mm512_setzero_ps();
     let abs_mask = _mm512_set1_epi32(0x7fff_ffff);
     let smallest = _mm512_set1_ps(f32::MIN_POSITIVE);
@@ -161,6 +164,49 @@ mod tests {
         ]
     }
 
+    /// `logistic_avx512` on the whole steps of the rows and the row-by-row loss on all of
+    /// them, or None where the CPU lacks AVX-512 F (the lanes are then never used).
+    fn both(m: &[f32], y: &[f32], w: Option<&[f32]>) -> Option<[Vec<[f32; 2]>; 2]> {
+        let t = super::super::sigmoid_table();
+        if !std::arch::is_x86_feature_detected!("avx512f") {
+            eprintln!("no AVX-512 F on this CPU: the lanes are not compared");
+            return None;
+        }
+        let whole = m.len() / LANES * LANES;
+        let mut lanes = vec![[7.0f32; 2]; m.len()];
+        // SAFETY: the CPU has AVX-512 F; the slices hold whole steps; the table is the
+        // sigmoid table
+        unsafe {
+            logistic_avx512(
+                t,
+                &m[..whole],
+                &y[..whole],
+                w.map(|w| &w[..whole]),
+                &mut lanes[..whole],
+            )
+        };
+        // the rest as `logistic_rows` does it, through the dispatch
+        logistic_rows(
+            t,
+            &m[whole..],
+            &y[whole..],
+            w.map(|w| &w[whole..]),
+            &mut lanes[whole..],
+        );
+        let mut plain = vec![[7.0f32; 2]; m.len()];
+        rows_by(m, y, w, &mut plain, |m, y, w| logistic_with(t, m, y, w));
+        Some([lanes, plain])
+    }
+
+    /// Bits of a value, every NaN alike (their sign and payload are not specified).
+    fn bits(x: f32) -> u32 {
+        if x.is_nan() {
+            u32::MAX
+        } else {
+            x.to_bits()
+        }
+    }
+
     proptest! {
         #[test]
         fn lanes_give_the_bits_of_the_row_by_row_loss(
@@ -168,17 +214,12 @@ mod tests {
             weighted in any::<bool>(),
             binary_labels in any::<bool>(),
         ) {
-            let t = super::super::sigmoid_table();
             let m: Vec<f32> = rows.iter().map(|r| r.0).collect();
             let y: Vec<f32> = rows.iter().map(|r| if binary_labels { (r.1 > 0.0) as u8 as f32 } else { r.1 }).collect();
             let w: Vec<f32> = rows.iter().map(|r| r.2.abs()).collect();
-            let w = weighted.then_some(&w[..]);
-            let mut lanes = vec![[7.0f32; 2]; m.len()];
-            let mut plain = vec![[7.0f32; 2]; m.len()];
-            logistic_rows(t, &m, &y, w, &mut lanes);
-            rows_by(&m, &y, w, &mut plain, |m, y, w| logistic_with(t, m, y, w));
-            // a NaN's sign and payload are not specified (a NaN label or weight gives one)
-            let bits = |x: f32| if x.is_nan() { u32::MAX } else { x.to_bits() };
+            let Some([lanes, plain]) = both(&m, &y, weighted.then_some(&w[..])) else {
+                return Ok(());
+            };
             for (j, (a, b)) in lanes.iter().zip(&plain).enumerate() {
                 prop_assert_eq!(
                     [bits(a[0]), bits(a[1])],
@@ -190,19 +231,35 @@ mod tests {
     }
 
     #[test]
-    fn every_table_step_and_fraction_matches() {
-        // margins on and between the table's points over the whole range and past it
-        let t = super::super::sigmoid_table();
-        let m: Vec<f32> = (-(21 << 12)..=(21 << 12))
-            .map(|i| i as f32 / 4096.0 + 1e-5)
-            .collect();
-        let y = vec![1.0f32; m.len()];
-        let mut lanes = vec![[0.0f32; 2]; m.len()];
-        let mut plain = vec![[0.0f32; 2]; m.len()];
-        logistic_rows(t, &m, &y, None, &mut lanes);
-        rows_by(&m, &y, None, &mut plain, |m, y, w| {
-            logistic_with(t, m, y, w)
-        });
-        assert!(lanes == plain);
+    fn every_fraction_of_several_table_steps_matches() {
+        // every fixed-point margin (units of 2^-24) over whole table steps: at both ends, around
+        // 0 and in between; then one margin every 2^-12 over the whole range and past it
+        let unit = 1.0 / (1u32 << 24) as f64;
+        let step = 1i64 << 16;
+        let mut m: Vec<f32> = Vec::new();
+        for first in [
+            -20 * (1i64 << 24) - step,
+            -2 * step,
+            5 * (1 << 24) + 7 * step,
+            20 * (1 << 24) - step,
+        ] {
+            m.extend((first..first + 2 * step).map(|k| (k as f64 * unit) as f32));
+        }
+        m.extend((-(21 << 12)..=(21 << 12)).map(|i| i as f32 / 4096.0));
+        for (y, weighted) in [(1.0f32, false), (0.0, true), (0.3, true)] {
+            let ys = vec![y; m.len()];
+            let w: Vec<f32> = (0..m.len()).map(|i| 0.25 + (i % 7) as f32).collect();
+            let Some([lanes, plain]) = both(&m, &ys, weighted.then_some(&w[..])) else {
+                return;
+            };
+            for (j, (a, b)) in lanes.iter().zip(&plain).enumerate() {
+                assert_eq!(
+                    [a[0].to_bits(), a[1].to_bits()],
+                    [b[0].to_bits(), b[1].to_bits()],
+                    "margin {} label {y}",
+                    m[j]
+                );
+            }
+        }
     }
 }
