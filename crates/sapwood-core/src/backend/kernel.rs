@@ -167,6 +167,10 @@ pub unsafe fn split_rows<B: BinValue>(
     debug_assert!(rows.iter().all(|&r| (r as usize) < column.len()));
     let (mut nl, mut nr) = (0usize, 0usize);
     for i in 0..rows.len() {
+        // the rows of a deep node are sparse in the column: its bins are gathered
+        if let Some(&ahead) = rows.get(i + AHEAD) {
+            prefetch(column.as_ptr().wrapping_add(ahead as usize));
+        }
         // SAFETY: nl, nr <= i < rows.len() <= right.len(); r < column.len() by the contract.
         unsafe {
             let r = *rows.get_unchecked(i);
