@@ -123,8 +123,8 @@ const ROWS_PER_TASK: usize = 16_384;
 const L1_GROUP_BYTES: usize = 32 * 1024;
 /// Most threads a lone large node is cut among by features to keep its adds in L1: each
 /// thread reads every row, which was measured to pay on two threads only (1M rows, 8-byte
-/// packed bins: the root's build 329 -> 244 ms over 40 trees, the mean of five alternating
-/// pairs).
+/// packed histogram entries: the root's build 329 -> 244 ms over 40 trees, the mean of five
+/// alternating pairs).
 const MAX_L1_GROUP_THREADS: usize = 2;
 /// Fewest rows of a node cut by features (see [`cuts_of`]).
 const MIN_GROUP_ROWS: usize = 512;
@@ -269,24 +269,20 @@ struct Cuts {
     groups: usize,
 }
 
-/// How each node of a level (of `lens` rows each) is cut among `threads` threads, for `nf`
-/// features of `width` bins in all. Nodes are cut by rows
+/// How each node of a level (of `lens` rows each) is cut among `threads` threads, for the
+/// features whose bins start at `offsets` (one more for the end). Nodes are cut by rows
 /// ([`parts_of`]); where that leaves threads idle (a lone node too small to cut by rows, as
 /// loss-guided growth builds one at a time) a node of [`MIN_GROUP_ROWS`] rows or more is
 /// cut by features instead: each thread then reads every row but only its features' bins,
 /// and no part histogram is zeroed or summed. So is a lone large node that holds every
-/// row of the shard, read in order (the root; `all_rows` gives the bytes of its bins then),
-/// where its whole histogram overflows a thread's L1 data cache and a feature group's share
-/// fits ([`L1_GROUP_BYTES`]), on at most [`MAX_L1_GROUP_THREADS`] threads: the adds then
-/// hit L1. (Rows gathered by index are not worth reading twice: loss-guided 8-bit builds
-/// took 1.5x as long cut that way.)
-fn cuts_of(
-    lens: &[usize],
-    threads: usize,
-    nf: usize,
-    width: usize,
-    all_rows: Option<usize>,
-) -> Vec<Cuts> {
+/// row of the shard, read in order (the root; `all_rows` gives the bytes of a histogram
+/// entry then), where its whole histogram overflows a thread's L1 data cache and each of
+/// one feature group a thread fits it ([`L1_GROUP_BYTES`]), on 2 to
+/// [`MAX_L1_GROUP_THREADS`] threads: the adds then hit L1. (Rows gathered by index are not
+/// worth reading twice: loss-guided 8-bit builds took 1.5x as long cut that way.)
+fn cuts_of(lens: &[usize], threads: usize, offsets: &[u32], all_rows: Option<usize>) -> Vec<Cuts> {
+    let nf = offsets.len() - 1;
+    let width = offsets[nf] as usize;
     let level: usize = lens.iter().sum();
     // a part's histogram costs about a row's adds per feature's bins to zero and to add
     // back: a part of fewer rows than twice the bins per feature does not repay it
@@ -296,11 +292,19 @@ fn cuts_of(
         .map(|&len| parts_of(len, level, threads, min_rows))
         .collect();
     let tasks: usize = parts.iter().sum();
+    // the groups `by_features` will cut: one a thread, each within L1 (a feature wider
+    // than a share makes them unequal, or fewer)
     let l1_groups = all_rows.is_some_and(|value_bytes| {
         lens.len() == 1
             && (2..=MAX_L1_GROUP_THREADS).contains(&threads)
             && width * value_bytes > L1_GROUP_BYTES
-            && width * value_bytes <= L1_GROUP_BYTES * threads
+            && {
+                let groups = feature_groups(offsets, threads);
+                groups.len() == threads
+                    && groups.iter().all(|g| {
+                        (offsets[g.end] - offsets[g.start]) as usize * value_bytes <= L1_GROUP_BYTES
+                    })
+            }
     });
     lens.iter()
         .zip(parts)
@@ -749,7 +753,7 @@ impl HistBackend for CpuBackend {
                 std::mem::size_of::<HistBin>()
             }
         });
-        let cuts = cuts_of(&lens, threads, self.binned.n_features(), width, all_rows);
+        let cuts = cuts_of(&lens, threads, &self.offsets, all_rows);
         let offsets = &self.offsets;
         match (self.binned.bins(), self.packed.as_deref()) {
             (BinsRef::U8(b), None) => build_wide(
@@ -1043,7 +1047,7 @@ mod tests {
     #[test]
     fn nodes_are_cut_by_features_only_where_threads_would_idle() {
         // a lone small node: by features; a lone large one: by rows; many nodes: whole
-        let one = |len| cuts_of(&[len], 2, 28, 28 * 256, Some(16));
+        let one = |len| cuts_of(&[len], 2, &even(28, 256), Some(16));
         assert_eq!(
             one(2_000),
             [Cuts {
@@ -1065,14 +1069,17 @@ mod tests {
                 groups: 1
             }]
         );
-        assert_eq!(cuts_of(&[2_000, 2_000], 2, 28, 28 * 256, None)[0].groups, 1);
-        assert_eq!(cuts_of(&[2_000], 1, 28, 28 * 256, Some(16))[0].groups, 1);
+        assert_eq!(
+            cuts_of(&[2_000, 2_000], 2, &even(28, 256), None)[0].groups,
+            1
+        );
+        assert_eq!(cuts_of(&[2_000], 1, &even(28, 256), Some(16))[0].groups, 1);
     }
 
     #[test]
     fn a_lone_large_node_is_cut_by_features_where_a_group_fits_l1() {
         let lone =
-            |len, threads, value_bytes| cuts_of(&[len], threads, 28, 28 * 256, Some(value_bytes));
+            |len, threads, value_bytes| cuts_of(&[len], threads, &even(28, 256), Some(value_bytes));
         let by_features = Cuts {
             parts: 1,
             groups: 2,
@@ -1083,13 +1090,31 @@ mod tests {
         assert_eq!(lone(100_000, 2, 16)[0].parts, 2);
         assert_eq!(lone(100_000, 4, 8)[0].parts, 4);
         // a whole histogram that fits L1 already, or a level of several nodes: by rows
-        assert_eq!(cuts_of(&[100_000], 2, 8, 8 * 256, Some(8))[0].parts, 2);
+        assert_eq!(cuts_of(&[100_000], 2, &even(8, 256), Some(8))[0].parts, 2);
         assert_eq!(
-            cuts_of(&[100_000, 100_000], 2, 28, 28 * 256, Some(8))[0].groups,
+            cuts_of(&[100_000, 100_000], 2, &even(28, 256), Some(8))[0].groups,
             1
         );
         // rows gathered by index (not every row of the shard): by rows
-        assert_eq!(cuts_of(&[100_000], 2, 28, 28 * 256, None)[0].parts, 2);
+        assert_eq!(cuts_of(&[100_000], 2, &even(28, 256), None)[0].parts, 2);
+        // groups as `by_features` cuts them: one feature of 5000 bins leaves a single group
+        // (and one feature no second one); 40 KiB one side: by rows
+        assert_eq!(cuts_of(&[100_000], 2, &[0, 10, 5_010], Some(8))[0].parts, 2);
+        assert_eq!(cuts_of(&[100_000], 2, &[0, 5_000], Some(8))[0].parts, 2);
+        assert_eq!(
+            cuts_of(&[100_000], 2, &[0, 5_000, 5_500, 6_000], Some(8))[0].parts,
+            2
+        );
+        // unequal features whose groups still fit: by features
+        assert_eq!(
+            cuts_of(&[100_000], 2, &[0, 3_000, 5_500, 6_000], Some(8)),
+            [by_features]
+        );
+    }
+
+    /// Offsets of `nf` features of `bins` bins each.
+    fn even(nf: u32, bins: u32) -> Vec<u32> {
+        (0..=nf).map(|f| f * bins).collect()
     }
 
     #[test]
@@ -1135,7 +1160,7 @@ mod tests {
                     };
                     lens.len()
                 ];
-                for cuts in [cuts_of(&lens, 3, nf, width, None), by_features] {
+                for cuts in [cuts_of(&lens, 3, &offsets, None), by_features] {
                     let node_rows: Vec<PartRows<'_>> = level
                         .iter()
                         .map(|r| {
@@ -1185,8 +1210,7 @@ mod tests {
                 cuts_of(
                     &l.iter().map(|r| r.len()).collect::<Vec<_>>(),
                     3,
-                    nf,
-                    width,
+                    &offsets,
                     None,
                 )
             })
