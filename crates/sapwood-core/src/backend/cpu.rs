@@ -276,8 +276,8 @@ struct Cuts {
 /// cut by features instead: each thread then reads every row but only its features' bins,
 /// and no part histogram is zeroed or summed. So is a lone large node that holds every
 /// row of the shard, read in order (the root; `all_rows` gives the bytes of a histogram
-/// entry then), where its whole histogram overflows a thread's L1 data cache and each of
-/// one feature group a thread fits it ([`L1_GROUP_BYTES`]), on 2 to
+/// entry then), where its whole histogram overflows a thread's L1 data cache but the
+/// share of each thread's feature group fits ([`L1_GROUP_BYTES`]), on 2 to
 /// [`MAX_L1_GROUP_THREADS`] threads: the adds then hit L1. (Rows gathered by index are not
 /// worth reading twice: loss-guided 8-bit builds took 1.5x as long cut that way.)
 fn cuts_of(lens: &[usize], threads: usize, offsets: &[u32], all_rows: Option<usize>) -> Vec<Cuts> {
