@@ -244,22 +244,6 @@ fn cut<'a>(rows: &PartRows<'a>, parts: usize) -> Vec<PartRows<'a>> {
         .collect()
 }
 
-/// Zeroes `hist` (the bins of features `feats`) and accumulates `rows` into it.
-fn build_part<B: BinValue, V: HistValue>(
-    rows: &PartRows<'_>,
-    bins: &[B],
-    offsets: &[u32],
-    feats: Range<usize>,
-    values: &[V],
-    hist: &mut [V],
-) {
-    hist.fill(V::default());
-    match rows {
-        PartRows::Listed(r) => kernel::accumulate(r, bins, offsets, feats, values, hist),
-        PartRows::All(r) => kernel::accumulate_all(r.clone(), bins, offsets, feats, values, hist),
-    }
-}
-
 /// How a node's histogram is shared among threads: cut by rows into parts (each its own
 /// histogram, summed after) or by features into groups (each a range of the node's
 /// histogram, nothing to sum).
@@ -280,7 +264,13 @@ struct Cuts {
 /// share of each thread's feature group fits ([`L1_GROUP_BYTES`]), on 2 to
 /// [`MAX_L1_GROUP_THREADS`] threads: the adds then hit L1. (Rows gathered by index are not
 /// worth reading twice: loss-guided 8-bit builds took 1.5x as long cut that way.)
-fn cuts_of(lens: &[usize], threads: usize, offsets: &[u32], all_rows: Option<usize>) -> Vec<Cuts> {
+fn cuts_of(
+    lens: &[usize],
+    threads: usize,
+    offsets: &[u32],
+    all_rows: Option<usize>,
+    u8_bins: bool,
+) -> Vec<Cuts> {
     let nf = offsets.len() - 1;
     let width = offsets[nf] as usize;
     let level: usize = lens.iter().sum();
@@ -295,16 +285,15 @@ fn cuts_of(lens: &[usize], threads: usize, offsets: &[u32], all_rows: Option<usi
     // the groups `by_features` will cut: one a thread, each within L1 (a feature wider
     // than a share makes them unequal, or fewer)
     let l1_groups = all_rows.is_some_and(|value_bytes| {
-        lens.len() == 1
-            && (2..=MAX_L1_GROUP_THREADS).contains(&threads)
-            && width * value_bytes > L1_GROUP_BYTES
-            && {
-                let groups = feature_groups(offsets, threads);
-                groups.len() == threads
-                    && groups.iter().all(|g| {
-                        (offsets[g.end] - offsets[g.start]) as usize * value_bytes <= L1_GROUP_BYTES
-                    })
-            }
+        lens.len() == 1 && (2..=MAX_L1_GROUP_THREADS).contains(&threads) && {
+            let layout = Layout::of(lens[0], offsets, u8_bins);
+            let groups = feature_groups(offsets, threads);
+            layout.len(offsets, 0..nf) * value_bytes > L1_GROUP_BYTES
+                && groups.len() == threads
+                && groups
+                    .iter()
+                    .all(|g| layout.len(offsets, g.clone()) * value_bytes <= L1_GROUP_BYTES)
+        }
     });
     lens.iter()
         .zip(parts)
@@ -382,127 +371,193 @@ fn pool_ranges(taken: impl Iterator<Item = usize>) -> Vec<Range<usize>> {
         .collect()
 }
 
-/// The histograms of every node of a level, in `out` one after another, built from full
-/// (g, h) entries. A node cut by features fills its ranges of `out` in place; a node cut by
-/// rows builds its first part in place and its other parts in `pool`, then adds them to it.
-#[allow(clippy::too_many_arguments)]
-fn build_wide<B: BinValue>(
-    node_rows: &[PartRows<'_>],
-    cuts: &[Cuts],
-    bins: &[B],
-    offsets: &[u32],
-    gh: &[HistBin],
-    width: usize,
-    pool: &mut Vec<Vec<HistBin>>,
-    out: &mut [HistBin],
-) {
-    let nf = offsets.len() - 1;
-    let extra: usize = cuts.iter().map(|c| c.parts - 1).sum();
-    part_buffers(pool, extra, width);
-    {
-        let mut spare = pool.iter_mut();
-        let mut work: Vec<(PartRows<'_>, Range<usize>, &mut [HistBin])> = Vec::new();
-        for ((o, rows), c) in out.chunks_mut(width.max(1)).zip(node_rows).zip(cuts) {
-            if c.parts == 1 {
-                for (g, h) in by_features(o, offsets, c.groups) {
-                    work.push((rows.clone(), g, h));
-                }
-                continue;
+/// Where a build's adds go: to each feature's bins at its offset, or (u8 bins) to padded
+/// entries, [`kernel::PADDED_BINS`] a feature, copied to their place after: the padded
+/// kernels need no load of a bin or an offset for an add.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Layout {
+    Offsets,
+    Padded,
+}
+
+impl Layout {
+    /// The layout of a node of `rows` rows in a shard of `u8_bins` or not, whose features'
+    /// bins start at `offsets`: padded where the bins are bytes, the padding at most
+    /// doubles the histogram (its entries are zeroed for every node, and only the used ones
+    /// are ever added to or copied) and the node has rows enough to repay the copy.
+    fn of(rows: usize, offsets: &[u32], u8_bins: bool) -> Layout {
+        let nf = offsets.len() - 1;
+        let padded = nf * kernel::PADDED_BINS;
+        if u8_bins && padded <= MAX_PADDING * offsets[nf] as usize && rows >= MIN_PADDED_ROWS {
+            Layout::Padded
+        } else {
+            Layout::Offsets
+        }
+    }
+
+    /// Entries of a histogram of features `feats`.
+    fn len(self, offsets: &[u32], feats: Range<usize>) -> usize {
+        match self {
+            Layout::Offsets => (offsets[feats.end] - offsets[feats.start]) as usize,
+            Layout::Padded => feats.len() * kernel::PADDED_BINS,
+        }
+    }
+
+    /// Zeroes `hist` (a histogram of features `feats` in this layout) and accumulates
+    /// `rows` into it.
+    fn build<B: BinValue, V: HistValue>(
+        self,
+        rows: &PartRows<'_>,
+        bins: &[B],
+        offsets: &[u32],
+        feats: Range<usize>,
+        values: &[V],
+        hist: &mut [V],
+    ) {
+        hist.fill(V::default());
+        let nf = offsets.len() - 1;
+        match (self, rows) {
+            (Layout::Offsets, PartRows::Listed(r)) => {
+                kernel::accumulate(r, bins, offsets, feats, values, hist)
             }
-            let mut pieces = cut(rows, c.parts).into_iter();
-            work.push((
-                pieces.next().expect("a node has one part or more"),
-                0..nf,
-                o,
-            ));
-            for piece in pieces {
-                let buf = spare.next().expect("a buffer per extra part");
-                work.push((piece, 0..nf, buf.as_mut_slice()));
+            (Layout::Offsets, PartRows::All(r)) => {
+                kernel::accumulate_all(r.clone(), bins, offsets, feats, values, hist)
+            }
+            (Layout::Padded, rows) => {
+                let bytes = B::bytes(bins).expect("padded only where the bins are bytes");
+                match rows {
+                    PartRows::Listed(r) => {
+                        kernel::accumulate_padded(r, bytes, nf, feats, values, hist)
+                    }
+                    PartRows::All(r) => {
+                        kernel::accumulate_all_padded(r.clone(), bytes, nf, feats, values, hist)
+                    }
+                }
             }
         }
-        work.into_par_iter()
-            .for_each(|(rows, feats, h)| build_part(&rows, bins, offsets, feats, gh, h));
     }
-    let owned = pool_ranges(cuts.iter().map(|c| c.parts - 1));
-    let pool = &*pool;
-    out.par_chunks_mut(width.max(1))
-        .zip(owned)
-        .filter(|(_, r)| !r.is_empty())
-        .for_each(|(o, r)| {
-            for buf in &pool[r] {
-                for (x, &y) in o.iter_mut().zip(buf) {
-                    x.add(y);
+
+    /// Writes `hist` (features `feats` in this layout) as (Σg, Σh) to `out`, their bins of a
+    /// node's histogram.
+    fn place<V: HistValue>(
+        self,
+        hist: &[V],
+        offsets: &[u32],
+        feats: Range<usize>,
+        out: &mut [HistBin],
+    ) {
+        match self {
+            Layout::Offsets => {
+                for (o, &v) in out.iter_mut().zip(hist) {
+                    *o = v.bin();
                 }
             }
-        });
+            Layout::Padded => {
+                let base = offsets[feats.start];
+                for (f, padded) in feats.zip(hist.chunks_exact(kernel::PADDED_BINS)) {
+                    let bins = (offsets[f] - base) as usize..(offsets[f + 1] - base) as usize;
+                    for (o, &v) in out[bins].iter_mut().zip(padded) {
+                        *o = v.bin();
+                    }
+                }
+            }
+        }
+    }
 }
 
-/// Where a part of a packed build goes: a node built whole (or a feature group of one) is
-/// unpacked straight into its place in the output (through one buffer per thread); the
-/// parts of a node cut by rows wait in the pool to be summed.
-enum PackedTarget<'a> {
+/// Fewest rows of a node built padded ([`Layout::of`]): below that, zeroing and copying its
+/// histogram costs more than its adds save.
+const MIN_PADDED_ROWS: usize = 512;
+/// How many times its histogram's bins a padded build may take.
+const MAX_PADDING: usize = 2;
+
+/// Where a piece of a level's build goes: a node built whole (or a feature group of one)
+/// goes to its place in the output, in place where its entries are (Σg, Σh) laid out by
+/// offsets, else through a buffer of its thread; the parts of a node cut by rows wait in
+/// the pool to be summed.
+enum Target<'a, V> {
     Node(&'a mut [HistBin]),
-    Part(&'a mut [i64]),
+    Part(&'a mut [V]),
 }
 
-/// As [`build_wide`], from low-bit (g, h) packed in one i64. A node built whole (or by
-/// feature groups) goes through a buffer of its thread into its place in `out`; only the
-/// parts of a node cut by rows are kept in `pool` (so the pool holds what those nodes need,
-/// not a buffer per node of the level), then summed and unpacked.
+/// The histograms of every node of a level, in `out` one after another, from each row's
+/// `values` ((Σg, Σh) entries, or low-bit ones packed in one i64). A node cut by features
+/// fills its ranges of `out`; a node cut by rows builds its parts in `pool` (so the pool
+/// holds what those nodes need, not a buffer per node of the level), then sums them into
+/// its place.
 #[allow(clippy::too_many_arguments)]
-fn build_packed<B: BinValue>(
+fn build_level<B: BinValue, V: HistValue>(
     node_rows: &[PartRows<'_>],
     cuts: &[Cuts],
     bins: &[B],
     offsets: &[u32],
-    packed: &[i64],
+    values: &[V],
     width: usize,
-    pool: &mut Vec<Vec<i64>>,
+    pool: &mut Vec<Vec<V>>,
     out: &mut [HistBin],
 ) {
     let nf = offsets.len() - 1;
+    let u8_bins = B::bytes(bins).is_some();
+    let layout = |rows: &PartRows<'_>| {
+        let len = match rows {
+            PartRows::Listed(r) => r.len(),
+            PartRows::All(r) => r.len(),
+        };
+        Layout::of(len, offsets, u8_bins)
+    };
+    // only nodes of MIN_PART_ROWS rows or more are cut by rows: the pool's layout is theirs
+    let part_layout = Layout::of(MIN_PART_ROWS, offsets, u8_bins);
     let cut_parts: usize = cuts.iter().filter(|c| c.parts > 1).map(|c| c.parts).sum();
-    part_buffers(pool, cut_parts, width);
+    part_buffers(pool, cut_parts, part_layout.len(offsets, 0..nf));
     {
         let mut bufs = pool.iter_mut();
-        let mut work: Vec<(PartRows<'_>, Range<usize>, PackedTarget<'_>)> = Vec::new();
+        let mut work: Vec<(PartRows<'_>, Range<usize>, Target<'_, V>)> = Vec::new();
         for ((o, rows), c) in out.chunks_mut(width.max(1)).zip(node_rows).zip(cuts) {
             if c.parts == 1 {
                 for (g, h) in by_features(o, offsets, c.groups) {
-                    work.push((rows.clone(), g, PackedTarget::Node(h)));
+                    work.push((rows.clone(), g, Target::Node(h)));
                 }
                 continue;
             }
             for piece in cut(rows, c.parts) {
                 let buf = bufs.next().expect("a buffer per part of a cut node");
-                work.push((piece, 0..nf, PackedTarget::Part(buf.as_mut_slice())));
+                work.push((piece, 0..nf, Target::Part(buf.as_mut_slice())));
             }
         }
-        work.into_par_iter().for_each_init(
-            Vec::new,
-            |buf: &mut Vec<i64>, (rows, feats, target)| match target {
-                PackedTarget::Part(h) => build_part(&rows, bins, offsets, feats, packed, h),
-                PackedTarget::Node(o) => {
-                    buf.resize(o.len(), 0);
-                    build_part(&rows, bins, offsets, feats, packed, buf);
-                    for (bin, &v) in o.iter_mut().zip(buf.iter()) {
-                        *bin = kernel::unpack(v);
+        work.into_par_iter()
+            .for_each_init(
+                Vec::new,
+                |buf: &mut Vec<V>, (rows, feats, target)| match target {
+                    Target::Part(h) => part_layout.build(&rows, bins, offsets, feats, values, h),
+                    Target::Node(o) => {
+                        let layout = layout(&rows);
+                        if layout == Layout::Offsets {
+                            if let Some(h) = V::in_place(o) {
+                                return layout.build(&rows, bins, offsets, feats, values, h);
+                            }
+                        }
+                        buf.resize(layout.len(offsets, feats.clone()), V::default());
+                        layout.build(&rows, bins, offsets, feats.clone(), values, buf);
+                        layout.place(buf, offsets, feats, o);
                     }
-                }
-            },
-        );
+                },
+            );
     }
     let owned = pool_ranges(cuts.iter().map(|c| if c.parts > 1 { c.parts } else { 0 }));
     let pool = &*pool;
     out.par_chunks_mut(width.max(1))
         .zip(owned)
         .filter(|(_, r)| !r.is_empty())
-        .for_each(|(o, r)| {
+        .for_each_init(Vec::new, |sum: &mut Vec<V>, (o, r)| {
             let (head, rest) = pool[r].split_first().expect("a cut node has parts");
-            for (j, (bin, &v)) in o.iter_mut().zip(head).enumerate() {
-                let sum = rest.iter().fold(v, |a, b| a + b[j]);
-                *bin = kernel::unpack(sum);
+            sum.clear();
+            sum.extend_from_slice(head);
+            for part in rest {
+                for (x, &y) in sum.iter_mut().zip(part) {
+                    x.add(y);
+                }
             }
+            part_layout.place(sum, offsets, 0..nf, o);
         });
 }
 
@@ -753,49 +808,24 @@ impl HistBackend for CpuBackend {
                 std::mem::size_of::<HistBin>()
             }
         });
-        let cuts = cuts_of(&lens, threads, &self.offsets, all_rows);
+        let u8_bins = matches!(self.binned.bins(), BinsRef::U8(_));
+        let cuts = cuts_of(&lens, threads, &self.offsets, all_rows, u8_bins);
         let offsets = &self.offsets;
-        match (self.binned.bins(), self.packed.as_deref()) {
-            (BinsRef::U8(b), None) => build_wide(
-                &node_rows,
-                &cuts,
-                b,
-                offsets,
-                &self.gh,
-                width,
-                &mut self.part_hists,
-                out,
-            ),
-            (BinsRef::U16(b), None) => build_wide(
-                &node_rows,
-                &cuts,
-                b,
-                offsets,
-                &self.gh,
-                width,
-                &mut self.part_hists,
-                out,
-            ),
-            (BinsRef::U8(b), Some(p)) => build_packed(
-                &node_rows,
-                &cuts,
-                b,
-                offsets,
-                p,
-                width,
-                &mut self.part_packed,
-                out,
-            ),
-            (BinsRef::U16(b), Some(p)) => build_packed(
-                &node_rows,
-                &cuts,
-                b,
-                offsets,
-                p,
-                width,
-                &mut self.part_packed,
-                out,
-            ),
+        let (pool, packed_pool) = (&mut self.part_hists, &mut self.part_packed);
+        let (gh, packed) = (&self.gh, self.packed.as_deref());
+        match (self.binned.bins(), packed) {
+            (BinsRef::U8(b), None) => {
+                build_level(&node_rows, &cuts, b, offsets, gh, width, pool, out)
+            }
+            (BinsRef::U16(b), None) => {
+                build_level(&node_rows, &cuts, b, offsets, gh, width, pool, out)
+            }
+            (BinsRef::U8(b), Some(p)) => {
+                build_level(&node_rows, &cuts, b, offsets, p, width, packed_pool, out)
+            }
+            (BinsRef::U16(b), Some(p)) => {
+                build_level(&node_rows, &cuts, b, offsets, p, width, packed_pool, out)
+            }
         }
         Ok(())
     }
@@ -1047,7 +1077,7 @@ mod tests {
     #[test]
     fn nodes_are_cut_by_features_only_where_threads_would_idle() {
         // a lone small node: by features; a lone large one: by rows; many nodes: whole
-        let one = |len| cuts_of(&[len], 2, &even(28, 256), Some(16));
+        let one = |len| cuts_of(&[len], 2, &even(28, 256), Some(16), true);
         assert_eq!(
             one(2_000),
             [Cuts {
@@ -1070,16 +1100,20 @@ mod tests {
             }]
         );
         assert_eq!(
-            cuts_of(&[2_000, 2_000], 2, &even(28, 256), None)[0].groups,
+            cuts_of(&[2_000, 2_000], 2, &even(28, 256), None, true)[0].groups,
             1
         );
-        assert_eq!(cuts_of(&[2_000], 1, &even(28, 256), Some(16))[0].groups, 1);
+        assert_eq!(
+            cuts_of(&[2_000], 1, &even(28, 256), Some(16), true)[0].groups,
+            1
+        );
     }
 
     #[test]
     fn a_lone_large_node_is_cut_by_features_where_a_group_fits_l1() {
-        let lone =
-            |len, threads, value_bytes| cuts_of(&[len], threads, &even(28, 256), Some(value_bytes));
+        let lone = |len, threads, value_bytes| {
+            cuts_of(&[len], threads, &even(28, 256), Some(value_bytes), true)
+        };
         let by_features = Cuts {
             parts: 1,
             groups: 2,
@@ -1090,24 +1124,36 @@ mod tests {
         assert_eq!(lone(100_000, 2, 16)[0].parts, 2);
         assert_eq!(lone(100_000, 4, 8)[0].parts, 4);
         // a whole histogram that fits L1 already, or a level of several nodes: by rows
-        assert_eq!(cuts_of(&[100_000], 2, &even(8, 256), Some(8))[0].parts, 2);
         assert_eq!(
-            cuts_of(&[100_000, 100_000], 2, &even(28, 256), Some(8))[0].groups,
+            cuts_of(&[100_000], 2, &even(8, 256), Some(8), true)[0].parts,
+            2
+        );
+        assert_eq!(
+            cuts_of(&[100_000, 100_000], 2, &even(28, 256), Some(8), true)[0].groups,
             1
         );
         // rows gathered by index (not every row of the shard): by rows
-        assert_eq!(cuts_of(&[100_000], 2, &even(28, 256), None)[0].parts, 2);
+        assert_eq!(
+            cuts_of(&[100_000], 2, &even(28, 256), None, true)[0].parts,
+            2
+        );
         // groups as `by_features` cuts them: one feature of 5000 bins leaves a single group
         // (and one feature no second one); 40 KiB one side: by rows
-        assert_eq!(cuts_of(&[100_000], 2, &[0, 10, 5_010], Some(8))[0].parts, 2);
-        assert_eq!(cuts_of(&[100_000], 2, &[0, 5_000], Some(8))[0].parts, 2);
         assert_eq!(
-            cuts_of(&[100_000], 2, &[0, 5_000, 5_500, 6_000], Some(8))[0].parts,
+            cuts_of(&[100_000], 2, &[0, 10, 5_010], Some(8), false)[0].parts,
+            2
+        );
+        assert_eq!(
+            cuts_of(&[100_000], 2, &[0, 5_000], Some(8), false)[0].parts,
+            2
+        );
+        assert_eq!(
+            cuts_of(&[100_000], 2, &[0, 5_000, 5_500, 6_000], Some(8), false)[0].parts,
             2
         );
         // unequal features whose groups still fit: by features
         assert_eq!(
-            cuts_of(&[100_000], 2, &[0, 3_000, 5_500, 6_000], Some(8)),
+            cuts_of(&[100_000], 2, &[0, 3_000, 5_500, 6_000], Some(8), false),
             [by_features]
         );
     }
@@ -1119,11 +1165,28 @@ mod tests {
 
     #[test]
     fn every_way_of_cutting_a_level_gives_the_brute_force_histograms() {
-        // features of unequal widths (as numeric and categorical features are), values
-        // that fit the packed lanes
-        let widths = [17u32, 256, 3, 64, 200, 9, 256];
+        // features of unequal widths (as numeric and categorical features are): too narrow
+        // on the whole to pad
+        every_way_of_cutting_a_level(&[17, 256, 3, 64, 200, 9, 256], Layout::Offsets);
+    }
+
+    #[test]
+    fn padded_builds_give_the_brute_force_histograms() {
+        // a word of eight features and three more, wide enough to pad; the levels' nodes of
+        // 30 rows (fewer than MIN_PADDED_ROWS) still build by offsets
+        every_way_of_cutting_a_level(
+            &[256, 200, 17, 256, 255, 64, 256, 128, 256, 3, 256],
+            Layout::Padded,
+        );
+    }
+
+    /// Builds levels of nodes of features `widths` (nodes of 1,000 rows laid out as
+    /// `layout`) cut every way, of full and packed values, against brute force.
+    fn every_way_of_cutting_a_level(widths: &[u32], layout: Layout) {
         let nf = widths.len();
-        let offsets = sapwood_testkit::data::offsets_of(&widths);
+        let offsets = sapwood_testkit::data::offsets_of(widths);
+        assert_eq!(Layout::of(1_000, &offsets, true), layout);
+        assert_eq!(Layout::of(1_000, &offsets, false), Layout::Offsets);
         let width = *offsets.last().unwrap() as usize;
         let n = 30_000;
         let mut rng = sapwood_testkit::Rng(0x9e37_79b9_7f4a_7c15);
@@ -1160,7 +1223,7 @@ mod tests {
                     };
                     lens.len()
                 ];
-                for cuts in [cuts_of(&lens, 3, &offsets, None), by_features] {
+                for cuts in [cuts_of(&lens, 3, &offsets, None, true), by_features] {
                     let node_rows: Vec<PartRows<'_>> = level
                         .iter()
                         .map(|r| {
@@ -1176,7 +1239,7 @@ mod tests {
                         .flat_map(|r| brute(r, &bins, &offsets, &gh))
                         .collect();
                     let mut wide = vec![[7i64, 7]; width * level.len()];
-                    build_wide(
+                    build_level(
                         &node_rows,
                         &cuts,
                         &bins,
@@ -1189,7 +1252,7 @@ mod tests {
                     assert_eq!(wide, expected, "wide, cuts {cuts:?}");
                     let mut from_packed = vec![[7i64, 7]; width * level.len()];
                     let mut pool = Vec::new();
-                    build_packed(
+                    build_level(
                         &node_rows,
                         &cuts,
                         &bins,
@@ -1212,6 +1275,7 @@ mod tests {
                     3,
                     &offsets,
                     None,
+                    true,
                 )
             })
             .collect();
