@@ -160,6 +160,10 @@ pub struct CpuBackend {
     /// added to the margins
     spans_current: bool,
     all_in_bag: bool,
+    /// the node (an index into `owned`) of each row, from the last `exact_sums` of disjoint
+    /// nodes since `start_tree`
+    owners: Vec<u32>,
+    owned: Option<Vec<NodeId>>,
     /// histograms of the parts of large nodes, kept from level to level and tree to tree
     part_hists: Vec<Vec<HistBin>>,
     /// the same for packed low-bit histograms
@@ -193,6 +197,8 @@ impl CpuBackend {
             spans: NodeSpans::new(),
             spans_current: false,
             all_in_bag: true,
+            owners: Vec::new(),
+            owned: None,
             part_hists: Vec::new(),
             part_packed: Vec::new(),
         })
@@ -779,6 +785,7 @@ impl HistBackend for CpuBackend {
         self.scratch.resize(self.rows.len(), 0);
         self.spans.reset(self.rows.len() as u32);
         self.spans_current = true;
+        self.owned = None;
         Ok(self.rows.len() as u64)
     }
 
@@ -873,6 +880,10 @@ impl HistBackend for CpuBackend {
     }
 
     fn exact_sums(&mut self, nodes: &[NodeId]) -> Result<Vec<HistBin>> {
+        // kept for `update_margins` (which adds these leaves' values to the same rows) when
+        // the nodes are disjoint
+        self.owned = None;
+        let mut owners = std::mem::take(&mut self.owners);
         let rows = nodes
             .iter()
             .map(|&n| self.node_rows(n))
@@ -907,12 +918,13 @@ impl HistBackend for CpuBackend {
         let chunk = n
             .div_ceil(TASKS_PER_THREAD * rayon::current_num_threads())
             .max(ROWS_PER_TASK);
-        Ok((0..n.div_ceil(chunk))
-            .into_par_iter()
-            .map_init(Vec::new, |owner: &mut Vec<u32>, c| {
-                let (lo, hi) = (c * chunk, ((c + 1) * chunk).min(n));
-                owner.clear();
-                owner.resize(hi - lo, u32::MAX);
+        owners.resize(n, u32::MAX);
+        let sums = owners
+            .par_chunks_mut(chunk)
+            .enumerate()
+            .map(|(c, owner)| {
+                let (lo, hi) = (c * chunk, c * chunk + owner.len());
+                owner.fill(u32::MAX);
                 for (i, rows) in rows.iter().enumerate() {
                     for &r in rows_within(rows, lo..hi) {
                         owner[r as usize - lo] = i as u32;
@@ -940,7 +952,10 @@ impl HistBackend for CpuBackend {
                     }
                     a
                 },
-            ))
+            );
+        self.owners = owners;
+        self.owned = Some(nodes.to_vec());
+        Ok(sums)
     }
 
     fn update_margins(&mut self, tree: &Tree, group: usize) -> Result<()> {
@@ -949,6 +964,36 @@ impl HistBackend for CpuBackend {
         // the spans are this tree's only the first time after it was grown here; a tree grown
         // elsewhere (replayed from a checkpoint) is routed by bins
         let current = std::mem::replace(&mut self.spans_current, false);
+        let owned = self.owned.take();
+        // the refit's leaves of this tree, every row in bag: each row's leaf is known
+        if let Some(owned) = owned.filter(|o| {
+            current
+                && self.all_in_bag
+                && self.rows.len() == n
+                && o.iter().copied().eq(tree
+                    .nodes
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, node)| node.split.is_none())
+                    .map(|(id, _)| NodeId(id as u32)))
+                // so that every row has one (as the leaves of a tree grown here do)
+                && o.iter()
+                    .map(|&id| self.spans.get(id).map_or(0, |s| s.len as usize))
+                    .sum::<usize>()
+                    == n
+        }) {
+            let values: Vec<f32> = owned.iter().map(|&id| tree.value(id)).collect();
+            self.margins
+                .par_chunks_mut(ROWS_PER_TASK * k)
+                .zip(self.owners.par_chunks(ROWS_PER_TASK))
+                .for_each(|(m, owners)| {
+                    for (m, &o) in m.chunks_exact_mut(k).zip(owners) {
+                        let x = &mut m[group];
+                        *x = ftz(*x + values[o as usize]);
+                    }
+                });
+            return Ok(());
+        }
         // the tree just grown here, every row in bag: every row lies in the span of exactly
         // one leaf, in ascending order, and a task owning the rows lo..hi finds them in each
         // leaf's span by two binary searches
