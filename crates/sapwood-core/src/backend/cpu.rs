@@ -567,29 +567,26 @@ fn build_level<B: BinValue, V: HistValue>(
         });
 }
 
-/// Stable partition of `rows` (row indices below `column.len()`) by `left` of each row's
-/// bin in `column` (rows going left first), with `scratch` (as long as `rows`) for the rows
-/// going right; large nodes go in parallel chunks.
-#[allow(unsafe_code)]
-fn partition<B: BinValue>(
+/// Stable partition of `rows` by `split`, which moves the rows of a slice going left to its
+/// front, in order, and copies the others to the front of the scratch slice it is given
+/// (as long as the rows), returning how many went left ([`kernel::split_rows`]); `scratch`
+/// is as long as `rows`. Large nodes go in parallel chunks.
+fn partition(
     rows: &mut [u32],
     scratch: &mut [u32],
-    column: &[B],
-    left: impl Fn(usize) -> bool + Sync + Copy,
+    split: impl Fn(&mut [u32], &mut [u32]) -> usize + Sync,
 ) -> usize {
     let len = rows.len();
     let chunk = (len / (TASKS_PER_THREAD * rayon::current_num_threads())).max(MIN_PARTITION_CHUNK);
-    // SAFETY (both calls): the backend's rows are a permutation of some of 0..n, made by
-    // `start_tree` and only ever reordered by this partition, and a column holds n bins
     if len <= chunk {
-        let n_left = unsafe { kernel::split_rows(rows, scratch, column, left) };
+        let n_left = split(rows, scratch);
         rows[n_left..].copy_from_slice(&scratch[..len - n_left]);
         return n_left;
     }
     let lefts: Vec<usize> = rows
         .par_chunks_mut(chunk)
         .zip(scratch.par_chunks_mut(chunk))
-        .map(|(r, s)| unsafe { kernel::split_rows(r, s, column, left) })
+        .map(|(r, s)| split(r, s))
         .collect();
     // each chunk's left rows move down to follow the previous chunks' (a move never reaches
     // rows of a later chunk); then the right rows come back from the scratch
@@ -609,42 +606,64 @@ fn partition<B: BinValue>(
     n_left
 }
 
-/// Partitions `rows` by a split of `column` (the split feature's bins of every row).
+/// Partitions `rows` (row indices below `n`) by `split` of `column` (the split feature's
+/// bins of every row, followed by at least [`kernel::COLUMN_PAD`] more entries).
+#[allow(unsafe_code)]
 fn partition_by<B: BinValue>(
     rows: &mut [u32],
     scratch: &mut [u32],
     column: &[B],
-    s: &NodeSplit,
+    n: usize,
+    split: &NodeSplit,
 ) -> usize {
-    match &s.rule {
+    assert!(
+        column.len() >= n + kernel::COLUMN_PAD,
+        "a padded column of every row"
+    );
+    let missing_left = split.default_left;
+    // SAFETY (every split below): the backend's rows are a permutation of some of 0..n,
+    // made by `start_tree` and only ever reordered by this partition, and the column holds
+    // n bins and the padding (asserted above)
+    match (&split.rule, B::bytes(column)) {
         // the missing bin 0 goes left exactly when `default_left`: bin <= t then holds for
         // it, and bin - 1 < t (wrapping) never does
-        SplitRule::Numeric { bin } => {
+        (SplitRule::Numeric { bin }, Some(bytes)) => {
             let t = *bin as usize;
-            if s.default_left {
-                partition(rows, scratch, column, move |b| b <= t)
+            partition(rows, scratch, |r, s| unsafe {
+                kernel::split_rows_numeric(r, s, bytes, t, missing_left)
+            })
+        }
+        (SplitRule::Numeric { bin }, None) => {
+            let t = *bin as usize;
+            if missing_left {
+                partition(rows, scratch, |r, s| unsafe {
+                    kernel::split_rows(r, s, column, |b| b <= t)
+                })
             } else {
-                partition(rows, scratch, column, move |b| b.wrapping_sub(1) < t)
+                partition(rows, scratch, |r, s| unsafe {
+                    kernel::split_rows(r, s, column, |b| b.wrapping_sub(1) < t)
+                })
             }
         }
-        rule => partition(rows, scratch, column, |b| {
-            rule.goes_left(b as u16, s.default_left)
+        (rule, _) => partition(rows, scratch, |r, s| unsafe {
+            kernel::split_rows(r, s, column, |b| rule.goes_left(b as u16, missing_left))
         }),
     }
 }
 
 /// The column-major copy of row-major `bins` (`n` rows of `nf`). Each task reads a block of
 /// rows once, in order, and writes its piece of every column: a column at a time would read
-/// the whole matrix once per feature.
+/// the whole matrix once per feature. [`kernel::COLUMN_PAD`] entries follow the last
+/// column (a partition may read them, and never uses them).
 fn transpose(bins: BinsRef<'_>, n: usize, nf: usize) -> Bins {
     fn t<B: Copy + Default + Send + Sync>(b: &[B], n: usize, nf: usize) -> Vec<B> {
-        let mut out = crate::huge_pages::filled(n * nf, B::default());
+        let mut out = crate::huge_pages::filled(n * nf + kernel::COLUMN_PAD, B::default());
         if n == 0 || nf == 0 {
             return out;
         }
         let block = ROWS_PER_TASK;
         let mut pieces: Vec<Vec<&mut [B]>> = (0..n.div_ceil(block)).map(|_| Vec::new()).collect();
-        for col in out.chunks_mut(n) {
+        for col in out[..n * nf].chunks_mut(n) {
             for (piece, p) in col.chunks_mut(block).zip(pieces.iter_mut()) {
                 p.push(piece);
             }
@@ -865,10 +884,11 @@ impl HistBackend for CpuBackend {
             .into_par_iter()
             .map(|(rows, scratch, i)| {
                 let s = &splits[i];
-                let range = s.feature * n..(s.feature + 1) * n;
+                // the split feature's column and what follows it (the padding at least)
+                let from = s.feature * n;
                 let n_left = match columns {
-                    Bins::U8(c) => partition_by(rows, scratch, &c[range], s),
-                    Bins::U16(c) => partition_by(rows, scratch, &c[range], s),
+                    Bins::U8(c) => partition_by(rows, scratch, &c[from..], n, s),
+                    Bins::U16(c) => partition_by(rows, scratch, &c[from..], n, s),
                 };
                 (i, n_left)
             })
