@@ -1069,6 +1069,9 @@ pub fn grow_against_the_cpu(
         }
         p.histograms(&open, total, &format!("{what}: leaves"));
         p.exact_sums(&all, &what);
+        // the leaves alone (disjoint): a low-bit refit's sums, which the CPU then reuses
+        // to add each row's leaf value
+        p.exact_sums(&open, &what);
         // the grown tree: update_margins reads in-bag leaves off the partition
         let tree = tree_of(&mut rng, &applied, next);
         p.update_margins(&tree, 0, &what);
@@ -1177,11 +1180,17 @@ pub fn training_margins_equal_model_predictions(factory: &dyn BackendFactory) {
     let n = 3000;
     let data = mixed_features(n, 29);
     let y = labels_for(ObjectiveKind::Logistic, &data.signal);
-    for q in [Quantisation::Exact, Quantisation::Bits(6)] {
+    // every row in bag too: a low-bit refit's leaves then give each row's leaf to the
+    // margins (the CPU backend), which must agree with routing the row by its bins
+    for (q, subsample) in [
+        (Quantisation::Exact, 0.7),
+        (Quantisation::Bits(6), 0.7),
+        (Quantisation::Bits(6), 1.0),
+    ] {
         let params = Params {
             objective: ObjectiveKind::Logistic,
             num_rounds: 15,
-            subsample: 0.7,
+            subsample,
             quantisation: q,
             ..Default::default()
         };
@@ -1211,7 +1220,11 @@ pub fn training_margins_equal_model_predictions(factory: &dyn BackendFactory) {
             .model
             .predict_margins(&data.features, None)
             .expect("prediction");
-        assert_eq!(bits(&margins), bits(&predicted), "{q:?}");
+        assert_eq!(
+            bits(&margins),
+            bits(&predicted),
+            "{q:?}, subsample {subsample}"
+        );
         // and the model's cuts bin the data as training did
         let cuts = &trained.model.cuts;
         assert!(matches!(cuts.feature(2), FeatureCuts::Categorical { .. }));

@@ -163,6 +163,8 @@ pub struct CpuBackend {
     /// the node (an index into `owned`) of each row, from the last `exact_sums` of disjoint
     /// nodes since `start_tree`
     owners: Vec<u32>,
+    /// the nodes `owners` names, while they are those of the current tree's last
+    /// `exact_sums` (taken by the next `update_margins`)
     owned: Option<Vec<NodeId>>,
     /// histograms of the parts of large nodes, kept from level to level and tree to tree
     part_hists: Vec<Vec<HistBin>>,
@@ -202,10 +204,6 @@ impl CpuBackend {
             part_hists: Vec::new(),
             part_packed: Vec::new(),
         })
-    }
-
-    fn node_rows(&self, node: NodeId) -> Result<&[u32]> {
-        Ok(&self.rows[self.spans.get(node)?.range()])
     }
 }
 
@@ -268,8 +266,9 @@ struct Cuts {
 /// row of the shard, read in order (the root; `all_rows` gives the bytes of a histogram
 /// entry then), where its whole histogram overflows a thread's L1 data cache but the
 /// share of each thread's feature group fits ([`L1_GROUP_BYTES`]), on 2 to
-/// [`MAX_L1_GROUP_THREADS`] threads: the adds then hit L1. (Rows gathered by index are not
-/// worth reading twice: loss-guided 8-bit builds took 1.5x as long cut that way.)
+/// [`MAX_L1_GROUP_THREADS`] threads: the adds then hit L1 (histograms sized in the node's
+/// [`Layout`], padded where `u8_bins`). (Rows gathered by index are not worth reading
+/// twice: loss-guided 8-bit builds took 1.5x as long cut that way.)
 fn cuts_of(
     lens: &[usize],
     threads: usize,
@@ -388,13 +387,23 @@ enum Layout {
 
 impl Layout {
     /// The layout of a node of `rows` rows in a shard of `u8_bins` or not, whose features'
-    /// bins start at `offsets`: padded where the bins are bytes, the padding at most
-    /// doubles the histogram (its entries are zeroed for every node, and only the used ones
+    /// bins start at `offsets`: padded where the bins are bytes, no feature is wider than
+    /// its padded entries, the padding at most doubles the histogram (its entries are zeroed for every node, and only the used ones
     /// are ever added to or copied) and the node has rows enough to repay the copy.
     fn of(rows: usize, offsets: &[u32], u8_bins: bool) -> Layout {
         let nf = offsets.len() - 1;
         let padded = nf * kernel::PADDED_BINS;
-        if u8_bins && padded <= MAX_PADDING * offsets[nf] as usize && rows >= MIN_PADDED_ROWS {
+        // a feature wider than its padded entries would keep bins the copy never writes
+        // (byte bins never reach them, but the histogram must be overwritten whole)
+        let fits = offsets
+            .windows(2)
+            .all(|w| (w[1] - w[0]) as usize <= kernel::PADDED_BINS);
+        if u8_bins
+            && nf > 0
+            && fits
+            && padded <= MAX_PADDING * offsets[nf] as usize
+            && rows >= MIN_PADDED_ROWS
+        {
             Layout::Padded
         } else {
             Layout::Offsets
@@ -884,11 +893,12 @@ impl HistBackend for CpuBackend {
             .into_par_iter()
             .map(|(rows, scratch, i)| {
                 let s = &splits[i];
-                // the split feature's column and what follows it (the padding at least)
-                let from = s.feature * n;
+                // the split feature's column and the padding after it (the next column's
+                // first bins, or the padding past the last column)
+                let column = s.feature * n..(s.feature + 1) * n + kernel::COLUMN_PAD;
                 let n_left = match columns {
-                    Bins::U8(c) => partition_by(rows, scratch, &c[from..], n, s),
-                    Bins::U16(c) => partition_by(rows, scratch, &c[from..], n, s),
+                    Bins::U8(c) => partition_by(rows, scratch, &c[column], n, s),
+                    Bins::U16(c) => partition_by(rows, scratch, &c[column], n, s),
                 };
                 (i, n_left)
             })
@@ -900,13 +910,13 @@ impl HistBackend for CpuBackend {
     }
 
     fn exact_sums(&mut self, nodes: &[NodeId]) -> Result<Vec<HistBin>> {
-        // kept for `update_margins` (which adds these leaves' values to the same rows) when
-        // the nodes are disjoint
+        // set again below for disjoint nodes
         self.owned = None;
-        let mut owners = std::mem::take(&mut self.owners);
+        // the fields, not `self`: `owners` is taken below while these are borrowed
+        let (all, node_spans) = (&self.rows, &self.spans);
         let rows = nodes
             .iter()
-            .map(|&n| self.node_rows(n))
+            .map(|&n| Ok(&all[node_spans.get(n)?.range()]))
             .collect::<Result<Vec<_>>>()?;
         let (grad, gh, k) = (&self.grad, &self.gh, self.objective.groups());
         let exact = self.exact;
@@ -938,6 +948,8 @@ impl HistBackend for CpuBackend {
         let chunk = n
             .div_ceil(TASKS_PER_THREAD * rayon::current_num_threads())
             .max(ROWS_PER_TASK);
+        // kept for `update_margins`, which adds these leaves' values to the same rows
+        let mut owners = std::mem::take(&mut self.owners);
         owners.resize(n, u32::MAX);
         let sums = owners
             .par_chunks_mut(chunk)
@@ -1114,6 +1126,9 @@ mod tests {
             let Bins::U8(c) = transpose(BinsRef::U8(&narrow), n, nf) else {
                 panic!("u8 bins stay u8")
             };
+            // the padding a partition's lanes may read past the last column
+            assert_eq!(w.len(), n * nf + kernel::COLUMN_PAD);
+            assert_eq!(c.len(), n * nf + kernel::COLUMN_PAD);
             for r in 0..n {
                 for f in 0..nf {
                     assert_eq!(
@@ -1233,6 +1248,15 @@ mod tests {
         // features of unequal widths (as numeric and categorical features are): too narrow
         // on the whole to pad
         every_way_of_cutting_a_level(&[17, 256, 3, 64, 200, 9, 256], Layout::Offsets);
+    }
+
+    #[test]
+    fn features_wider_than_their_padded_entries_keep_the_offsets() {
+        // byte bins never reach past 255, but the histogram's every entry is written
+        let offsets = sapwood_testkit::data::offsets_of(&[256, 300, 256, 256]);
+        assert_eq!(Layout::of(1_000, &offsets, true), Layout::Offsets);
+        let offsets = sapwood_testkit::data::offsets_of(&[256, 256, 256, 256]);
+        assert_eq!(Layout::of(1_000, &offsets, true), Layout::Padded);
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! Rows of a deep node are scattered over the shard, so the loop is bound by memory latency;
 //! it prefetches the bins and gradients of rows a little ahead. Indexing is unchecked: the
 //! backend validates at construction that every bin is inside its feature's histogram and
-//! only ever stores row indices below the row count.
+//! only ever stores row indices below the row count (the padded kernels, which write
+//! through a pointer, assert their rows and features themselves).
 #![allow(unsafe_code)]
 
 use std::ops::Range;
@@ -231,10 +232,14 @@ pub fn accumulate_padded<V: HistValue>(
     hist: &mut [V],
 ) {
     assert_eq!(hist.len(), feats.len() * PADDED_BINS, "a padded histogram");
-    assert!(feats.end <= nf, "features within a row");
+    assert!(
+        feats.start <= feats.end && feats.end <= nf,
+        "features within a row"
+    );
+    // r < bins.len() / nf is (r + 1) * nf <= bins.len() without the product's overflow
     assert!(
         rows.iter()
-            .all(|&r| (r as usize + 1) * nf <= bins.len() && (r as usize) < gh.len()),
+            .all(|&r| (nf == 0 || (r as usize) < bins.len() / nf) && (r as usize) < gh.len()),
         "rows within the shard"
     );
     let (first, last) = (feats.start, feats.end.saturating_sub(1));
@@ -269,7 +274,10 @@ pub fn accumulate_all_padded<V: HistValue>(
     hist: &mut [V],
 ) {
     assert_eq!(hist.len(), feats.len() * PADDED_BINS, "a padded histogram");
-    assert!(feats.end <= nf, "features within a row");
+    assert!(
+        feats.start <= feats.end && feats.end <= nf,
+        "features within a row"
+    );
     let h = hist.as_mut_ptr();
     for (row, &v) in bins[rows.start * nf..rows.end * nf]
         .chunks_exact(nf)
