@@ -28,6 +28,27 @@ fn prefetch<T>(p: *const T) {
     let _ = p;
 }
 
+/// Prefetches the bins of `feats` and the value of the row [`AHEAD`] entries after entry `i`
+/// of `rows`, if there is one (rows of `nf` bins): a deep node's rows are scattered over
+/// the shard.
+#[inline(always)]
+fn prefetch_ahead<B, V>(
+    rows: &[u32],
+    i: usize,
+    bins: &[B],
+    nf: usize,
+    feats: &Range<usize>,
+    gh: &[V],
+) {
+    if let Some(&ahead) = rows.get(i + AHEAD) {
+        let a = ahead as usize * nf;
+        prefetch(bins.as_ptr().wrapping_add(a + feats.start));
+        // the bins may straddle two cache lines
+        prefetch(bins.as_ptr().wrapping_add(a + feats.end.saturating_sub(1)));
+        prefetch(gh.as_ptr().wrapping_add(ahead as usize));
+    }
+}
+
 /// A bin type of the binned matrix.
 pub trait BinValue: Copy + Send + Sync {
     /// The bin as an index.
@@ -138,15 +159,8 @@ pub fn accumulate<B: BinValue, V: HistValue>(
         .iter()
         .all(|&r| (r as usize + 1) * nf <= bins.len() && (r as usize) < gh.len()));
     let base = offsets[feats.start];
-    let (first, last) = (feats.start, feats.end.saturating_sub(1));
     for (i, &r) in rows.iter().enumerate() {
-        if let Some(&ahead) = rows.get(i + AHEAD) {
-            let a = ahead as usize * nf;
-            prefetch(bins.as_ptr().wrapping_add(a + first));
-            // the bins may straddle two cache lines
-            prefetch(bins.as_ptr().wrapping_add(a + last));
-            prefetch(gh.as_ptr().wrapping_add(ahead as usize));
-        }
+        prefetch_ahead(rows, i, bins, nf, &feats, gh);
         let r = r as usize;
         // SAFETY: see the function's contract; checked by the backend's constructor.
         unsafe {
@@ -217,6 +231,16 @@ unsafe fn add_row_padded<V: HistValue>(bins: &[u8], v: V, hist: *mut V) {
     }
 }
 
+/// Panics unless a padded histogram of `len` entries holds features `feats`, ascending
+/// and within a row of `nf`.
+fn check_padded(len: usize, nf: usize, feats: &Range<usize>) {
+    assert_eq!(len, feats.len() * PADDED_BINS, "a padded histogram");
+    assert!(
+        feats.start <= feats.end && feats.end <= nf,
+        "features within a row"
+    );
+}
+
 /// [`accumulate`] of u8 bins into a padded histogram of features `feats`
 /// ([`PADDED_BINS`] entries each, from the first of them).
 ///
@@ -231,26 +255,16 @@ pub fn accumulate_padded<V: HistValue>(
     gh: &[V],
     hist: &mut [V],
 ) {
-    assert_eq!(hist.len(), feats.len() * PADDED_BINS, "a padded histogram");
-    assert!(
-        feats.start <= feats.end && feats.end <= nf,
-        "features within a row"
-    );
+    check_padded(hist.len(), nf, &feats);
     // r < bins.len() / nf is (r + 1) * nf <= bins.len() without the product's overflow
     assert!(
         rows.iter()
             .all(|&r| (nf == 0 || (r as usize) < bins.len() / nf) && (r as usize) < gh.len()),
         "rows within the shard"
     );
-    let (first, last) = (feats.start, feats.end.saturating_sub(1));
     let h = hist.as_mut_ptr();
     for (i, &r) in rows.iter().enumerate() {
-        if let Some(&ahead) = rows.get(i + AHEAD) {
-            let a = ahead as usize * nf;
-            prefetch(bins.as_ptr().wrapping_add(a + first));
-            prefetch(bins.as_ptr().wrapping_add(a + last));
-            prefetch(gh.as_ptr().wrapping_add(ahead as usize));
-        }
+        prefetch_ahead(rows, i, bins, nf, &feats, gh);
         let r = r as usize;
         // SAFETY: r < gh.len() and the row's features lie in `bins` (asserted above); `hist`
         // holds the entries of `feats`
@@ -273,11 +287,7 @@ pub fn accumulate_all_padded<V: HistValue>(
     gh: &[V],
     hist: &mut [V],
 ) {
-    assert_eq!(hist.len(), feats.len() * PADDED_BINS, "a padded histogram");
-    assert!(
-        feats.start <= feats.end && feats.end <= nf,
-        "features within a row"
-    );
+    check_padded(hist.len(), nf, &feats);
     let h = hist.as_mut_ptr();
     for (row, &v) in bins[rows.start * nf..rows.end * nf]
         .chunks_exact(nf)
