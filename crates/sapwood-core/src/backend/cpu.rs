@@ -388,8 +388,9 @@ enum Layout {
 impl Layout {
     /// The layout of a node of `rows` rows in a shard of `u8_bins` or not, whose features'
     /// bins start at `offsets`: padded where the bins are bytes, no feature is wider than
-    /// its padded entries, the padding at most doubles the histogram (its entries are zeroed for every node, and only the used ones
-    /// are ever added to or copied) and the node has rows enough to repay the copy.
+    /// its padded entries, the padding at most doubles the histogram (its entries are
+    /// zeroed for every node, and only the used ones are ever added to or copied) and the
+    /// node has rows enough to repay the copy.
     fn of(rows: usize, offsets: &[u32], u8_bins: bool) -> Layout {
         let nf = offsets.len() - 1;
         let padded = nf * kernel::PADDED_BINS;
@@ -576,10 +577,10 @@ fn build_level<B: BinValue, V: HistValue>(
         });
 }
 
-/// Stable partition of `rows` by `split`, which moves the rows of a slice going left to its
-/// front, in order, and copies the others to the front of the scratch slice it is given
-/// (as long as the rows), returning how many went left ([`kernel::split_rows`]); `scratch`
-/// is as long as `rows`. Large nodes go in parallel chunks.
+/// Stable partition of `rows` (rows going left first) by `split`, which moves the rows of
+/// a slice going left to its front, in order, copies the others to the front of the
+/// scratch slice it is given and returns how many went left ([`kernel::split_rows`]);
+/// `scratch` is as long as `rows`. Large nodes go in parallel chunks.
 fn partition(
     rows: &mut [u32],
     scratch: &mut [u32],
