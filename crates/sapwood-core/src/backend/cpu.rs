@@ -215,6 +215,16 @@ enum PartRows<'a> {
     All(Range<usize>),
 }
 
+impl PartRows<'_> {
+    /// How many rows.
+    fn len(&self) -> usize {
+        match self {
+            PartRows::Listed(r) => r.len(),
+            PartRows::All(r) => r.len(),
+        }
+    }
+}
+
 /// How many parts a node of `rows` rows is built in, when the level holds `level_rows` rows
 /// and `threads` threads share it. A part has its own histogram (zeroed, then added to the
 /// node's), so parts are only made where a thread would otherwise be idle: a level of many
@@ -233,10 +243,7 @@ fn parts_of(rows: usize, level_rows: usize, threads: usize, min_rows: usize) -> 
 
 /// Cuts `rows` into `parts` nearly equal consecutive pieces.
 fn cut<'a>(rows: &PartRows<'a>, parts: usize) -> Vec<PartRows<'a>> {
-    let len = match rows {
-        PartRows::Listed(r) => r.len(),
-        PartRows::All(r) => r.len(),
-    };
+    let len = rows.len();
     (0..parts)
         .map(|i| {
             let (lo, hi) = (len * i / parts, len * (i + 1) / parts);
@@ -514,13 +521,7 @@ fn build_level<B: BinValue, V: HistValue>(
 ) {
     let nf = offsets.len() - 1;
     let u8_bins = B::bytes(bins).is_some();
-    let layout = |rows: &PartRows<'_>| {
-        let len = match rows {
-            PartRows::Listed(r) => r.len(),
-            PartRows::All(r) => r.len(),
-        };
-        Layout::of(len, offsets, u8_bins)
-    };
+    let layout = |rows: &PartRows<'_>| Layout::of(rows.len(), offsets, u8_bins);
     // only nodes of MIN_PART_ROWS rows or more are cut by rows: the pool's layout is theirs
     let part_layout = Layout::of(MIN_PART_ROWS, offsets, u8_bins);
     let cut_parts: usize = cuts.iter().filter(|c| c.parts > 1).map(|c| c.parts).sum();
@@ -634,28 +635,16 @@ fn partition_by<B: BinValue>(
     // SAFETY (every split below): the backend's rows are a permutation of some of 0..n,
     // made by `start_tree` and only ever reordered by this partition, and the column holds
     // n bins and the padding (asserted above)
-    match (&split.rule, B::bytes(column)) {
+    match &split.rule {
         // the missing bin 0 goes left exactly when `default_left`: bin <= t then holds for
         // it, and bin - 1 < t (wrapping) never does
-        (SplitRule::Numeric { bin }, Some(bytes)) => {
+        SplitRule::Numeric { bin } => {
             let t = *bin as usize;
             partition(rows, scratch, |r, s| unsafe {
-                kernel::split_rows_numeric(r, s, bytes, t, missing_left)
+                kernel::split_rows_numeric(r, s, column, t, missing_left)
             })
         }
-        (SplitRule::Numeric { bin }, None) => {
-            let t = *bin as usize;
-            if missing_left {
-                partition(rows, scratch, |r, s| unsafe {
-                    kernel::split_rows(r, s, column, |b| b <= t)
-                })
-            } else {
-                partition(rows, scratch, |r, s| unsafe {
-                    kernel::split_rows(r, s, column, |b| b.wrapping_sub(1) < t)
-                })
-            }
-        }
-        (rule, _) => partition(rows, scratch, |r, s| unsafe {
+        rule => partition(rows, scratch, |r, s| unsafe {
             kernel::split_rows(r, s, column, |b| rule.goes_left(b as u16, missing_left))
         }),
     }

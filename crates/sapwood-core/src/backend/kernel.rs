@@ -340,28 +340,32 @@ pub unsafe fn split_rows<B: BinValue>(
 /// Bytes [`split_rows_numeric`] may read past a row's bin (its lanes gather four bytes).
 pub const COLUMN_PAD: usize = 3;
 
-/// [`split_rows`] of u8 bins by a numeric split at bin `t`: a row goes left when its bin b
-/// has `b <= t` where missing values (bin 0) go left, else `b.wrapping_sub(1) < t` (bin 0
-/// then never does). Sixteen rows a step in 512-bit lanes where the CPU has AVX-512 F,
-/// with the same result as one row at a time.
+/// [`split_rows`] by a numeric split at bin `t`: a row goes left when its bin b has
+/// `b <= t` where missing values (bin 0) go left, else `b.wrapping_sub(1) < t` (bin 0 then
+/// never does). Byte bins go sixteen rows a step in 512-bit lanes where the CPU has
+/// AVX-512 F, with the same result as one row at a time.
 ///
 /// # Safety
 /// Every `r` in `rows` must satisfy `r + COLUMN_PAD < column.len()`.
-pub unsafe fn split_rows_numeric(
+pub unsafe fn split_rows_numeric<B: BinValue>(
     rows: &mut [u32],
     right: &mut [u32],
-    column: &[u8],
+    column: &[B],
     t: usize,
     missing_left: bool,
 ) -> usize {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx512f")
-        && column.len() <= i32::MAX as usize
-        && t < i32::MAX as usize
-    {
-        // SAFETY: the CPU has AVX-512 F (checked above); the rest is the caller's contract,
-        // and every row index fits a gather's signed 32-bit offset
-        return unsafe { split_rows_numeric_avx512(rows, right, column, t as u32, missing_left) };
+    if let Some(bytes) = B::bytes(column) {
+        if std::arch::is_x86_feature_detected!("avx512f")
+            && bytes.len() <= i32::MAX as usize
+            && t < i32::MAX as usize
+        {
+            // SAFETY: the CPU has AVX-512 F (checked above); the rest is the caller's
+            // contract, and every row index fits a gather's signed 32-bit offset
+            return unsafe {
+                split_rows_numeric_avx512(rows, right, bytes, t as u32, missing_left)
+            };
+        }
     }
     // SAFETY: the caller's contract
     unsafe {
