@@ -10,11 +10,18 @@
 //! than loaded. The way a missing bin (0) goes is folded into the compare: a node sending
 //! missing values left asks `b <= bin`, one sending them right `b - 1 <= bin - 1` in
 //! wrapping u16 arithmetic, which 0 fails. Trees with categorical splits walk row by row
-//! with the training tree's rule. Each row's trees are summed in the same order either
-//! way, so the margins are the same bits.
+//! with the training tree's rule. Where the bins are bytes and the CPU has AVX-512 VBMI,
+//! complete trees at most 8 deep walk the whole block at once instead, a row a byte lane
+//! ([`byte_lanes`]). Each row's trees are summed in the same order every way, so the
+//! margins are the same bits.
 
 use rayon::prelude::*;
 
+mod byte_lanes;
+
+use byte_lanes::ByteTree;
+
+use crate::backend::BinValue;
 use crate::data::binned::{BinnedMatrix, BinsRef};
 use crate::objective::ftz;
 use crate::split::SplitRule;
@@ -181,6 +188,18 @@ impl<'t> FlatTree<'t> {
             nodes,
             depth: tree.depth(),
         })
+    }
+
+    /// The byte-lane form of a complete-tree walk, where it has one.
+    fn byte_tree(&self) -> Option<ByteTree> {
+        match &self.walk {
+            Walk::Heap {
+                nodes,
+                values,
+                depth,
+            } => ByteTree::new(nodes, values, *depth),
+            _ => None,
+        }
     }
 
     fn rows(tree: &Tree) -> Vec<FlatNode> {
@@ -360,16 +379,18 @@ unsafe fn level_step<T: Copy + Into<u16>>(nodes: &[StepNode], columns: &[T], lea
 /// rows' steps overlap.
 const BLOCK: usize = 64;
 
-fn add_trees<T: Copy + Default + Into<u16> + Sync>(
+#[allow(unsafe_code)]
+fn add_trees<T: BinValue + Default + Into<u16>>(
     bins: &[T],
     nf: usize,
     trees: &[FlatTree<'_>],
+    lanes: &[Option<ByteTree>],
     k: usize,
     out: &mut [f32],
 ) {
     out.par_chunks_mut(k * BLOCK).enumerate().for_each_init(
-        || vec![T::default(); nf * BLOCK],
-        |columns, (block, m)| {
+        || (vec![T::default(); nf * BLOCK], vec![0f32; k * BLOCK]),
+        |(columns, acc), (block, m)| {
             let first = block * BLOCK;
             let rows = m.len() / k;
             let block_bins = &bins[first * nf..(first + rows) * nf];
@@ -378,17 +399,38 @@ fn add_trees<T: Copy + Default + Into<u16> + Sync>(
                     columns[f * BLOCK + r] = b;
                 }
             }
+            // the block's margins group by group, so a tree adds to 64 in a row
+            for (r, row) in m.chunks_exact(k).enumerate() {
+                for (g, &v) in row.iter().enumerate() {
+                    acc[g * BLOCK + r] = v;
+                }
+            }
             let mut leaf = [0u32; BLOCK];
             let leaf = &mut leaf[..rows];
             for (t, tree) in trees.iter().enumerate() {
                 let g = t % k;
+                let sums: &mut [f32; BLOCK] = (&mut acc[g * BLOCK..(g + 1) * BLOCK])
+                    .try_into()
+                    .expect("a block of margins");
+                if let (Some(Some(bytes)), Some(columns)) = (lanes.get(t), T::bytes(columns)) {
+                    // SAFETY: `lanes` is only filled where byte_lanes::available() (see
+                    // add_to_margins); the tree's columns are features below `nf` (checked
+                    // in FlatTree::new) and `columns` holds nf * BLOCK bins
+                    unsafe { byte_lanes::add_tree(bytes, columns, sums) };
+                    continue;
+                }
                 tree.leaves(block_bins, columns, nf, leaf);
                 let values = match &tree.walk {
                     Walk::Heap { values, .. } => values,
                     _ => &tree.values,
                 };
-                for (r, &at) in leaf.iter().enumerate() {
-                    m[r * k + g] = ftz(m[r * k + g] + values[at as usize]);
+                for (s, &at) in sums.iter_mut().zip(leaf.iter()) {
+                    *s = ftz(*s + values[at as usize]);
+                }
+            }
+            for (r, row) in m.chunks_exact_mut(k).enumerate() {
+                for (g, v) in row.iter_mut().enumerate() {
+                    *v = acc[g * BLOCK + r];
                 }
             }
         },
@@ -401,8 +443,15 @@ pub fn add_to_margins(binned: &BinnedMatrix, trees: &[Tree], k: usize, out: &mut
     let nf = binned.n_features();
     let flat: Vec<FlatTree<'_>> = trees.iter().map(|t| FlatTree::new(t, nf)).collect();
     match binned.bins() {
-        BinsRef::U8(b) => add_trees(b, nf, &flat, k, out),
-        BinsRef::U16(b) => add_trees(b, nf, &flat, k, out),
+        BinsRef::U8(b) => {
+            let lanes: Vec<Option<ByteTree>> = if byte_lanes::available() {
+                flat.iter().map(FlatTree::byte_tree).collect()
+            } else {
+                Vec::new()
+            };
+            add_trees(b, nf, &flat, &lanes, k, out)
+        }
+        BinsRef::U16(b) => add_trees(b, nf, &flat, &[], k, out),
     }
 }
 
@@ -485,7 +534,13 @@ mod tests {
     fn every_walk_reaches_the_leaf_of_the_training_rule() {
         let mut s = Stream(3);
         let (rows, nf) = (1000, 5);
-        for (nb, categorical) in [(8u16, false), (255, false), (300, false), (255, true)] {
+        for (nb, categorical) in [
+            (8u16, false),
+            (255, false),
+            (256, false),
+            (300, false),
+            (255, true),
+        ] {
             // a fifth of the bins missing; rows not a multiple of the block
             let bins: Vec<u16> = (0..rows * nf)
                 .map(|_| {
@@ -496,7 +551,7 @@ mod tests {
                     }
                 })
                 .collect();
-            let matrix = if nb <= 255 {
+            let matrix = if nb <= 256 {
                 let narrow = bins.iter().map(|&b| b as u8).collect();
                 BinnedMatrix::from_bins(rows, nf, crate::data::Bins::U8(narrow)).unwrap()
             } else {
@@ -523,6 +578,127 @@ mod tests {
                         "{nb} bins, categorical {categorical}: row {r}, group {g}"
                     );
                 }
+            }
+        }
+    }
+
+    /// A block's margins from the byte lanes and from the complete-tree walk, for random
+    /// trees of every depth the lanes take over 40 features (more features at a level
+    /// than a byte permute's 64 lanes would see at once in the deepest levels), bins up to
+    /// 255 and both missing-value directions, starting from margins that cross the
+    /// subnormal range.
+    #[test]
+    fn byte_lanes_add_the_complete_walks_leaves() {
+        let mut s = Stream(11);
+        let nf = 40;
+        let tiny = f32::MIN_POSITIVE;
+        for depth in 0..=8 {
+            for nb in [2u16, 8, 256] {
+                let mut tree = random_tree(&mut s, nf, nb, false, depth);
+                // leaves whose sums with the starting margins below fall under the
+                // smallest normal (flushed to +0 by ftz, as training does)
+                for (i, n) in tree.nodes.iter_mut().enumerate() {
+                    if n.split.is_none() && i % 3 == 0 {
+                        n.value = if i % 2 == 0 { -tiny } else { tiny };
+                    }
+                }
+                let flat = FlatTree::new(&tree, nf);
+                let Some(bytes) = flat.byte_tree() else {
+                    panic!("depth {depth}, {nb} bins: a complete walk the lanes should take");
+                };
+                if !byte_lanes::available() {
+                    continue;
+                }
+                for block in 0..20 {
+                    let columns: Vec<u8> = (0..nf * BLOCK)
+                        .map(|_| match s.next(6) {
+                            0 => 0,
+                            1 => (nb - 1) as u8,
+                            _ => s.next(u64::from(nb)) as u8,
+                        })
+                        .collect();
+                    let start: [f32; BLOCK] = std::array::from_fn(|r| match (block + r) % 4 {
+                        0 => 1.5 * tiny,
+                        1 => -1.5 * tiny,
+                        _ => s.next(1000) as f32 / 3.0 - 100.0,
+                    });
+                    let mut leaf = [0u32; BLOCK];
+                    flat.leaves(&[] as &[u8], &columns, nf, &mut leaf);
+                    let Walk::Heap { values, .. } = &flat.walk else {
+                        panic!("a complete walk");
+                    };
+                    let mut got = start;
+                    // SAFETY: available() (checked above); the columns hold nf * BLOCK bins
+                    #[allow(unsafe_code)]
+                    unsafe {
+                        byte_lanes::add_tree(&bytes, &columns, &mut got)
+                    };
+                    for r in 0..BLOCK {
+                        let want = ftz(start[r] + values[leaf[r] as usize]);
+                        assert_eq!(
+                            got[r].to_bits(),
+                            want.to_bits(),
+                            "depth {depth}, {nb} bins, block {block}, row {r}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// Rules the lanes cannot compare in 8 bits (a hostile model's bin past the bytes,
+    /// missing values going right) walk the 16-bit way, and every walk still reaches the
+    /// training rule's leaf; deeper trees are left to the complete walk.
+    #[test]
+    fn rules_past_a_byte_and_deep_trees_leave_the_lanes() {
+        let mut s = Stream(5);
+        let nf = 3;
+        for (bin, default_left, lanes) in [
+            (300u16, false, false),
+            (300, true, true),
+            (255, false, true),
+        ] {
+            let mut tree = random_tree(&mut s, nf, 200, false, 0);
+            tree.nodes[0].split = Some(Split {
+                feature: 1,
+                rule: SplitRule::Numeric { bin },
+                default_left,
+                left: NodeId(1),
+                right: NodeId(2),
+                gain: 1.0,
+            });
+            for v in [1.0, 2.0] {
+                tree.nodes.push(Node {
+                    split: None,
+                    value: v,
+                    cover: 1.0,
+                });
+            }
+            let flat = FlatTree::new(&tree, nf);
+            assert_eq!(
+                flat.byte_tree().is_some(),
+                lanes,
+                "bin {bin}, default_left {default_left}"
+            );
+            let rows = 300;
+            let bins: Vec<u8> = (0..rows * nf).map(|i| (i * 37 % 256) as u8).collect();
+            let matrix = BinnedMatrix::from_bins(rows, nf, crate::data::Bins::U8(bins)).unwrap();
+            let mut got = vec![0.0f32; rows];
+            add_to_margins(&matrix, std::slice::from_ref(&tree), 1, &mut got);
+            for (r, g) in got.iter().enumerate() {
+                let want = tree.value(tree.leaf_of_binned(&matrix, r));
+                assert_eq!(*g, want, "bin {bin}, default_left {default_left}, row {r}");
+            }
+        }
+        // complete walks 9 and 10 deep: past the lanes' 128 positions a level
+        let mut deep = 0;
+        while deep < 4 {
+            let tree = random_tree(&mut s, nf, 200, false, 10);
+            if tree.depth() > 8 {
+                let flat = FlatTree::new(&tree, nf);
+                assert!(matches!(flat.walk, Walk::Heap { .. }));
+                assert!(flat.byte_tree().is_none(), "depth {}", tree.depth());
+                deep += 1;
             }
         }
     }
