@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::data::binned::BinnedMatrix;
+use crate::data::binned::{BinnedMatrix, Binner};
 use crate::data::cuts::{Cuts, FeatureCuts};
 use crate::data::matrix::{Column, FeatureMatrix};
 use crate::error::{Error, Result};
@@ -588,7 +588,15 @@ impl Model {
         rounds: Option<usize>,
     ) -> Result<Vec<f32>> {
         let rounds = self.check_rounds(rounds)?;
-        Ok(self.predict_binned(&self.bin(data)?, rounds))
+        let selected = select_columns(&self.feature_names, &self.cuts, data)?;
+        let binner = Binner::new(&selected, &self.cuts)?;
+        let k = self.groups;
+        let trees = &self.trees[..rounds.min(self.num_rounds()) * k];
+        let mut out: Vec<f32> = (0..binner.n_rows())
+            .flat_map(|_| self.base_margin.iter().copied())
+            .collect();
+        crate::predict::add_raw_to_margins(&binner, trees, k, &mut out);
+        Ok(out)
     }
 
     /// Outputs of `data`: values, probabilities, or class probabilities (`groups` per row).

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use crate::data::bin_search::BinSearch;
+use crate::data::bin_search::{BinSearch, LANES};
 use crate::data::cuts::{Cuts, FeatureCuts};
 use crate::data::matrix::{Column, FeatureMatrix};
 use crate::error::{Error, Result};
@@ -83,59 +83,19 @@ fn code_bins(matrix: &FeatureMatrix<'_>, cuts: &Cuts) -> Vec<Option<Vec<u16>>> {
         .collect()
 }
 
-fn bin_rows<T: Copy + Send + TryFrom<u16>>(matrix: &FeatureMatrix<'_>, cuts: &Cuts, out: &mut [T])
-where
-    <T as TryFrom<u16>>::Error: std::fmt::Debug,
-{
-    let nf = matrix.n_features();
-    let code_bins = code_bins(matrix, cuts);
-    let searches: Vec<Option<BinSearch>> = cuts
-        .features()
-        .iter()
-        .map(|fc| match fc {
-            FeatureCuts::Numeric { thresholds } => BinSearch::new(thresholds),
-            FeatureCuts::Categorical { .. } => None,
-        })
-        .collect();
-    out.par_chunks_mut(ROWS_PER_TASK * nf)
-        .enumerate()
-        .for_each(|(task, chunk)| {
-            let start = task * ROWS_PER_TASK;
-            let rows = chunk.len() / nf;
-            for (f, (col, fc)) in matrix.columns().iter().zip(cuts.features()).enumerate() {
-                match (col, fc, &code_bins[f]) {
-                    (Column::Numeric(v), FeatureCuts::Numeric { thresholds }, _) => {
-                        let v = &v[start..start + rows];
-                        match &searches[f] {
-                            Some(s) => {
-                                for (r, &x) in v.iter().enumerate() {
-                                    chunk[r * nf + f] = T::try_from(s.bin(x)).unwrap();
-                                }
-                            }
-                            None => {
-                                for (r, &x) in v.iter().enumerate() {
-                                    let b = FeatureCuts::bin_value(thresholds, x);
-                                    chunk[r * nf + f] = T::try_from(b).unwrap();
-                                }
-                            }
-                        }
-                    }
-                    (Column::Categorical { codes, .. }, _, Some(bins)) => {
-                        for r in 0..rows {
-                            let b = FeatureCuts::bin_code(bins, codes[start + r]);
-                            chunk[r * nf + f] = T::try_from(b).unwrap();
-                        }
-                    }
-                    _ => unreachable!("feature kinds are checked before binning"),
-                }
-            }
-        });
+/// How each column of a matrix is binned with some cuts, prepared once (checked kinds,
+/// level codes matched by name, thresholds laid out for search) and applied to any rows.
+pub struct Binner<'m> {
+    matrix: &'m FeatureMatrix<'m>,
+    cuts: &'m Cuts,
+    code_bins: Vec<Option<Vec<u16>>>,
+    searches: Vec<Option<BinSearch>>,
 }
 
-impl BinnedMatrix {
-    /// Bins every row of `matrix` with `cuts`, column by column in the cuts' order; column
-    /// kinds must match, categorical levels are matched by name (unknown ones are missing).
-    pub fn new(matrix: &FeatureMatrix<'_>, cuts: &Cuts) -> Result<Self> {
+impl<'m> Binner<'m> {
+    /// The binning of `matrix`'s columns with `cuts`, in the cuts' order; column kinds must
+    /// match, categorical levels are matched by name (unknown ones are missing).
+    pub fn new(matrix: &'m FeatureMatrix<'m>, cuts: &'m Cuts) -> Result<Self> {
         if matrix.n_features() != cuts.n_features() {
             return Err(Error::SchemaMismatch(format!(
                 "{} feature columns but the cuts have {}",
@@ -145,31 +105,146 @@ impl BinnedMatrix {
         }
         for (j, (col, fc)) in matrix.columns().iter().zip(cuts.features()).enumerate() {
             if col.is_categorical() != fc.is_categorical() {
+                let kind = |c: bool| if c { "categorical" } else { "numeric" };
                 return Err(Error::SchemaMismatch(format!(
                     "feature `{}` is {} but the model expects it {}",
                     matrix.names()[j],
-                    if col.is_categorical() {
-                        "categorical"
-                    } else {
-                        "numeric"
-                    },
-                    if fc.is_categorical() {
-                        "categorical"
-                    } else {
-                        "numeric"
-                    },
+                    kind(col.is_categorical()),
+                    kind(fc.is_categorical()),
                 )));
             }
         }
+        let searches = cuts
+            .features()
+            .iter()
+            .map(|fc| match fc {
+                FeatureCuts::Numeric { thresholds } => BinSearch::new(thresholds),
+                FeatureCuts::Categorical { .. } => None,
+            })
+            .collect();
+        Ok(Binner {
+            matrix,
+            cuts,
+            code_bins: code_bins(matrix, cuts),
+            searches,
+        })
+    }
+
+    /// Rows of the matrix.
+    pub fn n_rows(&self) -> usize {
+        self.matrix.n_rows()
+    }
+
+    /// Features of the matrix.
+    pub fn n_features(&self) -> usize {
+        self.matrix.n_features()
+    }
+
+    /// Whether some feature has more than 256 bins (its bins need 16 bits).
+    pub fn wide(&self) -> bool {
+        self.cuts.max_feature_bins() > 256
+    }
+
+    /// Bins rows `start..start + rows` into `out`: row r's bin of feature f at `r *
+    /// row_step + f * feature_step` (row-major: `nf`, 1; a block's columns: 1, its length).
+    ///
+    /// # Panics
+    /// If the rows pass the matrix's end or a position `out`'s, or a bin does not fit `T`
+    /// (u8 where [`Binner::wide`]).
+    pub fn bin_into<T: Copy + TryFrom<u16>>(
+        &self,
+        start: usize,
+        rows: usize,
+        out: &mut [T],
+        row_step: usize,
+        feature_step: usize,
+    ) where
+        <T as TryFrom<u16>>::Error: std::fmt::Debug,
+    {
+        let columns = self.matrix.columns().iter().zip(self.cuts.features());
+        for (f, (col, fc)) in columns.enumerate() {
+            let mut put = |r: usize, b: u16| {
+                out[r * row_step + f * feature_step] = T::try_from(b).unwrap();
+            };
+            match (col, fc, &self.code_bins[f]) {
+                (Column::Numeric(v), FeatureCuts::Numeric { thresholds }, _) => {
+                    let v = &v[start..start + rows];
+                    match &self.searches[f] {
+                        Some(s) => {
+                            let mut lanes = v.chunks_exact(LANES);
+                            for (i, x) in (&mut lanes).enumerate() {
+                                let x = x.try_into().expect("a chunk of LANES");
+                                for (j, b) in s.bins(x).into_iter().enumerate() {
+                                    put(i * LANES + j, b);
+                                }
+                            }
+                            let done = v.len() - lanes.remainder().len();
+                            for (r, &x) in lanes.remainder().iter().enumerate() {
+                                put(done + r, s.bin(x));
+                            }
+                        }
+                        None => {
+                            for (r, &x) in v.iter().enumerate() {
+                                put(r, FeatureCuts::bin_value(thresholds, x));
+                            }
+                        }
+                    }
+                }
+                (Column::Categorical { codes, .. }, _, Some(bins)) => {
+                    for (r, &c) in codes[start..start + rows].iter().enumerate() {
+                        put(r, FeatureCuts::bin_code(bins, c));
+                    }
+                }
+                _ => unreachable!("feature kinds are checked in Binner::new"),
+            }
+        }
+    }
+
+    /// Asks for the raw values of rows `start..start + rows` to be brought into cache (a
+    /// block of rows reads a short piece of every column: more streams than the hardware
+    /// prefetcher follows). Rows past the end are ignored.
+    pub fn prefetch(&self, start: usize, rows: usize) {
+        // a cache line holds this many values
+        const LINE: usize = 16;
+        for col in self.matrix.columns() {
+            let (base, len) = match col {
+                Column::Numeric(v) => (v.as_ptr(), v.len()),
+                Column::Categorical { codes, .. } => (codes.as_ptr().cast(), codes.len()),
+            };
+            for r in (start..(start + rows).min(len)).step_by(LINE) {
+                crate::backend::prefetch(base.wrapping_add(r));
+            }
+        }
+    }
+
+    /// Bins every row, row-major, in tasks of [`ROWS_PER_TASK`] rows.
+    fn bin_rows<T: Copy + Send + TryFrom<u16>>(&self, out: &mut [T])
+    where
+        <T as TryFrom<u16>>::Error: std::fmt::Debug,
+    {
+        let nf = self.n_features();
+        out.par_chunks_mut(ROWS_PER_TASK * nf)
+            .enumerate()
+            .for_each(|(task, chunk)| {
+                self.bin_into(task * ROWS_PER_TASK, chunk.len() / nf, chunk, nf, 1);
+            });
+    }
+}
+
+impl BinnedMatrix {
+    /// Bins every row of `matrix` with `cuts`, column by column in the cuts' order; column
+    /// kinds must match, categorical levels are matched by name (unknown ones are missing).
+    pub fn new(matrix: &FeatureMatrix<'_>, cuts: &Cuts) -> Result<Self> {
+        let binner = Binner::new(matrix, cuts)?;
         let (n, nf) = (matrix.n_rows(), matrix.n_features());
-        let bins = if cuts.max_feature_bins() <= 256 {
-            let mut out = crate::huge_pages::filled(n * nf, 0u8);
-            bin_rows(matrix, cuts, &mut out);
-            Bins::U8(out)
-        } else {
+        let bins = if binner.wide() {
             let mut out = crate::huge_pages::filled(n * nf, 0u16);
-            bin_rows(matrix, cuts, &mut out);
+            binner.bin_rows(&mut out);
             Bins::U16(out)
+        } else {
+            let mut out = crate::huge_pages::filled(n * nf, 0u8);
+            binner.bin_rows(&mut out);
+            Bins::U8(out)
         };
         Ok(BinnedMatrix {
             n_rows: n,

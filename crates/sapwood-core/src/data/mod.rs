@@ -6,6 +6,6 @@ pub mod cuts;
 pub mod matrix;
 pub(crate) mod radix;
 
-pub use binned::{BinnedMatrix, Bins, BinsRef};
+pub use binned::{BinnedMatrix, Binner, Bins, BinsRef};
 pub use cuts::{CutSample, Cuts, FeatureCuts};
 pub use matrix::{Column, FeatureMatrix, MISSING_CATEGORY};

@@ -22,7 +22,7 @@ mod byte_lanes;
 use byte_lanes::ByteTree;
 
 use crate::backend::BinValue;
-use crate::data::binned::{BinnedMatrix, BinsRef};
+use crate::data::binned::{BinnedMatrix, Binner, BinsRef};
 use crate::objective::ftz;
 use crate::split::SplitRule;
 use crate::tree::Tree;
@@ -227,17 +227,23 @@ impl<'t> FlatTree<'t> {
             .collect()
     }
 
-    /// The leaf a row (its bins) reaches, node by node with the training tree's rule (bin
-    /// 0 is missing and takes the default way).
+    /// The leaf row `r` of a block reaches (its bin of feature f at `columns[f * BLOCK +
+    /// r]`), node by node with the training tree's rule (bin 0 is missing and takes the
+    /// default way).
     #[inline]
-    fn leaf_of_row<T: Copy + Into<u16>>(nodes: &[FlatNode], tree: &Tree, row: &[T]) -> usize {
+    fn leaf_of_row<T: Copy + Into<u16>>(
+        nodes: &[FlatNode],
+        tree: &Tree,
+        columns: &[T],
+        r: usize,
+    ) -> usize {
         let mut i = 0usize;
         loop {
             let n = nodes[i];
             if n.flags & LEAF != 0 {
                 return i;
             }
-            let b: u16 = row[n.feature as usize].into();
+            let b: u16 = columns[n.feature as usize * BLOCK + r].into();
             let left = if b == 0 {
                 n.flags & DEFAULT_LEFT != 0
             } else if n.flags & CATEGORICAL != 0 {
@@ -250,12 +256,11 @@ impl<'t> FlatTree<'t> {
         }
     }
 
-    /// The leaf each of the block's rows reaches, into `leaf`: `rows` holds the block's
-    /// rows of `nf` bins each, `columns` the same bins feature by feature ([`BLOCK`] slots
-    /// a feature).
+    /// The leaf each of the block's rows reaches, into `leaf`: `columns` holds the block's
+    /// bins feature by feature ([`BLOCK`] slots a feature).
     #[inline]
     #[allow(unsafe_code)]
-    fn leaves<T: Copy + Into<u16>>(&self, rows: &[T], columns: &[T], nf: usize, leaf: &mut [u32]) {
+    fn leaves<T: Copy + Into<u16>>(&self, columns: &[T], leaf: &mut [u32]) {
         match &self.walk {
             Walk::Heap { nodes, depth, .. } => {
                 match nodes.first() {
@@ -293,8 +298,7 @@ impl<'t> FlatTree<'t> {
             }
             Walk::Rows { nodes } => {
                 for (r, at) in leaf.iter_mut().enumerate() {
-                    let row = &rows[r * nf..(r + 1) * nf];
-                    *at = Self::leaf_of_row(nodes, self.tree, row) as u32;
+                    *at = Self::leaf_of_row(nodes, self.tree, columns, r) as u32;
                 }
             }
         }
@@ -379,10 +383,13 @@ unsafe fn level_step<T: Copy + Into<u16>>(nodes: &[StepNode], columns: &[T], lea
 /// rows' steps overlap.
 const BLOCK: usize = 64;
 
+/// Adds `trees` to `out` (`k` margins a row) block by block: `fill(first, rows, columns)`
+/// writes the bins of rows `first..first + rows` feature by feature (row r's bin of
+/// feature f at `columns[f * BLOCK + r]`, `nf` features).
 #[allow(unsafe_code)]
 fn add_trees<T: BinValue + Default + Into<u16>>(
-    bins: &[T],
     nf: usize,
+    fill: impl Fn(usize, usize, &mut [T]) + Sync,
     trees: &[FlatTree<'_>],
     lanes: &[Option<ByteTree>],
     k: usize,
@@ -391,14 +398,8 @@ fn add_trees<T: BinValue + Default + Into<u16>>(
     out.par_chunks_mut(k * BLOCK).enumerate().for_each_init(
         || (vec![T::default(); nf * BLOCK], vec![0f32; k * BLOCK]),
         |(columns, acc), (block, m)| {
-            let first = block * BLOCK;
             let rows = m.len() / k;
-            let block_bins = &bins[first * nf..(first + rows) * nf];
-            for (r, row) in block_bins.chunks_exact(nf).enumerate() {
-                for (f, &b) in row.iter().enumerate() {
-                    columns[f * BLOCK + r] = b;
-                }
-            }
+            fill(block * BLOCK, rows, columns);
             // the block's margins group by group, so a tree adds to 64 in a row
             for (r, row) in m.chunks_exact(k).enumerate() {
                 for (g, &v) in row.iter().enumerate() {
@@ -414,12 +415,12 @@ fn add_trees<T: BinValue + Default + Into<u16>>(
                     .expect("a block of margins");
                 if let (Some(Some(bytes)), Some(columns)) = (lanes.get(t), T::bytes(columns)) {
                     // SAFETY: `lanes` is only filled where byte_lanes::available() (see
-                    // add_to_margins); the tree's columns are features below `nf` (checked
-                    // in FlatTree::new) and `columns` holds nf * BLOCK bins
+                    // add_walks); the tree's columns are features below `nf` (checked in
+                    // FlatTree::new) and `columns` holds nf * BLOCK bins
                     unsafe { byte_lanes::add_tree(bytes, columns, sums) };
                     continue;
                 }
-                tree.leaves(block_bins, columns, nf, leaf);
+                tree.leaves(columns, leaf);
                 let values = match &tree.walk {
                     Walk::Heap { values, .. } => values,
                     _ => &tree.values,
@@ -437,21 +438,73 @@ fn add_trees<T: BinValue + Default + Into<u16>>(
     );
 }
 
+/// [`add_trees`] with `trees` flattened, in byte lanes where the bins are bytes
+/// (`bytes`) and the CPU can.
+fn add_walks<T: BinValue + Default + Into<u16>>(
+    nf: usize,
+    bytes: bool,
+    fill: impl Fn(usize, usize, &mut [T]) + Sync,
+    trees: &[Tree],
+    k: usize,
+    out: &mut [f32],
+) {
+    let flat: Vec<FlatTree<'_>> = trees.iter().map(|t| FlatTree::new(t, nf)).collect();
+    let lanes: Vec<Option<ByteTree>> = if bytes && byte_lanes::available() {
+        flat.iter().map(FlatTree::byte_tree).collect()
+    } else {
+        Vec::new()
+    };
+    add_trees(nf, fill, &flat, &lanes, k, out);
+}
+
+/// The rows `first..first + rows` of row-major `bins` (`nf` a row) into a block's columns.
+fn transpose<T: Copy>(bins: &[T], nf: usize, first: usize, rows: usize, columns: &mut [T]) {
+    for (r, row) in bins[first * nf..(first + rows) * nf]
+        .chunks_exact(nf)
+        .enumerate()
+    {
+        for (f, &b) in row.iter().enumerate() {
+            columns[f * BLOCK + r] = b;
+        }
+    }
+}
+
 /// Adds `trees` (round-major, `k` per round) to `out` (`k` margins per row of `binned`),
 /// each row's trees in order.
 pub fn add_to_margins(binned: &BinnedMatrix, trees: &[Tree], k: usize, out: &mut [f32]) {
     let nf = binned.n_features();
-    let flat: Vec<FlatTree<'_>> = trees.iter().map(|t| FlatTree::new(t, nf)).collect();
     match binned.bins() {
         BinsRef::U8(b) => {
-            let lanes: Vec<Option<ByteTree>> = if byte_lanes::available() {
-                flat.iter().map(FlatTree::byte_tree).collect()
-            } else {
-                Vec::new()
-            };
-            add_trees(b, nf, &flat, &lanes, k, out)
+            let fill = |first, rows, c: &mut [u8]| transpose(b, nf, first, rows, c);
+            add_walks(nf, true, fill, trees, k, out)
         }
-        BinsRef::U16(b) => add_trees(b, nf, &flat, &[], k, out),
+        BinsRef::U16(b) => {
+            let fill = |first, rows, c: &mut [u16]| transpose(b, nf, first, rows, c);
+            add_walks(nf, false, fill, trees, k, out)
+        }
+    }
+}
+
+/// [`add_to_margins`] for raw rows: each block of rows is binned as it is walked, straight
+/// into the block's columns (the same bins [`BinnedMatrix::new`] gives them), so no binned
+/// matrix is held.
+pub fn add_raw_to_margins(binner: &Binner<'_>, trees: &[Tree], k: usize, out: &mut [f32]) {
+    let nf = binner.n_features();
+    // the rows this many blocks ahead are fetched while this block is walked
+    const AHEAD: usize = 2;
+    let fetch = |first: usize| binner.prefetch(first + AHEAD * BLOCK, BLOCK);
+    if binner.wide() {
+        let fill = |first, rows, c: &mut [u16]| {
+            fetch(first);
+            binner.bin_into(first, rows, c, 1, BLOCK)
+        };
+        add_walks(nf, false, fill, trees, k, out)
+    } else {
+        let fill = |first, rows, c: &mut [u8]| {
+            fetch(first);
+            binner.bin_into(first, rows, c, 1, BLOCK)
+        };
+        add_walks(nf, true, fill, trees, k, out)
     }
 }
 
@@ -623,7 +676,7 @@ mod tests {
                         _ => s.next(1000) as f32 / 3.0 - 100.0,
                     });
                     let mut leaf = [0u32; BLOCK];
-                    flat.leaves(&[] as &[u8], &columns, nf, &mut leaf);
+                    flat.leaves(&columns, &mut leaf);
                     let Walk::Heap { values, .. } = &flat.walk else {
                         panic!("a complete walk");
                     };
@@ -699,6 +752,87 @@ mod tests {
                 assert!(matches!(flat.walk, Walk::Heap { .. }));
                 assert!(flat.byte_tree().is_none(), "depth {}", tree.depth());
                 deep += 1;
+            }
+        }
+    }
+
+    /// Raw rows binned block by block as they are walked give the margins of the binned
+    /// matrix: a categorical column whose levels are in another order than the cuts'
+    /// (matched by name, an unknown level missing), numeric features of 0 to 254
+    /// thresholds and one of 300 (16-bit bins), thresholds that do not increase (the
+    /// binary search), NaN, infinities and the thresholds themselves, rows not a multiple
+    /// of the block, and trees with categorical splits, complete walks and deep ones.
+    #[test]
+    fn raw_rows_binned_in_blocks_give_the_binned_matrixs_margins() {
+        use crate::data::{Column, Cuts, FeatureCuts, FeatureMatrix};
+        let mut s = Stream(17);
+        let rows = 1000;
+        for widest in [254usize, 300] {
+            let mut features = vec![FeatureCuts::Categorical {
+                levels: vec!["a".into(), "b".into(), "c".into()],
+                level_bins: vec![1, 2, 0],
+                n_bins: 3,
+            }];
+            let mut columns = vec![Column::Categorical {
+                codes: (0..rows)
+                    .map(|_| match s.next(5) {
+                        4 => crate::data::MISSING_CATEGORY,
+                        c => c as u32,
+                    })
+                    .collect::<Vec<u32>>()
+                    .into(),
+                levels: vec!["c".into(), "zz".into(), "a".into(), "b".into()],
+            }];
+            for n in [0usize, 1, 16, 17, widest] {
+                let thresholds: Vec<f32> = (0..n).map(|i| i as f32 * 0.25 - 10.0).collect();
+                columns.push(Column::Numeric(
+                    (0..rows)
+                        .map(|_| match s.next(12) {
+                            0 => f32::NAN,
+                            1 => f32::INFINITY,
+                            2 => f32::NEG_INFINITY,
+                            3 if n > 0 => thresholds[s.next(n as u64) as usize],
+                            _ => s.next(100_000) as f32 / 1000.0 - 50.0,
+                        })
+                        .collect::<Vec<f32>>()
+                        .into(),
+                ));
+                features.push(FeatureCuts::Numeric { thresholds });
+            }
+            features.push(FeatureCuts::Numeric {
+                thresholds: vec![1.0, 1.0, 0.5],
+            });
+            columns.push(Column::Numeric(
+                (0..rows)
+                    .map(|_| s.next(40) as f32 / 10.0 - 1.0)
+                    .collect::<Vec<f32>>()
+                    .into(),
+            ));
+            let nf = features.len();
+            let names = (0..nf).map(|f| format!("f{f}")).collect();
+            let matrix = FeatureMatrix::new(names, columns).unwrap();
+            let cuts = Cuts::new(features);
+            let binned = BinnedMatrix::new(&matrix, &cuts).unwrap();
+            let binner = Binner::new(&matrix, &cuts).unwrap();
+            assert_eq!(binner.wide(), widest > 254);
+            let nb = if widest > 254 { 302 } else { 256 };
+            let trees: Vec<Tree> = [(0, false), (3, false), (8, false), (8, true), (12, false)]
+                .into_iter()
+                .map(|(d, categorical)| random_tree(&mut s, nf, nb, categorical, d))
+                .collect();
+            let k = 2;
+            let start: Vec<f32> = (0..rows * k).map(|i| i as f32 / 7.0).collect();
+            let mut want = start.clone();
+            add_to_margins(&binned, &trees, k, &mut want);
+            let mut got = start;
+            add_raw_to_margins(&binner, &trees, k, &mut got);
+            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                assert_eq!(
+                    g.to_bits(),
+                    w.to_bits(),
+                    "{widest} thresholds: row {}",
+                    i / k
+                );
             }
         }
     }
