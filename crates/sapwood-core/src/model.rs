@@ -572,13 +572,19 @@ impl Model {
 
     /// Margins (`groups` per row) of binned rows using the first `rounds` rounds.
     pub fn predict_binned(&self, binned: &BinnedMatrix, rounds: usize) -> Vec<f32> {
-        let k = self.groups;
-        let trees = &self.trees[..rounds.min(self.num_rounds()) * k];
-        let mut out: Vec<f32> = (0..binned.n_rows())
+        let (trees, mut out) = self.prediction_start(binned.n_rows(), rounds);
+        crate::predict::add_to_margins(binned, trees, self.groups, &mut out);
+        out
+    }
+
+    /// The trees of the first `rounds` rounds, and `n_rows` rows of the model's base
+    /// margins for them to be added to.
+    fn prediction_start(&self, n_rows: usize, rounds: usize) -> (&[Tree], Vec<f32>) {
+        let trees = &self.trees[..rounds.min(self.num_rounds()) * self.groups];
+        let start = (0..n_rows)
             .flat_map(|_| self.base_margin.iter().copied())
             .collect();
-        crate::predict::add_to_margins(binned, trees, k, &mut out);
-        out
+        (trees, start)
     }
 
     /// Margins of `data` (`groups` per row), using `rounds` rounds or the default.
@@ -590,12 +596,8 @@ impl Model {
         let rounds = self.check_rounds(rounds)?;
         let selected = select_columns(&self.feature_names, &self.cuts, data)?;
         let binner = Binner::new(&selected, &self.cuts)?;
-        let k = self.groups;
-        let trees = &self.trees[..rounds.min(self.num_rounds()) * k];
-        let mut out: Vec<f32> = (0..binner.n_rows())
-            .flat_map(|_| self.base_margin.iter().copied())
-            .collect();
-        crate::predict::add_raw_to_margins(&binner, trees, k, &mut out);
+        let (trees, mut out) = self.prediction_start(binner.n_rows(), rounds);
+        crate::predict::add_raw_to_margins(&binner, trees, self.groups, &mut out);
         Ok(out)
     }
 

@@ -18,7 +18,7 @@ use crate::hist::HistBin;
 const AHEAD: usize = 32;
 
 #[inline(always)]
-pub(crate) fn prefetch<T>(p: *const T) {
+fn prefetch<T>(p: *const T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: prefetching is a hint and never faults, whatever the address.
     unsafe {

@@ -16,7 +16,7 @@ pub mod shard;
 
 pub use cpu::CpuBackend;
 pub use factory::{BackendFactory, CpuFactory, ShardData};
-pub(crate) use kernel::{prefetch, BinValue};
+pub(crate) use kernel::BinValue;
 
 use crate::error::Result;
 use crate::hash::SampleRate;

@@ -7,7 +7,9 @@
 //! it) + (thresholds below it in the block that follows). Each count is 16 independent
 //! compares of fixed length, which the compiler turns into four 4-wide compares, and the
 //! count is exactly the binary search's, whatever the values (±0, infinities): the same
-//! `t < v` compares on the same floats.
+//! `t < v` compares on the same floats. [`BinSearch::bins`] bins 64 values at once in
+//! AVX-512 lanes with the same counts (the pivots searched by permutes, the block by
+//! gathers).
 #![allow(unsafe_code)]
 
 /// Thresholds per block (and pivots, so at most `BLOCK * BLOCK` thresholds).
@@ -18,8 +20,8 @@ const BLOCK: usize = 16;
 pub struct BinSearch {
     /// the last threshold of each block (+inf past the last block)
     pivots: [f32; BLOCK],
-    /// the thresholds, `BLOCK` a block, padded with +inf; one more block of +inf when the
-    /// last is full
+    /// the thresholds, `BLOCK` a block, padded with +inf, and always one more block of
+    /// +inf (a value above every pivot of 16 full blocks counts 16 and reads it)
     blocks: Vec<[f32; BLOCK]>,
 }
 

@@ -1,4 +1,5 @@
-//! The binned matrix: one small integer per (row, feature), row-major.
+//! Binning raw columns with cuts ([`Binner`], into any layout), and the binned matrix: one
+//! small integer per (row, feature), row-major.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -200,9 +201,11 @@ impl<'m> Binner<'m> {
         }
     }
 
-    /// Asks for the raw values of rows `start..start + rows` to be brought into cache (a
-    /// block of rows reads a short piece of every column: more streams than the hardware
-    /// prefetcher follows). Rows past the end are ignored.
+    /// Asks for the raw values of rows `start..start + rows` to be brought into the
+    /// second-level cache (a block of rows reads a short piece of every column: more
+    /// streams than the hardware prefetcher follows; not the first level, which a block
+    /// of many features would overflow). Rows past the end are ignored.
+    #[allow(unsafe_code)]
     pub fn prefetch(&self, start: usize, rows: usize) {
         // a cache line holds this many values
         const LINE: usize = 16;
@@ -211,8 +214,20 @@ impl<'m> Binner<'m> {
                 Column::Numeric(v) => (v.as_ptr(), v.len()),
                 Column::Categorical { codes, .. } => (codes.as_ptr().cast(), codes.len()),
             };
-            for r in (start..(start + rows).min(len)).step_by(LINE) {
-                crate::backend::prefetch(base.wrapping_add(r));
+            let end = (start + rows).min(len);
+            if start >= end {
+                continue;
+            }
+            // every line of the rows, the last one's too where the start is not aligned
+            for r in (start..end).step_by(LINE).chain([end - 1]) {
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: prefetching is a hint and never faults, whatever the address.
+                unsafe {
+                    use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T1};
+                    _mm_prefetch::<_MM_HINT_T1>(base.wrapping_add(r).cast());
+                }
+                #[cfg(not(target_arch = "x86_64"))]
+                let _ = (base, r);
             }
         }
     }

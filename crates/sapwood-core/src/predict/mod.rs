@@ -1,11 +1,13 @@
-//! Prediction over binned rows with trees flattened for speed: 16 bytes a node instead of
-//! the training tree's ~80, leaf values apart, and the bin storage's width resolved once.
+//! Prediction over binned or raw rows with trees flattened for speed: 16 bytes a node
+//! instead of the training tree's ~80, leaf values apart, and the bin storage's width
+//! resolved once.
 //!
-//! A tree of numeric splits only is walked by a block of rows at once, level by level: a
+//! Rows are walked in blocks of [`BLOCK`], their bins held feature by feature (transposed
+//! from a binned matrix, or binned straight from raw columns), so a row's bin is one add
+//! away. A tree of numeric splits only is walked by the whole block, level by level: a
 //! leaf continues as itself, so every row takes the tree's depth in steps and each step is
 //! a load, a compare and a select for each of the block's rows, with no branch to
-//! mispredict and the rows' walks overlapping; the block's bins are transposed to columns
-//! first, so a row's bin is one add away. Trees at most [`MAX_HEAP_DEPTH`] deep are laid
+//! mispredict and the rows' walks overlapping. Trees at most [`MAX_HEAP_DEPTH`] deep are laid
 //! out as complete binary trees, where the next node is computed (2i + 1 or 2i + 2) rather
 //! than loaded. The way a missing bin (0) goes is folded into the compare: a node sending
 //! missing values left asks `b <= bin`, one sending them right `b - 1 <= bin - 1` in
@@ -44,8 +46,8 @@ struct FlatNode {
 
 /// One node of a numeric tree walked level by level: a row with bin `b` of the feature
 /// goes to `next[0]` when `b.wrapping_sub(shift) <= last`, else to `next[1]`; a leaf's
-/// `next` is itself. `column` is where the feature's bins start in a block transposed to
-/// columns (feature × [`BLOCK`]), so a row's bin is one add away.
+/// `next` is itself. `column` is where the feature's bins start in a block's columns
+/// (feature × [`BLOCK`]), so a row's bin is one add away.
 #[derive(Debug, Clone, Copy, Default)]
 struct StepNode {
     next: [u32; 2],
@@ -88,6 +90,8 @@ struct FlatTree<'t> {
     walk: Walk,
     values: Vec<f32>,
     tree: &'t Tree,
+    /// features of the rows it walks
+    nf: usize,
 }
 
 impl<'t> FlatTree<'t> {
@@ -112,7 +116,12 @@ impl<'t> FlatTree<'t> {
             }
             other => other,
         };
-        FlatTree { walk, values, tree }
+        FlatTree {
+            walk,
+            values,
+            tree,
+            nf,
+        }
     }
 
     /// The complete-tree form of a numeric tree (its level-by-level `nodes`) of `depth`.
@@ -256,11 +265,20 @@ impl<'t> FlatTree<'t> {
         }
     }
 
-    /// The leaf each of the block's rows reaches, into `leaf`: `columns` holds the block's
-    /// bins feature by feature ([`BLOCK`] slots a feature).
+    /// Where each of the block's rows ends, into `leaf` (at most [`BLOCK`] rows): a node
+    /// of the training tree, or for a complete walk a bottom slot of its `values`.
+    /// `columns` holds the block's bins feature by feature ([`BLOCK`] slots for each of
+    /// the `nf` features the tree was flattened for; the unchecked steps rely on it).
+    ///
+    /// # Panics
+    /// If `leaf` is longer than a block or `columns` shorter than the features.
     #[inline]
     #[allow(unsafe_code)]
     fn leaves<T: Copy + Into<u16>>(&self, columns: &[T], leaf: &mut [u32]) {
+        assert!(
+            leaf.len() <= BLOCK && columns.len() >= self.nf * BLOCK,
+            "a block of rows and every feature's column"
+        );
         match &self.walk {
             Walk::Heap { nodes, depth, .. } => {
                 match nodes.first() {
@@ -490,7 +508,8 @@ pub fn add_to_margins(binned: &BinnedMatrix, trees: &[Tree], k: usize, out: &mut
 /// matrix is held.
 pub fn add_raw_to_margins(binner: &Binner<'_>, trees: &[Tree], k: usize, out: &mut [f32]) {
     let nf = binner.n_features();
-    // the rows this many blocks ahead are fetched while this block is walked
+    // the raw values this many blocks ahead are asked for as each block is binned (blocks
+    // of one task follow each other)
     const AHEAD: usize = 2;
     let fetch = |first: usize| binner.prefetch(first + AHEAD * BLOCK, BLOCK);
     if binner.wide() {
@@ -636,10 +655,10 @@ mod tests {
     }
 
     /// A block's margins from the byte lanes and from the complete-tree walk, for random
-    /// trees of every depth the lanes take over 40 features (more features at a level
-    /// than a byte permute's 64 lanes would see at once in the deepest levels), bins up to
-    /// 255 and both missing-value directions, starting from margins that cross the
-    /// subnormal range.
+    /// trees of every depth the lanes take (exactly that deep: level 7 is the two-table
+    /// permute) over 40 features (up to 40 masked loads at a deep level), bins up to 255
+    /// and both missing-value directions, starting from margins that cross the subnormal
+    /// range.
     #[test]
     fn byte_lanes_add_the_complete_walks_leaves() {
         let mut s = Stream(11);
@@ -648,6 +667,9 @@ mod tests {
         for depth in 0..=8 {
             for nb in [2u16, 8, 256] {
                 let mut tree = random_tree(&mut s, nf, nb, false, depth);
+                while tree.depth() != depth {
+                    tree = random_tree(&mut s, nf, nb, false, depth);
+                }
                 // leaves whose sums with the starting margins below fall under the
                 // smallest normal (flushed to +0 by ftz, as training does)
                 for (i, n) in tree.nodes.iter_mut().enumerate() {
@@ -660,6 +682,11 @@ mod tests {
                     panic!("depth {depth}, {nb} bins: a complete walk the lanes should take");
                 };
                 if !byte_lanes::available() {
+                    // scripts/test.sh sets it where /proc/cpuinfo lists AVX-512 VBMI
+                    assert!(
+                        std::env::var_os("SAPWOOD_REQUIRE_AVX512").is_none(),
+                        "SAPWOOD_REQUIRE_AVX512 is set but the byte lanes are unavailable"
+                    );
                     continue;
                 }
                 for block in 0..20 {
@@ -706,11 +733,16 @@ mod tests {
     fn rules_past_a_byte_and_deep_trees_leave_the_lanes() {
         let mut s = Stream(5);
         let nf = 3;
-        for (bin, default_left, lanes) in [
+        // bin 256 with missing values right is `b - 1 > 255`: never true of a byte but of
+        // the missing bin in 16 bits
+        let rules = [
             (300u16, false, false),
             (300, true, true),
+            (256, false, false),
+            (256, true, true),
             (255, false, true),
-        ] {
+        ];
+        for (bin, default_left, lanes) in rules {
             let mut tree = random_tree(&mut s, nf, 200, false, 0);
             tree.nodes[0].split = Some(Split {
                 feature: 1,
@@ -756,12 +788,14 @@ mod tests {
         }
     }
 
-    /// Raw rows binned block by block as they are walked give the margins of the binned
-    /// matrix: a categorical column whose levels are in another order than the cuts'
-    /// (matched by name, an unknown level missing), numeric features of 0 to 254
-    /// thresholds and one of 300 (16-bit bins), thresholds that do not increase (the
-    /// binary search), NaN, infinities and the thresholds themselves, rows not a multiple
-    /// of the block, and trees with categorical splits, complete walks and deep ones.
+    /// Raw rows binned block by block as they are walked give the margins of rows binned
+    /// one value at a time by the cuts' own rules (`bin_value`, `bin_code`): a categorical
+    /// column whose levels are in another order than the cuts' (matched by name, an
+    /// unknown level missing), numeric features of 0 to 256 thresholds (the lanes' search)
+    /// and one of 300 (16-bit bins, the binary search), thresholds that do not increase
+    /// (the binary search), NaN, infinities and the thresholds themselves, rows not a
+    /// multiple of the block, and trees with categorical splits, complete walks and deep
+    /// ones.
     #[test]
     fn raw_rows_binned_in_blocks_give_the_binned_matrixs_margins() {
         use crate::data::{Column, Cuts, FeatureCuts, FeatureMatrix};
@@ -783,7 +817,12 @@ mod tests {
                     .into(),
                 levels: vec!["c".into(), "zz".into(), "a".into(), "b".into()],
             }];
-            for n in [0usize, 1, 16, 17, widest] {
+            let sizes: &[usize] = if widest > 254 {
+                &[0, 1, 16, 17, 255, 256, widest]
+            } else {
+                &[0, 1, 16, 17, widest]
+            };
+            for &n in sizes {
                 let thresholds: Vec<f32> = (0..n).map(|i| i as f32 * 0.25 - 10.0).collect();
                 columns.push(Column::Numeric(
                     (0..rows)
@@ -812,7 +851,32 @@ mod tests {
             let names = (0..nf).map(|f| format!("f{f}")).collect();
             let matrix = FeatureMatrix::new(names, columns).unwrap();
             let cuts = Cuts::new(features);
-            let binned = BinnedMatrix::new(&matrix, &cuts).unwrap();
+            // the data's codes c, zz, a, b are the cuts' bins 0 (level c), 0 (unknown), 1, 2
+            let by_code = [0u16, 0, 1, 2];
+            let reference: Vec<u16> = (0..rows)
+                .flat_map(|r| {
+                    let by_code = &by_code;
+                    matrix
+                        .columns()
+                        .iter()
+                        .zip(cuts.features())
+                        .map(move |(c, fc)| match (c, fc) {
+                            (Column::Numeric(v), FeatureCuts::Numeric { thresholds }) => {
+                                FeatureCuts::bin_value(thresholds, v[r])
+                            }
+                            (Column::Categorical { codes, .. }, _) => {
+                                FeatureCuts::bin_code(by_code, codes[r])
+                            }
+                            _ => unreachable!("kinds match"),
+                        })
+                })
+                .collect();
+            let bins = if widest > 254 {
+                crate::data::Bins::U16(reference)
+            } else {
+                crate::data::Bins::U8(reference.iter().map(|&b| b as u8).collect())
+            };
+            let binned = BinnedMatrix::from_bins(rows, nf, bins).unwrap();
             let binner = Binner::new(&matrix, &cuts).unwrap();
             assert_eq!(binner.wide(), widest > 254);
             let nb = if widest > 254 { 302 } else { 256 };
