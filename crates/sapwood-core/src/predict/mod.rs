@@ -456,18 +456,17 @@ fn add_trees<T: BinValue + Default + Into<u16>>(
     );
 }
 
-/// [`add_trees`] with `trees` flattened, in byte lanes where the bins are bytes
-/// (`bytes`) and the CPU can.
+/// [`add_trees`] with `trees` flattened, in byte lanes where the bins are bytes and the
+/// CPU can.
 fn add_walks<T: BinValue + Default + Into<u16>>(
     nf: usize,
-    bytes: bool,
     fill: impl Fn(usize, usize, &mut [T]) + Sync,
     trees: &[Tree],
     k: usize,
     out: &mut [f32],
 ) {
     let flat: Vec<FlatTree<'_>> = trees.iter().map(|t| FlatTree::new(t, nf)).collect();
-    let lanes: Vec<Option<ByteTree>> = if bytes && byte_lanes::available() {
+    let lanes: Vec<Option<ByteTree>> = if T::bytes(&[]).is_some() && byte_lanes::available() {
         flat.iter().map(FlatTree::byte_tree).collect()
     } else {
         Vec::new()
@@ -492,14 +491,8 @@ fn transpose<T: Copy>(bins: &[T], nf: usize, first: usize, rows: usize, columns:
 pub fn add_to_margins(binned: &BinnedMatrix, trees: &[Tree], k: usize, out: &mut [f32]) {
     let nf = binned.n_features();
     match binned.bins() {
-        BinsRef::U8(b) => {
-            let fill = |first, rows, c: &mut [u8]| transpose(b, nf, first, rows, c);
-            add_walks(nf, true, fill, trees, k, out)
-        }
-        BinsRef::U16(b) => {
-            let fill = |first, rows, c: &mut [u16]| transpose(b, nf, first, rows, c);
-            add_walks(nf, false, fill, trees, k, out)
-        }
+        BinsRef::U8(b) => add_walks(nf, |f, r, c| transpose(b, nf, f, r, c), trees, k, out),
+        BinsRef::U16(b) => add_walks(nf, |f, r, c| transpose(b, nf, f, r, c), trees, k, out),
     }
 }
 
@@ -507,24 +500,27 @@ pub fn add_to_margins(binned: &BinnedMatrix, trees: &[Tree], k: usize, out: &mut
 /// into the block's columns (the same bins [`BinnedMatrix::new`] gives them), so no binned
 /// matrix is held.
 pub fn add_raw_to_margins(binner: &Binner<'_>, trees: &[Tree], k: usize, out: &mut [f32]) {
-    let nf = binner.n_features();
+    if binner.wide() {
+        add_raw::<u16>(binner, trees, k, out)
+    } else {
+        add_raw::<u8>(binner, trees, k, out)
+    }
+}
+
+/// [`add_raw_to_margins`] with bins of type `T`.
+fn add_raw<T>(binner: &Binner<'_>, trees: &[Tree], k: usize, out: &mut [f32])
+where
+    T: BinValue + Default + Into<u16> + TryFrom<u16>,
+    <T as TryFrom<u16>>::Error: std::fmt::Debug,
+{
     // the raw values this many blocks ahead are asked for as each block is binned (blocks
     // of one task follow each other)
     const AHEAD: usize = 2;
-    let fetch = |first: usize| binner.prefetch(first + AHEAD * BLOCK, BLOCK);
-    if binner.wide() {
-        let fill = |first, rows, c: &mut [u16]| {
-            fetch(first);
-            binner.bin_into(first, rows, c, 1, BLOCK)
-        };
-        add_walks(nf, false, fill, trees, k, out)
-    } else {
-        let fill = |first, rows, c: &mut [u8]| {
-            fetch(first);
-            binner.bin_into(first, rows, c, 1, BLOCK)
-        };
-        add_walks(nf, true, fill, trees, k, out)
-    }
+    let fill = |first: usize, rows: usize, columns: &mut [T]| {
+        binner.prefetch(first + AHEAD * BLOCK, BLOCK);
+        binner.bin_into(first, rows, columns, 1, BLOCK)
+    };
+    add_walks(binner.n_features(), fill, trees, k, out)
 }
 
 #[cfg(test)]
