@@ -83,11 +83,27 @@ def uneven(frame: pd.DataFrame, sizes: list[int]) -> dd.DataFrame:
 
 
 def sliced(frame: pd.DataFrame, bounds: list[int]) -> dd.DataFrame:
-    """A dask DataFrame whose partitions are ``frame``'s rows between consecutive ``bounds``,
-    each its own task with no common parent, so that Dask spreads them over the workers
-    (a repartitioned single partition stays on the worker that holds it)."""
+    """A dask DataFrame whose partitions are ``frame``'s rows between consecutive ``bounds``."""
     pieces = [frame.iloc[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
     return dd.from_map(lambda piece: piece, pieces, enforce_metadata=False)
+
+
+def placed(c: Client, collection: Any) -> Any:
+    """``collection`` (a dask DataFrame, Series or Array chunked by rows) with partition
+    ``i`` computed on worker ``i % workers``, so that Dask's placement of root tasks (which
+    may put every partition on one worker, as it once did in CI) cannot decide how many
+    ranks train. Partition ``i`` of X, label and qid land on the same worker."""
+    workers = sorted(c.scheduler_info()["workers"])
+    array = isinstance(collection, da.Array)
+    parts = list(collection.to_delayed().ravel()) if array else collection.to_delayed()
+    futures = [c.compute(p, workers=[workers[i % len(workers)]]) for i, p in enumerate(parts)]
+    if not array:
+        return dd.from_delayed(futures, meta=collection._meta, divisions=collection.divisions)
+    blocks = [
+        da.from_delayed(f, shape=(rows, *collection.shape[1:]), dtype=collection.dtype)
+        for f, rows in zip(futures, collection.chunks[0])
+    ]
+    return da.concatenate(blocks, axis=0)
 
 
 def partitionings(frame: pd.DataFrame, workers: int) -> dict[str, dd.DataFrame]:
@@ -110,7 +126,10 @@ def single(params: dict[str, Any], X: Any, y: Any, **kw: Any) -> sapwood.Booster
 def dask_train(
     c: Client, params: dict[str, Any], X: Any, y: Any, min_ranks: int = 1, **kw: Any
 ) -> sapwood.Booster:
-    """``sapwood.dask.train``, checking that at least ``min_ranks`` workers take part."""
+    """``sapwood.dask.train``, checking that at least ``min_ranks`` workers take part
+    (where more than one must, the partitions are first :func:`placed` on the workers)."""
+    if min_ranks > 1:
+        X, y, kw = placed(c, X), placed(c, y), {k: placed(c, v) for k, v in kw.items()}
     dtrain = DaskDataset(c, X, y, **kw)
     ranks = len(_plan(dtrain._rows, dtrain._cuttable, dtrain._locations()))
     assert ranks >= min_ranks, f"only {ranks} workers hold the {dtrain.npartitions} partitions"
@@ -155,7 +174,7 @@ def test_regression_with_categories_is_byte_identical(client: Client) -> None:
     expected = single(params, X, y).to_json()
     frame = X.assign(median=y)
     for kind, ddf in partitionings(frame, workers_of(client)).items():
-        # Dask spreads many partitions over the workers: several ranks train
+        # many partitions placed over the workers: several ranks train
         ranks = 2 if kind == "many" else 1
         got = dask_train(client, params, ddf.drop(columns="median"), ddf["median"], ranks)
         assert got.to_json() == expected, f"{kind} partitions: the model differs"
