@@ -11,28 +11,46 @@ use std::ops::Range;
 
 use crate::hist::HistBin;
 
-/// How many rows ahead to prefetch: the padded kernels take a row in about a fifth less
-/// time than the offsets kernel did, and 16 rows ahead no longer hid the gathers (1M rows,
-/// 60 trees, a Zen 5 core: deeper builds 1000 -> 765 ms at 8 bits, 1085 -> 940 ms exact
-/// with 32; 48 as 32 there, 64 worse). On a Zen 4 core (32 KiB L1, 1 MiB L2), 48 rows
-/// trained 1M rows 8-bit in 2.73-2.93 s against 32's 3.05-3.18 s (40 trees, three
-/// alternating runs) and 64's 2.86-3.10 s.
-const AHEAD: usize = 48;
+/// How many rows ahead to prefetch into L2. A deep node's rows are scattered over the
+/// shard, so a row's bins and gradients come from L3 or memory; prefetches into L1 alone
+/// are capped by the L1's few outstanding misses (a couple of dozen lines on Zen 4, and a
+/// row needs two or three), which bounded the gathers, not the adds. Prefetching far ahead
+/// into L2 (whose queue holds more) and near ahead from there into L1 took a node of 4,096
+/// scattered rows of 1M × 28 from 47-51 to 21 ns a row in a microbenchmark on a Zen 4 core
+/// (32,768 rows: 37-40 to 16-17; a quarter of the rows: 20 to 14-16), where one distance
+/// of 48 rows into L1 had been the best single one (see [`NEAR`]).
+const FAR: usize = 96;
+/// How many rows ahead to prefetch from L2 into L1 (the row was sent to L2 [`FAR`] rows
+/// ahead). Before the two stages, one distance into L1 was tuned: 16 rows hid too little
+/// once the padded kernels took a row in a fifth less time, 48 beat 32 on a Zen 4 core and
+/// equalled it on a Zen 5, 64 was worse.
+const NEAR: usize = 24;
+
+/// Where a prefetch puts its line.
+#[derive(Clone, Copy)]
+enum Level {
+    L1,
+    L2,
+}
 
 #[inline(always)]
-fn prefetch<T>(p: *const T) {
+fn prefetch_to<T>(p: *const T, level: Level) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: prefetching is a hint and never faults, whatever the address.
     unsafe {
-        std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0);
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0, _MM_HINT_T1};
+        match level {
+            Level::L1 => _mm_prefetch(p as *const i8, _MM_HINT_T0),
+            Level::L2 => _mm_prefetch(p as *const i8, _MM_HINT_T1),
+        }
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
+    let _ = (p, level);
 }
 
-/// Prefetches the bins of `feats` and the value of the row [`AHEAD`] entries after entry `i`
-/// of `rows`, if there is one (rows of `nf` bins): a deep node's rows are scattered over
-/// the shard.
+/// Prefetches the bins of `feats` and the value of the rows [`FAR`] entries after entry `i`
+/// of `rows` into L2 and [`NEAR`] entries after it into L1, where there are such rows (rows
+/// of `nf` bins): a deep node's rows are scattered over the shard.
 #[inline(always)]
 fn prefetch_ahead<B, V>(
     rows: &[u32],
@@ -42,12 +60,17 @@ fn prefetch_ahead<B, V>(
     feats: &Range<usize>,
     gh: &[V],
 ) {
-    if let Some(&ahead) = rows.get(i + AHEAD) {
-        let a = ahead as usize * nf;
-        prefetch(bins.as_ptr().wrapping_add(a + feats.start));
-        // the bins may straddle two cache lines
-        prefetch(bins.as_ptr().wrapping_add(a + feats.end.saturating_sub(1)));
-        prefetch(gh.as_ptr().wrapping_add(ahead as usize));
+    for (ahead, level) in [(FAR, Level::L2), (NEAR, Level::L1)] {
+        if let Some(&r) = rows.get(i + ahead) {
+            let a = r as usize * nf;
+            prefetch_to(bins.as_ptr().wrapping_add(a + feats.start), level);
+            // the bins may straddle two cache lines
+            prefetch_to(
+                bins.as_ptr().wrapping_add(a + feats.end.saturating_sub(1)),
+                level,
+            );
+            prefetch_to(gh.as_ptr().wrapping_add(r as usize), level);
+        }
     }
 }
 
@@ -323,8 +346,10 @@ pub unsafe fn split_rows<B: BinValue>(
     let (mut nl, mut nr) = (0usize, 0usize);
     for i in 0..rows.len() {
         // the rows of a deep node are sparse in the column: its bins are gathered
-        if let Some(&ahead) = rows.get(i + AHEAD) {
-            prefetch(column.as_ptr().wrapping_add(ahead as usize));
+        for (ahead, level) in [(FAR, Level::L2), (NEAR, Level::L1)] {
+            if let Some(&r) = rows.get(i + ahead) {
+                prefetch_to(column.as_ptr().wrapping_add(r as usize), level);
+            }
         }
         // SAFETY: nl, nr <= i < rows.len() <= right.len(); r < column.len() by the contract.
         unsafe {
@@ -413,10 +438,16 @@ pub unsafe fn split_rows_numeric_avx512(
     let byte = _mm512_set1_epi32(0xff);
     let one = _mm512_set1_epi32(1);
     while i + LANES <= len {
-        // the bins of the step after next: a deep node's rows are sparse in the column
-        if let Some(ahead) = rows.get(i + 2 * LANES..i + 3 * LANES) {
-            for &a in ahead {
-                prefetch(base.wrapping_add(a as usize));
+        // the bins of the steps FAR rows ahead (into L2) and NEAR rows ahead (into L1), in
+        // whole steps: a deep node's rows are sparse in the column
+        for (steps, level) in [
+            (FAR.div_ceil(LANES), Level::L2),
+            (NEAR.div_ceil(LANES), Level::L1),
+        ] {
+            if let Some(ahead) = rows.get(i + steps * LANES..i + (steps + 1) * LANES) {
+                for &a in ahead {
+                    prefetch_to(base.wrapping_add(a as usize), level);
+                }
             }
         }
         // SAFETY: i + LANES <= len; every gathered address is r..r + 4 <= column.len()
