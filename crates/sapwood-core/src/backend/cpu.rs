@@ -541,24 +541,26 @@ fn build_level<B: BinValue, V: HistValue>(
                 work.push((piece, 0..nf, Target::Part(buf.as_mut_slice())));
             }
         }
-        work.into_par_iter()
-            .for_each_init(
-                Vec::new,
-                |buf: &mut Vec<V>, (rows, feats, target)| match target {
-                    Target::Part(h) => part_layout.build(&rows, bins, offsets, feats, values, h),
-                    Target::Node(o) => {
-                        let layout = layout(&rows);
-                        if layout == Layout::Offsets {
-                            if let Some(h) = V::in_place(o) {
-                                return layout.build(&rows, bins, offsets, feats, values, h);
-                            }
+        // largest first, each thread taking the next when done: the level then ends with
+        // its smallest pieces, not with whichever large one the split of the list left last
+        work.sort_by_key(|(rows, feats, _)| std::cmp::Reverse(rows.len() * feats.len()));
+        largest_first(
+            work,
+            |buf: &mut Vec<V>, (rows, feats, target)| match target {
+                Target::Part(h) => part_layout.build(&rows, bins, offsets, feats, values, h),
+                Target::Node(o) => {
+                    let layout = layout(&rows);
+                    if layout == Layout::Offsets {
+                        if let Some(h) = V::in_place(o) {
+                            return layout.build(&rows, bins, offsets, feats, values, h);
                         }
-                        buf.resize(layout.len(offsets, feats.clone()), V::default());
-                        layout.build(&rows, bins, offsets, feats.clone(), values, buf);
-                        layout.place(buf, offsets, feats, o);
                     }
-                },
-            );
+                    buf.resize(layout.len(offsets, feats.clone()), V::default());
+                    layout.build(&rows, bins, offsets, feats.clone(), values, buf);
+                    layout.place(buf, offsets, feats, o);
+                }
+            },
+        );
     }
     let owned = pool_ranges(cuts.iter().map(|c| if c.parts > 1 { c.parts } else { 0 }));
     let pool = &*pool;
@@ -576,6 +578,36 @@ fn build_level<B: BinValue, V: HistValue>(
             }
             part_layout.place(sum, offsets, 0..nf, o);
         });
+}
+
+/// Runs `task` on every item of `work` in its order, each thread of the pool taking the
+/// next item as it finishes one (with a scratch buffer of its own): sorted largest first,
+/// the threads end nearly together, as rayon's halving of a list does not promise.
+fn largest_first<T: Send, B: Default>(work: Vec<T>, task: impl Fn(&mut B, T) + Sync) {
+    let threads = rayon::current_num_threads().min(work.len());
+    if threads <= 1 {
+        let mut buf = B::default();
+        return work.into_iter().for_each(|t| task(&mut buf, t));
+    }
+    let items: Vec<std::sync::Mutex<Option<T>>> = work
+        .into_iter()
+        .map(|t| std::sync::Mutex::new(Some(t)))
+        .collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    (0..threads).into_par_iter().for_each(|_| {
+        let mut buf = B::default();
+        loop {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(item) = items.get(i) else { break };
+            // each index is claimed once: the lock is never contended
+            let t = item
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take()
+                .expect("an item is taken once");
+            task(&mut buf, t);
+        }
+    });
 }
 
 /// Stable partition of `rows` (rows going left first) by `split`, which moves the rows of
@@ -878,24 +910,28 @@ impl HistBackend for CpuBackend {
         }
         let n = self.binned.n_rows();
         let columns = &self.columns;
-        let mut moved = vec![[0u32; 2]; splits.len()];
-        let lefts: Vec<(usize, usize)> = slices
-            .into_par_iter()
-            .map(|(rows, scratch, i)| {
-                let s = &splits[i];
-                // the split feature's column and the padding after it (the next column's
-                // first bins, or the padding past the last column)
-                let column = s.feature * n..(s.feature + 1) * n + kernel::COLUMN_PAD;
-                let n_left = match columns {
-                    Bins::U8(c) => partition_by(rows, scratch, &c[column], n, s),
-                    Bins::U16(c) => partition_by(rows, scratch, &c[column], n, s),
-                };
-                (i, n_left)
-            })
+        let mut lefts = vec![0usize; splits.len()];
+        let mut work: Vec<_> = slices
+            .into_iter()
+            .zip(lefts.iter_mut())
+            .map(|((rows, scratch, i), n_left)| (rows, scratch, i, n_left))
             .collect();
-        for (i, n_left) in lefts {
-            moved[i] = [n_left as u32, spans[i].len - n_left as u32];
-        }
+        work.sort_by_key(|(rows, ..)| std::cmp::Reverse(rows.len()));
+        largest_first(work, |_: &mut (), (rows, scratch, i, n_left)| {
+            let s = &splits[i];
+            // the split feature's column and the padding after it (the next column's
+            // first bins, or the padding past the last column)
+            let column = s.feature * n..(s.feature + 1) * n + kernel::COLUMN_PAD;
+            *n_left = match columns {
+                Bins::U8(c) => partition_by(rows, scratch, &c[column], n, s),
+                Bins::U16(c) => partition_by(rows, scratch, &c[column], n, s),
+            };
+        });
+        let moved: Vec<[u32; 2]> = lefts
+            .iter()
+            .zip(&spans)
+            .map(|(&l, span)| [l as u32, span.len - l as u32])
+            .collect();
         self.spans.record(splits, &spans, &moved)
     }
 
@@ -1084,6 +1120,36 @@ impl HistBackend for CpuBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn largest_first_runs_every_item_once_and_in_order() {
+        for threads in [1, 2, 3, 8] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            pool.install(|| {
+                for n in [0usize, 1, 2, 5, 100] {
+                    let mut out = vec![0usize; n];
+                    let started = std::sync::Mutex::new(Vec::new());
+                    let work: Vec<(usize, &mut usize)> = out.iter_mut().enumerate().collect();
+                    largest_first(work, |_: &mut (), (i, o)| {
+                        started.lock().unwrap().push(i);
+                        // an item run twice would hold 4i + 2
+                        *o += 2 * i + 1;
+                    });
+                    let want: Vec<usize> = (0..n).map(|i| 2 * i + 1).collect();
+                    assert_eq!(out, want, "{threads} threads, {n} items");
+                    // one thread takes the items in the order given
+                    let started = started.into_inner().unwrap();
+                    if threads == 1 {
+                        assert_eq!(started, (0..n).collect::<Vec<_>>());
+                    }
+                    assert_eq!(started.len(), n);
+                }
+            });
+        }
+    }
 
     /// The histogram of `rows` by brute force: every row's value added to each feature's bin.
     fn brute(rows: &[u32], bins: &[u8], offsets: &[u32], gh: &[HistBin]) -> Vec<HistBin> {
