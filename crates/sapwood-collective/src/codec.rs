@@ -27,6 +27,8 @@ const SPARSE: u8 = 2;
 const BITMAP: u8 = 3;
 const GROUPS: u8 = 6;
 
+#[cfg(target_arch = "x86_64")]
+mod group_lanes;
 mod groups;
 
 /// Bits of a two's-complement lane that holds every value in [-bound, bound].
