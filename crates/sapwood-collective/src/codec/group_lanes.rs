@@ -191,17 +191,6 @@ mod tests {
     use super::super::groups::{scalar_pack, scalar_unpack};
     use super::*;
 
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-    }
-
     #[test]
     fn lanes_pack_and_unpack_as_the_scalar_routines_at_every_width() {
         if !available() {
@@ -212,7 +201,14 @@ mod tests {
             eprintln!("skipped: no AVX-512 VBMI");
             return;
         }
-        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        // splitmix64: values with every bit pattern, the same each run
+        let mut state = 0u64;
+        let mut next = || {
+            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let z = (state ^ (state >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            let z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        };
         for w in MIN_WIDTH..=MAX_WIDTH {
             for case in 0..50 {
                 let mut u = [0u64; GROUP];
@@ -221,7 +217,7 @@ mod tests {
                     *x = match (case + j) % 4 {
                         0 => (1u64 << w) - 1,
                         1 if case % 3 == 0 => 0,
-                        _ => rng.next() >> (64 - w),
+                        _ => next() >> (64 - w),
                     };
                 }
                 let (mut lanes, mut scalar) = (vec![1u8, 2], vec![1u8, 2]);
@@ -236,10 +232,10 @@ mod tests {
                 src[..4 * w].copy_from_slice(&lanes[2..]);
                 // bytes past the group's are another group's: never part of a value
                 for b in &mut src[4 * w..] {
-                    *b = rng.next() as u8;
+                    *b = next() as u8;
                 }
                 for shift in [0, 3, 63 - w as u32] {
-                    let start: [i64; GROUP] = std::array::from_fn(|_| rng.next() as i64);
+                    let start: [i64; GROUP] = std::array::from_fn(|_| next() as i64);
                     for add in [false, true] {
                         let (mut a, mut b) = (start, start);
                         // SAFETY: as above
