@@ -195,6 +195,9 @@ pub fn split_apart<B: HistBackend + ?Sized>(
         if splits.is_empty() {
             return leaves;
         }
+        // a backend takes a level's splits in any order: the grower's is the nodes' order,
+        // so these go the other way
+        splits.reverse();
         p.apply_splits(&splits, what);
         ranges = more;
     }

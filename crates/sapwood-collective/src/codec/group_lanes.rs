@@ -14,7 +14,8 @@ use std::arch::x86_64::*;
 
 use super::groups::{GROUP, MAX_DATA};
 
-/// Narrowest width the lanes pack: below 7 bits two values of one parity can share a byte.
+/// Narrowest width the lanes pack: from 7 bits on, the next value of a parity starts at
+/// least 8 bits past one's last bit, so in a later byte.
 pub(super) const MIN_WIDTH: usize = 7;
 /// Widest width the lanes handle: a value shifted by up to 7 bits still fits 64.
 pub(super) const MAX_WIDTH: usize = 56;

@@ -95,6 +95,7 @@ const PACKERS: [Packer; 65] = per_width!(pack);
 /// Whether the packing runs in 512-bit lanes (`group_lanes`), found once per block: only
 /// [`Lanes::detect`] makes one that says yes, and only on a CPU that has them.
 #[derive(Clone, Copy)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 struct Lanes(bool);
 
 impl Lanes {

@@ -910,11 +910,16 @@ impl HistBackend for CpuBackend {
         }
         let n = self.binned.n_rows();
         let columns = &self.columns;
+        // each slice's count goes to its split (the slices are in span order, the splits
+        // in any)
         let mut lefts = vec![0usize; splits.len()];
+        let mut slot: Vec<Option<&mut usize>> = lefts.iter_mut().map(Some).collect();
         let mut work: Vec<_> = slices
             .into_iter()
-            .zip(lefts.iter_mut())
-            .map(|((rows, scratch, i), n_left)| (rows, scratch, i, n_left))
+            .map(|(rows, scratch, i)| {
+                let n_left = slot[i].take().expect("a split's span is carved once");
+                (rows, scratch, i, n_left)
+            })
             .collect();
         work.sort_by_key(|(rows, ..)| std::cmp::Reverse(rows.len()));
         largest_first(work, |_: &mut (), (rows, scratch, i, n_left)| {
