@@ -541,11 +541,11 @@ fn build_level<B: BinValue, V: HistValue>(
                 work.push((piece, 0..nf, Target::Part(buf.as_mut_slice())));
             }
         }
-        // largest first, each thread taking the next when done: the level then ends with
-        // its smallest pieces, not with whichever large one the split of the list left last
-        work.sort_by_key(|(rows, feats, _)| std::cmp::Reverse(rows.len() * feats.len()));
+        // the level then ends with its smallest pieces, not with whichever large one the
+        // split of the list left last
         largest_first(
             work,
+            |(rows, feats, _)| rows.len() * feats.len(),
             |buf: &mut Vec<V>, (rows, feats, target)| match target {
                 Target::Part(h) => part_layout.build(&rows, bins, offsets, feats, values, h),
                 Target::Node(o) => {
@@ -580,10 +580,16 @@ fn build_level<B: BinValue, V: HistValue>(
         });
 }
 
-/// Runs `task` on every item of `work` in its order, each thread of the pool taking the
-/// next item as it finishes one (with a scratch buffer of its own): sorted largest first,
-/// the threads end nearly together, as rayon's halving of a list does not promise.
-fn largest_first<T: Send, B: Default>(work: Vec<T>, task: impl Fn(&mut B, T) + Sync) {
+/// Runs `task` on every item of `work`, largest `size` first (items of equal size in their
+/// order), each thread of the pool taking the next item as it finishes one (with a scratch
+/// buffer of its own): the threads then end nearly together, as rayon's halving of a list
+/// does not promise.
+fn largest_first<T: Send, B: Default>(
+    mut work: Vec<T>,
+    size: impl Fn(&T) -> usize,
+    task: impl Fn(&mut B, T) + Sync,
+) {
+    work.sort_by_key(|t| std::cmp::Reverse(size(t)));
     let threads = rayon::current_num_threads().min(work.len());
     if threads <= 1 {
         let mut buf = B::default();
@@ -910,19 +916,16 @@ impl HistBackend for CpuBackend {
         }
         let n = self.binned.n_rows();
         let columns = &self.columns;
-        // each slice's count goes to its split (the slices are in span order, the splits
-        // in any)
+        // lefts[k] is the count of slice k, which is split order[k] (the slices are in span
+        // order, the splits in any)
         let mut lefts = vec![0usize; splits.len()];
-        let mut slot: Vec<Option<&mut usize>> = lefts.iter_mut().map(Some).collect();
-        let mut work: Vec<_> = slices
+        let work: Vec<_> = slices
             .into_iter()
-            .map(|(rows, scratch, i)| {
-                let n_left = slot[i].take().expect("a split's span is carved once");
-                (rows, scratch, i, n_left)
-            })
+            .zip(lefts.iter_mut())
+            .map(|((rows, scratch, i), n_left)| (rows, scratch, i, n_left))
             .collect();
-        work.sort_by_key(|(rows, ..)| std::cmp::Reverse(rows.len()));
-        largest_first(work, |_: &mut (), (rows, scratch, i, n_left)| {
+        let size = |(rows, ..): &(&mut [u32], &mut [u32], usize, &mut usize)| rows.len();
+        largest_first(work, size, |_: &mut (), (rows, scratch, i, n_left)| {
             let s = &splits[i];
             // the split feature's column and the padding after it (the next column's
             // first bins, or the padding past the last column)
@@ -932,11 +935,10 @@ impl HistBackend for CpuBackend {
                 Bins::U16(c) => partition_by(rows, scratch, &c[column], n, s),
             };
         });
-        let moved: Vec<[u32; 2]> = lefts
-            .iter()
-            .zip(&spans)
-            .map(|(&l, span)| [l as u32, span.len - l as u32])
-            .collect();
+        let mut moved = vec![[0u32; 2]; splits.len()];
+        for (&i, &l) in order.iter().zip(&lefts) {
+            moved[i] = [l as u32, spans[i].len - l as u32];
+        }
         self.spans.record(splits, &spans, &moved)
     }
 
@@ -1138,11 +1140,16 @@ mod tests {
                     let mut out = vec![0usize; n];
                     let started = std::sync::Mutex::new(Vec::new());
                     let work: Vec<(usize, &mut usize)> = out.iter_mut().enumerate().collect();
-                    largest_first(work, |_: &mut (), (i, o)| {
-                        started.lock().unwrap().push(i);
-                        // an item run twice would hold 4i + 2
-                        *o += 2 * i + 1;
-                    });
+                    // equal sizes: the order given
+                    largest_first(
+                        work,
+                        |_| 0,
+                        |_: &mut (), (i, o)| {
+                            started.lock().unwrap().push(i);
+                            // an item run twice would hold 4i + 2
+                            *o += 2 * i + 1;
+                        },
+                    );
                     let want: Vec<usize> = (0..n).map(|i| 2 * i + 1).collect();
                     assert_eq!(out, want, "{threads} threads, {n} items");
                     // one thread takes the items in the order given
