@@ -7,8 +7,12 @@ bytes sent per tree by one worker, the ratio to the uncompressed i64 (sum g, sum
 baseline of a ring allreduce (16 bytes per bin of every histogram built, times 2(P-1)/P:
 what XGBoost sends), and the wall-time cost against `none`. The models of all runs must be
 byte-identical (checked). Each codec runs --repeat times (default 3), interleaved with the
-others so that a slow spell of a shared machine hits all of them. Times are the fastest run
-of each codec (other load on a shared machine only ever adds time), with the medians beside.
+others (in reverse order every other repeat) so that a slow spell of a shared machine hits all
+of them. Times are the fastest run of each codec (other load on a shared machine only ever
+adds time), with the medians beside, the median of each repeat's ratio to the `none` run of
+the same repeat ("paired"), and the ratio of CPU seconds (user + system) over all repeats.
+--codecs and --bits choose fewer runs, e.g. `--codecs none,auto --bits 8 --repeat 10` to
+time one codec's cost closely.
 
 With --netem RATE (e.g. 1gbit), the runs are MPI ranks over TCP inside a network namespace
 of their own whose loopback (MTU 1500) is rate-limited with tc netem (and 0.1 ms delay), or
@@ -17,6 +21,7 @@ speed. All ranks share the one limited loopback, like hosts behind one 1 Gbit/s 
 (cargo build --release -p sapwood-cli --features mpi).
 
     python3 bench/comm.py --rows 1000000 [--netem 1gbit]
+    python3 bench/comm.py --rows 1000000 --codecs none,auto --bits 8 --repeat 10
     python3 bench/comm.py --rows 300000 --rounds 30 --netem 1gbit --overlap
 requires: numpy, pyarrow (the generator)
 """
@@ -132,6 +137,9 @@ def main():
     ap.add_argument("--overlap", action="store_true",
                     help="the overlap table instead: compute-only (in-process) time, and MPI ranks with and without "
                          "the exchange behind the builds (codecs none and auto; exact mode unless --grad-bits)")
+    ap.add_argument("--codecs", default="none,packed,sparse,auto",
+                    help="codecs to time, comma-separated (none is always among them: the others are compared to it)")
+    ap.add_argument("--bits", default="0,8", help="gradient bits of the modes to time, comma-separated (0: exact)")
     ap.add_argument("--grad-bits", type=int, default=0,
                     help="with --overlap: gradient bits of the runs (0, the default, is exact mode)")
     a = ap.parse_args()
@@ -158,17 +166,21 @@ def main():
         print(f"loopback of namespace {ns}: mtu 1500, {limiter}; all ranks share it")
     print(f"synthetic binary task: {a.rows} rows x 28 features, {a.rounds} rounds, depth {a.depth}, "
           f"{a.workers} " + ("MPI ranks over TCP loopback" + (" limited to " + a.netem if ns else "") if mpi else "in-process workers"))
-    codecs = ["none", "packed", "sparse", "auto"]
+    codecs = ["none"] + [c for c in a.codecs.split(",") if c and c != "none"]
+    for c in codecs:
+        if c not in ("none", "packed", "sparse", "auto"):
+            raise SystemExit(f"--codecs: unknown codec {c!r} (none, packed, sparse or auto)")
     try:
         if a.overlap:
             overlap_table(a, data, ns)
             return
         print(f"{'mode':<12}{'codec':<8}{'KiB/tree':>10}{'baseline KiB/tree':>19}{'vs baseline':>13}{'train s':>9}"
-              f"{'vs none':>9}{'median vs none':>16}")
-        for bits in ["0", "8"]:
+              f"{'vs none':>9}{'median vs none':>16}{'paired vs none':>16}{'CPU vs none':>13}")
+        for bits in a.bits.split(","):
             digests, times, sent, base = set(), {c: [] for c in codecs}, {}, {}
-            for _ in range(a.repeat):
-                for codec in codecs:
+            cpu = {c: 0.0 for c in codecs}
+            for r in range(a.repeat):
+                for codec in codecs if r % 2 == 0 else codecs[::-1]:
                     with tempfile.TemporaryDirectory() as t:
                         model, summary = os.path.join(t, "m.json"), os.path.join(t, "s.json")
                         args = [BIN, "train", "--quiet", "--data", data, "--label", "y", "--objective", "binary:logistic",
@@ -181,7 +193,11 @@ def main():
                                    "-np", str(a.workers)] + args + ["--collective", "mpi", "--threads", "1"]
                         else:
                             cmd = args + ["--workers", str(a.workers), "--threads", "2"]
+                        before = os.times()
                         run(cmd)
+                        after = os.times()
+                        cpu[codec] += (after.children_user - before.children_user
+                                       + after.children_system - before.children_system)
                         s = json.load(open(summary))
                         digests.add(hashlib.sha256(open(model, "rb").read()).hexdigest())
                         base[codec], _ = baseline_bytes_per_tree(model, a.workers)
@@ -189,11 +205,13 @@ def main():
                         times[codec].append(s["train_seconds"])
             best = {c: min(v) for c, v in times.items()}
             median = {c: statistics.median(v) for c, v in times.items()}
-            mode = "exact" if bits == "0" else "grad_bits=8"
+            paired = {c: statistics.median(t / n for t, n in zip(v, times["none"])) for c, v in times.items()}
+            mode = "exact" if bits == "0" else f"grad_bits={bits}"
             for codec in codecs:
                 per_tree = sent[codec]
                 print(f"{mode:<12}{codec:<8}{per_tree / 1024:>10.0f}{base[codec] / 1024:>19.0f}{base[codec] / per_tree:>12.1f}x"
-                      f"{best[codec]:>9.2f}{best[codec] / best['none']:>8.2f}x{median[codec] / median['none']:>15.2f}x")
+                      f"{best[codec]:>9.2f}{best[codec] / best['none']:>8.2f}x{median[codec] / median['none']:>15.2f}x"
+                      f"{paired[codec]:>15.2f}x{cpu[codec] / cpu['none']:>12.2f}x")
             print(f"{'':<20}all times (s): " + "; ".join(f"{c} " + " ".join(f"{t:.2f}" for t in times[c]) for c in codecs))
             assert len(digests) == 1, "models differ between codecs"
         print("every codec saved the same model bytes")

@@ -1,5 +1,10 @@
-//! The group encoding's bit packing in 512-bit lanes (AVX-512 VBMI): eight values a step,
-//! placed by byte permutes instead of one shift and OR per value.
+//! The group encoding in 512-bit lanes (AVX-512 VBMI): a group's 32 values are four
+//! registers from load to store, and its bits are placed by byte permutes instead of one
+//! shift and OR per value.
+//!
+//! A group's scan is four compares (its bitmap and nonzero count) and two OR reductions
+//! (its shift and width); a sparse group's values are compressed to the front of their
+//! registers, and expanded back into their bins on decode.
 //!
 //! Eight values of width `w` take exactly `w` bytes, so a group's four batches of eight start
 //! at bytes 0, w, 2w and 3w, and value j of a batch always starts at bit j·w of its batch.
@@ -7,12 +12,17 @@
 //! placed from byte ⌊j·w / 8⌋ on. For 7 ≤ w ≤ 56 a shifted value fits its lane and two
 //! values of the same parity never share a byte, so one byte permute places the even values
 //! and one the odd ones, and an OR joins the byte they may share. Unpacking reads each
-//! value's eight bytes with one permute and shifts them back. Other widths keep the scalar
-//! routines; every width writes and reads the same bytes.
+//! value's eight bytes with one permute and shifts them back. Groups of other widths are
+//! packed and unpacked by the scalar routines; every width writes and reads the same bytes.
 
 use std::arch::x86_64::*;
 
-use super::groups::{GROUP, MAX_DATA};
+use sapwood_core::Result;
+
+use super::groups::{
+    decode_groups, scalar_pack, scalar_place, sparse_pays, worst_case, Head, GROUP, MAX_DATA,
+    SPARSE_GROUP,
+};
 
 /// Narrowest width the lanes pack: from 7 bits on, the next value of a parity starts at
 /// least 8 bits past one's last bit, so in a later byte.
@@ -92,90 +102,345 @@ pub(super) fn available() -> bool {
     std::arch::is_x86_feature_detected!("avx512f")
         && std::arch::is_x86_feature_detected!("avx512bw")
         && std::arch::is_x86_feature_detected!("avx512vbmi")
+        && std::arch::is_x86_feature_detected!("popcnt")
+        && std::arch::is_x86_feature_detected!("lzcnt")
+        && std::arch::is_x86_feature_detected!("bmi1")
 }
 
-/// Appends 32 values below 2^w, packed at width `w`, as 4w bytes.
+/// Appends the group encoding of `values` to `out`; returns how many values are nonzero:
+/// the bytes of the scalar `groups::encode_inlined`.
 ///
 /// # Safety
-/// The CPU must have AVX-512 F, BW and VBMI ([`available`]).
+/// The CPU must have the lanes' features ([`available`]).
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi,popcnt,lzcnt,bmi1")]
+#[allow(unsafe_code)]
+pub(super) unsafe fn encode(values: &[i64], out: &mut Vec<u8>) -> usize {
+    // a batch is stored as a whole register: 64 bytes of room past the last group's data
+    out.reserve(worst_case(values.len()) + 64);
+    let mut nnz = 0;
+    let mut groups = values.chunks_exact(GROUP);
+    for group in groups.by_ref() {
+        // SAFETY: a whole group of 32 values; room reserved above
+        nnz += unsafe { encode_group(group.try_into().unwrap(), GROUP, out) };
+    }
+    let tail = groups.remainder();
+    if !tail.is_empty() {
+        let mut padded = [0i64; GROUP];
+        padded[..tail.len()].copy_from_slice(tail);
+        // SAFETY: as above
+        nnz += unsafe { encode_group(&padded, tail.len(), out) };
+    }
+    nnz
+}
+
+/// Encodes a group whose first `len` values are the block's (the rest are zero padding);
+/// returns how many are nonzero.
 ///
-/// # Panics
-/// Unless `MIN_WIDTH <= w <= MAX_WIDTH`.
+/// # Safety
+/// The lanes' features (it is inlined into [`encode`], which has them), and room in `out`
+/// for the group's worst case plus 64 bytes.
+#[inline(always)]
+#[allow(unsafe_code)]
+unsafe fn encode_group(group: &[i64; GROUP], len: usize, out: &mut Vec<u8>) -> usize {
+    // SAFETY: loads read the group's 32 values, or the 40 of `kept`; stores write `kept`,
+    // or `out` from its length on: the header (at most 6 bytes), then a batch of 64 bytes
+    // at k·w (k < 4, w <= 56) past it, within the room the caller reserved
+    unsafe {
+        let src = group.as_ptr();
+        let (mut v, mut nz) = ([_mm512_setzero_si512(); 4], [0u8; 4]);
+        for k in 0..4 {
+            v[k] = _mm512_loadu_si512(src.add(8 * k).cast());
+            nz[k] = _mm512_test_epi64_mask(v[k], v[k]);
+        }
+        let mask = u32::from_le_bytes(nz);
+        let at = out.len();
+        let base = out.as_mut_ptr().add(at);
+        if mask == 0 {
+            base.write(0);
+            out.set_len(at + 1);
+            return 0;
+        }
+        // zigzag: (v << 1) ^ (v >> 63); with the low `shift` bits of v zero,
+        // zigzag(v) >> shift == zigzag(v >> shift)
+        let mut z = [_mm512_setzero_si512(); 4];
+        for k in 0..4 {
+            z[k] = _mm512_xor_si512(_mm512_slli_epi64::<1>(v[k]), _mm512_srai_epi64::<63>(v[k]));
+        }
+        let (or, or_zigzag) = or_both(v, z);
+        let shift = or.trailing_zeros();
+        let w = 64 - (or_zigzag >> shift).leading_zeros() as usize;
+        let by = _mm_cvtsi32_si128(shift as i32);
+        for x in &mut z {
+            *x = _mm512_srl_epi64(*x, by);
+        }
+        let k = mask.count_ones() as usize;
+        let (head, count) = if sparse_pays(k, w, len) {
+            // each batch's nonzero values to the front of its register, stored one after
+            // the other, and read back as batches of eight
+            let mut kept = [0u64; GROUP + 8];
+            let mut off = 0;
+            for j in 0..4 {
+                let packed = _mm512_maskz_compress_epi64(nz[j], z[j]);
+                _mm512_storeu_si512(kept.as_mut_ptr().add(off).cast(), packed);
+                off += nz[j].count_ones() as usize;
+            }
+            for (j, x) in z.iter_mut().enumerate() {
+                // (four loads always: a constant index keeps the batches in registers)
+                *x = _mm512_loadu_si512(kept.as_ptr().add(8 * j).cast());
+            }
+            let [m0, m1, m2, m3] = mask.to_le_bytes();
+            let header = [w as u8 | SPARSE_GROUP, shift as u8, m0, m1, m2, m3];
+            std::ptr::copy_nonoverlapping(header.as_ptr(), base, header.len());
+            (header.len(), k)
+        } else {
+            base.write(w as u8);
+            base.add(1).write(shift as u8);
+            (2, len)
+        };
+        if (MIN_WIDTH..=MAX_WIDTH).contains(&w) {
+            let p = Placing::of(w);
+            // whole registers, so that the batches stay in registers
+            p.put(z[0], base.add(head));
+            if count > 8 {
+                p.put(z[1], base.add(head + w));
+            }
+            if count > 16 {
+                p.put(z[2], base.add(head + 2 * w));
+            }
+            if count > 24 {
+                p.put(z[3], base.add(head + 3 * w));
+            }
+        } else {
+            let mut values = [0u64; GROUP];
+            for (j, &x) in z.iter().enumerate() {
+                _mm512_storeu_si512(values.as_mut_ptr().add(8 * j).cast(), x);
+            }
+            out.set_len(at + head);
+            scalar_pack(w, &values, out);
+        }
+        out.set_len(at + head + (count * w).div_ceil(8));
+        k
+    }
+}
+
+/// The OR of every lane of four registers `a`, and of four registers `b`: one reduction
+/// tree for both, each step halving both at once.
+///
+/// # Safety
+/// AVX-512 F (it is inlined into functions that have it).
+#[inline(always)]
+#[allow(unsafe_code)]
+unsafe fn or_both(a: [__m512i; 4], b: [__m512i; 4]) -> (u64, u64) {
+    // SAFETY: register operations only
+    unsafe {
+        let a = _mm512_or_si512(_mm512_or_si512(a[0], a[1]), _mm512_or_si512(a[2], a[3]));
+        let b = _mm512_or_si512(_mm512_or_si512(b[0], b[1]), _mm512_or_si512(b[2], b[3]));
+        // 128-bit quarters: (a0 | a2, a1 | a3, b0 | b2, b1 | b3)
+        let x = _mm512_or_si512(
+            _mm512_shuffle_i64x2::<0b01_00_01_00>(a, b),
+            _mm512_shuffle_i64x2::<0b11_10_11_10>(a, b),
+        );
+        // (a's quarter, -, b's quarter, -)
+        let x = _mm512_or_si512(x, _mm512_shuffle_i64x2::<0b10_11_00_01>(x, x));
+        // each quarter's two lanes
+        let x = _mm512_or_si512(x, _mm512_shuffle_epi32::<0b01_00_11_10>(x));
+        let lo = _mm512_castsi512_si128(x);
+        let hi = _mm512_extracti32x4_epi32::<2>(x);
+        (_mm_cvtsi128_si64(lo) as u64, _mm_cvtsi128_si64(hi) as u64)
+    }
+}
+
+/// The permutes of one width in registers, to place a group's batches with.
+#[derive(Clone, Copy)]
+struct Placing {
+    shifts: __m512i,
+    even: __m512i,
+    even_keep: u64,
+    odd: __m512i,
+    odd_keep: u64,
+}
+
+impl Placing {
+    /// The permutes of width `w` (in `MIN_WIDTH..=MAX_WIDTH`).
+    ///
+    /// # Safety
+    /// AVX-512 F (it is inlined into functions that have it).
+    #[inline(always)]
+    #[allow(unsafe_code)]
+    unsafe fn of(w: usize) -> Placing {
+        let p = &PERMS[w];
+        // SAFETY: loads of 64-byte arrays
+        unsafe {
+            Placing {
+                shifts: _mm512_loadu_si512(p.shifts.as_ptr().cast()),
+                even: _mm512_loadu_si512(p.even.as_ptr().cast()),
+                even_keep: p.even_keep,
+                odd: _mm512_loadu_si512(p.odd.as_ptr().cast()),
+                odd_keep: p.odd_keep,
+            }
+        }
+    }
+
+    /// Stores eight values below 2^w (one register) packed at width `w` as the first w of
+    /// 64 bytes written at `to` (the rest are the next batch's to overwrite, or past the
+    /// data).
+    ///
+    /// # Safety
+    /// The lanes' features (it is inlined into functions that have them); `to` writable for
+    /// 64 bytes.
+    #[inline(always)]
+    #[allow(unsafe_code)]
+    unsafe fn put(self, v: __m512i, to: *mut u8) {
+        // SAFETY: the caller's
+        unsafe {
+            let v = _mm512_sllv_epi64(v, self.shifts);
+            let placed = _mm512_or_si512(
+                _mm512_maskz_permutexvar_epi8(self.even_keep, self.even, v),
+                _mm512_maskz_permutexvar_epi8(self.odd_keep, self.odd, v),
+            );
+            _mm512_storeu_si512(to.cast(), placed);
+        }
+    }
+}
+
+/// Eight values packed at width `w` from `from` (which is readable for 64 bytes), unzigzagged
+/// and shifted left by `by`.
+///
+/// # Safety
+/// The lanes' features; `from` readable for 64 bytes; `p` the permutes of `w`.
+#[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
 #[allow(unsafe_code)]
-pub(super) unsafe fn pack(w: usize, u: &[u64; GROUP], out: &mut Vec<u8>) {
-    assert!(
-        (MIN_WIDTH..=MAX_WIDTH).contains(&w),
-        "a width the lanes pack"
+unsafe fn take_batch(p: &Perm, w: usize, from: *const u8, by: __m128i) -> __m512i {
+    let shifts = _mm512_loadu_si512(p.shifts.as_ptr().cast());
+    let load = _mm512_loadu_si512(p.load.as_ptr().cast());
+    let mask = _mm512_set1_epi64(((1u64 << w) - 1) as i64);
+    // SAFETY: the caller's
+    let bytes = unsafe { _mm512_loadu_si512(from.cast()) };
+    let u = _mm512_and_si512(
+        _mm512_srlv_epi64(_mm512_permutexvar_epi8(load, bytes), shifts),
+        mask,
     );
+    // unzigzag: (u >> 1) ^ -(u & 1)
+    let v = _mm512_xor_si512(
+        _mm512_srli_epi64::<1>(u),
+        _mm512_sub_epi64(
+            _mm512_setzero_si512(),
+            _mm512_and_si512(u, _mm512_set1_epi64(1)),
+        ),
+    );
+    _mm512_sll_epi64(v, by)
+}
+
+/// Decodes the groups in `data` (everything after the tag) into `dst`, adding when `ADD`:
+/// the scalar `groups::decode_scalar`, with the same checks and errors.
+///
+/// # Safety
+/// The CPU must have the lanes' features ([`available`]).
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi,popcnt,lzcnt,bmi1")]
+#[allow(unsafe_code)]
+pub(super) unsafe fn decode<const ADD: bool>(data: &[u8], dst: &mut [i64]) -> Result<()> {
+    decode_groups::<ADD>(data, dst, |head, src, group| {
+        // SAFETY: the CPU has the lanes' features (this function's)
+        unsafe { place::<ADD>(head, src, group) }
+    })
+}
+
+/// Puts a group's values into its bins (adding when `ADD`), `head.w` bits each at the start
+/// of `src`.
+///
+/// # Safety
+/// The lanes' features.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi,popcnt,lzcnt,bmi1")]
+#[allow(unsafe_code)]
+unsafe fn place<const ADD: bool>(head: &Head, src: &[u8; MAX_DATA], group: &mut [i64]) {
+    let w = head.w;
+    if !(MIN_WIDTH..=MAX_WIDTH).contains(&w) {
+        return scalar_place::<ADD>(head, src, group);
+    }
     let p = &PERMS[w];
-    // each batch is stored whole, straight into the vector's spare room: the bytes past
-    // its w are the next batch's to overwrite, and those past the group's 4w are never
-    // counted (a copy through a buffer cost a library call a group)
+    let by = _mm_cvtsi32_si128(head.shift as i32);
+    // SAFETY: loads read 64 bytes of `src` at k·w <= 3 · MAX_WIDTH (at most 232 of its 256
+    // bytes), 64 bytes of `kept` from an offset of at most 32 of its 40 values, or the
+    // group's bins; stores write the group's bins (masked to its length) or `kept`
+    unsafe {
+        if head.count == GROUP {
+            // (only a whole group has 32 values)
+            for k in 0..GROUP / 8 {
+                let v = take_batch(p, w, src.as_ptr().add(k * w), by);
+                let at = group.as_mut_ptr().add(8 * k);
+                let v = if ADD {
+                    _mm512_add_epi64(_mm512_loadu_si512(at.cast()), v)
+                } else {
+                    v
+                };
+                _mm512_storeu_si512(at.cast(), v);
+            }
+            return;
+        }
+        // a sparse group, or a short last one: its values one after the other, then each
+        // batch's expanded into the bins its bitmap marks
+        let mut kept = [0i64; GROUP + 8];
+        for k in 0..head.count.div_ceil(8) {
+            let v = take_batch(p, w, src.as_ptr().add(k * w), by);
+            _mm512_storeu_si512(kept.as_mut_ptr().add(8 * k).cast(), v);
+        }
+        let (len, mut off) = (group.len(), 0);
+        for k in 0..len.div_ceil(8) {
+            let m = (head.mask >> (8 * k)) as u8;
+            let lanes = u8::MAX >> (8 * (k + 1)).saturating_sub(len);
+            let v = _mm512_maskz_expand_epi64(m, _mm512_loadu_si512(kept.as_ptr().add(off).cast()));
+            let at = group.as_mut_ptr().add(8 * k);
+            let v = if ADD {
+                _mm512_add_epi64(_mm512_maskz_loadu_epi64(lanes, at), v)
+            } else {
+                v
+            };
+            _mm512_mask_storeu_epi64(at, lanes, v);
+            off += m.count_ones() as usize;
+        }
+    }
+}
+
+/// Appends 32 values below 2^w packed at width `w` by [`Placing::put`] (4w bytes): the width
+/// test's view of the batches.
+#[cfg(test)]
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+#[allow(unsafe_code)]
+unsafe fn pack(w: usize, u: &[u64; GROUP], out: &mut Vec<u8>) {
+    assert!((MIN_WIDTH..=MAX_WIDTH).contains(&w));
     out.reserve(3 * MAX_WIDTH + 64);
     let at = out.len();
-    // SAFETY: every load reads 64 bytes of a 64-byte array or of `u` (eight values from 8k,
-    // k < 4); every store writes 64 bytes from at + k·w, k < 4, within the room reserved
-    // above; the 4w bytes counted by `set_len` have all been written
+    // SAFETY: loads read eight values of `u`; stores write 64 bytes from at + k·w, k < 4,
+    // within the room reserved above
     unsafe {
-        let base = out.as_mut_ptr().add(at);
-        let shifts = _mm512_loadu_si512(p.shifts.as_ptr().cast());
-        let even = _mm512_loadu_si512(p.even.as_ptr().cast());
-        let odd = _mm512_loadu_si512(p.odd.as_ptr().cast());
         for k in 0..GROUP / 8 {
-            let v = _mm512_sllv_epi64(_mm512_loadu_si512(u.as_ptr().add(8 * k).cast()), shifts);
-            let placed = _mm512_or_si512(
-                _mm512_maskz_permutexvar_epi8(p.even_keep, even, v),
-                _mm512_maskz_permutexvar_epi8(p.odd_keep, odd, v),
-            );
-            _mm512_storeu_si512(base.add(k * w).cast(), placed);
+            let v = _mm512_loadu_si512(u.as_ptr().add(8 * k).cast());
+            Placing::of(w).put(v, out.as_mut_ptr().add(at + k * w));
         }
         out.set_len(at + 4 * w);
     }
 }
 
-/// Reads 32 values at width `w` from the start of `src`, unzigzags and shifts them into
-/// `dst` (adding, wrapping, when `ADD`): what the scalar `unpack` does.
-///
-/// # Safety
-/// The CPU must have AVX-512 F, BW and VBMI ([`available`]).
-///
-/// # Panics
-/// Unless `MIN_WIDTH <= w <= MAX_WIDTH`.
+/// Reads 32 values at width `w` from the start of `src` by [`take_batch`] into `dst`
+/// (adding when `ADD`): the width test's view of the batches.
+#[cfg(test)]
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
 #[allow(unsafe_code)]
-pub(super) unsafe fn unpack<const ADD: bool>(
+unsafe fn unpack<const ADD: bool>(
     w: usize,
     src: &[u8; MAX_DATA],
     shift: u32,
     dst: &mut [i64; GROUP],
 ) {
-    assert!(
-        (MIN_WIDTH..=MAX_WIDTH).contains(&w),
-        "a width the lanes unpack"
-    );
-    let p = &PERMS[w];
-    // SAFETY: every load reads 64 bytes of a 64-byte array, of `src` at k·w <= 3 · MAX_WIDTH
-    // (so at most 232 of its 256 bytes), or of `dst` (eight values from 8k, k < 4), and
-    // every store writes eight values of `dst`
+    assert!((MIN_WIDTH..=MAX_WIDTH).contains(&w));
+    let by = _mm_cvtsi32_si128(shift as i32);
+    // SAFETY: loads read 64 bytes of `src` at k·w <= 3 · MAX_WIDTH, or eight values of
+    // `dst`; stores write eight values of `dst`
     unsafe {
-        let shifts = _mm512_loadu_si512(p.shifts.as_ptr().cast());
-        let load = _mm512_loadu_si512(p.load.as_ptr().cast());
-        let mask = _mm512_set1_epi64(((1u64 << w) - 1) as i64);
-        let one = _mm512_set1_epi64(1);
-        let by = _mm_cvtsi32_si128(shift as i32);
         for k in 0..GROUP / 8 {
-            let bytes = _mm512_loadu_si512(src.as_ptr().add(k * w).cast());
-            let u = _mm512_and_si512(
-                _mm512_srlv_epi64(_mm512_permutexvar_epi8(load, bytes), shifts),
-                mask,
-            );
-            // unzigzag: (u >> 1) ^ -(u & 1)
-            let v = _mm512_xor_si512(
-                _mm512_srli_epi64::<1>(u),
-                _mm512_sub_epi64(_mm512_setzero_si512(), _mm512_and_si512(u, one)),
-            );
-            let v = _mm512_sll_epi64(v, by);
+            let v = take_batch(&PERMS[w], w, src.as_ptr().add(k * w), by);
             let at = dst.as_mut_ptr().add(8 * k);
             let v = if ADD {
                 _mm512_add_epi64(_mm512_loadu_si512(at.cast()), v)

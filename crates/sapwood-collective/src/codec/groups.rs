@@ -39,109 +39,78 @@ macro_rules! per_width {
 pub(super) const GROUP: usize = 32;
 
 /// Header flag of a sparse group (a bitmap, then only the nonzero values).
-const SPARSE_GROUP: u8 = 0x80;
+pub(super) const SPARSE_GROUP: u8 = 0x80;
 
 /// Most bytes a group's values take (32 values at 64 bits).
 pub(super) const MAX_DATA: usize = 4 * 64;
 
 /// Appends the group encoding of `values` to `out`; returns how many values are nonzero.
-/// Compiled a second time for AVX-512 where the CPU has it: a group's scan for its width,
-/// shift and nonzero count then takes 64-bit compares in 512-bit lanes, not SSE2's emulated
-/// ones (the same bytes either way).
+/// Where the CPU has AVX-512 VBMI a block is encoded in 512-bit lanes (`group_lanes`);
+/// where it has AVX-512 without VBMI the scalar body is compiled a second time, so that a
+/// group's scan takes 64-bit compares in 512-bit lanes, not SSE2's emulated ones. The same
+/// bytes every way.
 pub(super) fn encode(values: &[i64], out: &mut Vec<u8>) -> usize {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx512f")
-        && std::arch::is_x86_feature_detected!("avx512vl")
-        && std::arch::is_x86_feature_detected!("avx512dq")
-        && std::arch::is_x86_feature_detected!("avx512bw")
     {
-        #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw")]
-        #[allow(unsafe_code)]
-        unsafe fn wide(values: &[i64], out: &mut Vec<u8>) -> usize {
-            encode_inlined(values, Lanes::detect(), out)
+        if super::group_lanes::available() {
+            // SAFETY: the CPU has the lanes' features (checked just now)
+            #[allow(unsafe_code)]
+            return unsafe { super::group_lanes::encode(values, out) };
         }
-        // SAFETY: the CPU has the features `wide` is compiled for (checked above)
-        #[allow(unsafe_code)]
-        return unsafe { wide(values, out) };
+        if std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512vl")
+            && std::arch::is_x86_feature_detected!("avx512dq")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+        {
+            #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw")]
+            #[allow(unsafe_code)]
+            unsafe fn wide(values: &[i64], out: &mut Vec<u8>) -> usize {
+                encode_inlined(values, out)
+            }
+            // SAFETY: the CPU has the features `wide` is compiled for (checked above)
+            #[allow(unsafe_code)]
+            return unsafe { wide(values, out) };
+        }
     }
-    encode_inlined(values, Lanes::detect(), out)
+    encode_inlined(values, out)
 }
 
-/// [`encode`]'s body, inlined into each of its versions.
+/// The scalar encoder's body, inlined into each of its versions.
 #[inline(always)]
-fn encode_inlined(values: &[i64], lanes: Lanes, out: &mut Vec<u8>) -> usize {
-    // the worst case (6 header bytes and 4w = 256 data bytes a group), so that no group
-    // reallocates; the caller keeps the buffer from one message to the next
-    out.reserve(values.len().div_ceil(GROUP) * (6 + MAX_DATA));
+pub(super) fn encode_inlined(values: &[i64], out: &mut Vec<u8>) -> usize {
+    out.reserve(worst_case(values.len()));
     let mut nnz = 0;
     let mut groups = values.chunks_exact(GROUP);
     for group in groups.by_ref() {
-        nnz += encode_group(group.try_into().unwrap(), GROUP, lanes, out);
+        nnz += encode_group(group.try_into().unwrap(), GROUP, out);
     }
     let tail = groups.remainder();
     if !tail.is_empty() {
         let mut padded = [0i64; GROUP];
         padded[..tail.len()].copy_from_slice(tail);
-        nnz += encode_group(&padded, tail.len(), lanes, out);
+        nnz += encode_group(&padded, tail.len(), out);
     }
     nnz
+}
+
+/// The most bytes the groups of `len` values take (6 header bytes and 4w = 256 data bytes a
+/// group), reserved before a block is encoded so that no group reallocates; the caller keeps
+/// the buffer from one message to the next.
+pub(super) fn worst_case(len: usize) -> usize {
+    len.div_ceil(GROUP) * (6 + MAX_DATA)
+}
+
+/// Whether a group of `len` values, `k` of them nonzero at width `w`, is sent sparse: when
+/// its bitmap saves at least a fifth (the dense path is faster).
+#[inline(always)]
+pub(super) fn sparse_pays(k: usize, w: usize, len: usize) -> bool {
+    5 * (GROUP + k * w) <= 4 * len * w
 }
 
 /// Packs 32 values below 2^w as 4w bytes onto the end of a vector.
 type Packer = fn(&[u64; GROUP], &mut Vec<u8>);
 
 const PACKERS: [Packer; 65] = per_width!(pack);
-
-/// Whether the packing runs in 512-bit lanes (`group_lanes`), found once per block: only
-/// [`Lanes::detect`] makes one that says yes, and only on a CPU that has them.
-#[derive(Clone, Copy)]
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-struct Lanes(bool);
-
-impl Lanes {
-    fn detect() -> Lanes {
-        #[cfg(target_arch = "x86_64")]
-        return Lanes(super::group_lanes::available());
-        #[cfg(not(target_arch = "x86_64"))]
-        Lanes(false)
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    fn take(self, w: usize) -> bool {
-        use super::group_lanes::{MAX_WIDTH, MIN_WIDTH};
-        self.0 && (MIN_WIDTH..=MAX_WIDTH).contains(&w)
-    }
-
-    /// Appends 32 values below 2^w packed at width `w` (4w bytes).
-    #[inline(always)]
-    fn pack(self, w: usize, u: &[u64; GROUP], out: &mut Vec<u8>) {
-        #[cfg(target_arch = "x86_64")]
-        if self.take(w) {
-            // SAFETY: `Lanes(true)` comes only from `detect` on a CPU that has the lanes
-            #[allow(unsafe_code)]
-            return unsafe { super::group_lanes::pack(w, u, out) };
-        }
-        scalar_pack(w, u, out)
-    }
-
-    /// Unpacks 32 values at width `w` from `src` into `dst`, adding when `ADD`.
-    #[inline(always)]
-    fn unpack<const ADD: bool>(
-        self,
-        w: usize,
-        src: &[u8; MAX_DATA],
-        shift: u32,
-        dst: &mut [i64; GROUP],
-    ) {
-        #[cfg(target_arch = "x86_64")]
-        if self.take(w) {
-            // SAFETY: as in `pack`
-            #[allow(unsafe_code)]
-            return unsafe { super::group_lanes::unpack::<ADD>(w, src, shift, dst) };
-        }
-        scalar_unpack(w, src, shift, dst, ADD)
-    }
-}
 
 /// Packs 32 values below 2^w at width `w` one value at a time.
 pub(super) fn scalar_pack(w: usize, u: &[u64; GROUP], out: &mut Vec<u8>) {
@@ -163,7 +132,7 @@ pub(super) fn scalar_unpack(
 /// Encodes a group whose first `len` values are the block's (the rest are zero padding);
 /// returns how many are nonzero.
 #[inline(always)]
-fn encode_group(group: &[i64; GROUP], len: usize, lanes: Lanes, out: &mut Vec<u8>) -> usize {
+fn encode_group(group: &[i64; GROUP], len: usize, out: &mut Vec<u8>) -> usize {
     // (a count rather than the bitmap: this loop vectorises, and most groups are dense)
     let (mut or, mut or_zigzag, mut nnz) = (0u64, 0u64, 0usize);
     for &v in group {
@@ -179,8 +148,7 @@ fn encode_group(group: &[i64; GROUP], len: usize, lanes: Lanes, out: &mut Vec<u8
     // with the low `shift` bits of v zero, zigzag(v) >> shift == zigzag(v >> shift)
     let w = 64 - (or_zigzag >> shift).leading_zeros();
     let (wu, k) = (w as usize, nnz);
-    // a sparse group when its bitmap saves at least a fifth: the dense path is faster
-    if 5 * (GROUP + k * wu) <= 4 * len * wu {
+    if sparse_pays(k, wu, len) {
         let mask = group
             .iter()
             .enumerate()
@@ -193,7 +161,7 @@ fn encode_group(group: &[i64; GROUP], len: usize, lanes: Lanes, out: &mut Vec<u8
         }
         out.extend_from_slice(&[w as u8 | SPARSE_GROUP, shift as u8]);
         out.extend_from_slice(&mask.to_le_bytes());
-        lanes.pack(wu, &kept, out);
+        scalar_pack(wu, &kept, out);
         out.truncate(out.len() - 4 * wu + (k * wu).div_ceil(8));
     } else {
         let mut u = [0u64; GROUP];
@@ -201,7 +169,7 @@ fn encode_group(group: &[i64; GROUP], len: usize, lanes: Lanes, out: &mut Vec<u8
             *u = zigzag(v) >> shift;
         }
         out.extend_from_slice(&[w as u8, shift as u8]);
-        lanes.pack(wu, &u, out);
+        scalar_pack(wu, &u, out);
         // a short last group keeps the bytes of its own values only
         out.truncate(out.len() - 4 * wu + (len * wu).div_ceil(8));
     }
@@ -273,13 +241,68 @@ fn unpack_put<const W: u32>(src: &[u8; MAX_DATA], shift: u32, dst: &mut [i64; GR
 const UNPACK_ADD: [Unpacker; 65] = per_width!(unpack_add);
 const UNPACK_PUT: [Unpacker; 65] = per_width!(unpack_put);
 
-/// Decodes the groups in `data` (everything after the tag) into `dst`, adding when `ADD`.
+/// Decodes the groups in `data` (everything after the tag) into `dst`, adding when `ADD`:
+/// in 512-bit lanes where the CPU has AVX-512 VBMI (`group_lanes`), else one value at a
+/// time.
 pub(super) fn decode<const ADD: bool>(data: &[u8], dst: &mut [i64]) -> Result<()> {
-    decode_with::<ADD>(data, Lanes::detect(), dst)
+    #[cfg(target_arch = "x86_64")]
+    if super::group_lanes::available() {
+        // SAFETY: the CPU has the lanes' features (checked just now)
+        #[allow(unsafe_code)]
+        return unsafe { super::group_lanes::decode::<ADD>(data, dst) };
+    }
+    decode_scalar::<ADD>(data, dst)
 }
 
-/// [`decode`], unpacking in lanes or not as `lanes` says.
-fn decode_with<const ADD: bool>(data: &[u8], lanes: Lanes, dst: &mut [i64]) -> Result<()> {
+/// [`decode`] one value at a time.
+pub(super) fn decode_scalar<const ADD: bool>(data: &[u8], dst: &mut [i64]) -> Result<()> {
+    decode_groups::<ADD>(data, dst, scalar_place::<ADD>)
+}
+
+/// Puts a group's values, `head.w` bits each at the start of `src`, into its bins (or adds
+/// them, when `ADD`) one value at a time.
+#[inline(always)]
+pub(super) fn scalar_place<const ADD: bool>(head: &Head, src: &[u8; MAX_DATA], group: &mut [i64]) {
+    if head.count == GROUP {
+        // (only a whole group has 32 values)
+        scalar_unpack(head.w, src, head.shift, group.try_into().unwrap(), ADD);
+        return;
+    }
+    // a sparse group, or a short last one: unpack, then put each value in its bin
+    let mut values = [0i64; GROUP];
+    scalar_unpack(head.w, src, head.shift, &mut values, false);
+    if !ADD {
+        group.fill(0);
+    }
+    let mut m = head.mask;
+    for &v in values.iter().take(head.count) {
+        put::<ADD>(&mut group[m.trailing_zeros() as usize], v);
+        m &= m - 1;
+    }
+}
+
+/// A group's header, read and checked against the message and the block.
+pub(super) struct Head {
+    /// Bits of each value (1..=64).
+    pub w: usize,
+    /// Trailing zero bits every value shares.
+    pub shift: u32,
+    /// The group's bins that have a value in the message.
+    pub mask: u32,
+    /// How many do (`mask`'s ones).
+    pub count: usize,
+}
+
+/// Walks the groups of `data` over `dst`, checking every header and length, and hands each
+/// group that is not all zero to `place` with its 4w bytes at the start of a window of
+/// [`MAX_DATA`] (what follows them in the window is never part of a value); all-zero groups
+/// are cleared unless `ADD`. The body of every decoder, inlined into each.
+#[inline(always)]
+pub(super) fn decode_groups<const ADD: bool>(
+    data: &[u8],
+    dst: &mut [i64],
+    mut place: impl FnMut(&Head, &[u8; MAX_DATA], &mut [i64]),
+) -> Result<()> {
     let mut pos = 0usize;
     let mut window = [0u8; MAX_DATA];
     for group in dst.chunks_mut(GROUP) {
@@ -319,31 +342,24 @@ fn decode_with<const ADD: bool>(data: &[u8], lanes: Lanes, dst: &mut [i64]) -> R
         let n = (count * w).div_ceil(8);
         let bytes = data.get(pos..pos + n).ok_or_else(truncated)?;
         // a whole window of the message when it has one, else a copy of the group's bytes
-        // (what follows them is never part of a kept value: no need to clear it)
         let src: &[u8; MAX_DATA] = match data.get(pos..pos + MAX_DATA) {
-            Some(s) if count == GROUP => s.try_into().unwrap(),
-            _ => {
+            Some(s) => s.try_into().unwrap(),
+            None => {
                 window[..n].copy_from_slice(bytes);
                 &window
             }
         };
         pos += n;
-        if count == GROUP {
-            // (only a whole group has 32 values)
-            lanes.unpack::<ADD>(w, src, shift, group.try_into().unwrap());
-            continue;
-        }
-        // a sparse group, or a short last one: unpack, then put each value in its bin
-        let mut values = [0i64; GROUP];
-        lanes.unpack::<false>(w, src, shift, &mut values);
-        if !ADD {
-            group.fill(0);
-        }
-        let mut m = mask;
-        for &v in values.iter().take(count) {
-            put::<ADD>(&mut group[m.trailing_zeros() as usize], v);
-            m &= m - 1;
-        }
+        place(
+            &Head {
+                w,
+                shift,
+                mask,
+                count,
+            },
+            src,
+            group,
+        );
     }
     if pos != data.len() {
         return Err(malformed("trailing bytes"));
@@ -373,20 +389,25 @@ mod tests {
                 0..200,
             )),
         ) {
-            // the dispatched encoder (compiled for AVX-512 and packing in lanes where the
-            // CPU has them) against the baseline body packing one value at a time
-            let (mut wide, mut base) = (Vec::new(), Vec::new());
-            let nnz = encode(&values, &mut wide);
-            prop_assert_eq!(nnz, encode_inlined(&values, Lanes(false), &mut base));
-            prop_assert_eq!(&wide, &base);
+            // the dispatched encoder (in lanes, or compiled for AVX-512, where the CPU has
+            // them) against the scalar body
+            let (mut fast, mut base) = (Vec::new(), Vec::new());
+            let nnz = encode(&values, &mut fast);
+            prop_assert_eq!(nnz, encode_inlined(&values, &mut base));
+            prop_assert_eq!(&fast, &base);
             prop_assert_eq!(nnz, values.iter().filter(|&&v| v != 0).count());
             let start: Vec<i64> = (0..values.len() as i64).map(|i| i * 7 - 300).collect();
-            for lanes in [Lanes::detect(), Lanes(false)] {
+            type Decoder = fn(&[u8], &mut [i64], bool) -> Result<()>;
+            let decoders: [Decoder; 2] = [
+                |d, v, add| if add { decode::<true>(d, v) } else { decode::<false>(d, v) },
+                |d, v, add| if add { decode_scalar::<true>(d, v) } else { decode_scalar::<false>(d, v) },
+            ];
+            for decoder in decoders {
                 let mut back = vec![7i64; values.len()];
-                decode_with::<false>(&wide, lanes, &mut back).unwrap();
+                decoder(&fast, &mut back, false).unwrap();
                 prop_assert_eq!(&back, &values);
                 let mut sum = start.clone();
-                decode_with::<true>(&wide, lanes, &mut sum).unwrap();
+                decoder(&fast, &mut sum, true).unwrap();
                 let want: Vec<i64> = start.iter().zip(&values).map(|(a, b)| a.wrapping_add(*b)).collect();
                 prop_assert_eq!(sum, want);
             }
