@@ -12,8 +12,10 @@
 //! placed from byte ⌊j·w / 8⌋ on. For 7 ≤ w ≤ 56 a shifted value fits its lane and two
 //! values of the same parity never share a byte, so one byte permute places the even values
 //! and one the odd ones, and an OR joins the byte they may share. Unpacking reads each
-//! value's eight bytes with one permute and shifts them back. Groups of other widths are
-//! packed and unpacked by the scalar routines; every width writes and reads the same bytes.
+//! value's eight bytes with one permute and shifts them back. Below 7 bits a batch is one
+//! 64-bit word: the values are shifted to their bits and ORed, and read back from the word
+//! broadcast to every lane. Groups wider than 56 bits are packed and unpacked by the scalar
+//! routines; every width writes and reads the same bytes.
 
 use std::arch::x86_64::*;
 
@@ -24,9 +26,12 @@ use super::groups::{
     SPARSE_GROUP,
 };
 
-/// Narrowest width the lanes pack: from 7 bits on, the next value of a parity starts at
-/// least 8 bits past one's last bit, so in a later byte.
-pub(super) const MIN_WIDTH: usize = 7;
+/// Narrowest width the lanes pack.
+pub(super) const MIN_WIDTH: usize = 1;
+/// Narrowest width placed by byte permutes: from 7 bits on, the next value of a parity
+/// starts at least 8 bits past one's last bit, so in a later byte. Narrower batches are one
+/// 64-bit word (eight values of at most 6 bits), shifted into place whole.
+const PERMUTED: usize = 7;
 /// Widest width the lanes handle: a value shifted by up to 7 bits still fits 64.
 pub(super) const MAX_WIDTH: usize = 56;
 
@@ -43,8 +48,10 @@ struct Perm {
     odd: [u8; 64],
     /// as `even_keep`, for the odd values
     odd_keep: u64,
-    /// (j·w) mod 8 for each value j of a batch
+    /// (j·w) mod 8 for each value j of a batch; j·w for a narrow one
     shifts: [u64; 8],
+    /// whether the batch is one word (w < [`PERMUTED`]) rather than permuted bytes
+    narrow: bool,
 }
 
 const NO_PERM: Perm = Perm {
@@ -54,10 +61,20 @@ const NO_PERM: Perm = Perm {
     odd: [0; 64],
     odd_keep: 0,
     shifts: [0; 8],
+    narrow: false,
 };
 
 const fn perm(w: usize) -> Perm {
     let mut p = NO_PERM;
+    if w < PERMUTED {
+        p.narrow = true;
+        let mut j = 0;
+        while j < 8 {
+            p.shifts[j] = (j * w) as u64;
+            j += 1;
+        }
+        return p;
+    }
     let mut j = 0;
     while j < 8 {
         let (first, at) = (j * w / 8, j * w % 8);
@@ -253,6 +270,7 @@ unsafe fn or_both(a: [__m512i; 4], b: [__m512i; 4]) -> (u64, u64) {
 /// The permutes of one width in registers, to place a group's batches with.
 #[derive(Clone, Copy)]
 struct Placing {
+    narrow: bool,
     shifts: __m512i,
     even: __m512i,
     even_keep: u64,
@@ -272,6 +290,7 @@ impl Placing {
         // SAFETY: loads of 64-byte arrays
         unsafe {
             Placing {
+                narrow: p.narrow,
                 shifts: _mm512_loadu_si512(p.shifts.as_ptr().cast()),
                 even: _mm512_loadu_si512(p.even.as_ptr().cast()),
                 even_keep: p.even_keep,
@@ -294,6 +313,11 @@ impl Placing {
         // SAFETY: the caller's
         unsafe {
             let v = _mm512_sllv_epi64(v, self.shifts);
+            if self.narrow {
+                // the values' bits are apart: their OR is the batch's word
+                let word = _mm512_reduce_or_epi64(v) as u64;
+                return to.cast::<u64>().write_unaligned(word.to_le());
+            }
             let placed = _mm512_or_si512(
                 _mm512_maskz_permutexvar_epi8(self.even_keep, self.even, v),
                 _mm512_maskz_permutexvar_epi8(self.odd_keep, self.odd, v),
@@ -313,14 +337,16 @@ impl Placing {
 #[allow(unsafe_code)]
 unsafe fn take_batch(p: &Perm, w: usize, from: *const u8, by: __m128i) -> __m512i {
     let shifts = _mm512_loadu_si512(p.shifts.as_ptr().cast());
-    let load = _mm512_loadu_si512(p.load.as_ptr().cast());
     let mask = _mm512_set1_epi64(((1u64 << w) - 1) as i64);
     // SAFETY: the caller's
-    let bytes = unsafe { _mm512_loadu_si512(from.cast()) };
-    let u = _mm512_and_si512(
-        _mm512_srlv_epi64(_mm512_permutexvar_epi8(load, bytes), shifts),
-        mask,
-    );
+    let lanes = if p.narrow {
+        // the batch's word in every lane, each shifted to its own value
+        _mm512_set1_epi64(u64::from_le(unsafe { from.cast::<u64>().read_unaligned() }) as i64)
+    } else {
+        let load = _mm512_loadu_si512(p.load.as_ptr().cast());
+        _mm512_permutexvar_epi8(load, unsafe { _mm512_loadu_si512(from.cast()) })
+    };
+    let u = _mm512_and_si512(_mm512_srlv_epi64(lanes, shifts), mask);
     // unzigzag: (u >> 1) ^ -(u & 1)
     let v = _mm512_xor_si512(
         _mm512_srli_epi64::<1>(u),
