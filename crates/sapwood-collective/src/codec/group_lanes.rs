@@ -104,7 +104,7 @@ const fn perm(w: usize) -> Perm {
 }
 
 /// The permutes of every width the lanes handle (no others are ever looked up).
-const PERMS: [Perm; MAX_WIDTH + 1] = {
+static PERMS: [Perm; MAX_WIDTH + 1] = {
     let mut t = [NO_PERM; MAX_WIDTH + 1];
     let mut w = MIN_WIDTH;
     while w <= MAX_WIDTH {
@@ -480,27 +480,155 @@ unsafe fn unpack<const ADD: bool>(
 
 #[cfg(test)]
 mod tests {
-    use super::super::groups::{scalar_pack, scalar_unpack};
+    use super::super::groups::{decode_scalar, encode_inlined, scalar_pack, scalar_unpack};
     use super::*;
 
-    #[test]
-    fn lanes_pack_and_unpack_as_the_scalar_routines_at_every_width() {
+    /// splitmix64: numbers with every bit pattern, the same each run.
+    fn splitmix(state: &mut u64) -> u64 {
+        *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let z = (*state ^ (*state >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        let z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Whether the lanes can run here; a test that needs them returns early where they
+    /// cannot, unless `SAPWOOD_REQUIRE_AVX512` says they must.
+    fn lanes_here() -> bool {
         if !available() {
             assert!(
                 std::env::var_os("SAPWOOD_REQUIRE_AVX512").is_none(),
                 "SAPWOOD_REQUIRE_AVX512 is set but this CPU lacks AVX-512 VBMI"
             );
             eprintln!("skipped: no AVX-512 VBMI");
+        }
+        available()
+    }
+
+    /// Both decoders on one message, put and added onto `start`: the same result (or the
+    /// same error).
+    fn decoders_agree(msg: &[u8], start: &[i64]) -> Option<Vec<i64>> {
+        let mut out = None;
+        for add in [false, true] {
+            let (mut a, mut b) = (start.to_vec(), start.to_vec());
+            // SAFETY: the caller checked that the CPU has the lanes
+            #[allow(unsafe_code)]
+            let lanes = unsafe {
+                if add {
+                    decode::<true>(msg, &mut a)
+                } else {
+                    decode::<false>(msg, &mut a)
+                }
+            };
+            let scalar = if add {
+                decode_scalar::<true>(msg, &mut b)
+            } else {
+                decode_scalar::<false>(msg, &mut b)
+            };
+            match (lanes, scalar) {
+                (Ok(()), Ok(())) => assert_eq!(a, b, "add {add}"),
+                (Err(x), Err(y)) => assert_eq!(x.to_string(), y.to_string()),
+                (x, y) => panic!("lanes {x:?}, scalar {y:?}"),
+            }
+            if !add {
+                out = Some(a);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn lanes_encode_and_decode_every_kind_of_group_as_the_scalar_body() {
+        if !lanes_here() {
             return;
         }
-        // splitmix64: values with every bit pattern, the same each run
+        let mut state = 1u64;
+        // every width, with every count of nonzero values that changes which batches are
+        // stored (dense and sparse groups alike), in whole groups and a short last one
+        for bits in 0..62u32 {
+            for k in [0, 1, 3, 8, 9, 16, 17, 24, 25, 31, 32] {
+                for len in [96, 101] {
+                    let shift = if bits < 56 {
+                        [0, 1, 5][bits as usize % 3]
+                    } else {
+                        0
+                    };
+                    let values: Vec<i64> = (0..len)
+                        .map(|i| {
+                            // k bins of every 32 (7 is coprime to 32), at different places
+                            // in each group
+                            if ((i % 32) * 7 + i / 32) % 32 >= k {
+                                return 0;
+                            }
+                            let v = (splitmix(&mut state) as i64) >> (63 - bits);
+                            (if v == 0 { 1 } else { v }) << shift
+                        })
+                        .collect();
+                    let (mut lanes, mut scalar) = (Vec::new(), Vec::new());
+                    // SAFETY: the CPU has the lanes (checked above)
+                    #[allow(unsafe_code)]
+                    let nnz = unsafe { encode(&values, &mut lanes) };
+                    assert_eq!(nnz, encode_inlined(&values, &mut scalar));
+                    assert_eq!(lanes, scalar, "{bits} bits, {k} a group, {len} values");
+                    let start: Vec<i64> = (0..len).map(|_| splitmix(&mut state) as i64).collect();
+                    let back = decoders_agree(&lanes, &start).expect("a valid message");
+                    assert_eq!(back, values, "{bits} bits, {k} a group, {len} values");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn lanes_decode_any_message_as_the_scalar_decoder() {
+        if !lanes_here() {
+            return;
+        }
+        let mut state = 7u64;
+        // headers the encoder never writes too (a sparse group marking every bin or none,
+        // sparse groups of every width, any shift), random value bits, and cut messages
+        for case in 0..3000 {
+            let len = 1 + splitmix(&mut state) as usize % 200;
+            let mut msg = Vec::new();
+            for start in (0..len).step_by(GROUP) {
+                let n = GROUP.min(len - start);
+                let r = splitmix(&mut state);
+                if r.is_multiple_of(5) {
+                    msg.push(0);
+                    continue;
+                }
+                let (w, shift) = (1 + (r >> 8) % 64, (r >> 16) % 64);
+                let count = if r % 5 <= 2 {
+                    let mask = match (r >> 24) % 4 {
+                        0 => 0,
+                        1 => u32::MAX,
+                        _ => (r >> 32) as u32,
+                    } & (u32::MAX >> (GROUP - n));
+                    msg.extend_from_slice(&[w as u8 | SPARSE_GROUP, shift as u8]);
+                    msg.extend_from_slice(&mask.to_le_bytes());
+                    mask.count_ones() as usize
+                } else {
+                    msg.extend_from_slice(&[w as u8, shift as u8]);
+                    n
+                };
+                msg.extend(
+                    (0..(count * w as usize).div_ceil(8)).map(|_| splitmix(&mut state) as u8),
+                );
+            }
+            if case % 4 == 3 {
+                let cut = splitmix(&mut state) as usize % (msg.len() + 1);
+                msg.truncate(cut);
+            }
+            let start: Vec<i64> = (0..len).map(|_| splitmix(&mut state) as i64).collect();
+            decoders_agree(&msg, &start);
+        }
+    }
+
+    #[test]
+    fn lanes_pack_and_unpack_as_the_scalar_routines_at_every_width() {
+        if !lanes_here() {
+            return;
+        }
         let mut state = 0u64;
-        let mut next = || {
-            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let z = (state ^ (state >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            let z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^ (z >> 31)
-        };
+        let mut next = || splitmix(&mut state);
         for w in MIN_WIDTH..=MAX_WIDTH {
             for case in 0..50 {
                 let mut u = [0u64; GROUP];

@@ -294,9 +294,9 @@ pub(super) struct Head {
 }
 
 /// Walks the groups of `data` over `dst`, checking every header and length, and hands each
-/// group that is not all zero to `place` with its 4w bytes at the start of a window of
-/// [`MAX_DATA`] (what follows them in the window is never part of a value); all-zero groups
-/// are cleared unless `ADD`. The body of every decoder, inlined into each.
+/// group that is not all zero to `place` with its ⌈count·w / 8⌉ bytes at the start of a
+/// window of [`MAX_DATA`] (what follows them in the window is never part of a value);
+/// all-zero groups are cleared unless `ADD`. The body of every decoder, inlined into each.
 #[inline(always)]
 pub(super) fn decode_groups<const ADD: bool>(
     data: &[u8],
@@ -391,6 +391,10 @@ mod tests {
         ) {
             // the dispatched encoder (in lanes, or compiled for AVX-512, where the CPU has
             // them) against the scalar body
+            #[cfg(target_arch = "x86_64")]
+            if std::env::var_os("SAPWOOD_REQUIRE_AVX512").is_some() {
+                prop_assert!(super::super::group_lanes::available(), "no lanes to test here");
+            }
             let (mut fast, mut base) = (Vec::new(), Vec::new());
             let nnz = encode(&values, &mut fast);
             prop_assert_eq!(nnz, encode_inlined(&values, &mut base));
