@@ -22,7 +22,7 @@ use std::arch::x86_64::*;
 use sapwood_core::Result;
 
 use super::groups::{
-    decode_groups, scalar_pack, scalar_place, sparse_pays, worst_case, Head, GROUP, MAX_DATA,
+    decode_groups, encode_groups, scalar_pack, scalar_place, sparse_pays, Head, GROUP, MAX_DATA,
     SPARSE_GROUP,
 };
 
@@ -132,31 +132,21 @@ pub(super) fn available() -> bool {
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi,popcnt,lzcnt,bmi1")]
 #[allow(unsafe_code)]
 pub(super) unsafe fn encode(values: &[i64], out: &mut Vec<u8>) -> usize {
-    // a batch is stored as a whole register: 64 bytes of room past the last group's data
-    out.reserve(worst_case(values.len()) + 64);
-    let mut nnz = 0;
-    let mut groups = values.chunks_exact(GROUP);
-    for group in groups.by_ref() {
-        // SAFETY: a whole group of 32 values; room reserved above
-        nnz += unsafe { encode_group(group.try_into().unwrap(), GROUP, out) };
-    }
-    let tail = groups.remainder();
-    if !tail.is_empty() {
-        let mut padded = [0i64; GROUP];
-        padded[..tail.len()].copy_from_slice(tail);
-        // SAFETY: as above
-        nnz += unsafe { encode_group(&padded, tail.len(), out) };
-    }
-    nnz
+    encode_groups(values, out, |group, len, out| {
+        // SAFETY: the CPU has the lanes' features (this function's), and `encode_groups`
+        // reserved each group's worst case
+        unsafe { encode_group(group, len, out) }
+    })
 }
 
 /// Encodes a group whose first `len` values are the block's (the rest are zero padding);
 /// returns how many are nonzero.
 ///
 /// # Safety
-/// The lanes' features (it is inlined into [`encode`], which has them), and room in `out`
-/// for the group's worst case plus 64 bytes.
-#[inline(always)]
+/// The lanes' features, and room in `out` for the group's worst case, 6 + 256 bytes (it
+/// writes at most 6 + 3 · 56 + 64).
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi,popcnt,lzcnt,bmi1")]
 #[allow(unsafe_code)]
 unsafe fn encode_group(group: &[i64; GROUP], len: usize, out: &mut Vec<u8>) -> usize {
     // SAFETY: loads read the group's 32 values, or the 40 of `kept`; stores write `kept`,

@@ -78,7 +78,22 @@ pub(super) fn encode(values: &[i64], out: &mut Vec<u8>) -> usize {
 /// The scalar encoder's body, inlined into each of its versions.
 #[inline(always)]
 pub(super) fn encode_inlined(values: &[i64], out: &mut Vec<u8>) -> usize {
-    out.reserve(worst_case(values.len()));
+    encode_groups(values, out, encode_group)
+}
+
+/// Walks `values` in groups of 32 (the last padded with zeros) and encodes each with
+/// `encode_group(group, its values in the block, out)`, which returns its nonzero count,
+/// after reserving the block's worst case: so that no group reallocates (the caller keeps
+/// the buffer from one message to the next), and so that a group may write whole registers
+/// up to its own worst case past its start (6 + 256 bytes). The body of every encoder,
+/// inlined into each.
+#[inline(always)]
+pub(super) fn encode_groups(
+    values: &[i64],
+    out: &mut Vec<u8>,
+    mut encode_group: impl FnMut(&[i64; GROUP], usize, &mut Vec<u8>) -> usize,
+) -> usize {
+    out.reserve(values.len().div_ceil(GROUP) * (6 + MAX_DATA));
     let mut nnz = 0;
     let mut groups = values.chunks_exact(GROUP);
     for group in groups.by_ref() {
@@ -91,13 +106,6 @@ pub(super) fn encode_inlined(values: &[i64], out: &mut Vec<u8>) -> usize {
         nnz += encode_group(&padded, tail.len(), out);
     }
     nnz
-}
-
-/// The most bytes the groups of `len` values take (6 header bytes and 4w = 256 data bytes a
-/// group), reserved before a block is encoded so that no group reallocates; the caller keeps
-/// the buffer from one message to the next.
-pub(super) fn worst_case(len: usize) -> usize {
-    len.div_ceil(GROUP) * (6 + MAX_DATA)
 }
 
 /// Whether a group of `len` values, `k` of them nonzero at width `w`, is sent sparse: when
