@@ -65,6 +65,9 @@ fn read_blocks(path: &str) -> Vec<Vec<i64>> {
     let (mut blocks, mut at) = (Vec::new(), 0);
     while at < bytes.len() {
         let n = word(at) as usize;
+        if n > (bytes.len() - at - 8) / 8 {
+            panic!("{path}: the block at byte {at} has {n} values, more than the file holds");
+        }
         blocks.push((0..n).map(|i| word(at + 8 + 8 * i) as i64).collect());
         at += 8 + 8 * n;
     }
