@@ -10,7 +10,8 @@ byte-identical (checked). Each codec runs --repeat times (default 3), interleave
 others (in reverse order every other repeat) so that a slow spell of a shared machine hits all
 of them. Times are the fastest run of each codec (other load on a shared machine only ever
 adds time), with the medians beside, the median of each repeat's ratio to the `none` run of
-the same repeat ("paired"), and the ratio of CPU seconds (user + system) over all repeats.
+the same repeat ("paired") with a 90% bootstrap interval of that median, and the ratio of CPU
+seconds (user + system) over all repeats.
 --codecs and --bits choose fewer runs, e.g. `--codecs none,auto --bits 8 --repeat 10` to
 time one codec's cost closely.
 
@@ -29,6 +30,7 @@ import argparse
 import hashlib
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -81,6 +83,14 @@ def train(a, data, ns, codec, overlap, transport, bits="0"):
         s = json.load(open(summary))
         digest = hashlib.sha256(open(model, "rb").read()).hexdigest()
         return s["train_seconds"], s["communication"]["seconds"], digest, s["communication"]["bytes_sent"]
+
+
+def median_interval(xs, level=0.9, draws=2000):
+    """A bootstrap interval (percentile, `level`) of the median of `xs`: how far the paired
+    ratio's median may move on a shared machine's noise."""
+    rng = random.Random(7)
+    ms = sorted(statistics.median(rng.choices(xs, k=len(xs))) for _ in range(draws))
+    return ms[int((1 - level) / 2 * draws)], ms[int((1 + level) / 2 * draws) - 1]
 
 
 def link_rate(text):
@@ -205,13 +215,16 @@ def main():
                         times[codec].append(s["train_seconds"])
             best = {c: min(v) for c, v in times.items()}
             median = {c: statistics.median(v) for c, v in times.items()}
-            paired = {c: statistics.median(t / n for t, n in zip(v, times["none"])) for c, v in times.items()}
+            ratios = {c: [t / n for t, n in zip(v, times["none"])] for c, v in times.items()}
+            paired = {c: statistics.median(v) for c, v in ratios.items()}
+            interval = {c: median_interval(v) for c, v in ratios.items()}
             mode = "exact" if bits == "0" else f"grad_bits={bits}"
             for codec in codecs:
                 per_tree = sent[codec]
                 print(f"{mode:<12}{codec:<8}{per_tree / 1024:>10.0f}{base[codec] / 1024:>19.0f}{base[codec] / per_tree:>12.1f}x"
                       f"{best[codec]:>9.2f}{best[codec] / best['none']:>8.2f}x{median[codec] / median['none']:>15.2f}x"
-                      f"{paired[codec]:>15.2f}x{cpu[codec] / cpu['none']:>12.2f}x")
+                      f"{paired[codec]:>15.2f}x{interval[codec][0]:>8.2f}-{interval[codec][1]:.2f}"
+                      f"{cpu[codec] / cpu['none']:>12.2f}x")
             print(f"{'':<20}all times (s): " + "; ".join(f"{c} " + " ".join(f"{t:.2f}" for t in times[c]) for c in codecs))
             assert len(digests) == 1, "models differ between codecs"
         print("every codec saved the same model bytes")

@@ -186,6 +186,31 @@ impl<T: Transport> RingCollective<T> {
         ring::gather_bytes(&mut self.t, data, &mut self.stats)
     }
 
+    fn gather_to(&mut self, data: &[u8], root: usize) -> Result<Option<Vec<Vec<u8>>>> {
+        let (r, p) = (self.t.rank(), self.t.size());
+        if root >= p {
+            return Err(sapwood_core::Error::Collective(format!(
+                "gather to worker {root} of a job of {p}"
+            )));
+        }
+        if r != root {
+            self.stats.bytes_sent += data.len() as u64;
+            self.stats.bytes_uncompressed += data.len() as u64;
+            self.t.send(root, data.to_vec())?;
+            return Ok(None);
+        }
+        (0..p)
+            .map(|from| {
+                if from == root {
+                    Ok(data.to_vec())
+                } else {
+                    self.t.recv(from)
+                }
+            })
+            .collect::<Result<_>>()
+            .map(Some)
+    }
+
     fn broadcast_from(&mut self, data: &mut Vec<u8>, root: usize) -> Result<()> {
         let (r, p) = (self.t.rank(), self.t.size());
         if p == 1 {
@@ -274,6 +299,10 @@ impl<T: Transport> Collective for RingCollective<T> {
 
     fn allgather(&mut self, data: &[u8]) -> Result<Vec<Vec<u8>>> {
         self.timed(|c| c.gather_all(data))
+    }
+
+    fn gather(&mut self, data: &[u8], root: usize) -> Result<Option<Vec<Vec<u8>>>> {
+        self.timed(|c| c.gather_to(data, root))
     }
 
     fn broadcast(&mut self, data: &mut Vec<u8>, root: usize) -> Result<()> {

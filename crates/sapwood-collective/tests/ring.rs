@@ -1,12 +1,16 @@
 //! Ring algorithms over in-process workers: exact sums for any size and worker count, and a
 //! dead worker stops the others promptly.
 
+use std::borrow::Cow;
 use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
 use sapwood_collective::{in_process, RingCollective, Transport};
-use sapwood_core::collective::Collective;
-use sapwood_core::params::CommCodec;
+use sapwood_core::collective::{Collective, SingleWorker};
+use sapwood_core::data::cuts::{CutSample, Cuts};
+use sapwood_core::data::matrix::{Column, FeatureMatrix};
+use sapwood_core::params::{CommCodec, Params};
+use sapwood_core::train::agree_cuts;
 
 /// Runs `f` on `n` workers (threads) and returns their results by rank.
 fn on_workers<T: Send>(
@@ -122,6 +126,93 @@ fn gather_max_and_broadcast_agree_on_every_worker() {
         assert_eq!(m, [9, 10]);
         assert_eq!(g, vec![vec![0; 3], vec![1; 3], vec![2; 3], vec![3; 3]]);
         assert_eq!(b, b"from two");
+    }
+}
+
+#[test]
+fn gather_hands_every_workers_bytes_to_the_root_only() {
+    for root in [0, 2] {
+        let out = on_workers(3, CommCodec::Auto, |c| {
+            let r = c.rank() as u8;
+            c.gather(&vec![r; r as usize + 1], root).unwrap()
+        });
+        for (rank, g) in out.into_iter().enumerate() {
+            if rank == root {
+                assert_eq!(g, Some(vec![vec![0], vec![1, 1], vec![2, 2, 2]]));
+            } else {
+                assert_eq!(g, None);
+            }
+        }
+    }
+    let e = on_workers(2, CommCodec::None, |c| {
+        c.gather(b"x", 2).unwrap_err().to_string()
+    });
+    assert!(e[0].contains("worker 2 of a job of 2"), "{}", e[0]);
+}
+
+/// A numeric and a categorical column of `n` rows from `start`.
+fn columns(start: usize, n: usize) -> FeatureMatrix<'static> {
+    let x = (start..start + n)
+        .map(|i| {
+            if i % 7 == 0 {
+                f32::NAN
+            } else {
+                ((i * 37) % 101) as f32 / 3.0
+            }
+        })
+        .collect::<Vec<_>>();
+    let codes = (start..start + n)
+        .map(|i| ((i * 13) % 5) as u32)
+        .collect::<Vec<_>>();
+    let levels = ["a", "b", "c", "d", "e"].map(String::from).to_vec();
+    FeatureMatrix::new(
+        vec!["x".into(), "colour".into()],
+        vec![
+            Column::Numeric(Cow::Owned(x)),
+            Column::Categorical {
+                codes: Cow::Owned(codes),
+                levels,
+            },
+        ],
+    )
+    .unwrap()
+}
+
+#[test]
+fn workers_agree_on_the_cuts_of_all_their_rows() {
+    let (n, params) = (3000usize, Params::default());
+    let sample = |start: usize, rows: usize| {
+        CutSample::collect(&columns(start, rows), None, start as u64, n as u64, 1, 1000)
+    };
+    let one = agree_cuts(&sample(0, n), &params, &mut SingleWorker).unwrap();
+    let shards = [0, 500, 1800, 2600, n];
+    let out = on_workers(4, CommCodec::Auto, |c| {
+        let r = c.rank();
+        agree_cuts(&sample(shards[r], shards[r + 1] - shards[r]), &params, c).unwrap()
+    });
+    for cuts in out {
+        assert_eq!(cuts, one);
+    }
+    assert_eq!(Cuts::from_bytes(&one.to_bytes()).unwrap(), one);
+}
+
+#[test]
+fn a_worker_that_cannot_compute_the_cuts_fails_the_others_with_its_reason() {
+    let params = Params {
+        max_bin: 2,
+        ..Params::default()
+    };
+    let out = on_workers(3, CommCodec::Auto, |c| {
+        let r = c.rank();
+        let sample = CutSample::collect(&columns(100 * r, 100), None, 100 * r as u64, 300, 1, 300);
+        agree_cuts(&sample, &params, c).unwrap_err().to_string()
+    });
+    assert!(out[0].contains("max_bin"), "{}", out[0]);
+    for e in &out[1..] {
+        assert!(
+            e.contains("worker 0 could not compute the bin cuts") && e.contains("max_bin"),
+            "{e}"
+        );
     }
 }
 

@@ -166,6 +166,13 @@ pub trait Collective: Send {
     /// Every worker's bytes, indexed by rank.
     fn allgather(&mut self, data: &[u8]) -> Result<Vec<Vec<u8>>>;
 
+    /// Every worker's bytes, indexed by rank, on `root` only (`None` elsewhere): where one
+    /// worker computes from everyone's data, the others need not hold it too.
+    fn gather(&mut self, data: &[u8], root: usize) -> Result<Option<Vec<Vec<u8>>>> {
+        let all = self.allgather(data)?;
+        Ok((self.rank() == root).then_some(all))
+    }
+
     /// Replaces `data` on every worker with `root`'s.
     fn broadcast(&mut self, data: &mut Vec<u8>, root: usize) -> Result<()>;
 

@@ -278,6 +278,10 @@ impl Collective for NcclCollective {
         self.host.allgather(data)
     }
 
+    fn gather(&mut self, data: &[u8], root: usize) -> Result<Option<Vec<Vec<u8>>>> {
+        self.host.gather(data, root)
+    }
+
     fn broadcast(&mut self, data: &mut Vec<u8>, root: usize) -> Result<()> {
         self.host.broadcast(data, root)
     }

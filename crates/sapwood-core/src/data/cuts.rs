@@ -131,6 +131,95 @@ impl Cuts {
         self.features.iter().map(|f| f.n_bins()).max().unwrap_or(0)
     }
 
+    /// A compact byte encoding (exact float bits), for sending cuts computed on one worker
+    /// to the others.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        out.put_u64(self.features.len() as u64);
+        for f in &self.features {
+            match f {
+                FeatureCuts::Numeric { thresholds } => {
+                    out.put_u8(0);
+                    out.put_u64(thresholds.len() as u64);
+                    for &t in thresholds {
+                        out.put_f32(t);
+                    }
+                }
+                FeatureCuts::Categorical {
+                    levels,
+                    level_bins,
+                    n_bins,
+                } => {
+                    out.put_u8(1);
+                    out.put_u64(levels.len() as u64);
+                    for l in levels {
+                        out.put_u64(l.len() as u64);
+                        out.extend_from_slice(l.as_bytes());
+                    }
+                    out.put_u64(level_bins.len() as u64);
+                    for &b in level_bins {
+                        out.put_u16(b);
+                    }
+                    out.put_u16(*n_bins);
+                }
+            }
+        }
+        out
+    }
+
+    /// Decodes [`Cuts::to_bytes`]; malformed input is an error.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
+        let mut r = ByteReader::new(bytes, "message of bin cuts");
+        let n = r.u64()? as usize;
+        // every length is checked against the bytes left before anything is reserved
+        let len = |r: &mut ByteReader<'_>, item: usize| -> Result<usize> {
+            let len = r.u64()?;
+            if len > (r.rest().len() / item) as u64 {
+                return Err(r.malformed(format!("{len} items past the end")));
+            }
+            Ok(len as usize)
+        };
+        if n > r.rest().len() {
+            return Err(r.malformed(format!("{n} features past the end")));
+        }
+        let mut features = Vec::with_capacity(n);
+        let mut total = 0u64;
+        for _ in 0..n {
+            let f = match r.u8()? {
+                0 => {
+                    let k = len(&mut r, 4)?;
+                    let thresholds = (0..k).map(|_| r.f32()).collect::<Result<Vec<_>>>()?;
+                    FeatureCuts::Numeric { thresholds }
+                }
+                1 => {
+                    let k = len(&mut r, 8)?;
+                    let mut levels = Vec::with_capacity(k);
+                    for _ in 0..k {
+                        let l = len(&mut r, 1)?;
+                        let s = std::str::from_utf8(r.take(l)?)
+                            .map_err(|_| r.malformed("a level name is not UTF-8"))?;
+                        levels.push(s.to_owned());
+                    }
+                    let k = len(&mut r, 2)?;
+                    let level_bins = (0..k).map(|_| r.u16()).collect::<Result<Vec<_>>>()?;
+                    FeatureCuts::Categorical {
+                        levels,
+                        level_bins,
+                        n_bins: r.u16()?,
+                    }
+                }
+                t => return Err(r.malformed(format!("feature tag {t}"))),
+            };
+            total += f.n_bins() as u64;
+            features.push(f);
+        }
+        r.finish()?;
+        if total > u32::MAX as u64 {
+            return Err(r.malformed(format!("{total} bins in all")));
+        }
+        Ok(Cuts::new(features))
+    }
+
     /// Computes cuts from a gathered sample: at most `max_bin` bins per feature, numeric bins
     /// of at least `min_data_in_bin` sampled rows, and categorical levels seen fewer than
     /// `min_category_count` times sharing one bin.
@@ -450,6 +539,42 @@ mod tests {
             .unwrap();
         let n = m.n_rows() as u64;
         CutSample::collect(&m, None, 0, n, 0, usize::MAX)
+    }
+
+    #[test]
+    fn cuts_survive_their_byte_encoding_and_refuse_damaged_bytes() {
+        let cuts = Cuts::new(vec![
+            FeatureCuts::Numeric {
+                thresholds: vec![-1.5, 0.0, f32::MIN_POSITIVE, 7.25],
+            },
+            FeatureCuts::Categorical {
+                levels: vec!["rouge".into(), "vert".into(), "".into()],
+                level_bins: vec![1, 0, 2],
+                n_bins: 3,
+            },
+            FeatureCuts::Numeric { thresholds: vec![] },
+        ]);
+        let bytes = cuts.to_bytes();
+        let back = Cuts::from_bytes(&bytes).unwrap();
+        assert_eq!(back, cuts);
+        assert_eq!(back.offsets(), cuts.offsets());
+        for cut in 0..bytes.len() {
+            assert!(
+                Cuts::from_bytes(&bytes[..cut]).is_err(),
+                "prefix of {cut} bytes"
+            );
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(Cuts::from_bytes(&longer).is_err());
+        let mut tag = bytes.clone();
+        tag[8] = 9;
+        let e = Cuts::from_bytes(&tag).unwrap_err().to_string();
+        assert!(e.contains("feature tag 9 in a message of bin cuts"), "{e}");
+        // a length far past the message is refused before anything is reserved
+        let mut huge = bytes;
+        huge[9..17].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(Cuts::from_bytes(&huge).is_err());
     }
 
     #[test]

@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 use crate::objective::{Objective, ObjectiveKind};
 use crate::params::Params;
 use crate::quantise::{exact_shift, quantise_exact};
+use crate::wire::PutBytes;
 
 /// Σ values over all workers, exactly (fixed point), so the result is the same however rows
 /// are sharded.
@@ -108,34 +109,63 @@ pub fn total_rows(n_local: usize, collective: &mut dyn Collective) -> Result<u64
     Ok(n[0] as u64)
 }
 
-/// Gathers every worker's cut sample and computes the cuts they all share.
+/// Gathers every worker's cut sample on worker 0, which merges them and computes the cuts
+/// that it then sends to all: the others never hold the whole sample.
 pub fn agree_cuts(
     local: &CutSample,
     params: &Params,
     collective: &mut dyn Collective,
 ) -> Result<Cuts> {
-    if collective.world_size() == 1 {
-        // the merge of one sample is itself: no round trip through bytes
-        return Cuts::from_sample(
-            local,
+    let cuts_of = |sample: &CutSample| {
+        Cuts::from_sample(
+            sample,
             params.max_bin,
             params.min_data_in_bin,
             params.min_category_count,
-        );
+        )
+    };
+    if collective.world_size() == 1 {
+        // the merge of one sample is itself: no round trip through bytes
+        return cuts_of(local);
     }
-    let gathered = collective.allgather(&local.to_bytes())?;
-    let merged = CutSample::merge(
-        gathered
-            .iter()
-            .map(|b| CutSample::from_bytes(b))
-            .collect::<Result<_>>()?,
-    )?;
-    Cuts::from_sample(
-        &merged,
-        params.max_bin,
-        params.min_data_in_bin,
-        params.min_category_count,
-    )
+    let gathered = collective.gather(&local.to_bytes(), 0)?;
+    // worker 0's outcome, sent to all as a status byte and the cuts or the error's text
+    let mut message = Vec::new();
+    let mine = gathered.map(|parts| {
+        let merged = CutSample::merge(
+            parts
+                .iter()
+                .map(|b| CutSample::from_bytes(b))
+                .collect::<Result<_>>()?,
+        )?;
+        drop(parts);
+        cuts_of(&merged)
+    });
+    match &mine {
+        Some(Ok(cuts)) => {
+            message.put_u8(1);
+            message.extend_from_slice(&cuts.to_bytes());
+        }
+        Some(Err(e)) => {
+            message.put_u8(0);
+            message.extend_from_slice(e.to_string().as_bytes());
+        }
+        None => {}
+    }
+    collective.broadcast(&mut message, 0)?;
+    if let Some(outcome) = mine {
+        return outcome;
+    }
+    match message.split_first() {
+        Some((1, cuts)) => Cuts::from_bytes(cuts),
+        Some((0, why)) => Err(Error::Collective(format!(
+            "worker 0 could not compute the bin cuts: {}",
+            String::from_utf8_lossy(why)
+        ))),
+        _ => Err(Error::Collective(
+            "worker 0 sent a malformed message instead of the bin cuts".into(),
+        )),
+    }
 }
 
 /// Classes of a softmax job: `num_class`, or one more than the largest label over all
