@@ -185,7 +185,7 @@ def main():
             overlap_table(a, data, ns)
             return
         print(f"{'mode':<12}{'codec':<8}{'KiB/tree':>10}{'baseline KiB/tree':>19}{'vs baseline':>13}{'train s':>9}"
-              f"{'vs none':>9}{'median vs none':>16}{'paired vs none':>16}{'CPU vs none':>13}")
+              f"{'vs none':>9}{'median vs none':>16}{'paired vs none':>16}{'90% interval':>14}{'CPU vs none':>13}")
         for bits in a.bits.split(","):
             digests, times, sent, base = set(), {c: [] for c in codecs}, {}, {}
             cpu = {c: 0.0 for c in codecs}
@@ -223,7 +223,7 @@ def main():
                 per_tree = sent[codec]
                 print(f"{mode:<12}{codec:<8}{per_tree / 1024:>10.0f}{base[codec] / 1024:>19.0f}{base[codec] / per_tree:>12.1f}x"
                       f"{best[codec]:>9.2f}{best[codec] / best['none']:>8.2f}x{median[codec] / median['none']:>15.2f}x"
-                      f"{paired[codec]:>15.2f}x{interval[codec][0]:>8.2f}-{interval[codec][1]:.2f}"
+                      f"{paired[codec]:>15.2f}x{f'{interval[codec][0]:.2f}-{interval[codec][1]:.2f}':>14}"
                       f"{cpu[codec] / cpu['none']:>12.2f}x")
             print(f"{'':<20}all times (s): " + "; ".join(f"{c} " + " ".join(f"{t:.2f}" for t in times[c]) for c in codecs))
             assert len(digests) == 1, "models differ between codecs"

@@ -1,5 +1,6 @@
-//! Ring algorithms over in-process workers: exact sums for any size and worker count, and a
-//! dead worker stops the others promptly.
+//! Ring algorithms over in-process workers: exact sums for any size and worker count, a
+//! dead worker stops the others promptly, gather and broadcast, and the workers' agreement
+//! on the bin cuts (computed on worker 0) with its errors.
 
 use std::borrow::Cow;
 use std::time::{Duration, Instant};
@@ -207,11 +208,38 @@ fn a_worker_that_cannot_compute_the_cuts_fails_the_others_with_its_reason() {
         let sample = CutSample::collect(&columns(100 * r, 100), None, 100 * r as u64, 300, 1, 300);
         agree_cuts(&sample, &params, c).unwrap_err().to_string()
     });
-    assert!(out[0].contains("max_bin"), "{}", out[0]);
+    // the same error, of the same kind, on every worker
+    assert!(
+        out[0].starts_with("invalid parameter `max_bin`"),
+        "{}",
+        out[0]
+    );
     for e in &out[1..] {
-        assert!(
-            e.contains("worker 0 could not compute the bin cuts") && e.contains("max_bin"),
-            "{e}"
+        assert_eq!(e, &out[0]);
+    }
+    // an error of another kind reaches the others as worker 0's
+    let out = on_workers(3, CommCodec::Auto, |c| {
+        let r = c.rank();
+        let m = if r == 1 {
+            let x = Column::Numeric(Cow::Owned(vec![1.0; 100]));
+            FeatureMatrix::new(vec!["x".into()], vec![x]).unwrap()
+        } else {
+            columns(100 * r, 100)
+        };
+        let sample = CutSample::collect(&m, None, 100 * r as u64, 300, 1, 300);
+        agree_cuts(&sample, &Params::default(), c)
+            .unwrap_err()
+            .to_string()
+    });
+    assert_eq!(
+        out[0],
+        "collective: workers disagree on the number of features"
+    );
+    for e in &out[1..] {
+        assert_eq!(
+            e,
+            "collective: worker 0 could not compute the bin cuts: \
+             workers disagree on the number of features"
         );
     }
 }

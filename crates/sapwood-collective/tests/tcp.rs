@@ -87,9 +87,15 @@ fn one_to_four_ranks_sum_exactly_with_every_codec() {
                 c.reduce_scatter(&mut w, &blocks, 1000 * n as u64).unwrap();
                 let mine = w[blocks[c.rank()].clone()].to_vec();
                 let gathered = c.allgather(&[c.rank() as u8; 5]).unwrap();
-                (c.rank(), v, mine, blocks[c.rank()].clone(), gathered)
+                // to the last rank only, then from it to all
+                let to_last = c.gather(&[c.rank() as u8; 3], n - 1).unwrap();
+                let mut back = to_last.map(|g| g.concat()).unwrap_or_default();
+                c.broadcast(&mut back, n - 1).unwrap();
+                (c.rank(), v, mine, blocks[c.rank()].clone(), gathered, back)
             });
-            for (r, v, mine, block, gathered) in got {
+            for (r, v, mine, block, gathered, back) in got {
+                let concat: Vec<u8> = (0..n).flat_map(|q| [q as u8; 3]).collect();
+                assert_eq!(back, concat, "{n} ranks, rank {r}");
                 assert_eq!(v, want, "{n} ranks, {codec:?}, rank {r}");
                 assert_eq!(mine, want[block].to_vec(), "{n} ranks, {codec:?}, rank {r}");
                 let expect: Vec<Vec<u8>> = (0..n).map(|q| vec![q as u8; 5]).collect();

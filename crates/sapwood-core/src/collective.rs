@@ -169,6 +169,12 @@ pub trait Collective: Send {
     /// Every worker's bytes, indexed by rank, on `root` only (`None` elsewhere): where one
     /// worker computes from everyone's data, the others need not hold it too.
     fn gather(&mut self, data: &[u8], root: usize) -> Result<Option<Vec<Vec<u8>>>> {
+        if root >= self.world_size() {
+            return Err(crate::error::Error::Collective(format!(
+                "gather to worker {root} of a job of {}",
+                self.world_size()
+            )));
+        }
         let all = self.allgather(data)?;
         Ok((self.rank() == root).then_some(all))
     }

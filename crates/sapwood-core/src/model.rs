@@ -305,36 +305,10 @@ fn tree_from_file(t: TreeFile, cuts: &Cuts, index: usize) -> Result<Tree> {
 }
 
 fn check_cuts(f: &FeatureFile) -> Result<()> {
-    match &f.cuts {
-        FeatureCuts::Numeric { thresholds } => {
-            if thresholds.iter().any(|t| t.is_nan()) || thresholds.windows(2).any(|w| w[0] >= w[1])
-            {
-                return Err(bad(format!(
-                    "feature `{}`: thresholds are not strictly increasing",
-                    f.name
-                )));
-            }
-            if thresholds.len() > 65_534 {
-                return Err(bad(format!("feature `{}`: too many thresholds", f.name)));
-            }
-        }
-        FeatureCuts::Categorical {
-            levels,
-            level_bins,
-            n_bins,
-        } => {
-            if levels.len() != level_bins.len()
-                || *n_bins == 0
-                || level_bins.iter().any(|b| b >= n_bins)
-            {
-                return Err(bad(format!(
-                    "feature `{}`: inconsistent category bins",
-                    f.name
-                )));
-            }
-        }
+    match f.cuts.problem() {
+        Some(p) => Err(bad(format!("feature `{}`: {p}", f.name))),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// The columns of `data` named `names`, in that order, checked against the cuts' kinds.

@@ -45,6 +45,32 @@ impl FeatureCuts {
         }
     }
 
+    /// What makes these cuts unusable, if anything: thresholds that do not strictly
+    /// increase or are too many for 16-bit bins, or category bins that disagree.
+    pub fn problem(&self) -> Option<&'static str> {
+        match self {
+            FeatureCuts::Numeric { thresholds } => {
+                if thresholds.iter().any(|t| t.is_nan())
+                    || thresholds.windows(2).any(|w| w[0] >= w[1])
+                {
+                    Some("thresholds are not strictly increasing")
+                } else if thresholds.len() > 65_534 {
+                    Some("too many thresholds")
+                } else {
+                    None
+                }
+            }
+            FeatureCuts::Categorical {
+                levels,
+                level_bins,
+                n_bins,
+            } => (levels.len() != level_bins.len()
+                || *n_bins == 0
+                || level_bins.iter().any(|b| b >= n_bins))
+            .then_some("inconsistent category bins"),
+        }
+    }
+
     /// Whether the feature is categorical.
     pub fn is_categorical(&self) -> bool {
         matches!(self, FeatureCuts::Categorical { .. })
@@ -179,7 +205,8 @@ impl Cuts {
             }
             Ok(len as usize)
         };
-        if n > r.rest().len() {
+        // a feature takes at least a tag and a length
+        if n > r.rest().len() / 9 {
             return Err(r.malformed(format!("{n} features past the end")));
         }
         let mut features = Vec::with_capacity(n);
@@ -210,6 +237,9 @@ impl Cuts {
                 }
                 t => return Err(r.malformed(format!("feature tag {t}"))),
             };
+            if let Some(p) = f.problem() {
+                return Err(r.malformed(format!("feature {}: {p}", features.len())));
+            }
             total += f.n_bins() as u64;
             features.push(f);
         }
@@ -545,7 +575,7 @@ mod tests {
     fn cuts_survive_their_byte_encoding_and_refuse_damaged_bytes() {
         let cuts = Cuts::new(vec![
             FeatureCuts::Numeric {
-                thresholds: vec![-1.5, 0.0, f32::MIN_POSITIVE, 7.25],
+                thresholds: vec![-1.5, -0.0, f32::MIN_POSITIVE, 7.25],
             },
             FeatureCuts::Categorical {
                 levels: vec!["rouge".into(), "vert".into(), "".into()],
@@ -557,6 +587,13 @@ mod tests {
         let bytes = cuts.to_bytes();
         let back = Cuts::from_bytes(&bytes).unwrap();
         assert_eq!(back, cuts);
+        let bits = |c: &Cuts| match c.feature(0) {
+            FeatureCuts::Numeric { thresholds } => {
+                thresholds.iter().map(|t| t.to_bits()).collect::<Vec<_>>()
+            }
+            _ => unreachable!("feature 0 is numeric"),
+        };
+        assert_eq!(bits(&back), bits(&cuts));
         assert_eq!(back.offsets(), cuts.offsets());
         for cut in 0..bytes.len() {
             assert!(
@@ -571,6 +608,20 @@ mod tests {
         tag[8] = 9;
         let e = Cuts::from_bytes(&tag).unwrap_err().to_string();
         assert!(e.contains("feature tag 9 in a message of bin cuts"), "{e}");
+        // cuts that would misbin: thresholds out of order, a level's bin past the bins
+        for broken in [
+            FeatureCuts::Numeric {
+                thresholds: vec![1.0, 1.0],
+            },
+            FeatureCuts::Categorical {
+                levels: vec!["a".into()],
+                level_bins: vec![2],
+                n_bins: 2,
+            },
+        ] {
+            let e = Cuts::from_bytes(&Cuts::new(vec![broken]).to_bytes()).unwrap_err();
+            assert!(e.to_string().contains("feature 0: "), "{e}");
+        }
         // a length far past the message is refused before anything is reserved
         let mut huge = bytes;
         huge[9..17].copy_from_slice(&u64::MAX.to_le_bytes());

@@ -247,7 +247,8 @@ pub struct RunOptions {
     pub comm_codec: CommCodec,
     /// Exchange a level's histograms in chunks, each behind the build of the next.
     pub comm_overlap: bool,
-    /// Longest wait for a peer (MPI ranks) before the job fails naming the rank.
+    /// Longest wait for a peer (MPI ranks) before the job fails naming the rank; it also
+    /// bounds how long the others wait while worker 0 computes the bin cuts.
     pub comm_timeout: std::time::Duration,
 }
 

@@ -7,9 +7,9 @@ use crate::data::cuts::{CutSample, Cuts};
 use crate::detmath;
 use crate::error::{Error, Result};
 use crate::objective::{Objective, ObjectiveKind};
-use crate::params::Params;
+use crate::params::{Params, PARAM_NAMES, RUN_OPTION_NAMES};
 use crate::quantise::{exact_shift, quantise_exact};
-use crate::wire::PutBytes;
+use crate::wire::{ByteReader, PutBytes};
 
 /// Σ values over all workers, exactly (fixed point), so the result is the same however rows
 /// are sharded.
@@ -132,24 +132,21 @@ pub fn agree_cuts(
     // worker 0's outcome, sent to all as a status byte and the cuts or the error's text
     let mut message = Vec::new();
     let mine = gathered.map(|parts| {
+        // each worker's bytes are freed as soon as they are decoded
         let merged = CutSample::merge(
             parts
-                .iter()
-                .map(|b| CutSample::from_bytes(b))
+                .into_iter()
+                .map(|b| CutSample::from_bytes(&b))
                 .collect::<Result<_>>()?,
         )?;
-        drop(parts);
         cuts_of(&merged)
     });
     match &mine {
         Some(Ok(cuts)) => {
-            message.put_u8(1);
+            message.put_u8(CUTS);
             message.extend_from_slice(&cuts.to_bytes());
         }
-        Some(Err(e)) => {
-            message.put_u8(0);
-            message.extend_from_slice(e.to_string().as_bytes());
-        }
+        Some(Err(e)) => write_failure(e, &mut message),
         None => {}
     }
     collective.broadcast(&mut message, 0)?;
@@ -157,14 +154,62 @@ pub fn agree_cuts(
         return outcome;
     }
     match message.split_first() {
-        Some((1, cuts)) => Cuts::from_bytes(cuts),
-        Some((0, why)) => Err(Error::Collective(format!(
-            "worker 0 could not compute the bin cuts: {}",
-            String::from_utf8_lossy(why)
-        ))),
-        _ => Err(Error::Collective(
-            "worker 0 sent a malformed message instead of the bin cuts".into(),
-        )),
+        Some((&CUTS, cuts)) => Cuts::from_bytes(cuts),
+        _ => Err(read_failure(&message)),
+    }
+}
+
+/// Tags of worker 0's message after it computed the cuts: the cuts, or its error as an
+/// invalid parameter (so every worker reports the same kind of error) or as text.
+const CUTS: u8 = 1;
+const FAILED_PARAM: u8 = 2;
+const FAILED: u8 = 3;
+
+/// Appends worker 0's error for the others: a parameter's name and reason, or the text.
+fn write_failure(e: &Error, out: &mut Vec<u8>) {
+    match e {
+        Error::InvalidParam { name, reason } => {
+            out.put_u8(FAILED_PARAM);
+            out.put_u64(name.len() as u64);
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(reason.as_bytes());
+        }
+        Error::Collective(why) => {
+            out.put_u8(FAILED);
+            out.extend_from_slice(why.as_bytes());
+        }
+        other => {
+            out.put_u8(FAILED);
+            out.extend_from_slice(other.to_string().as_bytes());
+        }
+    }
+}
+
+/// The error worker 0 sent in place of the cuts ([`write_failure`]).
+fn read_failure(message: &[u8]) -> Error {
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let failed =
+        |why: String| Error::Collective(format!("worker 0 could not compute the bin cuts: {why}"));
+    match message.split_first() {
+        Some((&FAILED_PARAM, rest)) => {
+            let mut r = ByteReader::new(rest, "failure message");
+            let parsed = r.u64().and_then(|n| r.take(n as usize)).map(|name| {
+                let name = text(name);
+                // the name is one of the engine's own, as a static string again
+                let known = PARAM_NAMES
+                    .iter()
+                    .chain(RUN_OPTION_NAMES)
+                    .map(|(n, _)| *n)
+                    .find(|n| *n == name);
+                match known {
+                    Some(name) => Error::param(name, text(r.rest())),
+                    None => failed(format!("invalid parameter `{name}`: {}", text(r.rest()))),
+                }
+            });
+            parsed.unwrap_or_else(|_| failed("a malformed message".into()))
+        }
+        Some((&FAILED, why)) => failed(text(why)),
+        _ => failed("a malformed message".into()),
     }
 }
 
