@@ -1,6 +1,6 @@
 """Prediction speed of one model in Sapwood, XGBoost and LightGBM (issue #15's target).
 
-    python bench/predict.py [--rows 200000] [--trees 100] [--depth 8]
+    python bench/predict.py [--rows 200000] [--trees 100] [--depth 8] [--categorical]
 
 A Sapwood model (binary, 28 numeric features) is exported to XGBoost JSON and LightGBM text,
 and each library predicts the same rows with the same trees, from Python, with 1 and 2
@@ -33,6 +33,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--rust", action="store_true",
                     help="also run the Rust bench (cargo bench -p sapwood --bench predict_synthetic): "
                          "a model of the same shape on the same kind of rows, predicted from Rust")
+    ap.add_argument("--categorical", action="store_true",
+                    help="two of the 28 features pandas categoricals (30 and 200 levels), so the "
+                         "trees have categorical splits; the rows are DataFrames for every library")
     args = ap.parse_args(argv)
 
     import lightgbm as lgb
@@ -44,6 +47,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     X = rng.normal(size=(100_000, 28)).astype(np.float32)
     y = (X[:, 0] * X[:, 1] + np.sin(X[:, 2]) + 0.3 * rng.normal(size=len(X)) > 0).astype(np.float32)
     Xp = rng.normal(size=(args.rows, 28)).astype(np.float32)
+    if args.categorical:
+        X, Xp, y = with_categories(rng, X, Xp, y)
     params = {"objective": "binary:logistic", "max_depth": args.depth, "eta": 0.1}
     b = sapwood.train(params, sapwood.Dataset(X, label=y), args.trees, verbose_eval=False)
     tmp = Path(tempfile.mkdtemp())
@@ -66,7 +71,9 @@ def main(argv: Optional[list[str]] = None) -> int:
             if line.startswith("{"):
                 r = json.loads(line)
                 rust[r["threads"]] = r["rows_per_second"]
-    print(f"{args.trees} trees of depth {args.depth}, {args.rows:,} rows x 28 features, best of {args.repeat}")
+    kind = " (2 categorical)" if args.categorical else ""
+    print(f"{args.trees} trees of depth {args.depth}, {args.rows:,} rows x 28 features{kind}, "
+          f"best of {args.repeat}")
     print("| threads | library | rows/s | Sapwood's speed-up | max diff |")
     print("|---|---|---|---|---|")
     for threads in (1, 2):
@@ -88,6 +95,26 @@ def main(argv: Optional[list[str]] = None) -> int:
                   f"{rust[threads] * s_x / args.rows:.2f} x XGBoost, "
                   f"{rust[threads] * s_l / args.rows:.2f} x LightGBM | - |", flush=True)
     return 0
+
+
+def with_categories(rng, X, Xp, y):
+    """The last two columns of the training and prediction rows as pandas categoricals of 30
+    and 200 levels (the prediction rows' with the training rows' categories), and labels
+    that depend on them."""
+    import pandas as pd
+
+    def frame(a):
+        df = pd.DataFrame(a[:, :26], columns=[f"x{i}" for i in range(26)])
+        df["c30"] = pd.Categorical(rng.integers(0, 30, len(a)).astype(str))
+        df["c200"] = pd.Categorical(rng.integers(0, 200, len(a)).astype(str))
+        return df
+
+    X, Xp = frame(X), frame(Xp)
+    for c in ("c30", "c200"):
+        Xp[c] = pd.Categorical(Xp[c], categories=X[c].cat.categories)
+    hit = (X["c30"].cat.codes % 3 == 0).to_numpy() ^ (X["c200"].cat.codes % 7 < 3).to_numpy()
+    y = (y.astype(bool) ^ hit).astype(np.float32)
+    return X, Xp, y
 
 
 if __name__ == "__main__":

@@ -11,8 +11,9 @@
 //! out as complete binary trees, where the next node is computed (2i + 1 or 2i + 2) rather
 //! than loaded. The way a missing bin (0) goes is folded into the compare: a node sending
 //! missing values left asks `b <= bin`, one sending them right `b - 1 <= bin - 1` in
-//! wrapping u16 arithmetic, which 0 fails. Trees with categorical splits walk row by row
-//! with the training tree's rule. Where the bins are bytes and the CPU has AVX-512 VBMI,
+//! wrapping u16 arithmetic, which 0 fails. Trees with categorical splits walk level by
+//! level too, a categorical node testing the row's bin against a bit set of its own (bin
+//! 0's bit is the missing values' way), with no branch either. Where the bins are bytes and the CPU has AVX-512 VBMI,
 //! complete trees at most 8 deep walk the whole block at once instead, a row a byte lane
 //! ([`byte_lanes`]). Each row's trees are summed in the same order every way, so the
 //! margins are the same bits.
@@ -56,6 +57,23 @@ struct StepNode {
     last: u16,
 }
 
+/// One node of a tree with categorical splits walked level by level: a categorical node
+/// (`set` true) sends a row right when its bin b is not in the bit set at `sets[at..]`
+/// (bit b % 64 of word b / 64; words past `top` are empty), a numeric one as a
+/// [`StepNode`] does; a leaf's `next` is itself.
+#[derive(Debug, Clone, Copy, Default)]
+struct SetNode {
+    next: [u32; 2],
+    column: u32,
+    shift: u16,
+    last: u16,
+    /// where the node's bit set starts in the walk's words (a numeric node's: word 0)
+    at: u32,
+    /// the index of the set's last word
+    top: u16,
+    set: bool,
+}
+
 /// One node of a tree laid out as a complete binary tree of its depth (heap order: the
 /// children of `i` are `2i + 1` and `2i + 2`): the row goes right when
 /// `b.wrapping_sub(shift) > last`. A leaf above the full depth continues as nodes that
@@ -81,7 +99,15 @@ enum Walk {
     },
     /// Numeric splits only: a block's rows step together, `depth` steps.
     Levels { nodes: Vec<StepNode>, depth: usize },
-    /// Some categorical split: row by row.
+    /// Some categorical split (or a numeric one sending no bin left): a block's rows step
+    /// together, `depth` steps; `sets` holds the categorical nodes' bit sets after a
+    /// zero word.
+    Sets {
+        nodes: Vec<SetNode>,
+        sets: Vec<u64>,
+        depth: usize,
+    },
+    /// A split on a feature the rows lack: row by row, indexing checked.
     Rows { nodes: Vec<FlatNode> },
 }
 
@@ -105,7 +131,7 @@ impl<'t> FlatTree<'t> {
             .iter()
             .all(|n| n.split.as_ref().is_none_or(|s| s.feature < nf));
         let walk = in_range
-            .then(|| Self::levels(tree))
+            .then(|| Self::levels(tree).or_else(|| Self::sets(tree)))
             .flatten()
             .unwrap_or_else(|| Walk::Rows {
                 nodes: Self::rows(tree),
@@ -195,6 +221,66 @@ impl<'t> FlatTree<'t> {
         }
         Some(Walk::Levels {
             nodes,
+            depth: tree.depth(),
+        })
+    }
+
+    /// The level-by-level form with bit sets, for any tree whose ways out of a node all
+    /// lead to a node.
+    fn sets(tree: &Tree) -> Option<Walk> {
+        let mut sets = vec![0u64];
+        let mut nodes = Vec::with_capacity(tree.nodes.len());
+        for (i, n) in tree.nodes.iter().enumerate() {
+            let Some(s) = &n.split else {
+                nodes.push(SetNode {
+                    next: [i as u32; 2],
+                    ..SetNode::default()
+                });
+                continue;
+            };
+            let next = [s.left.0, s.right.0];
+            let column = (s.feature * BLOCK) as u32;
+            let left = match &s.rule {
+                SplitRule::Numeric { bin } if *bin > 0 => {
+                    let shift = u16::from(!s.default_left);
+                    nodes.push(SetNode {
+                        next,
+                        column,
+                        shift,
+                        last: bin - shift,
+                        ..SetNode::default()
+                    });
+                    continue;
+                }
+                // no bin but perhaps the missing one goes left
+                SplitRule::Numeric { .. } => &[][..],
+                SplitRule::Categorical { left } => left.words(),
+            };
+            let at = sets.len();
+            sets.extend_from_slice(left);
+            if sets.len() == at {
+                sets.push(0);
+            }
+            // bin 0 (missing) takes the default way
+            sets[at] = (sets[at] & !1) | u64::from(s.default_left);
+            nodes.push(SetNode {
+                next,
+                column,
+                at: u32::try_from(at).ok()?,
+                top: u16::try_from(sets.len() - at - 1).ok()?,
+                set: true,
+                ..SetNode::default()
+            });
+        }
+        if nodes
+            .iter()
+            .any(|n| n.next.iter().any(|&c| c as usize >= nodes.len()))
+        {
+            return None;
+        }
+        Some(Walk::Sets {
+            nodes,
+            sets,
             depth: tree.depth(),
         })
     }
@@ -314,6 +400,14 @@ impl<'t> FlatTree<'t> {
                     unsafe { level_step(nodes, columns, leaf) };
                 }
             }
+            Walk::Sets { nodes, sets, depth } => {
+                leaf.fill(0);
+                for _ in 0..*depth {
+                    // SAFETY: as for `Levels` (`next` checked in `sets`), and every node's
+                    // set lies in `sets` (built so)
+                    unsafe { set_step(nodes, sets, columns, leaf) };
+                }
+            }
             Walk::Rows { nodes } => {
                 for (r, at) in leaf.iter_mut().enumerate() {
                     *at = Self::leaf_of_row(nodes, self.tree, columns, r) as u32;
@@ -392,6 +486,42 @@ unsafe fn level_step<T: Copy + Into<u16>>(nodes: &[StepNode], columns: &[T], lea
             debug_assert!(n.column as usize + r < columns.len());
             let b: u16 = (*columns.get_unchecked(n.column as usize + r)).into();
             n.next[usize::from(b.wrapping_sub(n.shift) > n.last)]
+        }
+    };
+    four_at_a_turn(leaf, step);
+}
+
+/// One level of a level-by-level walk with bit sets: as [`level_step`], a categorical
+/// node testing the bin's bit in its set (a bin past the set's last word is not in it).
+/// Both tests are computed and one is selected, so that a row's way is never a branch.
+///
+/// # Safety
+/// As [`level_step`], and every node's `at + top` is below `sets.len()`.
+#[inline(always)]
+#[allow(unsafe_code)]
+unsafe fn set_step<T: Copy + Into<u16>>(
+    nodes: &[SetNode],
+    sets: &[u64],
+    columns: &[T],
+    leaf: &mut [u32],
+) {
+    debug_assert!(leaf.len() <= BLOCK);
+    let step = |r: usize, at: u32| {
+        debug_assert!((at as usize) < nodes.len());
+        // SAFETY: `at` is a node and its column plus `r` lies inside `columns` (see
+        // `level_step`); the word read is at most `n.at + n.top`, inside `sets`
+        unsafe {
+            let n = *nodes.get_unchecked(at as usize);
+            debug_assert!(n.column as usize + r < columns.len());
+            let b: u16 = (*columns.get_unchecked(n.column as usize + r)).into();
+            let w = b >> 6;
+            debug_assert!((n.at as usize + n.top as usize) < sets.len());
+            let word = *sets.get_unchecked(n.at as usize + usize::from(w.min(n.top)));
+            // bits, not branches: a row's way is unpredictable
+            let in_set = (word >> (b & 63)) as u32 & u32::from(w <= n.top) & 1;
+            let numeric_right = u32::from(b.wrapping_sub(n.shift) > n.last);
+            let right = numeric_right ^ (u32::from(n.set) & (numeric_right ^ in_set ^ 1));
+            n.next[right as usize]
         }
     };
     four_at_a_turn(leaf, step);
@@ -544,7 +674,8 @@ mod tests {
 
     /// A random tree over `nf` features of `nb` bins: unbalanced (a node splits with
     /// chance 3/4 until `max_depth`), both missing directions, the extreme bins 1 and
-    /// nb - 1, and categorical splits on feature 0 when `categorical`.
+    /// nb - 1, and categorical splits on feature 0 (and numeric ones sending no bin left)
+    /// when `categorical`.
     fn random_tree(
         s: &mut Stream,
         nf: usize,
@@ -565,9 +696,14 @@ mod tests {
             }
             let feature = s.next(nf as u64) as usize;
             let rule = if categorical && feature == 0 {
+                // a third of the sets end by bin 40, so that rows' bins lie past their words
+                let end = if s.next(3) == 0 { nb.min(40) } else { nb };
                 SplitRule::Categorical {
-                    left: BinSet::from_bins((1..nb).filter(|_| s.next(2) == 0)),
+                    left: BinSet::from_bins((1..end).filter(|_| s.next(2) == 0)),
                 }
+            } else if categorical && s.next(10) == 0 {
+                // sends no bin left: only the missing values, where they go left
+                SplitRule::Numeric { bin: 0 }
             } else {
                 let bin = match s.next(5) {
                     0 => 1,
@@ -608,6 +744,7 @@ mod tests {
             (256, false),
             (300, false),
             (255, true),
+            (300, true),
         ] {
             // a fifth of the bins missing; rows not a multiple of the block
             let bins: Vec<u16> = (0..rows * nf)
@@ -631,6 +768,16 @@ mod tests {
                 .into_iter()
                 .map(|d| random_tree(&mut s, nf, nb, categorical, d))
                 .collect();
+            for tree in &trees {
+                let walk = &FlatTree::new(tree, nf).walk;
+                let numeric = tree.nodes.iter().all(|n| {
+                    n.split
+                        .as_ref()
+                        .is_none_or(|s| matches!(s.rule, SplitRule::Numeric { bin } if bin > 0))
+                });
+                // trees with bit sets walk with them, not row by row
+                assert_eq!(matches!(walk, Walk::Sets { .. }), !numeric);
+            }
             let mut got = vec![0.0f32; rows * k];
             add_to_margins(&matrix, &trees, k, &mut got);
             for r in 0..rows {

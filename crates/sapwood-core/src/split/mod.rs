@@ -50,6 +50,11 @@ impl BinSet {
         })
     }
 
+    /// The set as bits, bin b at bit b % 64 of word b / 64 (no word past the largest bin).
+    pub fn words(&self) -> &[u64] {
+        &self.words
+    }
+
     /// The smallest bin, for ordering candidates.
     pub fn first(&self) -> Option<u16> {
         self.iter().next()
