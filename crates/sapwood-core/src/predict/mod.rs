@@ -13,9 +13,9 @@
 //! missing values left asks `b <= bin`, one sending them right `b - 1 <= bin - 1` in
 //! wrapping u16 arithmetic, which 0 fails. Trees with categorical splits walk level by
 //! level too, a categorical node testing the row's bin against a bit set of its own (bin
-//! 0's bit is the missing values' way), with no branch either. Where the bins are bytes and the CPU has AVX-512 VBMI,
-//! complete trees at most 8 deep walk the whole block at once instead, a row a byte lane
-//! ([`byte_lanes`]). Each row's trees are summed in the same order every way, so the
+//! 0's bit is the missing values' way), with no branch either. Where the bins are bytes
+//! and the CPU has AVX-512 VBMI, complete trees at most 8 deep walk the whole block at
+//! once instead, a row a byte lane ([`byte_lanes`]). Each row's trees are summed in the same order every way, so the
 //! margins are the same bits.
 
 use rayon::prelude::*;
@@ -69,7 +69,7 @@ struct SetNode {
     last: u16,
     /// where the node's bit set starts in the walk's words (a numeric node's: word 0)
     at: u32,
-    /// the index of the set's last word
+    /// the set's last word, counted from `at`
     top: u16,
     set: bool,
 }
@@ -100,14 +100,16 @@ enum Walk {
     /// Numeric splits only: a block's rows step together, `depth` steps.
     Levels { nodes: Vec<StepNode>, depth: usize },
     /// Some categorical split (or a numeric one sending no bin left): a block's rows step
-    /// together, `depth` steps; `sets` holds the categorical nodes' bit sets after a
-    /// zero word.
+    /// together, `depth` steps; `sets` holds the bit sets of the categorical nodes (and
+    /// of numeric ones sending no bin left) after a zero word, the one leaves and numeric
+    /// nodes read, so that every step's read is in bounds.
     Sets {
         nodes: Vec<SetNode>,
         sets: Vec<u64>,
         depth: usize,
     },
-    /// A split on a feature the rows lack: row by row, indexing checked.
+    /// A split on a feature the rows lack, a child past the nodes or sets too large for
+    /// the offsets (never in a validated model): row by row, indexing checked.
     Rows { nodes: Vec<FlatNode> },
 }
 
@@ -439,6 +441,52 @@ fn four_at_a_turn(leaf: &mut [u32], step: impl Fn(usize, u32) -> u32) {
     }
 }
 
+/// A walk's node, which knows where its feature's bins start in a block's columns.
+trait Placed: Copy {
+    /// The start of the node's feature in a block's columns (feature × [`BLOCK`]).
+    fn column(&self) -> u32;
+}
+
+impl Placed for HeapNode {
+    fn column(&self) -> u32 {
+        self.column
+    }
+}
+
+impl Placed for StepNode {
+    fn column(&self) -> u32 {
+        self.column
+    }
+}
+
+impl Placed for SetNode {
+    fn column(&self) -> u32 {
+        self.column
+    }
+}
+
+/// Node `at` and row `r`'s bin of the node's feature, without bounds checks (checked in
+/// debug builds).
+///
+/// # Safety
+/// `at` is below `nodes.len()` and the node's column plus `r` below `columns.len()`.
+#[inline(always)]
+#[allow(unsafe_code)]
+unsafe fn node_and_bin<N: Placed, T: Copy + Into<u16>>(
+    nodes: &[N],
+    columns: &[T],
+    at: u32,
+    r: usize,
+) -> (N, u16) {
+    debug_assert!((at as usize) < nodes.len());
+    // SAFETY: by the function's contract
+    unsafe {
+        let n = *nodes.get_unchecked(at as usize);
+        debug_assert!(n.column() as usize + r < columns.len());
+        (n, (*columns.get_unchecked(n.column() as usize + r)).into())
+    }
+}
+
 /// One level of a complete-tree walk: each of the block's rows at heap position `leaf[r]`
 /// moves to the child its bin chooses. Indexing is unchecked (the checks took a quarter of
 /// the walk); checked in debug builds.
@@ -453,15 +501,9 @@ fn four_at_a_turn(leaf: &mut [u32], step: impl Fn(usize, u32) -> u32) {
 unsafe fn heap_step<T: Copy + Into<u16>>(nodes: &[HeapNode], columns: &[T], leaf: &mut [u32]) {
     debug_assert!(leaf.len() <= BLOCK);
     let step = |r: usize, at: u32| {
-        debug_assert!((at as usize) < nodes.len());
         // SAFETY: by the function's contract `at` indexes an internal node, and the node's
         // column plus `r` lies inside `columns`.
-        let (n, b) = unsafe {
-            let n = *nodes.get_unchecked(at as usize);
-            debug_assert!(n.column as usize + r < columns.len());
-            let b: u16 = (*columns.get_unchecked(n.column as usize + r)).into();
-            (n, b)
-        };
+        let (n, b) = unsafe { node_and_bin(nodes, columns, at, r) };
         2 * at + 1 + u32::from(b.wrapping_sub(n.shift) > n.last)
     };
     four_at_a_turn(leaf, step);
@@ -478,22 +520,18 @@ unsafe fn heap_step<T: Copy + Into<u16>>(nodes: &[HeapNode], columns: &[T], leaf
 unsafe fn level_step<T: Copy + Into<u16>>(nodes: &[StepNode], columns: &[T], leaf: &mut [u32]) {
     debug_assert!(leaf.len() <= BLOCK);
     let step = |r: usize, at: u32| {
-        debug_assert!((at as usize) < nodes.len());
         // SAFETY: `at` is a node (the root, or some node's `next`); the node's column plus
         // `r` lies inside `columns` (see `heap_step`).
-        unsafe {
-            let n = *nodes.get_unchecked(at as usize);
-            debug_assert!(n.column as usize + r < columns.len());
-            let b: u16 = (*columns.get_unchecked(n.column as usize + r)).into();
-            n.next[usize::from(b.wrapping_sub(n.shift) > n.last)]
-        }
+        let (n, b) = unsafe { node_and_bin(nodes, columns, at, r) };
+        n.next[usize::from(b.wrapping_sub(n.shift) > n.last)]
     };
     four_at_a_turn(leaf, step);
 }
 
 /// One level of a level-by-level walk with bit sets: as [`level_step`], a categorical
 /// node testing the bin's bit in its set (a bin past the set's last word is not in it).
-/// Both tests are computed and one is selected, so that a row's way is never a branch.
+/// Both tests are computed and one is selected, so that a row's way is never a branch
+/// (branching took twice the time).
 ///
 /// # Safety
 /// As [`level_step`], and every node's `at + top` is below `sets.len()`.
@@ -507,16 +545,14 @@ unsafe fn set_step<T: Copy + Into<u16>>(
 ) {
     debug_assert!(leaf.len() <= BLOCK);
     let step = |r: usize, at: u32| {
-        debug_assert!((at as usize) < nodes.len());
         // SAFETY: `at` is a node and its column plus `r` lies inside `columns` (see
         // `level_step`); the word read is at most `n.at + n.top`, inside `sets`
         unsafe {
-            let n = *nodes.get_unchecked(at as usize);
-            debug_assert!(n.column as usize + r < columns.len());
-            let b: u16 = (*columns.get_unchecked(n.column as usize + r)).into();
+            let (n, b) = node_and_bin(nodes, columns, at, r);
             let w = b >> 6;
-            debug_assert!((n.at as usize + n.top as usize) < sets.len());
-            let word = *sets.get_unchecked(n.at as usize + usize::from(w.min(n.top)));
+            let word_at = n.at as usize + usize::from(w.min(n.top));
+            debug_assert!(word_at < sets.len());
+            let word = *sets.get_unchecked(word_at);
             // bits, not branches: a row's way is unpredictable
             let in_set = (word >> (b & 63)) as u32 & u32::from(w <= n.top) & 1;
             let numeric_right = u32::from(b.wrapping_sub(n.shift) > n.last);
@@ -699,7 +735,8 @@ mod tests {
                 // a third of the sets end by bin 40, so that rows' bins lie past their words
                 let end = if s.next(3) == 0 { nb.min(40) } else { nb };
                 SplitRule::Categorical {
-                    left: BinSet::from_bins((1..end).filter(|_| s.next(2) == 0)),
+                    // bin 0 in the set or not: the node's missing way decides
+                    left: BinSet::from_bins((0..end).filter(|_| s.next(2) == 0)),
                 }
             } else if categorical && s.next(10) == 0 {
                 // sends no bin left: only the missing values, where they go left
@@ -737,7 +774,8 @@ mod tests {
     #[test]
     fn every_walk_reaches_the_leaf_of_the_training_rule() {
         let mut s = Stream(3);
-        let (rows, nf) = (1000, 5);
+        // rows not a multiple of four: the walks' last turn takes one row at a time
+        let (rows, nf) = (1003, 5);
         for (nb, categorical) in [
             (8u16, false),
             (255, false),
