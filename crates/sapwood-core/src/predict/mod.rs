@@ -28,7 +28,7 @@ use crate::backend::BinValue;
 use crate::data::binned::{BinnedMatrix, Binner, BinsRef};
 use crate::objective::ftz;
 use crate::split::SplitRule;
-use crate::tree::Tree;
+use crate::tree::{Node, Tree};
 
 const LEAF: u8 = 1;
 const DEFAULT_LEFT: u8 = 2;
@@ -63,10 +63,8 @@ struct StepNode {
 /// [`StepNode`] does; a leaf's `next` is itself.
 #[derive(Debug, Clone, Copy, Default)]
 struct SetNode {
-    next: [u32; 2],
-    column: u32,
-    shift: u16,
-    last: u16,
+    /// the node's ways out and feature, and a numeric node's test
+    step: StepNode,
     /// where the node's bit set starts in the walk's words (a numeric node's: word 0)
     at: u32,
     /// the set's last word, counted from `at`
@@ -188,40 +186,39 @@ impl<'t> FlatTree<'t> {
         }
     }
 
-    /// The level-by-level form, unless a split is categorical (or sends no bin left).
-    fn levels(tree: &Tree) -> Option<Walk> {
-        let mut nodes = Vec::with_capacity(tree.nodes.len());
-        for (i, n) in tree.nodes.iter().enumerate() {
-            nodes.push(match &n.split {
-                None => StepNode {
-                    next: [i as u32; 2],
-                    ..StepNode::default()
-                },
-                Some(s) => {
-                    let SplitRule::Numeric { bin } = s.rule else {
-                        return None;
-                    };
-                    if bin == 0 {
-                        return None;
-                    }
-                    let shift = u16::from(!s.default_left);
-                    StepNode {
-                        next: [s.left.0, s.right.0],
-                        column: (s.feature * BLOCK) as u32,
-                        shift,
-                        last: bin - shift,
-                    }
-                }
+    /// The level-by-level node of tree node `i` (a leaf continues as itself), unless its
+    /// split is categorical or numeric sending no bin left, which a compare cannot take.
+    fn step_node(i: usize, n: &Node) -> Option<StepNode> {
+        let Some(s) = &n.split else {
+            return Some(StepNode {
+                next: [i as u32; 2],
+                ..StepNode::default()
             });
-        }
-        // every way out of a node leads to a node (a validated model's trees do)
-        if nodes
-            .iter()
-            .any(|n| n.next.iter().any(|&c| c as usize >= nodes.len()))
-        {
+        };
+        let SplitRule::Numeric { bin } = s.rule else {
+            return None;
+        };
+        if bin == 0 {
             return None;
         }
-        Some(Walk::Levels {
+        let shift = u16::from(!s.default_left);
+        Some(StepNode {
+            next: [s.left.0, s.right.0],
+            column: (s.feature * BLOCK) as u32,
+            shift,
+            last: bin - shift,
+        })
+    }
+
+    /// The level-by-level form, unless a split is categorical (or sends no bin left).
+    fn levels(tree: &Tree) -> Option<Walk> {
+        let nodes = tree
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| Self::step_node(i, n))
+            .collect::<Option<Vec<_>>>()?;
+        leads_to_nodes(nodes.iter().map(|n| n.next), nodes.len()).then(|| Walk::Levels {
             nodes,
             depth: tree.depth(),
         })
@@ -233,27 +230,15 @@ impl<'t> FlatTree<'t> {
         let mut sets = vec![0u64];
         let mut nodes = Vec::with_capacity(tree.nodes.len());
         for (i, n) in tree.nodes.iter().enumerate() {
-            let Some(s) = &n.split else {
+            if let Some(step) = Self::step_node(i, n) {
                 nodes.push(SetNode {
-                    next: [i as u32; 2],
+                    step,
                     ..SetNode::default()
                 });
                 continue;
-            };
-            let next = [s.left.0, s.right.0];
-            let column = (s.feature * BLOCK) as u32;
+            }
+            let s = n.split.as_ref()?;
             let left = match &s.rule {
-                SplitRule::Numeric { bin } if *bin > 0 => {
-                    let shift = u16::from(!s.default_left);
-                    nodes.push(SetNode {
-                        next,
-                        column,
-                        shift,
-                        last: bin - shift,
-                        ..SetNode::default()
-                    });
-                    continue;
-                }
                 // no bin but perhaps the missing one goes left
                 SplitRule::Numeric { .. } => &[][..],
                 SplitRule::Categorical { left } => left.words(),
@@ -266,21 +251,17 @@ impl<'t> FlatTree<'t> {
             // bin 0 (missing) takes the default way
             sets[at] = (sets[at] & !1) | u64::from(s.default_left);
             nodes.push(SetNode {
-                next,
-                column,
+                step: StepNode {
+                    next: [s.left.0, s.right.0],
+                    column: (s.feature * BLOCK) as u32,
+                    ..StepNode::default()
+                },
                 at: u32::try_from(at).ok()?,
                 top: u16::try_from(sets.len() - at - 1).ok()?,
                 set: true,
-                ..SetNode::default()
             });
         }
-        if nodes
-            .iter()
-            .any(|n| n.next.iter().any(|&c| c as usize >= nodes.len()))
-        {
-            return None;
-        }
-        Some(Walk::Sets {
+        leads_to_nodes(nodes.iter().map(|n| n.step.next), nodes.len()).then(|| Walk::Sets {
             nodes,
             sets,
             depth: tree.depth(),
@@ -419,6 +400,12 @@ impl<'t> FlatTree<'t> {
     }
 }
 
+/// Whether every way out of a node (`next` of each of `len` nodes) leads to a node, as in
+/// a validated model's trees.
+fn leads_to_nodes(next: impl Iterator<Item = [u32; 2]>, len: usize) -> bool {
+    next.flatten().all(|c| (c as usize) < len)
+}
+
 /// Moves every row of a block one level, `leaf[r] = step(r, leaf[r])`, four rows a turn:
 /// four independent walks in flight, and a quarter of the loop's own work.
 #[inline(always)]
@@ -461,7 +448,7 @@ impl Placed for StepNode {
 
 impl Placed for SetNode {
     fn column(&self) -> u32 {
-        self.column
+        self.step.column
     }
 }
 
@@ -555,9 +542,9 @@ unsafe fn set_step<T: Copy + Into<u16>>(
             let word = *sets.get_unchecked(word_at);
             // bits, not branches: a row's way is unpredictable
             let in_set = (word >> (b & 63)) as u32 & u32::from(w <= n.top) & 1;
-            let numeric_right = u32::from(b.wrapping_sub(n.shift) > n.last);
+            let numeric_right = u32::from(b.wrapping_sub(n.step.shift) > n.step.last);
             let right = numeric_right ^ (u32::from(n.set) & (numeric_right ^ in_set ^ 1));
-            n.next[right as usize]
+            n.step.next[right as usize]
         }
     };
     four_at_a_turn(leaf, step);
