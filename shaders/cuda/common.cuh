@@ -30,6 +30,7 @@ __device__ __forceinline__ bool is_nan_f32(float x) {
 
 // round_ties_even(x) as i64, saturating, NaN to 0: Rust's `x.round_ties_even() as i64`.
 __device__ __forceinline__ i64 f64_to_i64_rn(double x) {
+#if defined(__CUDA_ARCH__)
     i64 r;
     asm("{\n\t"
         ".reg .pred p_nan;\n\t"
@@ -40,6 +41,28 @@ __device__ __forceinline__ i64 f64_to_i64_rn(double x) {
         : "=l"(r)
         : "d"(x));
     return r;
+#else
+    // The CPU simulator's twin (sim/sim.h): the same value without PTX, independent of the
+    // rounding mode. Truncation is exact below 2^63 in magnitude, and the fraction it drops,
+    // x - trunc(x), is exact too; from 2^52 up every double is an integer.
+    if (x != x) {
+        return 0;
+    }
+    if (x >= 9223372036854775808.0) {
+        return (i64)0x7fffffffffffffffll;
+    }
+    if (x <= -9223372036854775808.0) {
+        return -(i64)0x7fffffffffffffffll - 1;
+    }
+    i64 r = (i64)x;
+    double d = x - (double)r;
+    if (d > 0.5 || (d == 0.5 && (r & 1) != 0)) {
+        r += 1;
+    } else if (d < -0.5 || (d == -0.5 && (r & 1) != 0)) {
+        r -= 1;
+    }
+    return r;
+#endif
 }
 
 // trunc(x) as u32, saturating, NaN to 0: Rust's `x as u32` (the PTX gives NaN 0 here too;

@@ -8,7 +8,7 @@ use sapwood_core::backend::{BackendFactory, HistBackend, ShardData};
 use sapwood_core::error::{Error, Result};
 
 use crate::adapters::find_adapters;
-use crate::backend::WgpuBackend;
+use crate::backend::{WgpuBackend, WgpuDevice};
 use crate::gpu::Gpu;
 
 /// Tuning knobs, mostly for tests that must exercise the rarely taken paths on small data.
@@ -128,6 +128,6 @@ impl WgpuFactory {
 impl BackendFactory for WgpuFactory {
     fn create(&self, shard: ShardData) -> Result<Box<dyn HistBackend>> {
         let gpu = self.open_device()?;
-        Ok(Box::new(WgpuBackend::new(gpu, shard)?))
+        Ok(Box::new(WgpuBackend::new(WgpuDevice::new(gpu), shard)?))
     }
 }

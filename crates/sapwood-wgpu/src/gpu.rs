@@ -157,19 +157,6 @@ impl Gpu {
         self.max_binding
     }
 
-    /// Fails unless a buffer of `bytes` can be bound.
-    pub(crate) fn check_binding(&self, bytes: u64, what: &str) -> Result<()> {
-        if bytes > self.max_binding() {
-            return Err(device_error(format!(
-                "{what} needs a buffer of {bytes} bytes, more than the storage binding limit of \
-                 {} bytes of {}; split the data over more workers",
-                self.max_binding(),
-                self.name
-            )));
-        }
-        Ok(())
-    }
-
     /// A storage buffer holding `data` (never empty: wgpu cannot bind zero bytes).
     pub(crate) fn storage(&self, label: &str, data: &[u8]) -> wgpu::Buffer {
         let usage = wgpu::BufferUsages::STORAGE

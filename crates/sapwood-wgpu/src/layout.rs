@@ -3,6 +3,7 @@
 //! layout of the WGSL, so a mismatch fails a test instead of corrupting a dispatch.
 
 use bytemuck::{Pod, Zeroable};
+use sapwood_core::backend::device::BinScalars;
 use sapwood_core::backend::shard::kernels::{GradScalars, QuantScalars, SampleScalars};
 
 macro_rules! gpu_struct {
@@ -57,6 +58,21 @@ gpu_struct! {
 gpu_struct! {
     /// Parameters of the histogram encoders (pack.wgsl, groups.wgsl; declared in codec.wgsl).
     CodecParams { values: u32, messages: u32, groups: u32, write: u32 }
+}
+
+impl From<BinScalars> for BinParams {
+    fn from(s: BinScalars) -> Self {
+        BinParams {
+            n_features: s.n_features,
+            row_words: s.row_words,
+            bin_bits: s.bin_bits,
+            total_bins: s.total_bins,
+            chunk_lo: s.chunk_lo,
+            chunk_hi: s.chunk_hi,
+            k: s.k,
+            group: s.group,
+        }
+    }
 }
 
 impl From<GradScalars> for GradParams {

@@ -48,15 +48,13 @@
 
 mod adapters;
 mod backend;
-mod chunks;
-mod encode;
 mod factory;
 mod gpu;
 mod layout;
 mod predict;
 mod shaders;
 
-pub use backend::WgpuBackend;
+pub use backend::{WgpuBackend, WgpuDevice};
 pub use factory::{WgpuFactory, WgpuOptions};
 pub use gpu::Gpu;
 pub use predict::predict_binned;

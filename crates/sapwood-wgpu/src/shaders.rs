@@ -10,7 +10,7 @@ const CODEC: &str = include_str!("../../../shaders/wgsl/codec.wgsl");
 /// The declaration the loader rewrites with the adapter's tile size.
 pub(crate) const TILE_DECL: &str = "const TILE_WORDS: u32 = 4096u;";
 
-pub(crate) use sapwood_core::backend::shard::kernels::{Helper, Kernel};
+pub(crate) use sapwood_core::backend::shard::kernels::{CodecKernel, Helper, Kernel};
 
 /// The WGSL text of a kernel (the kernel list itself is the core's, shared with CUDA).
 pub(crate) trait Wgsl: Copy {
@@ -65,29 +65,6 @@ impl Wgsl for Kernel {
             s.push_str(body);
         }
         s
-    }
-}
-
-/// The histogram encoders: kernels of this backend alone (the core's kernel list holds what
-/// every backend runs), each composed with common.wgsl and codec.wgsl.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum CodecKernel {
-    /// Packed lanes of whole messages (`codec::pack`).
-    Pack,
-    /// The group encoding of whole messages, in two passes (sizes, then bytes).
-    Groups,
-}
-
-impl CodecKernel {
-    /// Every encoder, in the order their pipelines are kept.
-    pub(crate) const ALL: [CodecKernel; 2] = [CodecKernel::Pack, CodecKernel::Groups];
-
-    /// The file name without extension, shared with the CUDA twin.
-    pub(crate) fn stem(self) -> &'static str {
-        match self {
-            CodecKernel::Pack => "pack",
-            CodecKernel::Groups => "groups",
-        }
     }
 }
 

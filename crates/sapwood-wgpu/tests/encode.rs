@@ -9,12 +9,13 @@
 
 use std::sync::Arc;
 
+use sapwood_core::backend::device;
 use sapwood_core::backend::ShardData;
 use sapwood_core::params::Quantisation;
 use sapwood_core::tree::NodeId;
 use sapwood_core::Result;
 use sapwood_testkit::encoders::{self, Encoders, Grown};
-use sapwood_wgpu::{Gpu, WgpuBackend, WgpuFactory, WgpuOptions};
+use sapwood_wgpu::{Gpu, WgpuBackend, WgpuDevice, WgpuFactory, WgpuOptions};
 
 /// The device encoders of a wgpu device, and backends on it.
 struct Wgpu(Arc<Gpu>);
@@ -24,7 +25,10 @@ impl Encoders for Wgpu {
     const BACKEND: &'static str = "wgpu";
 
     fn backend(&self, shard: ShardData) -> Result<Box<WgpuBackend>> {
-        Ok(Box::new(WgpuBackend::new(self.0.clone(), shard)?))
+        Ok(Box::new(WgpuBackend::new(
+            WgpuDevice::new(self.0.clone()),
+            shard,
+        )?))
     }
 
     fn build_group_encoded_histograms(
@@ -39,11 +43,11 @@ impl Encoders for Wgpu {
     }
 
     fn encode_groups(&self, values: &[i64], len: usize) -> Result<Vec<Vec<u8>>> {
-        self.0.encode_groups(values, len)
+        device::encode_groups(&WgpuDevice::new(self.0.clone()), values, len)
     }
 
     fn pack_values(&self, values: &[i64], len: usize, widths: &[u32]) -> Result<Vec<i64>> {
-        self.0.pack_values(values, len, widths)
+        device::pack_values(&WgpuDevice::new(self.0.clone()), values, len, widths)
     }
 }
 

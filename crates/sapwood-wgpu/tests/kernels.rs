@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock};
 use sapwood_core::backend::ShardData;
 use sapwood_core::Result;
 use sapwood_testkit::{conformance, probe};
-use sapwood_wgpu::{Gpu, WgpuBackend, WgpuFactory, WgpuOptions};
+use sapwood_wgpu::{Gpu, WgpuBackend, WgpuDevice, WgpuFactory, WgpuOptions};
 
 fn options() -> WgpuOptions {
     WgpuOptions {
@@ -31,7 +31,7 @@ fn small_gpu() -> Arc<Gpu> {
 }
 
 fn backend(s: ShardData) -> Result<WgpuBackend> {
-    WgpuBackend::new(small_gpu(), s)
+    WgpuBackend::new(WgpuDevice::new(small_gpu()), s)
 }
 
 #[test]

@@ -5,10 +5,13 @@
 //! - [`shard`]: everything about a shard that is not a kernel launch (validation, node row
 //!   spans, kernel list, scalars and encodings kernels read), shared by every backend;
 //! - [`gpu_layout`]: the data layouts GPU kernels read (packed bins, splits, trees, tiles);
+//! - [`device`]: the shard driver every GPU backend shares ([`device::DeviceShard`]) over a
+//!   small runtime trait ([`device::ShardDevice`]);
 //! - the CPU backend ([`CpuBackend`]), the reference every other backend must match bit for
-//!   bit. A GPU backend is allocation, launches and read-backs on top of [`shard`].
+//!   bit. A GPU backend is allocation, launches and read-backs under [`device`].
 
 mod cpu;
+pub mod device;
 pub mod factory;
 pub mod gpu_layout;
 mod kernel;

@@ -29,6 +29,29 @@ pub enum Kernel {
     Predict,
 }
 
+/// The histogram encoders: kernels of the GPU backends alone (the CPU backend encodes on
+/// the host), each composed with the common and codec helpers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CodecKernel {
+    /// Packed lanes of whole messages (`codec::pack`).
+    Pack,
+    /// The group encoding of whole messages, in two passes (sizes, then bytes).
+    Groups,
+}
+
+impl CodecKernel {
+    /// Every encoder, in the order they are compiled and loaded.
+    pub const ALL: [CodecKernel; 2] = [CodecKernel::Pack, CodecKernel::Groups];
+
+    /// The file stem in every shader language (and the CUDA entry point).
+    pub fn stem(self) -> &'static str {
+        match self {
+            CodecKernel::Pack => "pack",
+            CodecKernel::Groups => "groups",
+        }
+    }
+}
+
 /// A helper file kernels include, in this order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Helper {
