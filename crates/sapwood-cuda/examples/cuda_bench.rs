@@ -38,7 +38,7 @@ use sapwood_core::params::{GrowPolicy, Params, Quantisation};
 use sapwood_core::quantise::{GroupScales, Scale};
 use sapwood_core::train::{self, Quiet, Shard};
 use sapwood_core::tree::NodeId;
-use sapwood_cuda::{CudaBackend, CudaFactory};
+use sapwood_cuda::{CudaBackend, CudaDevice, CudaFactory};
 use sapwood_testkit::Rng;
 
 const FEATURES: usize = 28;
@@ -131,7 +131,7 @@ fn hist_throughput(n: usize, shape: Shape) -> f64 {
     let objective = Objective::new(ObjectiveKind::Logistic, 1).unwrap();
     let gpu = CudaFactory::new().open_device().unwrap();
     let mut b = CudaBackend::new(
-        gpu,
+        CudaDevice::new(gpu, None),
         ShardData {
             binned: Arc::new(binned),
             offsets,
@@ -142,7 +142,6 @@ fn hist_throughput(n: usize, shape: Shape) -> f64 {
             initial_margins: None,
             row_offset: 0,
         },
-        None,
     )
     .unwrap();
     let max = b.compute_gradients().unwrap()[0];

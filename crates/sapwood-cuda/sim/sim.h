@@ -38,6 +38,9 @@ typedef struct {
 #error "the simulator must be compiled without -ffast-math"
 #endif
 
+// The runtime's own entry points are hidden: the library exports sapwood_sim_kernel_* only.
+#define SAPWOOD_SIM_INTERNAL __attribute__((visibility("hidden")))
+
 namespace sapwood_sim {
 
 struct Dim3 {
@@ -54,7 +57,7 @@ struct ThreadView {
 
 // The thread whose fiber runs on this OS thread (set by the scheduler before each switch).
 // `__thread` rather than `thread_local`: no dynamic initialisation, so no TLS wrapper call.
-extern __thread const ThreadView* current_thread;
+extern __thread const ThreadView* current_thread SAPWOOD_SIM_INTERNAL;
 
 // The collectives of a warp; the runtime checks that all 32 lanes reach the same one.
 enum class WarpOp : unsigned char {
@@ -88,15 +91,16 @@ struct WarpRequest {
 };
 
 // Blocks the calling thread until every thread of its block calls it.
-void syncthreads();
+SAPWOOD_SIM_INTERNAL void syncthreads();
 // Blocks the calling lane until all 32 lanes of its warp make the same request; returns
 // this lane's result (the operand's bytes for a shuffle, a mask or a flag otherwise).
-unsigned long long warp_op(const WarpRequest& request);
+SAPWOOD_SIM_INTERNAL unsigned long long warp_op(const WarpRequest& request);
 
 // Runs `body(ctx)` as every thread of every block of `launch` (runtime.cpp). `dynamic` is the
 // kernel's dynamic shared area (capacity bytes, on this OS thread), null if it has none.
-int launch(const char* kernel, const SimLaunch* launch, void (*body)(void*), void* ctx,
-           void* dynamic, size_t capacity, char* err, size_t err_len) noexcept;
+SAPWOOD_SIM_INTERNAL int launch(const char* kernel, const SimLaunch* launch,
+                                void (*body)(void*), void* ctx, void* dynamic,
+                                size_t capacity, char* err, size_t err_len) noexcept;
 
 // The kernel's parameters, copied once per launch as the driver does, and the kernel.
 template <typename... A>
@@ -196,8 +200,11 @@ inline float fmax_f32(float a, float b) {
 
 // ---- Declaration specifiers ---------------------------------------------------------------
 
-// Helpers are defined identically in several translation units: inline keeps them ODR-safe.
-#define __device__ inline
+// Each kernel is its own NVRTC program, so its helpers are its own: internal linkage gives
+// every translation unit its copy, and helpers of different kernels that happen to share a
+// name (identical or not) never merge at link time. (Not for member functions, which no
+// kernel declares __device__: static would change their meaning.)
+#define __device__ static inline
 #define __forceinline__ __attribute__((always_inline))
 // Kernels keep their extern "C" names, hidden so that only sapwood_sim_kernel_* is exported.
 #define __global__ __attribute__((visibility("hidden")))
@@ -456,9 +463,11 @@ inline unsigned long long max(unsigned long long a, unsigned long long b) { retu
 
 // The same for a kernel whose body declares `extern __shared__ T name[];`: also defines that
 // array (SIM_MAX_DYNAMIC_SHARED bytes per OS thread). Taken inside the exported function, its
-// address is the calling OS thread's copy, the one the block's fibers see.
+// address is the calling OS thread's copy, the one the block's fibers see. Weak, so that
+// kernels naming their areas alike share one array instead of clashing at link time: the
+// launches of one OS thread never overlap, and every block poisons the area afresh.
 #define SIM_KERNEL_DYNAMIC(entry, T, name)                                                  \
-    alignas(16) __attribute__((visibility("hidden"))) thread_local T                      \
+    alignas(16) __attribute__((weak, visibility("hidden"))) thread_local T                \
         name[SIM_MAX_DYNAMIC_SHARED / sizeof(T)];                                           \
     SAPWOOD_SIM_ENTRY_(entry, name, sizeof(name))
 

@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
 use cudarc::driver::{CudaContext, CudaFunction, CudaStream, DriverError};
 use cudarc::nvrtc::Ptx;
+use sapwood_core::backend::device::Launch;
 use sapwood_core::error::{Error, Result};
 
 use crate::kernels::{self, CodecKernel, CudaSource, Kernel, Target};
@@ -254,9 +255,12 @@ impl GpuShared {
         &self.functions[&k]
     }
 
-    /// A loaded encoder.
-    pub(crate) fn codec_function(&self, k: CodecKernel) -> &CudaFunction {
-        &self.codecs[&k]
+    /// A loaded kernel or encoder.
+    pub(crate) fn launchable(&self, k: Launch) -> &CudaFunction {
+        match k {
+            Launch::Kernel(k) => &self.functions[&k],
+            Launch::Codec(c) => &self.codecs[&c],
+        }
     }
 
     /// Lets hist_shared use `bytes` of dynamic shared memory per block. The attribute belongs
@@ -290,6 +294,7 @@ impl GpuShared {
 
 /// A logical device: a GPU and a stream of its own. Several logical devices may share a GPU
 /// (one per worker), each working asynchronously on its stream.
+#[derive(Clone)]
 pub struct Gpu {
     /// The GPU.
     pub shared: Arc<GpuShared>,
@@ -302,9 +307,16 @@ pub struct Gpu {
 impl Gpu {
     /// A new logical device on GPU `ordinal`: a context handle of its own on the primary
     /// context (its own deferred-error state) and a stream.
+    ///
+    /// A second stream would put cudarc in its multi-stream mode, where every allocation
+    /// creates events and every launch records and waits on them for each buffer; a logical
+    /// device uses one stream for all its buffers, so that tracking buys nothing and is off.
     pub fn open(ordinal: usize) -> Result<Gpu> {
         let shared = GpuShared::get(ordinal)?;
         let ctx = CudaContext::new(ordinal).map_err(|e| driver_error("context", e))?;
+        // SAFETY: every buffer of this handle is allocated, used and freed on its one stream
+        // (the NCCL path synchronises before it hands buffers to its own stream).
+        unsafe { ctx.disable_event_tracking() };
         let stream = ctx.new_stream().map_err(|e| driver_error("stream", e))?;
         Ok(Gpu {
             shared,
@@ -316,13 +328,6 @@ impl Gpu {
     /// The GPU's name.
     pub fn name(&self) -> &str {
         &self.shared.name
-    }
-
-    /// Blocks for a grid-stride kernel over `items`, `per_thread` items per thread at least.
-    pub(crate) fn blocks(&self, items: usize, per_thread: usize) -> u32 {
-        let want = items.div_ceil(256 * per_thread.max(1)).max(1);
-        // a few waves of blocks over every SM are enough for a grid-stride loop
-        want.min(self.shared.sms.max(1) as usize * 32) as u32
     }
 }
 

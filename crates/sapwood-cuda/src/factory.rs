@@ -7,7 +7,7 @@ use sapwood_core::backend::HistBackend;
 use sapwood_core::backend::{BackendFactory, ShardData};
 use sapwood_core::error::{Error, Result};
 
-use crate::backend::CudaBackend;
+use crate::backend::{CudaBackend, CudaDevice};
 use crate::device::{device_count, Gpu};
 
 /// Where logical devices go, and tuning knobs for tests.
@@ -114,9 +114,8 @@ impl BackendFactory for CudaFactory {
     fn create(&self, shard: ShardData) -> Result<Box<dyn HistBackend>> {
         let gpu = self.open_device()?;
         Ok(Box::new(CudaBackend::new(
-            gpu,
+            CudaDevice::new(gpu, self.options.tile_bins),
             shard,
-            self.options.tile_bins,
         )?))
     }
 }

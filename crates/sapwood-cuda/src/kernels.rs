@@ -34,7 +34,7 @@ pub const NVRTC_OPTIONS: [&str; 5] = [
     "--std=c++17",
 ];
 
-pub use sapwood_core::backend::shard::kernels::{Helper, Kernel};
+pub use sapwood_core::backend::shard::kernels::{CodecKernel, Helper, Kernel};
 
 /// The CUDA text of a kernel (the kernel list itself is the core's, shared with WGSL).
 pub trait CudaSource: Copy {
@@ -86,30 +86,6 @@ impl CudaSource for Kernel {
         }
         push_file(&mut s, &self.file(), body(self));
         s
-    }
-}
-
-/// The histogram encoders: kernels of the GPU backends alone (the core's kernel list holds
-/// what every backend runs), each composed with common.cuh and codec.cuh; named as their
-/// WGSL twins.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum CodecKernel {
-    /// Packed lanes of whole messages (`codec::pack`).
-    Pack,
-    /// The group encoding of whole messages, in two passes (sizes, then bytes).
-    Groups,
-}
-
-impl CodecKernel {
-    /// Every encoder, in the order they are compiled and loaded.
-    pub const ALL: [CodecKernel; 2] = [CodecKernel::Pack, CodecKernel::Groups];
-
-    /// The file name without extension, and the entry point.
-    pub fn stem(self) -> &'static str {
-        match self {
-            CodecKernel::Pack => "pack",
-            CodecKernel::Groups => "groups",
-        }
     }
 }
 

@@ -72,17 +72,17 @@
 
 pub mod backend;
 pub mod device;
-mod encode;
 pub mod factory;
 pub mod kernels;
 pub mod layout;
 #[cfg(feature = "nccl")]
 pub mod nccl;
+pub mod plan;
 pub mod predict;
 pub mod tiles;
 pub mod topology;
 
-pub use backend::CudaBackend;
+pub use backend::{CudaBackend, CudaDevice};
 pub use device::{device_count, driver_present, Gpu};
 pub use factory::{CudaFactory, CudaOptions};
 pub use kernels::{nvrtc_present, CodecKernel, CudaSource, Kernel, Target};

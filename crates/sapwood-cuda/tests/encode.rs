@@ -7,11 +7,12 @@
 //! the CUDA kernels. Ignored unless the build script finds libcuda (`SAPWOOD_REQUIRE_CUDA=1`
 //! forces them; the GPU kit builds them so).
 
+use sapwood_core::backend::device;
 use sapwood_core::backend::ShardData;
 use sapwood_core::params::Quantisation;
 use sapwood_core::tree::NodeId;
 use sapwood_core::Result;
-use sapwood_cuda::{CudaBackend, CudaFactory, Gpu};
+use sapwood_cuda::{CudaBackend, CudaDevice, CudaFactory, Gpu};
 use sapwood_testkit::encoders::{self, Encoders, Grown};
 
 /// The device encoders of a CUDA device, and backends each on a logical device of its own.
@@ -23,7 +24,10 @@ impl Encoders for Cuda {
 
     fn backend(&self, shard: ShardData) -> Result<Box<CudaBackend>> {
         // 16-bin tiles: several shared tiles, wide features in global memory
-        Ok(Box::new(CudaBackend::new(gpu(), shard, Some(16))?))
+        Ok(Box::new(CudaBackend::new(
+            CudaDevice::new(gpu(), Some(16)),
+            shard,
+        )?))
     }
 
     fn build_group_encoded_histograms(
@@ -38,11 +42,11 @@ impl Encoders for Cuda {
     }
 
     fn encode_groups(&self, values: &[i64], len: usize) -> Result<Vec<Vec<u8>>> {
-        self.0.encode_groups(values, len)
+        device::encode_groups(&CudaDevice::new(self.0.clone(), None), values, len)
     }
 
     fn pack_values(&self, values: &[i64], len: usize, widths: &[u32]) -> Result<Vec<i64>> {
-        self.0.pack_values(values, len, widths)
+        device::pack_values(&CudaDevice::new(self.0.clone(), None), values, len, widths)
     }
 }
 

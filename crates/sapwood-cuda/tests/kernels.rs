@@ -8,14 +8,14 @@
 
 use sapwood_core::backend::ShardData;
 use sapwood_core::Result;
-use sapwood_cuda::{CudaBackend, CudaFactory};
+use sapwood_cuda::{CudaBackend, CudaDevice, CudaFactory};
 use sapwood_testkit::probe;
 
 fn backend(s: ShardData) -> Result<CudaBackend> {
     let gpu = CudaFactory::new()
         .open_device()
         .unwrap_or_else(|e| panic!("this test needs a CUDA GPU: {e}"));
-    CudaBackend::new(gpu, s, Some(16))
+    CudaBackend::new(CudaDevice::new(gpu, Some(16)), s)
 }
 
 #[test]
@@ -71,7 +71,7 @@ fn backend_with(s: ShardData, tile_bins: u32) -> Result<CudaBackend> {
     let gpu = CudaFactory::new()
         .open_device()
         .unwrap_or_else(|e| panic!("this test needs a CUDA GPU: {e}"));
-    CudaBackend::new(gpu, s, Some(tile_bins))
+    CudaBackend::new(CudaDevice::new(gpu, Some(tile_bins)), s)
 }
 
 #[test]
@@ -129,7 +129,11 @@ fn a_deferred_error_of_one_worker_is_not_reported_to_another_on_the_same_gpu() {
     assert!(cb.check_err().is_ok(), "b was handed a's error");
     assert!(ca.check_err().is_err(), "a lost its own error");
     // and b still works
-    let mut b_backend = CudaBackend::new(b, sapwood_testkit::data::tiny_shard(), None).unwrap();
+    let mut b_backend = CudaBackend::new(
+        CudaDevice::new(b, None),
+        sapwood_testkit::data::tiny_shard(),
+    )
+    .unwrap();
     use sapwood_core::backend::HistBackend;
     b_backend.compute_gradients().unwrap();
 }
