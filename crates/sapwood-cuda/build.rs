@@ -24,7 +24,106 @@ fn has_lib(dir: &Path, prefix: &str) -> bool {
     })
 }
 
+/// The dynamic shared area a kernel body declares (`extern __shared__ T name[];`), as
+/// (T, name).
+#[cfg(feature = "sim")]
+fn dynamic_shared(body: &str) -> Option<(String, String)> {
+    let decl = body.split("extern __shared__").nth(1)?;
+    let decl = decl.split(';').next()?.trim();
+    let (ty, name) = decl.rsplit_once(char::is_whitespace)?;
+    let name = name.trim().strip_suffix("[]")?;
+    Some((ty.trim().to_string(), name.to_string()))
+}
+
+/// Feature `sim`: every kernel of `shaders/cuda/` compiled as C++ for the CPU simulator.
+/// A kernel's translation unit is `sim/sim.h`, every helper header and the kernel's own
+/// file, unchanged (NVRTC compiles each kernel with the helpers it lists; the extra ones
+/// only add unused inline functions), then the line that exports its launcher
+/// (`sapwood_sim_kernel_<file stem>`), naming the dynamic shared area it declares. A
+/// registry maps entry names to launchers.
+#[cfg(feature = "sim")]
+fn build_simulator(manifest: &Path) {
+    let shaders = manifest.join("../../shaders/cuda");
+    let sim = manifest.join("sim");
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("sim");
+    std::fs::create_dir_all(&out).expect("the build directory is writable");
+    println!("cargo::rerun-if-changed={}", shaders.display());
+    println!("cargo::rerun-if-changed={}", sim.display());
+    let read = |p: &Path| {
+        std::fs::read_to_string(p).unwrap_or_else(|e| panic!("reading {}: {e}", p.display()))
+    };
+    let helpers = [
+        "common.cuh",
+        "params.cuh",
+        "bins.cuh",
+        "route.cuh",
+        "codec.cuh",
+    ];
+    let mut prelude = String::from("#include \"sim.h\"\n");
+    for h in helpers {
+        prelude.push_str(&format!("#line 1 \"{h}\"\n{}\n", read(&shaders.join(h))));
+    }
+    let mut kernels: Vec<String> = std::fs::read_dir(&shaders)
+        .expect("shaders/cuda exists")
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().to_string();
+            name.strip_suffix(".cu").map(str::to_string)
+        })
+        .collect();
+    kernels.sort();
+    let mut build = cc::Build::new();
+    build
+        .cpp(true)
+        .std("c++17")
+        .opt_level(2)
+        .include(&sim)
+        .flag("-ffp-contract=off")
+        .flag("-fno-fast-math")
+        .flag("-fno-strict-aliasing")
+        .warnings(false);
+    let mut registry =
+        String::from("#include <stdio.h>\n#include <string.h>\n#include \"sim.h\"\n");
+    let mut table = String::new();
+    for k in &kernels {
+        let body = read(&shaders.join(format!("{k}.cu")));
+        let export = match dynamic_shared(&body) {
+            Some((ty, name)) => format!("SIM_KERNEL_DYNAMIC({k}, {ty}, {name})"),
+            None => format!("SIM_KERNEL({k})"),
+        };
+        let tu = format!("{prelude}#line 1 \"{k}.cu\"\n{body}\n{export}\n");
+        let file = out.join(format!("{k}.cpp"));
+        std::fs::write(&file, tu).expect("the build directory is writable");
+        build.file(&file);
+        registry.push_str(&format!(
+            "extern \"C\" int sapwood_sim_kernel_{k}(const SimLaunch*, void**, char*, size_t);\n"
+        ));
+        table.push_str(&format!(
+            "    if (strcmp(entry, \"{k}\") == 0) return sapwood_sim_kernel_{k}(l, a, err, n);\n"
+        ));
+    }
+    registry.push_str(&format!(
+        "extern \"C\" int sapwood_sim_launch(const char* entry, const SimLaunch* l, void** a, \
+         char* err, size_t n) {{\n{table}    snprintf(err, n, \"the simulator has no kernel \
+         named %s\", entry);\n    return 1;\n}}\n"
+    ));
+    let file = out.join("registry.cpp");
+    std::fs::write(&file, registry).expect("the build directory is writable");
+    build.file(&file);
+    for f in std::fs::read_dir(&sim).expect("sim/ exists").flatten() {
+        let p = f.path();
+        if matches!(p.extension().and_then(|e| e.to_str()), Some("cpp" | "S")) {
+            build.file(&p);
+        }
+    }
+    build.compile("sapwood_sim");
+}
+
 fn main() {
+    #[cfg(feature = "sim")]
+    build_simulator(Path::new(
+        &std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"),
+    ));
     println!("cargo::rustc-check-cfg=cfg(sapwood_no_nvrtc)");
     println!("cargo::rustc-check-cfg=cfg(sapwood_no_cuda)");
     println!("cargo::rustc-check-cfg=cfg(sapwood_no_nvdisasm)");

@@ -662,12 +662,18 @@ private:
     // overran the dynamic shared memory it was launched with.
     bool check_dynamic_tail() {
         if (dynamic_ == nullptr) return true;
-        for (size_t i = launch_.dynamic_shared_bytes; i < capacity_; ++i) {
-            if (dynamic_[i] != kPoison) {
-                return fail_block("wrote byte %zu of the dynamic shared area, past the %u "
-                                  "bytes the launch asked for",
-                                  i, launch_.dynamic_shared_bytes);
-            }
+        // whole poisoned words first, then the first changed byte, if any
+        const uint64_t poison8 = 0x0101010101010101ull * kPoison;
+        size_t i = launch_.dynamic_shared_bytes;
+        for (uint64_t w; i + 8 <= capacity_; i += 8) {
+            std::memcpy(&w, dynamic_ + i, 8);
+            if (w != poison8) break;
+        }
+        while (i < capacity_ && dynamic_[i] == kPoison) ++i;
+        if (i < capacity_) {
+            return fail_block("wrote byte %zu of the dynamic shared area, past the %u bytes the "
+                              "launch asked for",
+                              i, launch_.dynamic_shared_bytes);
         }
         return true;
     }

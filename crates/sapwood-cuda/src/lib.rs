@@ -79,6 +79,8 @@ pub mod layout;
 pub mod nccl;
 pub mod plan;
 pub mod predict;
+#[cfg(feature = "sim")]
+pub mod sim;
 pub mod tiles;
 pub mod topology;
 
