@@ -91,16 +91,29 @@ fn build_simulator(manifest: &Path) {
             Some((ty, name)) => format!("SIM_KERNEL_DYNAMIC({k}, {ty}, {name})"),
             None => format!("SIM_KERNEL({k})"),
         };
-        let tu = format!("{prelude}#line 1 \"{k}.cu\"\n{body}\n{export}\n");
-        let file = out.join(format!("{k}.cpp"));
-        std::fs::write(&file, tu).expect("the build directory is writable");
-        build.file(&file);
-        registry.push_str(&format!(
-            "extern \"C\" int sapwood_sim_kernel_{k}(const SimLaunch*, void**, char*, size_t);\n"
-        ));
-        table.push_str(&format!(
-            "    if (strcmp(entry, \"{k}\") == 0) return sapwood_sim_kernel_{k}(l, a, err, n);\n"
-        ));
+        let mut variants = vec![(k.clone(), String::new())];
+        if body.contains("warp_or(") {
+            // a second build acting as sm_75, whose warp ORs are shuffles (codec.cuh)
+            variants.push((
+                format!("{k}_sm75"),
+                format!("#define SAPWOOD_SIM_SM75\n#define {k} {k}_sm75\n"),
+            ));
+        }
+        for (name, defines) in variants {
+            let export = export.replace(&format!("({k}"), &format!("({name}"));
+            let tu = format!("{defines}{prelude}#line 1 \"{k}.cu\"\n{body}\n{export}\n");
+            let file = out.join(format!("{name}.cpp"));
+            std::fs::write(&file, tu).expect("the build directory is writable");
+            build.file(&file);
+            registry.push_str(&format!(
+                "extern \"C\" int sapwood_sim_kernel_{name}(const SimLaunch*, void**, char*, \
+                 size_t);\n"
+            ));
+            table.push_str(&format!(
+                "    if (strcmp(entry, \"{name}\") == 0) return sapwood_sim_kernel_{name}(l, a, \
+                 err, n);\n"
+            ));
+        }
     }
     registry.push_str(&format!(
         "extern \"C\" int sapwood_sim_launch(const char* entry, const SimLaunch* l, void** a, \

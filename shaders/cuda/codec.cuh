@@ -25,3 +25,26 @@ __device__ __forceinline__ void or_bits(u32* out, u64 word, u32 bit, u64 v) {
         atomicOr(&out[i + 2u], w2);
     }
 }
+
+// Whether the warp's ORs are one redux.sync (sm_80 and later; the simulator takes this path
+// unless told to act as sm_75) or five butterfly shuffles (sm_75, Turing, which NVRTC 13 still
+// targets, has no warp reduction instruction).
+#if defined(__CUDA_ARCH__)
+#define SAPWOOD_WARP_REDUX (__CUDA_ARCH__ >= 800)
+#elif defined(SAPWOOD_SIM_SM75)
+#define SAPWOOD_WARP_REDUX 0
+#else
+#define SAPWOOD_WARP_REDUX 1
+#endif
+
+// The OR of v over the whole warp, on every lane; every lane of the warp must call it.
+__device__ __forceinline__ u32 warp_or(u32 v) {
+#if SAPWOOD_WARP_REDUX
+    return __reduce_or_sync(0xffffffffu, v);
+#else
+    for (u32 o = 16u; o > 0u; o >>= 1) {
+        v |= __shfl_xor_sync(0xffffffffu, v, o);
+    }
+    return v;
+#endif
+}

@@ -7,7 +7,8 @@
 // in `out`, zeroed first.
 //
 // A group is a warp, one value per lane: its OR of values and of zigzags are warp
-// reductions and its bitmap a ballot, so no shared memory and no atomics but the writes.
+// reductions (codec.cuh's warp_or: redux.sync from sm_80, shuffles on sm_75) and its bitmap a
+// ballot, so no shared memory and no atomics but the writes.
 
 #define FULL_WARP 0xffffffffu
 
@@ -32,10 +33,8 @@ extern "C" __global__ void __launch_bounds__(256) groups(
         const u32 n = min(32u, len - first);
         const u64 v = j < n ? values[(u64)m * len + first + j] : 0ull;
         const u64 z = zigzag64(v);
-        const u64 or_v = ((u64)__reduce_or_sync(FULL_WARP, (u32)(v >> 32)) << 32) |
-                         (u64)__reduce_or_sync(FULL_WARP, (u32)v);
-        const u64 or_z = ((u64)__reduce_or_sync(FULL_WARP, (u32)(z >> 32)) << 32) |
-                         (u64)__reduce_or_sync(FULL_WARP, (u32)z);
+        const u64 or_v = ((u64)warp_or((u32)(v >> 32)) << 32) | (u64)warp_or((u32)v);
+        const u64 or_z = ((u64)warp_or((u32)(z >> 32)) << 32) | (u64)warp_or((u32)z);
         const u32 mask = __ballot_sync(FULL_WARP, v != 0ull);
         u32 shift = 0u;
         u32 w = 0u;

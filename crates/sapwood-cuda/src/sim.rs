@@ -17,7 +17,8 @@ use std::cell::UnsafeCell;
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use sapwood_core::backend::device::{Call, DeviceLimits, DeviceShard, Region, ShardDevice};
+use sapwood_core::backend::device::{Call, DeviceLimits, DeviceShard, Launch, Region, ShardDevice};
+use sapwood_core::backend::shard::kernels::CodecKernel;
 use sapwood_core::backend::shard::ShardLimits;
 use sapwood_core::backend::{BackendFactory, HistBackend, ShardData};
 use sapwood_core::error::{Error, Result};
@@ -72,6 +73,9 @@ pub struct SimDevice {
     seed: u64,
     sms: u32,
     tile_bins: u32,
+    /// The compute capability it acts as (75 or 90): sm_75 has no warp reduction
+    /// instruction, and the kernels that use one take another path there.
+    arch: u32,
     /// Launches so far: each launch gets a seed of its own.
     launches: AtomicU64,
 }
@@ -152,8 +156,16 @@ impl SimDevice {
             seed,
             sms: sms.max(1),
             tile_bins: capacity_for(shared_bytes),
+            arch: 90,
             launches: AtomicU64::new(0),
         }
+    }
+
+    /// The device acting as compute capability `arch`: below 80, the kernels built for
+    /// sm_75 (warp ORs by shuffles) run instead of those for sm_80 and later.
+    pub fn acting_as(mut self, arch: u32) -> Self {
+        self.arch = arch;
+        self
     }
 
     fn launch_seed(&self) -> u64 {
@@ -205,7 +217,10 @@ impl ShardDevice for SimDevice {
         if y == 0 || z == 0 {
             return Ok(());
         }
-        let entry = p.kernel.stem();
+        let entry = match p.kernel {
+            Launch::Codec(CodecKernel::Groups) if self.arch < 80 => "groups_sm75",
+            k => k.stem(),
+        };
         if x == 0 || x > i32::MAX as u32 || y > MAX_GRID_YZ || z > MAX_GRID_YZ {
             return Err(Error::Backend(format!(
                 "simulator: {entry}.cu launched with grid ({x}, {y}, {z}), outside CUDA's \
@@ -336,6 +351,7 @@ pub struct SimFactory {
     schedule: Schedule,
     seed: u64,
     tile_bins: Option<u32>,
+    arch: u32,
     created: AtomicU64,
 }
 
@@ -346,6 +362,7 @@ impl SimFactory {
             schedule,
             seed,
             tile_bins,
+            arch: 90,
             created: AtomicU64::new(0),
         }
     }
@@ -355,6 +372,13 @@ impl SimFactory {
         let n = self.created.fetch_add(1, Ordering::Relaxed);
         // 2 SMs: few blocks, so the kernels' grid-stride loops take several turns
         SimDevice::new(self.schedule, self.seed.wrapping_add(n), 2, self.tile_bins)
+            .acting_as(self.arch)
+    }
+
+    /// Devices acting as compute capability `arch` (see [`SimDevice::acting_as`]).
+    pub fn acting_as(mut self, arch: u32) -> Self {
+        self.arch = arch;
+        self
     }
 }
 

@@ -1,5 +1,7 @@
-//! Every kernel compiles with NVRTC (no GPU needed): PTX for compute_80 and compute_90,
-//! CUBIN for sm_80 and sm_90; a broken kernel's error carries the compiler log; the
+//! Every kernel compiles with NVRTC (no GPU needed): PTX for compute_80 and compute_90, and
+//! a CUBIN for every real architecture this NVRTC supports (sm_75 to sm_121 for 13.0: a
+//! kernel that fails on one of them would stop the whole backend on such a GPU, since every
+//! kernel is compiled when a device opens); a broken kernel's error carries the compiler log; the
 //! parameter blocks of params.cuh have the Rust layouts; the objective constants match.
 //!
 //! Ignored where the build script found no NVRTC; `SAPWOOD_REQUIRE_NVRTC=1` makes them run
@@ -16,13 +18,6 @@ fn require_nvrtc() {
     );
 }
 
-const TARGETS: [Target; 4] = [
-    Target::Ptx(80),
-    Target::Ptx(90),
-    Target::Cubin(80),
-    Target::Cubin(90),
-];
-
 #[test]
 #[cfg_attr(sapwood_no_nvrtc, ignore = "NVRTC not found: run install-nvrtc.sh")]
 fn nvrtc_is_version_13_0() {
@@ -35,9 +30,14 @@ fn nvrtc_is_version_13_0() {
 
 #[test]
 #[cfg_attr(sapwood_no_nvrtc, ignore = "NVRTC not found: run install-nvrtc.sh")]
-fn every_kernel_compiles_for_sm80_and_sm90() {
+fn every_kernel_compiles_for_every_supported_architecture() {
     require_nvrtc();
-    for target in TARGETS {
+    let archs = kernels::supported_archs().unwrap();
+    assert!(archs.contains(&75) && archs.contains(&121), "{archs:?}");
+    let targets = [Target::Ptx(80), Target::Ptx(90)]
+        .into_iter()
+        .chain(archs.iter().map(|&a| Target::Cubin(a)));
+    for target in targets {
         for k in Kernel::ALL {
             let c = compile(k, target).unwrap_or_else(|e| panic!("{}: {e}", k.file()));
             assert_eq!(c.kernel, Some(k));
@@ -107,6 +107,32 @@ fn encoders_use_warp_reductions_and_no_float_or_shared_memory() {
             }
         }
     }
+}
+
+#[test]
+#[cfg_attr(sapwood_no_nvrtc, ignore = "NVRTC not found: run install-nvrtc.sh")]
+fn the_sm75_group_encoder_ors_by_shuffles() {
+    // sm_75 has no redux.sync (it would stop every kernel's compilation there): its warp ORs
+    // are butterfly shuffles, and sm_80 keeps the one-instruction reduction
+    require_nvrtc();
+    let ptx = |a| {
+        String::from_utf8(
+            compile_codec(CodecKernel::Groups, Target::Ptx(a))
+                .unwrap()
+                .image,
+        )
+        .unwrap()
+    };
+    let turing = ptx(75);
+    assert!(
+        !turing.contains("redux.sync"),
+        "compute_75 has no warp reduction"
+    );
+    assert!(
+        turing.contains("shfl.sync.bfly.b32"),
+        "compute_75: butterfly shuffles"
+    );
+    assert!(ptx(80).contains("redux.sync.or.b32"));
 }
 
 #[test]

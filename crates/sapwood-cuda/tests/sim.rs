@@ -165,6 +165,16 @@ macro_rules! on_the_simulator {
     };
 }
 
+#[test]
+fn the_sm75_encoder_ors_by_shuffles_as_the_codec_does() {
+    // Turing has no redux.sync: groups.cu's warp ORs are butterfly shuffles there
+    for schedule in [Schedule::Shuffled, Schedule::WarpAtATime] {
+        let turing = Sim(SimFactory::new(schedule, 7, Some(16)).acting_as(75));
+        encoders::uploaded_extreme_values_encode_as_the_codec_does(&turing);
+        encoders::group_encoded_histograms_equal_the_codec(&turing);
+    }
+}
+
 mod shuffled {
     on_the_simulator!(Schedule::Shuffled, 1);
 }
