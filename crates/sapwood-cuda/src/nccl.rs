@@ -2,12 +2,15 @@
 //!
 //! [`NcclCollective`] wraps the job's host collective (the in-process one for several GPUs
 //! in one process, MPI or TCP between processes): scalars, gathers and broadcasts go through
-//! it, while `allreduce_sum` — the histograms, the bulk of the traffic — packs the i64 values
-//! into lanes as narrow as the proven `bound` allows (the collective's codec,
-//! `sapwood_collective::codec`: lane i weighted by 2^(w·i)), sums the packed words with one
-//! `ncclUint64` all-reduce on the GPU (unsigned, so that wrap-around, which the codec's
-//! arithmetic relies on, is defined), and unpacks. NCCL therefore moves the compressed
-//! words, `64 / lane_width(bound)` values per 8 bytes.
+//! it, while the histograms — the bulk of the traffic — are summed as packed lanes, as
+//! narrow as the proven bounds allow (the collective's codec, `sapwood_collective::codec`:
+//! lane i weighted by 2^(w·i)), with one `ncclUint64` all-reduce on the GPU (unsigned, so
+//! that wrap-around, which the codec's arithmetic relies on, is defined). NCCL therefore
+//! moves the compressed words, `64 / lane_width(bound)` values per 8 bytes. The collective
+//! offers those widths to the grower ([`Collective::packed_widths`]), so the backend packs
+//! each level's histograms on the device with its `pack` kernel and only the packed words
+//! cross to the host; the sum runs on a communication stream of the rank's own, so with
+//! `comm_overlap` one chunk's sum overlaps the next chunk's build on the compute stream.
 //!
 //! NCCL runs one rank per GPU. Each rank's GPU comes from its rank
 //! ([`crate::CudaFactory::open_device_for_rank`]), and before NCCL is touched every rank
@@ -112,15 +115,7 @@ impl NcclCollective {
             .ok_or_else(|| Error::Collective("malformed NCCL rank reports".into()))?;
         match plan(&ranks) {
             NcclPlan::Fail(why) => return Err(Error::Collective(why)),
-            NcclPlan::Host(why) => {
-                return Ok(NcclCollective {
-                    host,
-                    comm: None,
-                    fallback: Some(why),
-                    stats: CommStats::default(),
-                    packed: true,
-                })
-            }
+            NcclPlan::Host(why) => return Ok(Self::on_host(host, why)),
             NcclPlan::Nccl => {}
         }
         // rank 0 sends the id, or nothing when it could not make one, so that every rank
@@ -143,7 +138,12 @@ impl NcclCollective {
         for (d, &b) in id.internal.iter_mut().zip(&id_bytes) {
             *d = b as std::ffi::c_char;
         }
-        let stream = gpu.stream.clone();
+        // a stream of its own for the sums: they overlap the builds on the compute stream
+        let stream = gpu
+            .stream
+            .context()
+            .new_stream()
+            .map_err(|e| Error::Collective(format!("CUDA stream of rank {rank}: {e}")))?;
         // ncclCommInitRank takes the device current on this thread: bind this rank's first
         stream
             .context()
@@ -179,12 +179,31 @@ impl NcclCollective {
         self.fallback.as_deref()
     }
 
+    /// A collective that sums through `host` alone, saying `why` (ranks sharing a GPU).
+    fn on_host(host: Box<dyn Collective>, why: String) -> Self {
+        NcclCollective {
+            host,
+            comm: None,
+            fallback: Some(why),
+            stats: CommStats::default(),
+            packed: true,
+        }
+    }
+
     fn nccl_sum(c: &OwnedComm, data: &mut [i64], bound: u64) -> Result<u64> {
         let bits = lane_width(bound);
-        // the packed words summed as u64: the same bits as the i64 sum, with wrap-around
-        // defined (NCCL's signed sum is C++ signed arithmetic)
-        let words: Vec<u64> = pack(data, bits).into_iter().map(|w| w as u64).collect();
+        let words = pack(data, bits);
         debug_assert_eq!(words.len(), data.len().div_ceil(lanes_per_word(bits)));
+        let summed = Self::nccl_words(c, words)?;
+        data.copy_from_slice(&unpack(&summed, bits, data.len()));
+        Ok(summed.len() as u64)
+    }
+
+    /// Sums packed words over the ranks with one all-reduce on the communication stream.
+    fn nccl_words(c: &OwnedComm, words: Vec<i64>) -> Result<Vec<i64>> {
+        // summed as u64: the same bits as the i64 sum, with wrap-around defined (NCCL's
+        // signed sum is C++ signed arithmetic)
+        let words: Vec<u64> = words.into_iter().map(|w| w as u64).collect();
         let stream = &c.stream;
         stream
             .context()
@@ -213,9 +232,7 @@ impl NcclCollective {
         let summed = stream
             .clone_dtoh(&dev)
             .map_err(|e| Error::Collective(format!("NCCL read-back: {e}")))?;
-        let summed: Vec<i64> = summed.into_iter().map(|w| w as i64).collect();
-        data.copy_from_slice(&unpack(&summed, bits, data.len()));
-        Ok(words.len() as u64)
+        Ok(summed.into_iter().map(|w| w as i64).collect())
     }
 }
 
@@ -270,6 +287,71 @@ impl Collective for NcclCollective {
         self.allreduce_sum(data, bound)
     }
 
+    fn takes_encoded_blocks(&self) -> bool {
+        // NCCL sums words, not bytes; the host collective may take encoded blocks
+        self.comm.is_none() && self.host.takes_encoded_blocks()
+    }
+
+    fn reduce_scatter_encoded(
+        &mut self,
+        own: &mut [i64],
+        lens: &[usize],
+        encoded: Vec<Vec<u8>>,
+    ) -> Result<()> {
+        self.host.reduce_scatter_encoded(own, lens, encoded)
+    }
+
+    fn packed_widths(&self, bounds: &[u64]) -> Option<Vec<u32>> {
+        match &self.comm {
+            None => self.host.packed_widths(bounds),
+            // each node at the width its bound proves (64: the values themselves)
+            Some(_) => Some(
+                bounds
+                    .iter()
+                    .map(|&b| if self.packed { lane_width(b) } else { 64 })
+                    .collect(),
+            ),
+        }
+    }
+
+    fn allreduce_packed(
+        &mut self,
+        words: Vec<i64>,
+        widths: &[u32],
+        segment: usize,
+        out: &mut [i64],
+    ) -> Result<()> {
+        let Some(c) = &self.comm else {
+            return self.host.allreduce_packed(words, widths, segment, out);
+        };
+        let start = std::time::Instant::now();
+        let n = words.len();
+        let summed = Self::nccl_words(c, words)?;
+        // node i's words follow node i - 1's, each at its own width
+        let mut at = 0;
+        for (w, seg) in widths.iter().zip(out.chunks_mut(segment.max(1))) {
+            let len = seg.len().div_ceil(lanes_per_word(*w));
+            let Some(node) = summed.get(at..at + len) else {
+                return Err(Error::Collective(format!(
+                    "NCCL: {n} packed words are fewer than {} nodes of {segment} values need",
+                    widths.len()
+                )));
+            };
+            seg.copy_from_slice(&unpack(node, *w, seg.len()));
+            at += len;
+        }
+        self.stats.busy_nanos += start.elapsed().as_nanos() as u64;
+        self.stats.bytes_sent += 8 * n as u64;
+        self.stats.bytes_uncompressed += 8 * out.len() as u64;
+        self.stats.allreduce_calls += 1;
+        Ok(())
+    }
+
+    fn overlap(&self) -> bool {
+        // the sums run on a stream of their own (or on the host collective)
+        self.host.overlap()
+    }
+
     fn allreduce_max(&mut self, data: &mut [u64]) -> Result<()> {
         self.host.allreduce_max(data)
     }
@@ -296,5 +378,90 @@ impl Collective for NcclCollective {
             device_encoded: h.device_encoded + self.stats.device_encoded,
             busy_nanos: h.busy_nanos + self.stats.busy_nanos,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A host collective whose extensions all answer, counting the calls that reach it.
+    #[derive(Default, Clone)]
+    struct Host {
+        calls: Arc<AtomicUsize>,
+    }
+
+    impl Collective for Host {
+        fn rank(&self) -> usize {
+            0
+        }
+        fn world_size(&self) -> usize {
+            2
+        }
+        fn allreduce_sum(&mut self, _data: &mut [i64], _bound: u64) -> Result<()> {
+            Ok(())
+        }
+        fn takes_encoded_blocks(&self) -> bool {
+            true
+        }
+        fn reduce_scatter_encoded(
+            &mut self,
+            _own: &mut [i64],
+            _lens: &[usize],
+            _encoded: Vec<Vec<u8>>,
+        ) -> Result<()> {
+            self.calls.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        }
+        fn packed_widths(&self, bounds: &[u64]) -> Option<Vec<u32>> {
+            Some(bounds.iter().map(|&b| lane_width(b)).collect())
+        }
+        fn allreduce_packed(
+            &mut self,
+            _words: Vec<i64>,
+            _widths: &[u32],
+            _segment: usize,
+            _out: &mut [i64],
+        ) -> Result<()> {
+            self.calls.fetch_add(10, Ordering::Relaxed);
+            Ok(())
+        }
+        fn allreduce_max(&mut self, _data: &mut [u64]) -> Result<()> {
+            Ok(())
+        }
+        fn allgather(&mut self, data: &[u8]) -> Result<Vec<Vec<u8>>> {
+            Ok(vec![data.to_vec(); 2])
+        }
+        fn broadcast(&mut self, _data: &mut Vec<u8>, _root: usize) -> Result<()> {
+            Ok(())
+        }
+        fn overlap(&self) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn the_host_fallback_keeps_overlap_and_the_device_encoders() {
+        // ranks sharing a GPU sum through the host collective: what it offers (overlap,
+        // device-encoded blocks, device-packed words) must reach the grower unchanged
+        let host = Host::default();
+        let mut c = NcclCollective::on_host(Box::new(host.clone()), "shared GPU".into());
+        assert!(!c.uses_nccl());
+        assert!(c.overlap(), "overlap lost");
+        assert!(c.takes_encoded_blocks(), "device-encoded blocks lost");
+        assert_eq!(
+            c.packed_widths(&[1, 1000]),
+            Some(vec![2, 11]),
+            "packed widths lost"
+        );
+        c.allreduce_packed(vec![0], &[2], 4, &mut [0; 4]).unwrap();
+        c.reduce_scatter_encoded(&mut [0; 2], &[2, 2], vec![Vec::new(), vec![0]])
+            .unwrap();
+        assert_eq!(
+            host.calls.load(Ordering::Relaxed),
+            11,
+            "calls kept from the host"
+        );
     }
 }
