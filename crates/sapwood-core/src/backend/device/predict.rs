@@ -6,7 +6,7 @@ use super::{bytes_f32, f32_bytes, u32_bytes, BinScalars, Call, Launch, Scalars, 
 use crate::backend::gpu_layout::{encode_tree, BinLayout};
 use crate::backend::shard::kernels::Kernel;
 use crate::data::BinnedMatrix;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::model::Model;
 use crate::tree::Tree;
 
@@ -120,6 +120,15 @@ pub fn predict_binned<D: ShardDevice>(
     let n = binned.n_rows();
     if n == 0 {
         return Ok(Vec::new());
+    }
+    // the kernels address rows with 32-bit indices: a grid-stride loop would wrap past them
+    let max_rows = dev.limits().shard.max_rows;
+    if n > max_rows {
+        return Err(Error::Backend(format!(
+            "{} cannot predict {n} rows at once (at most {max_rows}, its 32-bit row \
+             indices): predict them in parts",
+            dev.name()
+        )));
     }
     check_binding(
         dev,
