@@ -134,6 +134,59 @@ def encoders(run: Run, kit: Path) -> None:
     run.section("Device histogram encoders", lines)
 
 
+# compute-sanitizer's tools, and the carried tests each runs: every kernel among them, on
+# small data (a tool slows a kernel 10-100 times)
+SANITIZER_TOOLS = ["memcheck", "racecheck", "synccheck", "initcheck"]
+SANITIZED = [
+    ("sapwood-cuda-conformance", ["histograms_match_brute_force_and_subtraction_equals_direct_build",
+                                  "categorical_splits_route_by_bin_set",
+                                  "gradients_and_margins_match_the_objective_bit_for_bit"]),
+    ("sapwood-cuda-encode", ["group_encoded_histograms_equal_the_codec", "a_width_per_node_is_required"]),
+]
+
+
+def sanitizer(run: Run, kit: Path, limit: float) -> None:
+    """NVIDIA's compute-sanitizer (carried by pack.sh from PyPI's nvidia-cuda-sanitizer-api,
+    13.0 like NVRTC) over carried CUDA tests: memcheck (out-of-bounds and misaligned accesses),
+    racecheck (shared-memory hazards), synccheck (barriers and warp operations misused) and
+    initcheck (global memory read before it is written), each tool's findings reported."""
+    title = "compute-sanitizer"
+    archive = kit / "sanitizer.tar.xz"
+    if not archive.exists():
+        run.section(title, ["not in the kit"])
+        return
+    import tarfile
+    dest = Path("/tmp/sapwood-sanitizer")
+    if not dest.exists():
+        with tarfile.open(archive) as t:
+            t.extractall(dest)
+    root = dest / "nvidia" / "cu13"
+    exe = root / "bin" / "compute-sanitizer"
+    exe.chmod(0o755)
+    env = {"SAPWOOD_REQUIRE_CUDA": "1", "SAPWOOD_REQUIRE_NVRTC": "1",
+           "LD_LIBRARY_PATH": f"{root / 'bin'}:{root / 'lib'}:{os.environ.get('LD_LIBRARY_PATH', '')}"}
+    lines = ["| tool | tests | result | findings | seconds |", "|---|---|---|---|---|"]
+    end = time.monotonic() + limit
+    for tool in SANITIZER_TOOLS:
+        for binary, tests in SANITIZED:
+            left = end - time.monotonic()
+            if left < 20 or run.left() < 60:
+                lines.append(f"| {tool} | {binary} | skipped (time) | | |")
+                continue
+            cmd = [str(exe), "--tool", tool, "--error-exitcode", "9", "--print-limit", "10",
+                   str(kit / "tests" / binary), *tests, "--exact", "--test-threads", "1"]
+            status, text, secs = run.sh(cmd, left, env)
+            summary = [l.strip("= ").strip() for l in text.splitlines() if "SUMMARY" in l]
+            findings = [l.strip("= ").strip() for l in text.splitlines()
+                        if l.startswith("=========") and any(w in l for w in ("Error", "Hazard", "Warning", "Invalid", "Uninitialized"))]
+            result = {0: "clean", 9: "**errors**", 124: "timed out"}.get(status, f"exit {status}")
+            tail = [l.strip("= ").strip() for l in text.splitlines() if l.strip()][-1:]
+            what = "; ".join((summary + findings or (tail if status not in (0, 9) else []))[:4])
+            what = what.replace("|", "/") or "none reported"
+            lines.append(f"| {tool} | {binary} ({len(tests)} tests) | {result} | {what} | {secs:.0f} |")
+    run.section(title, lines)
+
+
 class GpuMemory:
     """Peak GPU memory in use while a command runs, sampled by nvidia-smi every 100 ms."""
 
@@ -283,6 +336,7 @@ def main() -> int:
     run.section("Machine", [f"- GPU: {smi.strip()}", f"- CPU cores: {os.cpu_count()}"])
     run_tests(run, a.kit)
     encoders(run, a.kit)
+    sanitizer(run, a.kit, 150)
     # kernel throughput, the skewed-feature case and the NCCL runs (one rank per GPU, then
     # two logical devices per GPU) first: they are short and answer the review's questions
     bench(run, a.kit, "identity,hist,skewed,nccl", "cuda_bench: kernels, skew, NCCL", True, 120)

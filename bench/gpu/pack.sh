@@ -2,7 +2,8 @@
 # Packs everything the GPU run needs into one git-ignored folder (default .gpu-kit), built
 # here in release: the CLI with `cuda` and `wgpu`, the sapwood-cuda and sapwood-wgpu test
 # binaries (compiled to run, not ignored, on a machine with a GPU), the CUDA benchmark, the
-# Vulkan loader as Debian packages (NVIDIA's machines may lack it), all stripped. The data
+# Vulkan loader as Debian packages (NVIDIA's machines may lack it), all stripped, and NVIDIA's
+# compute-sanitizer (run by kit.py over carried CUDA tests). The data
 # generator and the run script come with the repository. Prints the folder's size, which
 # must stay under 60 MiB.
 #
@@ -48,6 +49,18 @@ for line in sys.stdin:
 done
 
 strip "$kit/bin/"* "$kit/tests/"*
+
+echo "pack: fetching compute-sanitizer (PyPI nvidia-cuda-sanitizer-api, the 13.0 line of NVRTC)" >&2
+sanitizer=$(mktemp -d)
+if python3 -m pip download --quiet --no-deps --only-binary=:all: --dest "$sanitizer" \
+        --platform manylinux_2_25_x86_64 "nvidia-cuda-sanitizer-api==13.0.85" >&2; then
+    # the binary and its libraries, xz-compressed (8 MiB; the wheel is 14)
+    (cd "$sanitizer" && python3 -m zipfile -e nvidia_cuda_sanitizer_api-*.whl x &&
+        tar cJf "$OLDPWD/$kit/sanitizer.tar.xz" -C x nvidia/cu13/bin nvidia/cu13/lib)
+else
+    echo "pack: could not download compute-sanitizer (the report will say so)" >&2
+fi
+rm -rf "$sanitizer"
 
 echo "pack: fetching the Vulkan loader packages" >&2
 if command -v apt-get >/dev/null; then
