@@ -790,4 +790,12 @@ int launch(const char* kernel, const SimLaunch* l, void (*body)(void*), void* ct
     return 1;
 }
 
+int null_argument(const char* kernel, size_t index, char* err, size_t err_len) noexcept {
+    char m[200];
+    std::snprintf(m, sizeof m, "%s: argument %zu is a null pointer (args[i] must point at the "
+                  "i-th parameter's value)", kernel, index);
+    write_error(err, err_len, m);
+    return 1;
+}
+
 }  // namespace sapwood_sim

@@ -30,6 +30,7 @@ typedef struct {
 #include <cstring>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 
 // Fast-math would break the bit-exact contract the kernels keep with the CPU backend; so would
 // contracting a * b + c into an FMA, which no macro reveals: compile with -ffp-contract=off
@@ -101,6 +102,9 @@ SAPWOOD_SIM_INTERNAL unsigned long long warp_op(const WarpRequest& request);
 SAPWOOD_SIM_INTERNAL int launch(const char* kernel, const SimLaunch* launch,
                                 void (*body)(void*), void* ctx, void* dynamic,
                                 size_t capacity, char* err, size_t err_len) noexcept;
+// Reports a null argument array or argument pointer (`index`) as launch's errors are.
+SAPWOOD_SIM_INTERNAL int null_argument(const char* kernel, size_t index, char* err,
+                                       size_t err_len) noexcept;
 
 // The kernel's parameters, copied once per launch as the driver does, and the kernel.
 template <typename... A>
@@ -121,6 +125,10 @@ inline int launch_kernel(const char* name, void (*kernel)(A...), std::index_sequ
     static_assert((std::is_trivially_copyable<A>::value && ...),
                   "kernel parameters are copied bytewise, as cuLaunchKernel does");
     // args[i] points at the i-th parameter's value (for a pointer parameter, at the pointer)
+    if (sizeof...(A) > 0 && args == nullptr) return null_argument(name, 0, err, err_len);
+    for (size_t i = 0; i < sizeof...(A); ++i) {
+        if (args[i] == nullptr) return null_argument(name, i, err, err_len);
+    }
     KernelCall<A...> call{kernel, std::tuple<A...>(*static_cast<A*>(args[I])...)};
     return launch(name, l, &KernelCall<A...>::run, &call, dynamic, capacity, err, err_len);
 }
@@ -164,8 +172,7 @@ inline unsigned long long collective(WarpOp op, unsigned mask, T value, unsigned
     return out;
 }
 
-// Round to nearest, ties to even, of a finite float below 2^31 in magnitude, without
-// depending on the rounding mode.
+// Round to nearest, ties to even, whatever the rounding mode (NaN and infinities unchanged).
 inline float round_even_f32(float x) {
     if (!(x < 8388608.0f && x > -8388608.0f)) {
         return x;  // NaN, infinities and |x| >= 2^23, which are integers already
