@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test of the project on a fresh machine, installing what the tests need first:
 # Mesa lavapipe (software Vulkan: the WGSL backend runs for real), OpenMPI (mpirun tests),
-# libclang (MPI bindings), iproute2 (TCP ranks on network namespaces as hosts), NVRTC 13.0
-# from PyPI (every CUDA kernel is compiled), and a
+# libclang (MPI bindings), iproute2 (TCP ranks on network namespaces as hosts), g++ (the CUDA
+# simulator compiles every CUDA kernel for the CPU and runs it), NVRTC 13.0 from PyPI (every
+# CUDA kernel is compiled for every GPU architecture), and a
 # Python virtualenv with maturin, pytest, scikit-learn, XGBoost and LightGBM.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +14,7 @@ if ! command -v cargo >/dev/null; then
 fi
 
 need=()
-for pkg in mesa-vulkan-drivers libvulkan1 libopenmpi-dev openmpi-bin libclang-dev iproute2; do
+for pkg in mesa-vulkan-drivers libvulkan1 libopenmpi-dev openmpi-bin libclang-dev iproute2 g++; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ "${#need[@]}" -gt 0 ]; then
@@ -51,8 +52,12 @@ fi
 export SAPWOOD_FUZZ_SECONDS="${SAPWOOD_FUZZ_SECONDS:-20}"
 
 # release mode: the quality tests train 200 rounds on every bundled dataset; one feature
-# selection for the whole workspace, so nothing is built twice
-cargo test --workspace --release --locked --features sapwood-cli/mpi
+# selection for the whole workspace, so nothing is built twice. `sapwood-cuda/sim` runs every
+# CUDA kernel and the CUDA backend's host code on the simulator (tests/sim.rs, two
+# schedules); `sapwood-cuda/nccl` compiles the NCCL collective and its GPU tests (ignored
+# without a driver) so that they cannot rot
+cargo test --workspace --release --locked \
+    --features sapwood-cli/mpi,sapwood-cuda/sim,sapwood-cuda/nccl
 
 # the Python package: built with maturin into a virtualenv, pytest and the type checks; its
 # CLI tests use the binary built above

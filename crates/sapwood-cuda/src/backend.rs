@@ -5,18 +5,14 @@
 
 use cudarc::driver::{sys, CudaSlice, DevicePtr, PushKernelArg};
 use sapwood_core::backend::device::{Call, DeviceLimits, DeviceShard, Region, Runs, ShardDevice};
-use sapwood_core::backend::shard::ShardLimits;
 use sapwood_core::error::{Error, Result};
 
 use crate::device::{driver_error, Gpu};
 use crate::plan::{plan, Arg, Param, BLOCK};
-use crate::tiles::{capacity_for, BYTES_PER_BIN, DEFAULT_SHARED_BYTES};
 
 /// The CUDA backend of one worker (one logical device).
 pub type CudaBackend = DeviceShard<CudaDevice>;
 
-/// Largest histogram buffer of one batch by default (bigger batches are split).
-const MAX_HIST_BYTES: u64 = 1 << 30;
 /// Largest pitch a 2D copy is sure to take (the driver's limit is at least this).
 const MAX_PITCH_BYTES: usize = i32::MAX as usize;
 
@@ -24,20 +20,16 @@ const MAX_PITCH_BYTES: usize = i32::MAX as usize;
 /// logical device's stream.
 pub struct CudaDevice {
     gpu: Gpu,
-    tile_bins: u32,
+    limits: DeviceLimits,
 }
 
 impl CudaDevice {
     /// The shard driver's view of `gpu`; `tile_bins` caps the bins of a shared-memory
     /// histogram tile (default: what 48 KiB of shared memory holds).
     pub fn new(gpu: Gpu, tile_bins: Option<u32>) -> Self {
-        let shared_bytes = match tile_bins {
-            Some(b) => b.max(1).saturating_mul(BYTES_PER_BIN),
-            None => DEFAULT_SHARED_BYTES,
-        };
         CudaDevice {
             gpu,
-            tile_bins: capacity_for(shared_bytes),
+            limits: crate::plan::limits(tile_bins),
         }
     }
 
@@ -84,18 +76,7 @@ impl ShardDevice for CudaDevice {
     }
 
     fn limits(&self) -> DeviceLimits {
-        DeviceLimits {
-            shard: ShardLimits {
-                // the kernels keep row positions below 2^31
-                max_rows: (u32::MAX / 2) as usize - 1,
-                max_groups: usize::MAX,
-            },
-            binding_bytes: u64::MAX,
-            batch_bytes: MAX_HIST_BYTES,
-            // the kernels read bins from the shard's first row: one chunk
-            chunk_bytes: u64::MAX,
-            tile_bins: self.tile_bins,
-        }
+        self.limits
     }
 
     fn upload(&self, bytes: &[u8], what: &str) -> Result<CudaSlice<u8>> {

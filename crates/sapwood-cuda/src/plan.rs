@@ -7,7 +7,11 @@ use sapwood_core::backend::device::{BinScalars, Call, Launch, Scalars};
 use sapwood_core::backend::gpu_layout::BinLayout;
 use sapwood_core::backend::shard::kernels::{CodecKernel, Kernel};
 
+use sapwood_core::backend::device::DeviceLimits;
+use sapwood_core::backend::shard::ShardLimits;
+
 use crate::layout::{BinParams, GradParams, QuantParams, SampleParams};
+use crate::tiles::{capacity_for, BYTES_PER_BIN, DEFAULT_SHARED_BYTES};
 
 /// Threads per block of every kernel.
 pub const BLOCK: u32 = 256;
@@ -60,6 +64,30 @@ impl From<BinScalars> for BinParams {
             row_words: s.row_words as usize,
         };
         BinParams::new(&layout, s.chunk_hi - s.chunk_lo, s.total_bins, s.k, s.group)
+    }
+}
+
+/// Largest histogram buffer of one batch by default (bigger batches are split).
+const MAX_HIST_BYTES: u64 = 1 << 30;
+
+/// What a CUDA device (or the simulator acting as one) holds and launches; `tile_bins` caps
+/// the bins of a shared-memory histogram tile (default: what 48 KiB of shared memory holds).
+pub fn limits(tile_bins: Option<u32>) -> DeviceLimits {
+    let shared_bytes = match tile_bins {
+        Some(b) => b.max(1).saturating_mul(BYTES_PER_BIN),
+        None => DEFAULT_SHARED_BYTES,
+    };
+    DeviceLimits {
+        shard: ShardLimits {
+            // the kernels keep row positions below 2^31
+            max_rows: (u32::MAX / 2) as usize - 1,
+            max_groups: usize::MAX,
+        },
+        binding_bytes: u64::MAX,
+        batch_bytes: MAX_HIST_BYTES,
+        // the kernels read bins from the shard's first row: one chunk
+        chunk_bytes: u64::MAX,
+        tile_bins: capacity_for(shared_bytes),
     }
 }
 

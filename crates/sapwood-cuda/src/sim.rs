@@ -19,12 +19,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use sapwood_core::backend::device::{Call, DeviceLimits, DeviceShard, Launch, Region, ShardDevice};
 use sapwood_core::backend::shard::kernels::CodecKernel;
-use sapwood_core::backend::shard::ShardLimits;
 use sapwood_core::backend::{BackendFactory, HistBackend, ShardData};
 use sapwood_core::error::{Error, Result};
 
 use crate::plan::{plan, Arg, Param, BLOCK};
-use crate::tiles::{capacity_for, BYTES_PER_BIN, DEFAULT_SHARED_BYTES};
 
 /// The CUDA backend's shard driver on the simulator.
 pub type SimBackend = DeviceShard<SimDevice>;
@@ -72,7 +70,7 @@ pub struct SimDevice {
     schedule: Schedule,
     seed: u64,
     sms: u32,
-    tile_bins: u32,
+    limits: DeviceLimits,
     /// The compute capability it acts as (75 or 90): sm_75 has no warp reduction
     /// instruction, and the kernels that use one take another path there.
     arch: u32,
@@ -147,15 +145,11 @@ impl SimDevice {
     /// `schedule`, seeded by `seed`; `tile_bins` caps a shared-memory histogram tile
     /// (default: what 48 KiB holds), as on a GPU.
     pub fn new(schedule: Schedule, seed: u64, sms: u32, tile_bins: Option<u32>) -> Self {
-        let shared_bytes = match tile_bins {
-            Some(b) => b.max(1).saturating_mul(BYTES_PER_BIN),
-            None => DEFAULT_SHARED_BYTES,
-        };
         SimDevice {
             schedule,
             seed,
             sms: sms.max(1),
-            tile_bins: capacity_for(shared_bytes),
+            limits: crate::plan::limits(tile_bins),
             arch: 90,
             launches: AtomicU64::new(0),
         }
@@ -183,16 +177,8 @@ impl ShardDevice for SimDevice {
     }
 
     fn limits(&self) -> DeviceLimits {
-        DeviceLimits {
-            shard: ShardLimits {
-                max_rows: (u32::MAX / 2) as usize - 1,
-                max_groups: usize::MAX,
-            },
-            binding_bytes: u64::MAX,
-            batch_bytes: 1 << 30,
-            chunk_bytes: u64::MAX,
-            tile_bins: self.tile_bins,
-        }
+        // the CUDA backend's own
+        self.limits
     }
 
     fn upload(&self, bytes: &[u8], _what: &str) -> Result<SimBuffer> {

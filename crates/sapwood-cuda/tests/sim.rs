@@ -185,27 +185,10 @@ mod warp_at_a_time {
 
 #[test]
 fn more_than_65535_tiles_go_in_several_launches() {
-    // 70,000 features of 2 bins with 2-bin tiles: 70,000 tiles along grid y, above its limit
-    // of 65,535 (which the simulator enforces), so the driver launches them in two
-    use sapwood_core::backend::HistBackend;
-    use sapwood_testkit::conformance::{setup, Pair};
-    use sapwood_testkit::data::{binned, offsets_of, shard};
-    let (n, nf) = (40, 70_000);
-    let mut rng = sapwood_testkit::Rng(5);
-    let bins: Vec<u16> = (0..n * nf).map(|_| rng.below(2) as u16).collect();
-    let labels: Vec<f32> = (0..n).map(|_| rng.unit() * 4.0 - 2.0).collect();
-    let spec = shard(binned(n, nf, bins, false), offsets_of(&vec![2; nf]), labels);
+    // the simulator enforces the grid's y limit of 65,535: the driver must split the tiles
     let make = |s: ShardData| -> Result<Box<SimBackend>> {
         let dev = SimDevice::new(Schedule::Shuffled, 3, 2, Some(2));
         Ok(Box::new(DeviceShard::new(dev, s)?))
     };
-    let mut p = Pair::with(&make, &spec);
-    let max = p.compute_gradients("70,000 tiles")[0];
-    let scale = |m| sapwood_core::quantise::Scale::agree(m, n as u64, Quantisation::Exact);
-    p.start_tree(
-        &setup(0, 0, 1, scale(max[0]), scale(max[1])),
-        "70,000 tiles",
-    );
-    p.histograms(&[NodeId::ROOT], 2 * nf, "70,000 tiles");
-    assert_eq!(p.dev.num_rows(), n);
+    probe::more_than_65535_tiles_go_in_several_launches(&make);
 }

@@ -104,3 +104,30 @@ pub fn device_prediction_equals_model_prediction(predict: &Predict<'_>) {
         );
     }
 }
+
+/// 70,000 features of 2 bins with 2-bin tiles (`make` builds the backend so): 70,000 tiles
+/// along grid y, above its limit of 65,535, so the histograms must be built in several
+/// launches; they must equal the CPU's.
+pub fn more_than_65535_tiles_go_in_several_launches<B: HistBackend + ?Sized>(
+    make: &dyn Fn(ShardData) -> Result<Box<B>>,
+) {
+    use crate::conformance::{setup, Pair};
+    use crate::data::{binned, offsets_of};
+    use sapwood_core::params::Quantisation;
+    use sapwood_core::quantise::Scale;
+    use sapwood_core::tree::NodeId;
+    let (n, nf) = (40, 70_000);
+    let mut rng = Rng(5);
+    let bins: Vec<u16> = (0..n * nf).map(|_| rng.below(2) as u16).collect();
+    let labels: Vec<f32> = (0..n).map(|_| rng.unit() * 4.0 - 2.0).collect();
+    let spec = shard(binned(n, nf, bins, false), offsets_of(&vec![2; nf]), labels);
+    let mut p = Pair::with(make, &spec);
+    let max = p.compute_gradients("70,000 tiles")[0];
+    let scale = |m| Scale::agree(m, n as u64, Quantisation::Exact);
+    p.start_tree(
+        &setup(0, 0, 1, scale(max[0]), scale(max[1])),
+        "70,000 tiles",
+    );
+    p.histograms(&[NodeId::ROOT], 2 * nf, "70,000 tiles");
+    assert_eq!(p.dev.num_rows(), n);
+}
