@@ -818,6 +818,82 @@ fn resuming_any_checkpoint_saves_the_uninterrupted_model_bytes() {
     assert!(e.contains("resume") && e.contains("another job"), "{e}");
 }
 
+#[test]
+fn resuming_after_the_best_round_keeps_early_stoppings_state() {
+    // a job that stops well before its rounds run out: checkpoints taken after the best
+    // round must carry it (and its value), or the resumed job stops later, at another round
+    let train = synthetic(1_500, "binary", 43);
+    let valid = synthetic(600, "binary", 44);
+    let params = Params {
+        objective: ObjectiveKind::Logistic,
+        num_rounds: 300,
+        learning_rate: 0.9,
+        max_depth: 6,
+        early_stopping_rounds: Some(5),
+        eval_metric: vec![Metric::LogLoss],
+        seed: 3,
+        ..Default::default()
+    };
+    let mut keeper = Keeper {
+        every: 1,
+        kept: Vec::new(),
+        resume: None,
+    };
+    let whole = Booster::train_with(
+        &params,
+        &Default::default(),
+        &train,
+        &[("valid", &valid)],
+        &mut keeper,
+    )
+    .unwrap();
+    let best = whole
+        .best_iteration()
+        .expect("early stopping chose a round");
+    let trained = whole.history().len();
+    assert!(
+        trained < 100,
+        "the job must stop early: it trained {trained} rounds"
+    );
+    assert!(best + 3 < trained, "best round {best} of {trained}");
+    // every checkpoint after the best round but before the stop
+    let after: Vec<_> = keeper
+        .kept
+        .into_iter()
+        .filter(|c| c.rounds > best + 1 && c.rounds < trained)
+        .collect();
+    assert!(
+        after.len() >= 3,
+        "{} checkpoints after the best round",
+        after.len()
+    );
+    for c in after {
+        let rounds = c.rounds;
+        let mut again = Keeper {
+            every: 0,
+            kept: Vec::new(),
+            resume: Some(c),
+        };
+        let resumed = Booster::train_with(
+            &params,
+            &Default::default(),
+            &train,
+            &[("valid", &valid)],
+            &mut again,
+        )
+        .unwrap();
+        assert_eq!(
+            (resumed.best_iteration(), resumed.history().len()),
+            (Some(best), trained),
+            "resumed after round {rounds}: best round and stop"
+        );
+        assert!(
+            resumed.to_json() == whole.to_json(),
+            "resumed after round {rounds}: model differs"
+        );
+    }
+}
+
 /// A custom metric computed from the evaluation margins the engine hands over: the mean
 /// absolute error, which the observer also checks against its own prediction.
 struct OwnMae {

@@ -156,10 +156,11 @@ def sanitizer(run: Run, kit: Path, limit: float) -> None:
         run.section(title, ["not in the kit"])
         return
     import tarfile
-    dest = Path("/tmp/sapwood-sanitizer")
-    if not dest.exists():
-        with tarfile.open(archive) as t:
-            t.extractall(dest)
+    import tempfile
+    # a fresh folder each run: a partial extraction of an earlier one is never reused
+    dest = Path(tempfile.mkdtemp(prefix="sapwood-sanitizer-"))
+    with tarfile.open(archive) as t:
+        t.extractall(dest)
     root = dest / "nvidia" / "cu13"
     exe = root / "bin" / "compute-sanitizer"
     exe.chmod(0o755)
@@ -180,6 +181,10 @@ def sanitizer(run: Run, kit: Path, limit: float) -> None:
             findings = [l.strip("= ").strip() for l in text.splitlines()
                         if l.startswith("=========") and any(w in l for w in ("Error", "Hazard", "Warning", "Invalid", "Uninitialized"))]
             result = {0: "clean", 9: "**errors**", 124: "timed out"}.get(status, f"exit {status}")
+            ran = [l for l in text.splitlines() if l.startswith("test result:")]
+            if status == 0 and not any(" 0 passed" not in l for l in ran):
+                # a filter that matched nothing passes without running a kernel
+                result = "**no test ran**"
             tail = [l.strip("= ").strip() for l in text.splitlines() if l.strip()][-1:]
             what = "; ".join((summary + findings or (tail if status not in (0, 9) else []))[:4])
             what = what.replace("|", "/") or "none reported"

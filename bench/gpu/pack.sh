@@ -55,8 +55,9 @@ sanitizer=$(mktemp -d)
 if python3 -m pip download --quiet --no-deps --only-binary=:all: --dest "$sanitizer" \
         --platform manylinux_2_25_x86_64 "nvidia-cuda-sanitizer-api==13.0.85" >&2; then
     # the binary and its libraries, xz-compressed (8 MiB; the wheel is 14)
+    kit_abs="$(cd "$kit" && pwd)"
     (cd "$sanitizer" && python3 -m zipfile -e nvidia_cuda_sanitizer_api-*.whl x &&
-        tar cJf "$OLDPWD/$kit/sanitizer.tar.xz" -C x nvidia/cu13/bin nvidia/cu13/lib)
+        tar cJf "$kit_abs/sanitizer.tar.xz" -C x nvidia/cu13/bin nvidia/cu13/lib)
 else
     echo "pack: could not download compute-sanitizer (the report will say so)" >&2
 fi

@@ -85,6 +85,7 @@ fn build_simulator(manifest: &Path) {
     let mut registry =
         String::from("#include <stdio.h>\n#include <string.h>\n#include \"sim.h\"\n");
     let mut table = String::new();
+    let mut sm75 = Vec::new();
     for k in &kernels {
         let body = read(&shaders.join(format!("{k}.cu")));
         let export = match dynamic_shared(&body) {
@@ -93,6 +94,7 @@ fn build_simulator(manifest: &Path) {
         };
         let mut variants = vec![(k.clone(), String::new())];
         if body.contains("warp_or(") {
+            sm75.push(k.clone());
             // a second build acting as sm_75, whose warp ORs are shuffles (codec.cuh)
             variants.push((
                 format!("{k}_sm75"),
@@ -120,6 +122,11 @@ fn build_simulator(manifest: &Path) {
          char* err, size_t n) {{\n{table}    snprintf(err, n, \"the simulator has no kernel \
          named %s\", entry);\n    return 1;\n}}\n"
     ));
+    std::fs::write(
+        out.join("../sim_builds.rs"),
+        format!("/// Kernels with a second build acting as sm_75.\nconst SM75_BUILDS: &[&str] = &{sm75:?};\n"),
+    )
+    .expect("the build directory is writable");
     let file = out.join("registry.cpp");
     std::fs::write(&file, registry).expect("the build directory is writable");
     build.file(&file);

@@ -1079,6 +1079,15 @@ class Booster:
         return stats
 
     @property
+    def run_record(self) -> dict[str, Any]:
+        """What training actually used, as opposed to what it was asked for: ``workers``,
+        ``threads_per_worker`` (each worker's thread-pool size, from ``n_jobs``/``nthread``)
+        and ``backends`` (each worker's backend, e.g. ``"cpu"``). Settings that never change
+        the model (threads, workers) can be checked only here. Empty for a loaded model."""
+        record: dict[str, Any] = self._model.run_record
+        return record
+
+    @property
     def interrupted(self) -> bool:
         """Whether a callback stopped training before the last round."""
         return self._model.interrupted

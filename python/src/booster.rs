@@ -192,6 +192,20 @@ impl NativeBooster {
         Ok(out)
     }
 
+    /// What training actually used, as opposed to what it was asked for: a dict with
+    /// `workers`, `threads_per_worker` (each worker's thread-pool size) and `backends` (the
+    /// name of each worker's backend: "cpu", "wgpu: <adapter>", ...). Empty lists for a
+    /// loaded model.
+    #[getter]
+    fn run_record<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let r = self.inner.run_record();
+        let d = PyDict::new(py);
+        d.set_item("workers", r.workers())?;
+        d.set_item("threads_per_worker", r.threads.clone())?;
+        d.set_item("backends", r.backends.clone())?;
+        Ok(d)
+    }
+
     /// Trees in the model (rounds × groups).
     #[getter]
     fn num_trees(&self) -> usize {

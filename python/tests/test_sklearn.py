@@ -86,9 +86,16 @@ def test_dataframes_with_categories(mixed_frame: tuple[pd.DataFrame, np.ndarray]
 def test_n_jobs_device_workers_reach_the_engine() -> None:
     X = np.random.default_rng(0).normal(size=(50, 2))
     y = X[:, 0]
-    a = SapwoodRegressor(n_estimators=5, n_jobs=1).fit(X, y).predict(X)
-    b = SapwoodRegressor(n_estimators=5, n_jobs=-1).fit(X, y).predict(X)
-    np.testing.assert_array_equal(a, b)
+    one = SapwoodRegressor(n_estimators=5, n_jobs=1).fit(X, y)
+    two = SapwoodRegressor(n_estimators=5, n_jobs=2).fit(X, y)
+    np.testing.assert_array_equal(one.predict(X), two.predict(X))
+    # the models are equal whatever the threads: the run record shows the setting arrived
+    assert one.get_booster().run_record["threads_per_worker"] == [1]
+    assert two.get_booster().run_record["threads_per_worker"] == [2]
+    three = SapwoodRegressor(n_estimators=5, n_jobs=1, workers=3).fit(X, y)
+    record = three.get_booster().run_record
+    assert record["workers"] == 3 and record["threads_per_worker"] == [1, 1, 1]
+    assert record["backends"] == ["cpu"] * 3
     with pytest.raises(sapwood.SapwoodError, match="`device`"):
         SapwoodRegressor(device="tpu").fit(X, y)
     with pytest.raises(sapwood.SapwoodError, match="`workers`"):

@@ -46,3 +46,6 @@ def test_estimator_workers_parameter():
     a = sapwood.SapwoodClassifier(n_estimators=8, workers=3).fit(x, y)
     b = sapwood.SapwoodClassifier(n_estimators=8).fit(x, y)
     np.testing.assert_array_equal(a.predict_proba(x), b.predict_proba(x))
+    # equal models either way: the run record shows three workers trained
+    assert a.get_booster().run_record["workers"] == 3
+    assert b.get_booster().run_record["workers"] == 1

@@ -341,12 +341,15 @@ fn ctrl_c_saves_the_model_trained_so_far() {
     let t = tempfile::tempdir().unwrap();
     let model = t.path().join("m.json");
     let ck = t.path().join("ck.json");
+    let summary = t.path().join("summary.json");
     let bin = assert_cmd::cargo::cargo_bin("sapwood");
     let mut child = std::process::Command::new(bin)
         .args(["train", "--rounds", "1000000", "--label", "price", "--data"])
         .arg(repo().join("datasets/diamonds/train.parquet"))
         .arg("--model")
         .arg(&model)
+        .arg("--summary")
+        .arg(&summary)
         .args(["--checkpoint-every", "1", "--checkpoint"])
         .arg(&ck)
         .stderr(Stdio::piped())
@@ -386,6 +389,11 @@ fn ctrl_c_saves_the_model_trained_so_far() {
         b.num_rounds(),
         "the model records the rounds actually trained"
     );
+    // the summary is written too, and says the run was interrupted after those rounds
+    let s: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&summary).expect("a summary")).unwrap();
+    assert_eq!(s["interrupted"], true, "{s}");
+    assert_eq!(s["rounds"].as_u64(), Some(b.num_rounds() as u64), "{s}");
 }
 
 #[test]

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use support::{check_rows_read, repo, train_args};
+use support::{assert_blocks_sent_with, check_rows_read, communication, repo, train_args};
 
 fn mpirun(np: usize) -> Command {
     let mut c = Command::new("mpirun");
@@ -73,6 +73,52 @@ fn one_to_four_ranks_save_the_single_worker_model() {
             }
         }
     }
+}
+
+#[test]
+fn mpi_ranks_send_with_the_codec_and_overlap_they_are_given() {
+    // every rank must encode with `comm_codec` and chunk with `comm_overlap`: the models are
+    // equal whatever the ranks do, so the summary's counts are the evidence
+    let bin = assert_cmd::cargo::cargo_bin("sapwood");
+    let t = tempfile::tempdir().unwrap();
+    let data = repo().join("datasets/synthetic/train.parquet");
+    let run = |codec: &str, overlap: &str| {
+        let model = t.path().join(format!("{codec}-{overlap}.json"));
+        let summary = t.path().join(format!("{codec}-{overlap}.summary.json"));
+        let extra = ["--rounds", "4", "--max-depth", "6", "--set", "grad_bits=8"];
+        let out = mpirun(2)
+            .arg(&bin)
+            .args(train_args(&data, "y", "binary:logistic", &extra, &model))
+            .args(["--collective", "mpi", "--summary"])
+            .arg(&summary)
+            .args(["--set", &format!("comm_codec={codec}")])
+            .args(["--set", &format!("comm_overlap={overlap}")])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{codec} overlap {overlap}: {err}");
+        (summary, std::fs::read(&model).unwrap())
+    };
+    let mut models = Vec::new();
+    for codec in ["none", "packed", "sparse", "auto"] {
+        let (summary, model) = run(codec, "true");
+        assert_blocks_sent_with(&summary, codec, "2 MPI ranks");
+        models.push(model);
+    }
+    assert!(
+        models.windows(2).all(|w| w[0] == w[1]),
+        "codecs changed the model"
+    );
+    let calls = |s: &Path| communication(s)["allreduce_calls"].as_u64().unwrap();
+    let (with, _) = run("auto", "true");
+    let (without, model) = run("auto", "false");
+    assert!(
+        calls(&with) > calls(&without),
+        "allreduce calls: {} with overlap, {} without",
+        calls(&with),
+        calls(&without)
+    );
+    assert!(model == models[0], "overlap changed the model");
 }
 
 /// The sapwood processes mpirun started (its children; OpenMPI 4 forks local ranks itself).

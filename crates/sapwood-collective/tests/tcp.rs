@@ -207,18 +207,22 @@ fn a_rank_that_dies_or_falls_silent_stops_the_others_within_the_timeout() {
     });
     for (rank, r) in out.iter().enumerate().take(2) {
         let err = r.as_ref().expect_err("rank 2 left");
+        // rank 2 left; a rank may see the other survivor close first, once that one failed:
+        // either way the message names a rank that closed
         assert!(
-            err.contains("rank 2 closed its connection") || err.contains("closed its connection"),
+            (0..3).any(|k| k != rank && err.contains(&format!("rank {k} closed its connection"))),
             "rank {rank}: {err}"
         );
     }
     // silent: alive but never sending; the others time out naming whom they waited for
     let coordinator = free_coordinator();
     let c = coordinator.as_str();
+    let (done, wait) = std::sync::mpsc::channel::<()>();
     std::thread::scope(|s| {
-        let silent = s.spawn(|| {
+        let silent = s.spawn(move || {
             let t = TcpTransport::connect(&config(1, 2, c, Duration::from_secs(2))).unwrap();
-            std::thread::sleep(Duration::from_secs(4));
+            // silent until rank 0 has timed out (a fixed sleep would race a loaded machine)
+            let _ = wait.recv_timeout(Duration::from_secs(60));
             drop(t);
         });
         let t = TcpTransport::connect(&config(0, 2, c, Duration::from_secs(2))).unwrap();
@@ -227,8 +231,10 @@ fn a_rank_that_dies_or_falls_silent_stops_the_others_within_the_timeout() {
         let mut v = vec![1i64; 100];
         let err = coll.allreduce_sum(&mut v, 10).unwrap_err().to_string();
         let took = start.elapsed();
+        done.send(()).unwrap();
+        // never before the timeout; well within a generous bound after it
         assert!(
-            took >= Duration::from_secs(2) && took < Duration::from_secs(4),
+            took >= Duration::from_secs(2) && took < Duration::from_secs(30),
             "{took:?}"
         );
         assert!(

@@ -13,8 +13,9 @@ pub struct CommStats {
     pub allreduce_calls: u64,
     /// Blocks sent in each encoding, so a run shows the codec it chose per block.
     pub blocks: BlockCounts,
-    /// Blocks a device backend group-encoded, sent as they came (counted in `blocks.groups`
-    /// too): the histograms reached the host only encoded.
+    /// Blocks a device backend encoded (group-encoded, or packed in lanes), sent as they
+    /// came (counted in `blocks.groups` or `blocks.packed` too): the histograms reached the
+    /// host only encoded.
     pub device_encoded: u64,
     /// Wall time inside collective calls, in nanoseconds, on whichever thread made them:
     /// with `comm_overlap` the histogram exchange runs beside the builds, so this is the

@@ -35,7 +35,7 @@ impl ShardDevice for TenRows {
     fn zeroed(&self, _: usize, what: &str) -> Result<()> {
         panic!("allocated {what}")
     }
-    fn write(&self, _: &(), _: &[u8]) -> Result<()> {
+    fn write(&self, _: &(), _: &[u8], _: &str) -> Result<()> {
         panic!("wrote")
     }
     fn launch(&self, call: &Call<'_, ()>) -> Result<()> {

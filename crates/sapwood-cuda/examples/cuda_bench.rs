@@ -131,7 +131,7 @@ fn hist_throughput(n: usize, shape: Shape) -> f64 {
     let objective = Objective::new(ObjectiveKind::Logistic, 1).unwrap();
     let gpu = CudaFactory::new().open_device().unwrap();
     let mut b = CudaBackend::new(
-        CudaDevice::new(gpu, None),
+        CudaDevice::new(gpu, None).unwrap(),
         ShardData {
             binned: Arc::new(binned),
             offsets,

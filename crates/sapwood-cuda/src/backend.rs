@@ -9,6 +9,7 @@ use sapwood_core::error::{Error, Result};
 
 use crate::device::{driver_error, Gpu};
 use crate::plan::{plan, Arg, Param, BLOCK};
+use crate::tiles::BYTES_PER_BIN;
 
 /// The CUDA backend of one worker (one logical device).
 pub type CudaBackend = DeviceShard<CudaDevice>;
@@ -26,11 +27,14 @@ pub struct CudaDevice {
 impl CudaDevice {
     /// The shard driver's view of `gpu`; `tile_bins` caps the bins of a shared-memory
     /// histogram tile (default: what 48 KiB of shared memory holds).
-    pub fn new(gpu: Gpu, tile_bins: Option<u32>) -> Self {
-        CudaDevice {
-            gpu,
-            limits: crate::plan::limits(tile_bins),
-        }
+    ///
+    /// Tiles wider than the default 48 KiB let `hist_shared` use more dynamic shared memory
+    /// here, once, so that a GPU that cannot is an error before anything is uploaded.
+    pub fn new(gpu: Gpu, tile_bins: Option<u32>) -> Result<Self> {
+        let limits = crate::plan::limits(tile_bins);
+        gpu.shared
+            .allow_shared(limits.tile_bins.saturating_mul(BYTES_PER_BIN))?;
+        Ok(CudaDevice { gpu, limits })
     }
 
     /// The logical device.
@@ -97,8 +101,8 @@ impl ShardDevice for CudaDevice {
             .map_err(|e| driver_error(&format!("allocation of {what}"), e))
     }
 
-    fn write(&self, buffer: &CudaSlice<u8>, bytes: &[u8]) -> Result<()> {
-        inside(buffer, 0, bytes.len(), "a write")?;
+    fn write(&self, buffer: &CudaSlice<u8>, bytes: &[u8], what: &str) -> Result<()> {
+        inside(buffer, 0, bytes.len(), what)?;
         self.bind()?;
         // SAFETY: the destination holds bytes.len() bytes (checked above); the host slice
         // outlives the copy, which the synchronisation below completes.
@@ -111,7 +115,7 @@ impl ShardDevice for CudaDevice {
             )
         }
         .result()
-        .map_err(|e| driver_error("upload", e))?;
+        .map_err(|e| driver_error(&format!("upload of {what}"), e))?;
         self.flush()
     }
 
@@ -119,9 +123,6 @@ impl ShardDevice for CudaDevice {
         let p = plan(call, self.gpu.shared.sms);
         if p.grid.1 == 0 || p.grid.2 == 0 {
             return Ok(());
-        }
-        if p.shared_bytes > 0 {
-            self.gpu.shared.allow_shared(p.shared_bytes)?;
         }
         let f = self.gpu.shared.launchable(p.kernel);
         let mut b = self.gpu.stream.launch_builder(f);

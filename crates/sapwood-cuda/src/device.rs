@@ -308,14 +308,15 @@ impl Gpu {
     /// A new logical device on GPU `ordinal`: a context handle of its own on the primary
     /// context (its own deferred-error state) and a stream.
     ///
-    /// A second stream would put cudarc in its multi-stream mode, where every allocation
-    /// creates events and every launch records and waits on them for each buffer; a logical
-    /// device uses one stream for all its buffers, so that tracking buys nothing and is off.
+    /// The handle's stream puts cudarc in its multi-stream mode (any stream made with
+    /// `new_stream` does), where every allocation creates events and every launch records and
+    /// waits on them for each buffer; a logical device uses its one stream for all its
+    /// buffers, so that tracking buys nothing and is off.
     pub fn open(ordinal: usize) -> Result<Gpu> {
         let shared = GpuShared::get(ordinal)?;
         let ctx = CudaContext::new(ordinal).map_err(|e| driver_error("context", e))?;
         // SAFETY: every buffer of this handle is allocated, used and freed on its one stream
-        // (the NCCL path synchronises before it hands buffers to its own stream).
+        // (NCCL's stream never sees them: its sums go through host memory).
         unsafe { ctx.disable_event_tracking() };
         let stream = ctx.new_stream().map_err(|e| driver_error("stream", e))?;
         Ok(Gpu {

@@ -114,7 +114,7 @@ impl BackendFactory for CudaFactory {
     fn create(&self, shard: ShardData) -> Result<Box<dyn HistBackend>> {
         let gpu = self.open_device()?;
         Ok(Box::new(CudaBackend::new(
-            CudaDevice::new(gpu, self.options.tile_bins),
+            CudaDevice::new(gpu, self.options.tile_bins)?,
             shard,
         )?))
     }

@@ -15,10 +15,12 @@
 //!
 //! The histograms of a batch of nodes can also leave the GPU only encoded: packed lanes
 //! ([`sapwood_core::backend::HistBackend::build_packed_histograms`]) or the group encoding
-//! of the `auto` codec ([`CudaBackend::build_group_encoded_histograms`]), by the kernels
-//! `pack.cu` and `groups.cu` (a warp per group of 32 values), byte for byte what
-//! sapwood-collective's codecs make on the host. [`Gpu::pack_values`] and
-//! [`Gpu::encode_groups`] run them on uploaded values. For a reduce-scatter by bin block,
+//! of the `auto` codec ([`sapwood_core::backend::device::DeviceShard::build_group_encoded_histograms`]),
+//! by the kernels `pack.cu` and `groups.cu` (a warp per group of 32 values), byte for byte
+//! what sapwood-collective's codecs make on the host.
+//! [`sapwood_core::backend::device::pack_values`] and
+//! [`sapwood_core::backend::device::encode_groups`] run them on uploaded values. For a
+//! reduce-scatter by bin block,
 //! [`sapwood_core::backend::HistBackend::build_encoded_blocks`] gathers each block of a
 //! batch's nodes into one buffer (one strided copy a block and batch) and group-encodes it
 //! as one message; only the messages and the worker's own block are read back.
@@ -55,7 +57,8 @@
 //!   NVRTC 13.0 matches the CUDA 13.0 driver of the target machines; a driver refuses PTX
 //!   from a newer NVRTC, which is one reason kernels are loaded as CUBIN.
 //! - `SAPWOOD_REQUIRE_NVRTC=1` (at test run time): the NVRTC tests (every kernel compiles
-//!   for `compute_80`, `compute_90`, `sm_80`, `sm_90`; a broken kernel's error carries the
+//!   for `compute_80`, `compute_90` and every real architecture NVRTC supports, sm_75 to
+//!   sm_121 for 13.0; a broken kernel's error carries the
 //!   compiler log; the parameter layouts match) fail when NVRTC cannot be loaded. Without it
 //!   they are reported as ignored, never as passed, where NVRTC is missing (the build script
 //!   looks for it; `SAPWOOD_NVRTC_LIB_DIR` names a directory to look in besides

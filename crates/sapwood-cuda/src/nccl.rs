@@ -199,6 +199,16 @@ impl NcclCollective {
         Ok(summed.len() as u64)
     }
 
+    /// Counts one all-reduce of `words` packed words holding `values` values: what each rank
+    /// sends in NCCL's ring all-reduce, 2 (p - 1) / p of the message, as the ring collective
+    /// counts it.
+    fn count(&mut self, words: usize, values: usize) {
+        let p = self.host.world_size() as u64;
+        self.stats.bytes_sent += 2 * (p - 1) * 8 * words as u64 / p;
+        self.stats.bytes_uncompressed += 2 * (p - 1) * 8 * values as u64 / p;
+        self.stats.allreduce_calls += 1;
+    }
+
     /// Sums packed words over the ranks with one all-reduce on the communication stream.
     fn nccl_words(c: &OwnedComm, words: Vec<i64>) -> Result<Vec<i64>> {
         // summed as u64: the same bits as the i64 sum, with wrap-around defined (NCCL's
@@ -257,9 +267,7 @@ impl Collective for NcclCollective {
         let bound = if self.packed { bound } else { u64::MAX };
         let words = Self::nccl_sum(c, data, bound)?;
         self.stats.busy_nanos += start.elapsed().as_nanos() as u64;
-        self.stats.bytes_sent += 8 * words;
-        self.stats.bytes_uncompressed += 8 * data.len() as u64;
-        self.stats.allreduce_calls += 1;
+        self.count(words as usize, data.len());
         Ok(())
     }
 
@@ -304,6 +312,7 @@ impl Collective for NcclCollective {
     fn packed_widths(&self, bounds: &[u64]) -> Option<Vec<u32>> {
         match &self.comm {
             None => self.host.packed_widths(bounds),
+            Some(_) if self.host.world_size() < 2 => None,
             // each node at the width its bound proves (64: the values themselves)
             Some(_) => Some(
                 bounds
@@ -324,26 +333,40 @@ impl Collective for NcclCollective {
         let Some(c) = &self.comm else {
             return self.host.allreduce_packed(words, widths, segment, out);
         };
+        let segment = segment.max(1);
+        let segments = out.len().div_ceil(segment);
+        let expected: usize = out
+            .chunks(segment)
+            .zip(widths)
+            .map(|(seg, &w)| seg.len().div_ceil(lanes_per_word(w.clamp(1, 64))))
+            .sum();
+        if widths.len() != segments || words.len() != expected {
+            return Err(Error::Collective(format!(
+                "NCCL: {} packed words at {} widths for {segments} segments of {segment} \
+                 values (they take {expected} words)",
+                words.len(),
+                widths.len()
+            )));
+        }
+        if words.is_empty() {
+            return Ok(());
+        }
         let start = std::time::Instant::now();
         let n = words.len();
         let summed = Self::nccl_words(c, words)?;
         // node i's words follow node i - 1's, each at its own width
         let mut at = 0;
-        for (w, seg) in widths.iter().zip(out.chunks_mut(segment.max(1))) {
-            let len = seg.len().div_ceil(lanes_per_word(*w));
-            let Some(node) = summed.get(at..at + len) else {
-                return Err(Error::Collective(format!(
-                    "NCCL: {n} packed words are fewer than {} nodes of {segment} values need",
-                    widths.len()
-                )));
-            };
-            seg.copy_from_slice(&unpack(node, *w, seg.len()));
+        for (seg, &w) in out.chunks_mut(segment).zip(widths) {
+            let w = w.clamp(1, 64);
+            let len = seg.len().div_ceil(lanes_per_word(w));
+            seg.copy_from_slice(&unpack(&summed[at..at + len], w, seg.len()));
             at += len;
         }
         self.stats.busy_nanos += start.elapsed().as_nanos() as u64;
-        self.stats.bytes_sent += 8 * n as u64;
-        self.stats.bytes_uncompressed += 8 * out.len() as u64;
-        self.stats.allreduce_calls += 1;
+        self.count(n, out.len());
+        // packed on the device: the histograms reached the host only packed
+        self.stats.blocks.packed += 1;
+        self.stats.device_encoded += 1;
         Ok(())
     }
 

@@ -17,6 +17,6 @@ pub fn predict_binned(
     binned: &BinnedMatrix,
     rounds: usize,
 ) -> Result<Vec<f32>> {
-    let dev = CudaDevice::new(gpu.clone(), None);
+    let dev = CudaDevice::new(gpu.clone(), None)?;
     sapwood_core::backend::device::predict_binned(&dev, model, binned, rounds)
 }

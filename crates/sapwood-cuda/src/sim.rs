@@ -1,8 +1,9 @@
 //! The CUDA simulator as a device of the shard driver (feature `sim`): the kernels of
 //! `shaders/cuda/` compiled as C++ for the CPU (`sim/sim.h` gives them the CUDA dialect, one
 //! fiber per CUDA thread), launched with the CUDA backend's own [`plan`]s, on buffers in host
-//! memory. So a test on the simulator runs every kernel and every line of the host code the
-//! GPU runs, save the driver calls themselves.
+//! memory of the sizes the CUDA device allocates. So a test on the simulator runs every
+//! kernel, and every line of the host code the GPU runs but `CudaDevice`'s own driver calls
+//! (allocation, copies, clears, read-backs, the launch itself).
 //!
 //! What it checks beyond the results, as a GPU would punish it: the launch geometry (grid and
 //! block limits, dynamic shared memory beyond the opt-in maximum), uninitialised dynamic
@@ -17,8 +18,7 @@ use std::cell::UnsafeCell;
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use sapwood_core::backend::device::{Call, DeviceLimits, DeviceShard, Launch, Region, ShardDevice};
-use sapwood_core::backend::shard::kernels::CodecKernel;
+use sapwood_core::backend::device::{Call, DeviceLimits, DeviceShard, Region, ShardDevice};
 use sapwood_core::backend::{BackendFactory, HistBackend, ShardData};
 use sapwood_core::error::{Error, Result};
 
@@ -26,6 +26,9 @@ use crate::plan::{plan, Arg, Param, BLOCK};
 
 /// The CUDA backend's shard driver on the simulator.
 pub type SimBackend = DeviceShard<SimDevice>;
+
+// The kernels built a second time acting as sm_75 (`SM75_BUILDS`), from the build script.
+include!(concat!(env!("OUT_DIR"), "/sim_builds.rs"));
 
 /// Most dynamic shared memory a block may use (227 KiB, the sm_90 opt-in maximum).
 const MAX_SHARED_BYTES: u32 = 232_448;
@@ -84,9 +87,9 @@ pub struct SimBuffer {
     bytes: usize,
 }
 
-// SAFETY: a buffer is only touched through its device's calls, which run one at a time on
-// the thread that holds the device (the shard driver is `Send`, never shared).
-unsafe impl Send for SimBuffer {}
+/// What the bytes between a buffer's end and its last whole word hold (checked like the
+/// guard words: a write there is past the end on a GPU too).
+const SLACK: u8 = 0xa5;
 
 impl SimBuffer {
     fn new(bytes: usize) -> Self {
@@ -94,10 +97,21 @@ impl SimBuffer {
         let n = words.len();
         words[..GUARD_WORDS].fill(GUARD);
         words[n - GUARD_WORDS..].fill(GUARD);
-        SimBuffer {
+        let b = SimBuffer {
             words: UnsafeCell::new(words),
             bytes,
-        }
+        };
+        b.slack_mut().fill(SLACK);
+        b
+    }
+
+    /// The bytes after the end, up to the next whole word.
+    #[allow(clippy::mut_from_ref)]
+    fn slack_mut(&self) -> &mut [u8] {
+        let len = self.bytes.next_multiple_of(8) - self.bytes;
+        // SAFETY: the data words hold bytes.next_multiple_of(8) bytes from ptr; no kernel
+        // runs meanwhile and no other view of these bytes is alive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr().add(self.bytes), len) }
     }
 
     /// The buffer's bytes as the kernels see them.
@@ -117,15 +131,18 @@ impl SimBuffer {
         unsafe { std::slice::from_raw_parts_mut(self.ptr(), self.bytes) }
     }
 
-    /// Whether both guards are whole (no kernel wrote past either end).
+    /// Whether both guards and the slack after the end are whole (no kernel wrote past
+    /// either end).
     fn guards_hold(&self) -> bool {
+        let slack = self.slack_mut().iter().all(|&b| b == SLACK);
         // SAFETY: read-only view of the vector between launches.
         let w = unsafe { &*self.words.get() };
         let n = w.len();
-        w[..GUARD_WORDS]
-            .iter()
-            .chain(&w[n - GUARD_WORDS..])
-            .all(|&g| g == GUARD)
+        slack
+            && w[..GUARD_WORDS]
+                .iter()
+                .chain(&w[n - GUARD_WORDS..])
+                .all(|&g| g == GUARD)
     }
 
     fn range(&self, at: usize, len: usize, what: &str) -> Result<std::ops::Range<usize>> {
@@ -181,9 +198,13 @@ impl ShardDevice for SimDevice {
         self.limits
     }
 
-    fn upload(&self, bytes: &[u8], _what: &str) -> Result<SimBuffer> {
-        let b = SimBuffer::new(bytes.len().max(16));
-        b.bytes_mut()[..bytes.len()].copy_from_slice(bytes);
+    // the sizes CudaDevice allocates, so that the guards sit where the GPU's buffer ends
+    fn upload(&self, bytes: &[u8], what: &str) -> Result<SimBuffer> {
+        if bytes.is_empty() {
+            return self.zeroed(16, what);
+        }
+        let b = SimBuffer::new(bytes.len());
+        b.bytes_mut().copy_from_slice(bytes);
         Ok(b)
     }
 
@@ -191,8 +212,8 @@ impl ShardDevice for SimDevice {
         Ok(SimBuffer::new(bytes.max(16)))
     }
 
-    fn write(&self, buffer: &SimBuffer, bytes: &[u8]) -> Result<()> {
-        let r = buffer.range(0, bytes.len(), "a write")?;
+    fn write(&self, buffer: &SimBuffer, bytes: &[u8], what: &str) -> Result<()> {
+        let r = buffer.range(0, bytes.len(), what)?;
         buffer.bytes_mut()[r].copy_from_slice(bytes);
         Ok(())
     }
@@ -203,9 +224,11 @@ impl ShardDevice for SimDevice {
         if y == 0 || z == 0 {
             return Ok(());
         }
-        let entry = match p.kernel {
-            Launch::Codec(CodecKernel::Groups) if self.arch < 80 => "groups_sm75",
-            k => k.stem(),
+        let stem = p.kernel.stem();
+        let entry = if self.arch < 80 && SM75_BUILDS.contains(&stem) {
+            format!("{stem}_sm75")
+        } else {
+            stem.to_string()
         };
         if x == 0 || x > i32::MAX as u32 || y > MAX_GRID_YZ || z > MAX_GRID_YZ {
             return Err(Error::Backend(format!(
@@ -220,7 +243,8 @@ impl ShardDevice for SimDevice {
                 p.shared_bytes
             )));
         }
-        // every argument's value at a stable address, as cuLaunchKernel takes them
+        // every argument's value at a stable address, as cuLaunchKernel takes them: the
+        // vectors are complete before any pointer into them is taken
         let mut params: Vec<Param> = Vec::new();
         let mut pointers: Vec<*mut u8> = Vec::new();
         for a in &p.args {
@@ -229,17 +253,14 @@ impl ShardDevice for SimDevice {
                 Arg::Buffer(b) => pointers.push(b.ptr()),
             }
         }
-        let (mut pi, mut bi) = (0, 0);
+        let (mut values, mut buffers) = (params.iter_mut(), pointers.iter_mut());
         let mut args: Vec<*mut c_void> = Vec::with_capacity(p.args.len());
         for a in &p.args {
             args.push(match a {
-                Arg::Param(_) => {
-                    pi += 1;
-                    param_ptr(&mut params[pi - 1])
-                }
+                Arg::Param(_) => param_ptr(values.next().expect("one value a parameter")),
                 Arg::Buffer(_) => {
-                    bi += 1;
-                    (&mut pointers[bi - 1] as *mut *mut u8).cast()
+                    let b = buffers.next().expect("one pointer a buffer");
+                    (b as *mut *mut u8).cast()
                 }
             });
         }
@@ -253,7 +274,7 @@ impl ShardDevice for SimDevice {
             },
             seed: self.launch_seed(),
         };
-        let name = CString::new(entry).expect("kernel names hold no NUL");
+        let name = CString::new(entry.as_str()).expect("kernel names hold no NUL");
         let mut err = vec![0u8; 1024];
         // SAFETY: the plan's arguments are the kernel's parameters in order; each pointer in
         // `args` points at a live value of the parameter's type (a parameter block, a u32

@@ -1,7 +1,7 @@
 //! Feature tiles for CUDA blocks: the tiling itself is shared with the WGSL backend, in
 //! sapwood-core; this file holds what is particular to CUDA's shared memory.
 
-pub use sapwood_core::backend::gpu_layout::{plan_tiles, Tile, TilePlan, BYTES_PER_BIN};
+pub use sapwood_core::backend::gpu_layout::BYTES_PER_BIN;
 
 /// Shared memory a block gets without opting in to more (48 KiB on every architecture).
 pub const DEFAULT_SHARED_BYTES: u32 = 48 * 1024;
@@ -14,6 +14,7 @@ pub fn capacity_for(shared_bytes: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sapwood_core::backend::gpu_layout::plan_tiles;
 
     fn offsets_of(widths: &[u32]) -> Vec<u32> {
         let mut offsets = vec![0u32];

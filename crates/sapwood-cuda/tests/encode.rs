@@ -25,7 +25,7 @@ impl Encoders for Cuda {
     fn backend(&self, shard: ShardData) -> Result<Box<CudaBackend>> {
         // 16-bin tiles: several shared tiles, wide features in global memory
         Ok(Box::new(CudaBackend::new(
-            CudaDevice::new(gpu(), Some(16)),
+            CudaDevice::new(gpu(), Some(16))?,
             shard,
         )?))
     }
@@ -42,11 +42,11 @@ impl Encoders for Cuda {
     }
 
     fn encode_groups(&self, values: &[i64], len: usize) -> Result<Vec<Vec<u8>>> {
-        device::encode_groups(&CudaDevice::new(self.0.clone(), None), values, len)
+        device::encode_groups(&CudaDevice::new(self.0.clone(), None)?, values, len)
     }
 
     fn pack_values(&self, values: &[i64], len: usize, widths: &[u32]) -> Result<Vec<i64>> {
-        device::pack_values(&CudaDevice::new(self.0.clone(), None), values, len, widths)
+        device::pack_values(&CudaDevice::new(self.0.clone(), None)?, values, len, widths)
     }
 }
 

@@ -15,7 +15,7 @@ fn backend(s: ShardData) -> Result<CudaBackend> {
     let gpu = CudaFactory::new()
         .open_device()
         .unwrap_or_else(|e| panic!("this test needs a CUDA GPU: {e}"));
-    CudaBackend::new(CudaDevice::new(gpu, Some(16)), s)
+    CudaBackend::new(CudaDevice::new(gpu, Some(16))?, s)
 }
 
 #[test]
@@ -49,7 +49,7 @@ fn backend_with(s: ShardData, tile_bins: u32) -> Result<CudaBackend> {
     let gpu = CudaFactory::new()
         .open_device()
         .unwrap_or_else(|e| panic!("this test needs a CUDA GPU: {e}"));
-    CudaBackend::new(CudaDevice::new(gpu, Some(tile_bins)), s)
+    CudaBackend::new(CudaDevice::new(gpu, Some(tile_bins))?, s)
 }
 
 #[test]
@@ -108,7 +108,7 @@ fn a_deferred_error_of_one_worker_is_not_reported_to_another_on_the_same_gpu() {
     assert!(ca.check_err().is_err(), "a lost its own error");
     // and b still works
     let mut b_backend = CudaBackend::new(
-        CudaDevice::new(b, None),
+        CudaDevice::new(b, None).unwrap(),
         sapwood_testkit::data::tiny_shard(),
     )
     .unwrap();

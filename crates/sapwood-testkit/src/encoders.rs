@@ -25,9 +25,10 @@ use crate::data::{random_bins, shard};
 use crate::rng::Rng;
 use crate::trees::random_splits;
 
-/// What the checks need of a backend beyond [`HistBackend`]: the inherent methods of its
-/// backend and device (`build_group_encoded_histograms`, `Gpu::encode_groups`,
-/// `Gpu::pack_values`), implemented by a type of the backend's test crate.
+/// What the checks need of a backend beyond [`HistBackend`]: the shard driver's
+/// `build_group_encoded_histograms` and the device encoders on uploaded values
+/// (`backend::device::encode_groups`, `pack_values`), implemented by a type of the backend's
+/// test crate.
 pub trait Encoders {
     /// The backend under test.
     type Backend: HistBackend;

@@ -106,7 +106,7 @@ impl ShardDevice for WgpuDevice {
         Ok(self.gpu.zeroed(what, bytes as u64))
     }
 
-    fn write(&self, buffer: &wgpu::Buffer, bytes: &[u8]) -> Result<()> {
+    fn write(&self, buffer: &wgpu::Buffer, bytes: &[u8], _what: &str) -> Result<()> {
         // a queued write runs before the next submission: submit what was recorded first
         self.gpu.submit(self.take())?;
         self.gpu.write(buffer, bytes)

@@ -1,5 +1,5 @@
 //! What the multi-process tests (MPI, TCP) share: the repository, a `train` command line,
-//! and the check that each rank read only its own rows.
+//! the check that each rank read only its own rows, and what the summary says was sent.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -91,4 +91,43 @@ pub fn check_rows_read(stderr: &str, np: usize, context: &str) {
         (next_row, next_group) = (*end, next_group + groups.len());
     }
     assert_eq!(next_row, shares[0].4, "{context}: every row read once");
+}
+
+/// The `communication` section of a run's `--summary` file.
+pub fn communication(summary: &Path) -> serde_json::Value {
+    let s: serde_json::Value = serde_json::from_slice(&std::fs::read(summary).unwrap()).unwrap();
+    s["communication"].clone()
+}
+
+/// Checks that rank 0 of a job of several ranks sent histogram blocks encoded only as
+/// `comm_codec=codec` encodes them (a rank that ignored the setting would send another
+/// codec's blocks, and the models would still be equal).
+pub fn assert_blocks_sent_with(summary: &Path, codec: &str, context: &str) {
+    let c = communication(summary);
+    let b = &c["blocks_by_encoding"];
+    let count = |k: &str| {
+        b[k].as_u64()
+            .unwrap_or_else(|| panic!("{context}: no {k} in {b}"))
+    };
+    let sent: &[&str] = match codec {
+        "none" => &["plain"],
+        "packed" => &["packed"],
+        "sparse" => &["sparse", "bitmap"],
+        // groups, or index/value pairs for a block almost all zero
+        "auto" => &["groups", "sparse"],
+        other => panic!("no such codec {other}"),
+    };
+    assert!(
+        sent.iter().map(|k| count(k)).sum::<u64>() > 0,
+        "{context}: no {sent:?} blocks with comm_codec={codec}: {b}"
+    );
+    for k in ["plain", "packed", "sparse", "bitmap", "groups"] {
+        if !sent.contains(&k) {
+            assert_eq!(
+                count(k),
+                0,
+                "{context}: {k} blocks with comm_codec={codec}: {b}"
+            );
+        }
+    }
 }

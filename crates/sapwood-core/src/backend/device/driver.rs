@@ -8,8 +8,8 @@ use std::ops::Range;
 use super::encoders::{self, check_binding, group_bytes_bound};
 use super::predict::{add_tree, DeviceBins};
 use super::{
-    bytes_f32, bytes_i64, bytes_u32, f32_bytes, u32_bytes, Call, DeviceLimits, Launch, Runs,
-    Scalars, ShardDevice,
+    bytes_f32, bytes_u32, f32_bytes, u32_bytes, Call, DeviceLimits, Launch, Runs, Scalars,
+    ShardDevice,
 };
 use crate::backend::gpu_layout::{encode_splits, plan_tiles, Tile, TilePlan};
 use crate::backend::shard::kernels::{
@@ -69,13 +69,12 @@ fn span_words(spans: &[Span]) -> Vec<u32> {
     spans.iter().flat_map(|s| [s.start, s.len]).collect()
 }
 
-/// (Σg, Σh) pairs of little-endian i64 read back from a device.
+/// (Σg, Σh) pairs of little-endian i64 read back from a device, decoded in place.
 fn hist_bins(bytes: &[u8]) -> impl Iterator<Item = HistBin> + '_ {
-    bytes_i64(bytes)
-        .chunks_exact(2)
-        .map(|p| [p[0], p[1]])
-        .collect::<Vec<_>>()
-        .into_iter()
+    let word = |c: &[u8]| i64::from_le_bytes(c.try_into().expect("8 bytes"));
+    bytes
+        .chunks_exact(16)
+        .map(move |c| [word(&c[..8]), word(&c[8..])])
 }
 
 /// `0..count` in ranges of at most [`MAX_BATCH`]: the launches along one grid dimension.
@@ -351,7 +350,8 @@ impl<D: ShardDevice> HistBackend for DeviceShard<D> {
         if flat.is_empty() {
             return Ok(());
         }
-        self.dev.write(&self.grad, &f32_bytes(&flat))
+        self.dev
+            .write(&self.grad, &f32_bytes(&flat), "host gradients")
     }
 
     fn start_tree(&mut self, s: &TreeSetup) -> Result<u64> {
@@ -469,6 +469,7 @@ impl<D: ShardDevice> HistBackend for DeviceShard<D> {
         let binding = self.limits.binding_bytes;
         let too_wide = |b: usize, r: &Range<usize>| {
             let values = 2 * n * r.len();
+            // a block sent elsewhere is bound by the encoder; the own one is only copied
             b != own
                 && (8 * values as u64 > binding
                     || group_bytes_bound(values) as u64 > binding.min(u32::MAX as u64))
@@ -498,7 +499,8 @@ impl<D: ShardDevice> HistBackend for DeviceShard<D> {
                 // a device copies whatever it is told: every run must lie inside both
                 if !runs.inside(hist.bytes, *dst_bytes) {
                     return Err(Error::Backend(format!(
-                        "the runs {runs:?} leave buffers of {} and {dst_bytes} bytes",
+                        "{}: the runs {runs:?} leave buffers of {} and {dst_bytes} bytes",
+                        self.dev.name(),
                         hist.bytes
                     )));
                 }

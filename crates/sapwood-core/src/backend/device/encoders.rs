@@ -26,8 +26,11 @@ pub fn group_bytes_bound(values: usize) -> usize {
     values.div_ceil(GROUP) * MAX_GROUP_BYTES
 }
 
-fn too_large(what: &str, n: usize) -> Error {
-    Error::Backend(format!("{what} of {n} bytes do not fit a 32-bit offset"))
+fn too_large<D: ShardDevice>(dev: &D, what: &str, n: usize) -> Error {
+    Error::Backend(format!(
+        "{}: {what} of {n} bytes do not fit a 32-bit offset",
+        dev.name()
+    ))
 }
 
 /// Fails unless a buffer of `bytes` can be bound by a kernel of `dev`.
@@ -109,7 +112,7 @@ pub(crate) fn pack<D: ShardDevice>(
         plan.extend([w, total as u32]);
         total += packed_words(len, w);
         if total > u32::MAX as usize {
-            return Err(too_large("packed words", 8 * total));
+            return Err(too_large(dev, "packed words", 8 * total));
         }
     }
     if total == 0 {
@@ -164,7 +167,7 @@ pub(crate) fn groups<D: ShardDevice>(
         return Ok(vec![Vec::new(); count]);
     }
     if n_groups > u32::MAX as usize / 4 {
-        return Err(too_large("the group sizes of a batch", 4 * n_groups));
+        return Err(too_large(dev, "the group sizes of a batch", 4 * n_groups));
     }
     let sizes = dev.zeroed(4 * n_groups, "group sizes")?;
     let unused = dev.zeroed(16, "no output")?;
@@ -179,10 +182,10 @@ pub(crate) fn groups<D: ShardDevice>(
     dev.launch(&groups_call(scalars(0), &[src, &sizes, &unused], n_groups))?;
     let read = dev.read(&[(&sizes, 0, 4 * n_groups)])?.remove(0);
     let Some((offsets, total)) = group_offsets(bytes_u32(&read)) else {
-        return Err(too_large("the encoded groups of a batch", 1 << 32));
+        return Err(too_large(dev, "the encoded groups of a batch", 1 << 32));
     };
     check_binding(dev, total as u64, "the encoded groups of a batch")?;
-    dev.write(&sizes, &u32_bytes(&offsets))?;
+    dev.write(&sizes, &u32_bytes(&offsets), "group offsets")?;
     // groups share boundary words and are ORed in: the buffer starts at zero
     let out = dev.zeroed(total.next_multiple_of(4), "encoded groups")?;
     dev.launch(&groups_call(scalars(1), &[src, &sizes, &out], n_groups))?;

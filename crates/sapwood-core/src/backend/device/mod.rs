@@ -157,8 +157,9 @@ pub trait ShardDevice: Send {
     /// A zeroed buffer of at least `bytes` bytes.
     fn zeroed(&self, bytes: usize, what: &str) -> Result<Self::Buffer>;
 
-    /// Overwrites the start of `buffer` with `bytes`, after the work queued before.
-    fn write(&self, buffer: &Self::Buffer, bytes: &[u8]) -> Result<()>;
+    /// Overwrites the start of `buffer` with `bytes`, after the work queued before (`what`
+    /// names them in errors).
+    fn write(&self, buffer: &Self::Buffer, bytes: &[u8], what: &str) -> Result<()>;
 
     /// Queues a kernel launch.
     fn launch(&self, call: &Call<'_, Self::Buffer>) -> Result<()>;

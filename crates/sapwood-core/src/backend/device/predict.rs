@@ -10,6 +10,9 @@ use crate::error::{Error, Result};
 use crate::model::Model;
 use crate::tree::Tree;
 
+/// Trees added to margins between two flushes of the device's queue in prediction.
+const TREES_PER_FLUSH: usize = 64;
+
 /// Rows `lo..hi` of the bins, bound at once.
 pub(crate) struct Chunk<B> {
     pub lo: u32,
@@ -143,6 +146,11 @@ pub fn predict_binned<D: ShardDevice>(
     let trees = &model.trees[..(rounds.min(model.num_rounds()) * k).min(model.trees.len())];
     for (t, tree) in trees.iter().enumerate() {
         add_tree(dev, &bins, tree, k, t % k, &margins)?;
+        // a device that records work until it reads (wgpu) would otherwise hold every
+        // tree's buffers and run them all in one long submission
+        if (t + 1) % TREES_PER_FLUSH == 0 {
+            dev.flush()?;
+        }
     }
     Ok(bytes_f32(&dev.read(&[(&margins, 0, 4 * n * k)])?.remove(0)))
 }
