@@ -78,6 +78,40 @@ pub fn unpack(words: &[i64], w: u32, len: usize) -> Vec<i64> {
     out
 }
 
+/// Checks that `words` are the packing of `data.len()` values in segments of `segment`,
+/// segment i at `widths[i]` (what `allreduce_packed` is handed), before any is summed.
+pub fn check_segments(words: usize, widths: &[u32], segment: usize, data: usize) -> Result<()> {
+    let segment = segment.max(1);
+    let segments = data.div_ceil(segment);
+    let expected: usize = (0..segments)
+        .zip(widths)
+        .map(|(i, &w)| {
+            let len = segment.min(data - i * segment);
+            len.div_ceil(lanes_per_word(w.clamp(1, 64)))
+        })
+        .sum();
+    if widths.len() != segments || words != expected {
+        return Err(sapwood_core::Error::Collective(format!(
+            "{words} packed words at {} widths for {segments} segments of {segment} values \
+             (they take {expected} words)",
+            widths.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Unpacks summed words, segments of `segment` values one after another each at its width
+/// (as [`check_segments`] accepted them), into `data`.
+pub fn unpack_segments(words: &[i64], widths: &[u32], segment: usize, data: &mut [i64]) {
+    let mut at = 0;
+    for (seg, &w) in data.chunks_mut(segment.max(1)).zip(widths) {
+        let w = w.clamp(1, 64);
+        let n = seg.len().div_ceil(lanes_per_word(w));
+        seg.copy_from_slice(&unpack(&words[at..at + n], w, seg.len()));
+        at += n;
+    }
+}
+
 /// Unpacks `dst.len()` lanes of width `w` from little-endian words into `dst` (adding to
 /// it when `ADD`).
 fn unpack_bytes<const ADD: bool>(bytes: &[u8], w: u32, dst: &mut [i64]) {

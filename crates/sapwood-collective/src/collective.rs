@@ -4,7 +4,7 @@ use sapwood_core::collective::{Collective, CommStats};
 use sapwood_core::params::CommCodec;
 use sapwood_core::Result;
 
-use crate::codec::{lane_width, lanes_per_word, pack, unpack, Encoder};
+use crate::codec::{self, lane_width, pack, Encoder};
 use crate::transport::Transport;
 use crate::{pairwise, ring};
 
@@ -123,21 +123,7 @@ impl<T: Transport> RingCollective<T> {
         segment: usize,
         data: &mut [i64],
     ) -> Result<()> {
-        let segment = segment.max(1);
-        let segments = data.len().div_ceil(segment);
-        let expected: usize = data
-            .chunks(segment)
-            .zip(widths)
-            .map(|(seg, &w)| seg.len().div_ceil(lanes_per_word(w.clamp(1, 64))))
-            .sum();
-        if widths.len() != segments || words.len() != expected {
-            return Err(sapwood_core::Error::Collective(format!(
-                "{} packed words at {} widths for {segments} segments of {segment} values \
-                 (they take {expected} words)",
-                words.len(),
-                widths.len()
-            )));
-        }
+        codec::check_segments(words.len(), widths, segment, data.len())?;
         match self.t.native_sum(&mut words) {
             Some(done) => done?,
             None => {
@@ -151,13 +137,7 @@ impl<T: Transport> RingCollective<T> {
         self.stats.bytes_sent += 2 * (p - 1) * 8 * words.len() as u64 / p;
         self.stats.bytes_uncompressed += 2 * (p - 1) * 8 * data.len() as u64 / p;
         self.stats.blocks.packed += 1;
-        let mut at = 0;
-        for (seg, &w) in data.chunks_mut(segment).zip(widths) {
-            let w = w.clamp(1, 64);
-            let n = seg.len().div_ceil(lanes_per_word(w));
-            seg.copy_from_slice(&unpack(&words[at..at + n], w, seg.len()));
-            at += n;
-        }
+        codec::unpack_segments(&words, widths, segment, data);
         Ok(())
     }
 

@@ -35,7 +35,9 @@ use cudarc::nccl::sys;
 use sapwood_core::collective::{Collective, CommStats};
 use sapwood_core::error::{Error, Result};
 
-use sapwood_collective::codec::{lane_width, lanes_per_word, pack, unpack};
+use sapwood_collective::codec::{
+    check_segments, lane_width, lanes_per_word, pack, unpack, unpack_segments,
+};
 
 use crate::device::Gpu;
 use crate::topology::{plan, NcclPlan, RankDevice};
@@ -333,35 +335,14 @@ impl Collective for NcclCollective {
         let Some(c) = &self.comm else {
             return self.host.allreduce_packed(words, widths, segment, out);
         };
-        let segment = segment.max(1);
-        let segments = out.len().div_ceil(segment);
-        let expected: usize = out
-            .chunks(segment)
-            .zip(widths)
-            .map(|(seg, &w)| seg.len().div_ceil(lanes_per_word(w.clamp(1, 64))))
-            .sum();
-        if widths.len() != segments || words.len() != expected {
-            return Err(Error::Collective(format!(
-                "NCCL: {} packed words at {} widths for {segments} segments of {segment} \
-                 values (they take {expected} words)",
-                words.len(),
-                widths.len()
-            )));
-        }
+        check_segments(words.len(), widths, segment, out.len())?;
         if words.is_empty() {
             return Ok(());
         }
         let start = std::time::Instant::now();
         let n = words.len();
         let summed = Self::nccl_words(c, words)?;
-        // node i's words follow node i - 1's, each at its own width
-        let mut at = 0;
-        for (seg, &w) in out.chunks_mut(segment).zip(widths) {
-            let w = w.clamp(1, 64);
-            let len = seg.len().div_ceil(lanes_per_word(w));
-            seg.copy_from_slice(&unpack(&summed[at..at + len], w, seg.len()));
-            at += len;
-        }
+        unpack_segments(&summed, widths, segment, out);
         self.stats.busy_nanos += start.elapsed().as_nanos() as u64;
         self.count(n, out.len());
         // packed on the device: the histograms reached the host only packed
