@@ -246,4 +246,8 @@ pub struct ExportArgs {
     /// Where to write the exported model (replaced atomically).
     #[arg(long)]
     pub out: PathBuf,
+    /// Export the first N rounds (default: the rounds `predict` uses, through early
+    /// stopping's best round).
+    #[arg(long)]
+    pub rounds: Option<usize>,
 }

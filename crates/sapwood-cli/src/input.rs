@@ -187,6 +187,34 @@ fn copies_of_features(t: &Table, names: &[String]) -> Vec<(String, ArrayRef)> {
         .collect()
 }
 
+/// Bytes that stand for a data file's content, for the ranks of a job to compare: a Parquet
+/// file's footer (its schema, row groups, sizes and column statistics), a CSV file whole (it
+/// is read whole anyway).
+pub fn content_footprint(path: &Path, source: &Source) -> Result<Vec<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let io = |source| sapwood_io::IoError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    match source {
+        Source::Csv(_) => Ok(std::fs::read(path).map_err(io)?),
+        Source::Parquet(_) => {
+            let mut f = std::fs::File::open(path).map_err(io)?;
+            let len = f.seek(SeekFrom::End(0)).map_err(io)?;
+            let mut tail = [0u8; 8];
+            f.seek(SeekFrom::End(-8)).map_err(io)?;
+            f.read_exact(&mut tail).map_err(io)?;
+            let meta = u32::from_le_bytes(tail[..4].try_into().expect("4 bytes")) as u64;
+            // the footer was checked when the file was opened; stay within the file anyway
+            let footer = (meta + 8).min(len);
+            f.seek(SeekFrom::End(-(footer as i64))).map_err(io)?;
+            let mut bytes = vec![0u8; footer as usize];
+            f.read_exact(&mut bytes).map_err(io)?;
+            Ok(bytes)
+        }
+    }
+}
+
 /// The column names of a file in order, duplicates included (CSV: its header line).
 pub fn column_names(path: &Path, source: &Source) -> Result<Vec<String>> {
     match source {
@@ -436,6 +464,38 @@ pub fn query_ids_of(
         }
     }
     Ok(ids)
+}
+
+/// Refuses a query whose rows are not contiguous, naming it by its value in the file (text
+/// ids are hashed to numbers: the engine's own message would show the hash) and the row, as
+/// the other row errors of the file do (0-based, the header not counted).
+pub fn check_queries_contiguous(
+    ids: &[i64],
+    names: &std::collections::HashMap<i64, String>,
+    first_row: u64,
+    path: &Path,
+    column: &str,
+) -> Result<()> {
+    let mut seen = std::collections::HashSet::new();
+    for i in 1..ids.len() {
+        if ids[i] == ids[i - 1] {
+            continue;
+        }
+        seen.insert(ids[i - 1]);
+        if seen.contains(&ids[i]) {
+            let id = names
+                .get(&ids[i])
+                .map_or_else(|| ids[i].to_string(), |n| format!("`{n}`"));
+            return Err(crate::settings::Error(format!(
+                "{}: group column `{column}`, row {}: query {id} appears again after other \
+                 queries; the rows of a query must be contiguous (sort the file by `{column}`)",
+                path.display(),
+                first_row + i as u64
+            ))
+            .into());
+        }
+    }
+    Ok(())
 }
 
 /// FNV-1a, 64 bits: a stable hash of a query id's text.

@@ -191,3 +191,211 @@ fn a_checkpoint_write_that_fails_mid_file_leaves_the_previous_checkpoint() {
     );
     assert_eq!(files_in(t.path()), ["b.json", "ck.json"], "{err}");
 }
+
+/// A full disk while `predict` writes its last row group and footer (here: after 64 bytes)
+/// fails naming the file and leaves neither the output nor its temporary behind.
+#[test]
+fn predict_that_fails_on_a_full_disk_leaves_no_temporary() {
+    let t = tempfile::tempdir().unwrap();
+    let model = t.path().join("m.json");
+    train(&["--model", model.to_str().unwrap()])
+        .assert()
+        .success();
+    let out_dir = t.path().join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    let out = out_dir.join("p.parquet");
+    let a = sapwood()
+        .env(FAIL_WRITE, "p.parquet:64")
+        .args(["predict", "--model", model.to_str().unwrap(), "--data"])
+        .arg(repo().join("datasets/synthetic/test.parquet"))
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .failure();
+    assert!(stderr_of(&a).contains("p.parquet"), "{}", stderr_of(&a));
+    assert_eq!(files_in(&out_dir), Vec::<String>::new());
+}
+
+/// What kind of node `p` is, without following a link.
+fn kind(p: &Path) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = std::fs::symlink_metadata(p).unwrap().file_type();
+    if t.is_symlink() {
+        "symlink"
+    } else if t.is_fifo() {
+        "fifo"
+    } else if t.is_char_device() {
+        "char device"
+    } else if t.is_file() {
+        "file"
+    } else {
+        "other"
+    }
+}
+
+/// Makes a FIFO at `p` (mkfifo needs no privileges).
+fn mkfifo(p: &Path) {
+    let s = std::process::Command::new("mkfifo")
+        .arg(p)
+        .status()
+        .unwrap();
+    assert!(s.success());
+}
+
+/// Reads the FIFO at `p` to its end on a thread, as a consumer of the output would.
+fn drain(p: &Path) -> std::thread::JoinHandle<Vec<u8>> {
+    let p = p.to_path_buf();
+    std::thread::spawn(move || std::fs::read(p).unwrap())
+}
+
+/// Every output (`predict --out` and `--summary`, `train --model` and `--summary`,
+/// `export --out`) written to a symbolic link writes its target and keeps the link; to a
+/// FIFO, writes into the FIFO (its reader gets the bytes) and keeps it; to a character
+/// device of the test's own (a null device made with mknod, as root), writes to it and keeps
+/// it. Renaming a temporary over them replaced the node itself: the link's target, the
+/// FIFO's reader and the device never saw a byte.
+#[test]
+fn outputs_write_through_links_fifos_and_devices_instead_of_replacing_them() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path();
+    let model = dir.join("m.json");
+    train(&["--model", model.to_str().unwrap()])
+        .assert()
+        .success();
+    let data = repo().join("datasets/synthetic/test.parquet");
+    let predict = |out: &Path, summary: Option<&Path>| {
+        let mut c = sapwood();
+        c.args(["predict", "--model", model.to_str().unwrap(), "--data"])
+            .arg(&data)
+            .arg("--out")
+            .arg(out);
+        if let Some(s) = summary {
+            c.arg("--summary").arg(s);
+        }
+        c.assert().success();
+    };
+    let export = |out: &Path| {
+        sapwood()
+            .args(["export", "--format", "lightgbm", "--model"])
+            .arg(&model)
+            .arg("--out")
+            .arg(out)
+            .assert()
+            .success();
+    };
+
+    // links: relative and absolute, to a file that exists and to one that does not yet
+    let targets = dir.join("targets");
+    std::fs::create_dir(&targets).unwrap();
+    std::fs::write(targets.join("p.parquet"), "old").unwrap();
+    std::os::unix::fs::symlink("targets/p.parquet", dir.join("p-link")).unwrap();
+    std::os::unix::fs::symlink(targets.join("s.json"), dir.join("s-link")).unwrap();
+    predict(&dir.join("p-link"), Some(&dir.join("s-link")));
+    assert_eq!(kind(&dir.join("p-link")), "symlink");
+    assert_eq!(kind(&dir.join("s-link")), "symlink");
+    assert!(std::fs::read(targets.join("p.parquet"))
+        .unwrap()
+        .starts_with(b"PAR1"));
+    let summary = std::fs::read_to_string(targets.join("s.json")).unwrap();
+    assert!(summary.contains("\"rows\""), "{summary}");
+    std::os::unix::fs::symlink(targets.join("m2.json"), dir.join("m-link")).unwrap();
+    train(&["--model", dir.join("m-link").to_str().unwrap()])
+        .assert()
+        .success();
+    assert_eq!(kind(&dir.join("m-link")), "symlink");
+    assert_eq!(
+        std::fs::read(targets.join("m2.json")).unwrap(),
+        std::fs::read(&model).unwrap()
+    );
+    std::os::unix::fs::symlink("targets/e.txt", dir.join("e-link")).unwrap();
+    export(&dir.join("e-link"));
+    assert_eq!(kind(&dir.join("e-link")), "symlink");
+    assert!(std::fs::read_to_string(targets.join("e.txt"))
+        .unwrap()
+        .starts_with("tree"));
+    // a chain of links, and no temporary left beside any link or target
+    std::os::unix::fs::symlink("p-link", dir.join("p-link-2")).unwrap();
+    predict(&dir.join("p-link-2"), None);
+    assert_eq!(kind(&dir.join("p-link-2")), "symlink");
+    assert!(files_in(dir).iter().all(|f| !f.ends_with(".tmp")));
+    assert!(files_in(&targets).iter().all(|f| !f.ends_with(".tmp")));
+
+    // FIFOs: the reader gets the whole output, and the FIFO stays a FIFO
+    let fifo = dir.join("p.fifo");
+    mkfifo(&fifo);
+    let reader = drain(&fifo);
+    predict(&fifo, None);
+    let got = reader.join().unwrap();
+    assert!(
+        got.starts_with(b"PAR1") && got.ends_with(b"PAR1"),
+        "{} bytes",
+        got.len()
+    );
+    assert_eq!(kind(&fifo), "fifo");
+    let reader = drain(&fifo);
+    export(&fifo);
+    assert!(reader.join().unwrap().starts_with(b"tree"));
+    assert_eq!(kind(&fifo), "fifo");
+    let reader = drain(&fifo);
+    train(&["--model", fifo.to_str().unwrap()])
+        .assert()
+        .success();
+    assert_eq!(reader.join().unwrap(), std::fs::read(&model).unwrap());
+    assert_eq!(kind(&fifo), "fifo");
+
+    // a character device of our own (root only: mknod); never the machine's /dev/null
+    let null = dir.join("null");
+    let made = std::process::Command::new("mknod")
+        .arg(&null)
+        .args(["c", "1", "3"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if made {
+        predict(&null, None);
+        export(&null);
+        train(&["--model", null.to_str().unwrap()])
+            .assert()
+            .success();
+        assert_eq!(kind(&null), "char device");
+        assert!(files_in(dir).iter().all(|f| !f.ends_with(".tmp")));
+    } else {
+        assert_ne!(
+            std::env::var("SAPWOOD_REQUIRE_NETNS").as_deref(),
+            Ok("1"),
+            "as root, mknod must make the test's own device"
+        );
+    }
+}
+
+/// Huge round counts with early stopping train as far as the stopping rule says: nothing is
+/// reserved per round up front (a billion rounds asked for 80 GB and aborted; 2^64 - 1
+/// overflowed).
+#[test]
+fn huge_round_counts_with_early_stopping_train_and_stop() {
+    let t = tempfile::tempdir().unwrap();
+    for rounds in ["1000000000", "18446744073709551615"] {
+        let model = t.path().join(format!("{rounds}.json"));
+        sapwood()
+            .args([
+                "train",
+                "--quiet",
+                "--label",
+                "y",
+                "--objective",
+                "binary:logistic",
+            ])
+            .args(["--model", model.to_str().unwrap(), "--data"])
+            .arg(repo().join("datasets/synthetic/train.parquet"))
+            .args(["--rounds", rounds, "--early-stopping", "2", "--valid"])
+            .arg(repo().join("datasets/synthetic/test.parquet"))
+            .args(["--set", "learning_rate=1"])
+            .assert()
+            .success();
+        let b = sapwood::Booster::load(&model).unwrap();
+        assert!(
+            b.model().num_rounds() < 1000,
+            "{rounds}: {}",
+            b.model().num_rounds()
+        );
+    }
+}

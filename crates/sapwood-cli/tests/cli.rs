@@ -1246,3 +1246,101 @@ fn inspect_dumps_trees_in_values_that_route_rows_as_the_model_does() {
     assert!(text.starts_with("tree 0 (group 0):") && text.contains("tree 1 (group 1):"));
     assert!(!text.contains("tree 2") && text.contains("x <= "), "{text}");
 }
+
+/// A checkpoint resumed on other data with the same label mean (the labels permuted, so the
+/// base margin and the bins are the same) is refused naming the training rows; one whose
+/// trees were edited after it was written fails its integrity check; the intact one on the
+/// same data resumes to the model of a run never stopped. Both used to exit 0 with a model
+/// mixed from two jobs.
+#[test]
+fn resume_refuses_other_rows_and_an_edited_checkpoint() {
+    let t = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(repo().join("datasets/synthetic/train.csv")).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    let header = lines.remove(0);
+    // the same rows with the labels of rows i and i+1 swapped when they differ: the label
+    // mean, the features and so the bins stay exactly the same
+    let (features, labels): (Vec<&str>, Vec<&str>) =
+        lines.iter().map(|l| l.rsplit_once(',').unwrap()).unzip();
+    let mut swapped = labels.clone();
+    for pair in swapped.chunks_mut(2) {
+        pair.reverse();
+    }
+    assert_ne!(swapped, labels);
+    let write = |name: &str, labels: &[&str]| {
+        let mut s = format!("{header}\n");
+        for (f, y) in features.iter().zip(labels) {
+            s += &format!("{f},{y}\n");
+        }
+        let p = t.path().join(name);
+        std::fs::write(&p, s).unwrap();
+        p
+    };
+    let original = write("original.csv", &labels);
+    let permuted = write("permuted.csv", &swapped);
+    let ck = t.path().join("ck.json");
+    let run = |data: &Path, model: &Path, rounds: &str, extra: &[&str]| {
+        let mut c = sapwood();
+        c.args([
+            "train",
+            "--quiet",
+            "--label",
+            "y",
+            "--objective",
+            "binary:logistic",
+        ])
+        .args(["--rounds", rounds, "--max-depth", "3", "--data"])
+        .arg(data)
+        .arg("--model")
+        .arg(model)
+        .args(extra);
+        c
+    };
+    // every checkpoint of the job (the last one at round 8) carries the same parameters
+    let ck_args = [
+        "--checkpoint",
+        ck.to_str().unwrap(),
+        "--checkpoint-every",
+        "2",
+    ];
+    run(&original, &t.path().join("part.json"), "8", &ck_args)
+        .assert()
+        .success();
+    let whole = t.path().join("whole.json");
+    run(&original, &whole, "8", &[]).assert().success();
+    let saved = std::fs::read_to_string(&ck).unwrap();
+
+    let resume = ["--resume", ck.to_str().unwrap()];
+    let out = run(&permuted, &t.path().join("mixed.json"), "8", &resume)
+        .assert()
+        .code(2);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        err.contains("another job") && err.contains("training rows"),
+        "{err}"
+    );
+    assert!(!t.path().join("mixed.json").exists());
+
+    // one leaf value changed in the file: refused by its integrity digest
+    let mut v: serde_json::Value = serde_json::from_str(&saved).unwrap();
+    let values = v["model"]["trees"][1]["value"].as_array_mut().unwrap();
+    let last = values.last_mut().unwrap();
+    assert_ne!(last.as_f64(), Some(0.125));
+    *last = serde_json::json!(0.125);
+    let edited = v.to_string();
+    std::fs::write(&ck, &edited).unwrap();
+    let out = run(&original, &t.path().join("edited.json"), "8", &resume)
+        .assert()
+        .code(2);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(err.contains("integrity"), "{err}");
+
+    // the intact checkpoint on its own data resumes to the uninterrupted model
+    std::fs::write(&ck, &saved).unwrap();
+    let resumed = t.path().join("resumed.json");
+    run(&original, &resumed, "8", &resume).assert().success();
+    assert_eq!(
+        std::fs::read(&resumed).unwrap(),
+        std::fs::read(&whole).unwrap()
+    );
+}

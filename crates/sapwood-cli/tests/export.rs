@@ -132,3 +132,145 @@ fn bad_inputs_are_exit_2_errors_naming_the_file_or_format() {
     }
     assert!(!out.exists(), "nothing is written on error");
 }
+
+/// `--out` naming the model itself is refused before anything is written: the model stays.
+#[test]
+fn export_over_its_own_model_is_refused_and_the_model_kept() {
+    let t = tempfile::tempdir().unwrap();
+    let m = model(t.path());
+    let before = std::fs::read(&m).unwrap();
+    for format in ["xgboost", "lightgbm", "onnx"] {
+        let out = sapwood()
+            .args(["export", "--format", format, "--model"])
+            .arg(&m)
+            .arg("--out")
+            .arg(&m)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{format}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("that is the --model file"),
+            "{format}: {}",
+            stderr(&out)
+        );
+        assert_eq!(
+            std::fs::read(&m).unwrap(),
+            before,
+            "{format} overwrote the model"
+        );
+    }
+}
+
+/// An early-stopped model exports the rounds `predict` uses (through the best round),
+/// says so, and `--rounds` exports others: the peers predict with every tree in a file.
+#[test]
+fn an_early_stopped_model_exports_the_rounds_predict_uses() {
+    let t = tempfile::tempdir().unwrap();
+    let model = t.path().join("es.json");
+    let data = repo().join("datasets/synthetic");
+    sapwood()
+        .args([
+            "train",
+            "--quiet",
+            "--label",
+            "y",
+            "--objective",
+            "binary:logistic",
+        ])
+        .args([
+            "--rounds",
+            "300",
+            "--set",
+            "learning_rate=0.8",
+            "--early-stopping",
+            "3",
+        ])
+        .arg("--data")
+        .arg(data.join("train.parquet"))
+        .arg("--valid")
+        .arg(data.join("test.parquet"))
+        .arg("--model")
+        .arg(&model)
+        .assert()
+        .success();
+    let b = sapwood::Booster::load(&model).unwrap();
+    let best = b
+        .model()
+        .best_iteration
+        .expect("early stopping chose a round");
+    let total = b.model().num_rounds();
+    assert!(
+        best + 1 < total,
+        "best {best} of {total}: no later rounds to leave out"
+    );
+    let trees_in = |text: &str, format: &str| -> usize {
+        match format {
+            "xgboost" => {
+                let v: serde_json::Value = serde_json::from_str(text).unwrap();
+                v["learner"]["gradient_booster"]["model"]["trees"]
+                    .as_array()
+                    .unwrap()
+                    .len()
+            }
+            _ => text.lines().filter(|l| l.starts_with("Tree=")).count(),
+        }
+    };
+    for format in ["xgboost", "lightgbm"] {
+        let out_path = t.path().join(format!("es.{format}"));
+        let out = sapwood()
+            .args(["export", "--format", format, "--model"])
+            .arg(&model)
+            .arg("--out")
+            .arg(&out_path)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let said = stderr(&out);
+        assert!(
+            said.contains(&format!("rounds 1-{} of {total}", best + 1))
+                && said.contains(&format!("--rounds {total}")),
+            "{format}: {said}"
+        );
+        let text = std::fs::read_to_string(&out_path).unwrap();
+        assert_eq!(trees_in(&text, format), best + 1, "{format}");
+        sapwood()
+            .args(["export", "--format", format, "--rounds", &total.to_string()])
+            .arg("--model")
+            .arg(&model)
+            .arg("--out")
+            .arg(&out_path)
+            .assert()
+            .success();
+        let text = std::fs::read_to_string(&out_path).unwrap();
+        assert_eq!(trees_in(&text, format), total, "{format} --rounds {total}");
+    }
+    // ONNX: the default export is the library's export of the best rounds, smaller than all
+    let onnx = t.path().join("es.onnx");
+    sapwood()
+        .args(["export", "--format", "onnx", "--model"])
+        .arg(&model)
+        .arg("--out")
+        .arg(&onnx)
+        .assert()
+        .success();
+    let best_bytes = std::fs::read(&onnx).unwrap();
+    let cut = sapwood::Booster::from_json(&b.model().first_rounds(best + 1).to_json()).unwrap();
+    let all = b.model().first_rounds(total);
+    assert_eq!(
+        best_bytes,
+        sapwood::export::onnx::to_bytes(cut.model()).unwrap()
+    );
+    assert!(best_bytes.len() < sapwood::export::onnx::to_bytes(&all).unwrap().len());
+    // more rounds than the model has is an error naming them
+    let out = sapwood()
+        .args([
+            "export", "--format", "onnx", "--rounds", "100000", "--model",
+        ])
+        .arg(&model)
+        .arg("--out")
+        .arg(&onnx)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--rounds 100000"), "{}", stderr(&out));
+}

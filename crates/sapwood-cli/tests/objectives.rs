@@ -288,3 +288,45 @@ fn ranking_from_the_command_line_with_a_group_column() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("--group"), "{err}");
 }
+
+/// A binary label with one class (every row 0, or every row 1) is refused, as scikit-learn
+/// refuses it, naming the objective and the way to train a constant model anyway; it used to
+/// train a constant model and exit 0. Both classes present, even one row of one, trains.
+#[test]
+fn a_binary_label_with_one_class_is_refused() {
+    let t = tempfile::tempdir().unwrap();
+    for (name, labels, ok) in [
+        ("zeros", [0, 0, 0, 0, 0, 0], false),
+        ("ones", [1, 1, 1, 1, 1, 1], false),
+        ("both", [0, 0, 0, 0, 0, 1], true),
+    ] {
+        let data = t.path().join(format!("{name}.csv"));
+        let mut text = String::from("x,y\n");
+        for (i, y) in labels.iter().enumerate() {
+            text += &format!("{i},{y}\n");
+        }
+        std::fs::write(&data, text).unwrap();
+        for objective in ["binary:logistic", "binary:logitraw"] {
+            let out = sapwood()
+                .args(["train", "--quiet", "--label", "y", "--rounds", "2"])
+                .args(["--objective", objective, "--data"])
+                .arg(&data)
+                .arg("--model")
+                .arg(t.path().join("m.json"))
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            if ok {
+                assert!(out.status.success(), "{name} {objective}: {err}");
+            } else {
+                assert_eq!(out.status.code(), Some(2), "{name} {objective}: {err}");
+                assert!(
+                    err.contains(objective)
+                        && err.contains("one class")
+                        && err.contains("base_score"),
+                    "{name} {objective}: {err}"
+                );
+            }
+        }
+    }
+}

@@ -458,3 +458,72 @@ fn ranks_on_three_hosts_save_the_single_process_model() {
         );
     }
 }
+
+/// Two ranks started for different jobs (a parameter, the rounds, the tree depth, the
+/// objective, the codec, the data file, the label column) both fail before training, with
+/// one error naming what differs, its two values and the ranks; nothing is written. With
+/// only the feature count compared, most of these trained one garbled model and exited 0.
+#[test]
+fn ranks_started_for_different_jobs_fail_naming_the_first_difference() {
+    let t = tempfile::tempdir().unwrap();
+    let synthetic = repo().join("datasets/synthetic/train.parquet");
+    let synthetic_test = repo().join("datasets/synthetic/test.parquet");
+    let base = ["--rounds", "4", "--max-depth", "4"];
+    // (what rank 1 changes, rank 1's extra arguments, what the error must name)
+    let cases: [(&str, Vec<&str>, &[&str]); 6] = [
+        ("lambda", vec!["--set", "lambda=50"], &["`lambda`", "50"]),
+        ("rounds", vec!["--rounds", "9"], &["`num_rounds`", "9", "4"]),
+        (
+            "depth",
+            vec!["--max-depth", "6"],
+            &["`max_depth`", "6", "4"],
+        ),
+        (
+            "eta",
+            vec!["--set", "learning_rate=0.05"],
+            &["`learning_rate`", "0.05"],
+        ),
+        ("codec", vec!["--set", "comm_codec=none"], &["`comm_codec`"]),
+        (
+            "data",
+            vec!["--data", synthetic_test.to_str().unwrap()],
+            &["the data's"],
+        ),
+    ];
+    for (what, rank1_extra, named) in cases {
+        let model = t.path().join(format!("{what}.json"));
+        let rank0 = train_args(&synthetic, "y", "binary:logistic", &base, &model);
+        let mut rank1 = rank0.clone();
+        let mut i = 0;
+        while i < rank1_extra.len() {
+            // a flag rank 0 has is replaced; a new one (--set) is added
+            let (flag, value) = (rank1_extra[i], rank1_extra[i + 1]);
+            match rank1.iter().position(|a| a == flag && flag != "--set") {
+                Some(p) => rank1[p + 1] = value.to_string(),
+                None => rank1.extend([flag.to_string(), value.to_string()]),
+            }
+            i += 2;
+        }
+        let coordinator = free_coordinator();
+        let mut ranks = KillOnDrop(vec![
+            spawn_rank(&rank0, 0, 2, &coordinator, "tok"),
+            spawn_rank(&rank1, 1, 2, &coordinator, "tok"),
+        ]);
+        let limit = Instant::now() + Duration::from_secs(60);
+        for r in 0..2 {
+            let status = wait_until(&mut ranks.0[r], limit).expect("the rank ended");
+            let err = stderr_of(&mut ranks.0[r]);
+            assert!(!status.success(), "{what}: rank {r} trained: {err}");
+            assert!(
+                err.contains("do not describe the same job")
+                    && err.contains("rank 1")
+                    && err.contains("rank 0"),
+                "{what}: rank {r}: {err}"
+            );
+            for n in named {
+                assert!(err.contains(n), "{what}: rank {r} does not name {n}: {err}");
+            }
+        }
+        no_outputs(t.path(), &model);
+    }
+}

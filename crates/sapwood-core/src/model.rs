@@ -544,6 +544,16 @@ impl Model {
         self.best_iteration.map_or(self.num_rounds(), |b| b + 1)
     }
 
+    /// The model of its first `rounds` rounds (all of them when `rounds` is more), as
+    /// exporters write it: other libraries predict with every tree of a file.
+    pub fn first_rounds(&self, rounds: usize) -> Model {
+        let rounds = rounds.min(self.num_rounds());
+        let mut m = self.clone();
+        m.trees.truncate(rounds * self.groups);
+        m.best_iteration = self.best_iteration.filter(|&b| b < rounds);
+        m
+    }
+
     /// Margins (`groups` per row) of binned rows using the first `rounds` rounds.
     pub fn predict_binned(&self, binned: &BinnedMatrix, rounds: usize) -> Vec<f32> {
         let (trees, mut out) = self.prediction_start(binned.n_rows(), rounds);

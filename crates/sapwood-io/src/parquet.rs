@@ -17,6 +17,7 @@ use parquet::file::metadata::ParquetMetaData;
 use crate::arrow::Converter;
 use crate::guard::guarded;
 use crate::{IoError, ReadOptions, Table};
+use sapwood_core::files::OutputFile;
 
 /// Rows per batch when reading; a row group larger than this arrives in several batches.
 const BATCH_ROWS: usize = 65_536;
@@ -329,15 +330,15 @@ fn writing<T, E: std::fmt::Display>(
     guarded(f).map_err(err)?.map_err(|e| err(e.to_string()))
 }
 
-/// Writes predictions as Parquet to a temporary file renamed into place on [`finish`]
-/// (so a failure never leaves a partial file under the requested name).
+/// Writes predictions as Parquet through an [`OutputFile`]: a temporary renamed over a
+/// regular file on [`finish`] (so a failure never leaves a partial file under the requested
+/// name, nor a temporary beside it), or a device, FIFO or link's target written in place.
 ///
 /// [`finish`]: PredictionWriter::finish
 pub struct PredictionWriter {
     path: PathBuf,
-    tmp: PathBuf,
     schema: SchemaRef,
-    writer: Option<ArrowWriter<File>>,
+    writer: ArrowWriter<OutputFile>,
 }
 
 impl PredictionWriter {
@@ -348,49 +349,31 @@ impl PredictionWriter {
             .map(|(n, t)| Field::new(n, t.clone(), true))
             .collect();
         let schema = Arc::new(Schema::new(fields));
-        let tmp = sapwood_core::files::temporary_beside(path);
-        let file = File::create(&tmp).map_err(io_err(path))?;
-        let writer = match writing(path, || ArrowWriter::try_new(file, schema.clone(), None)) {
-            Ok(w) => w,
-            Err(e) => {
-                let _ = std::fs::remove_file(&tmp);
-                return Err(e);
-            }
-        };
+        let file = OutputFile::create(path).map_err(io_err(path))?;
+        // dropped on error, the output file removes its temporary
+        let writer = writing(path, || ArrowWriter::try_new(file, schema.clone(), None))?;
         Ok(PredictionWriter {
             path: path.to_path_buf(),
-            tmp,
             schema,
-            writer: Some(writer),
+            writer,
         })
     }
 
     /// Appends rows: one array per field.
     pub fn write(&mut self, arrays: Vec<ArrayRef>) -> Result<(), IoError> {
         let schema = self.schema.clone();
-        let w = self
-            .writer
-            .as_mut()
-            .expect("the writer is open until finish");
+        let w = &mut self.writer;
         writing(&self.path, || {
             let batch = RecordBatch::try_new(schema, arrays).map_err(|e| e.to_string())?;
             w.write(&batch).map_err(|e| e.to_string())
         })
     }
 
-    /// Closes the file and renames it into place.
-    pub fn finish(mut self) -> Result<(), IoError> {
-        let w = self.writer.take().expect("finish is called once");
-        writing(&self.path, || w.close())?;
-        std::fs::rename(&self.tmp, &self.path).map_err(io_err(&self.path))
-    }
-}
-
-impl Drop for PredictionWriter {
-    fn drop(&mut self) {
-        // not finished: an error happened, so leave nothing behind
-        if self.writer.is_some() {
-            let _ = std::fs::remove_file(&self.tmp);
-        }
+    /// Writes the footer and makes the file final. On any failure (a full disk while the
+    /// last row group or the footer is written, a failed rename) nothing is left behind.
+    pub fn finish(self) -> Result<(), IoError> {
+        let path = self.path;
+        let file = writing(&path, || self.writer.into_inner())?;
+        file.commit().map_err(io_err(&path))
     }
 }

@@ -763,6 +763,25 @@ impl Booster {
             start,
         } = shard;
         let init = start.init_model.map(|b| &b.model);
+        let kinds: Vec<bool> = (0..local.cuts.n_features())
+            .map(|j| local.cuts.feature(j).is_categorical())
+            .collect();
+        let mut facts = job_facts(
+            params,
+            run,
+            &local.names,
+            &kinds,
+            [
+                local.weight.is_some(),
+                local.queries.is_some(),
+                start.base_margin.is_some(),
+            ],
+            n_total,
+        );
+        if let Some(m) = init {
+            facts.push_digest("the model to continue", m.to_json().as_bytes());
+        }
+        train::agree_job(&facts, collective)?;
         if let Some(m) = init {
             check_init_objective(params, m)?;
         }
@@ -836,6 +855,25 @@ impl Booster {
             row_offset,
             n_total,
         } = shard;
+        let kinds: Vec<bool> = local
+            .features
+            .columns()
+            .iter()
+            .map(|c| c.is_categorical())
+            .collect();
+        let facts = job_facts(
+            params,
+            run,
+            local.features.names(),
+            &kinds,
+            [
+                local.weight.is_some(),
+                local.queries.is_some(),
+                local.base_margin.is_some(),
+            ],
+            n_total,
+        );
+        train::agree_job(&facts, collective)?;
         check_shard_ranges(row_offset, local.n_rows() as u64, n_total, collective)?;
         let mut cut = crate::CutPass::for_shard(params, n_total, row_offset);
         cut.push(&local.features, local.weight.as_deref())?;
@@ -1192,14 +1230,20 @@ impl std::str::FromStr for ExportFormat {
 }
 
 impl Booster {
-    /// The model in a text format (XGBoost JSON, LightGBM text; see
-    /// [`sapwood_core::export`] for how each split is translated); a split the format cannot
-    /// express is an error naming it, and ONNX, a binary format, is an error pointing to
-    /// [`Booster::export_bytes`].
+    /// The model's text in `format` (XGBoost JSON or LightGBM text), of the rounds prediction
+    /// uses by default (through early stopping's best round; see
+    /// [`Booster::export_rounds`]). Every split is translated (see [`sapwood_core::export`]);
+    /// a split the format cannot express is an error naming it, and ONNX, a binary format, is
+    /// an error pointing to [`Booster::export_bytes`].
     pub fn export_string(&self, format: ExportFormat) -> Result<String> {
+        self.export_string_of(format, self.model.default_rounds())
+    }
+
+    fn export_string_of(&self, format: ExportFormat, rounds: usize) -> Result<String> {
+        let model = self.model.first_rounds(rounds);
         match format {
-            ExportFormat::XGBoost => sapwood_core::export::xgboost::to_json(&self.model),
-            ExportFormat::LightGBM => sapwood_core::export::lightgbm::to_text(&self.model),
+            ExportFormat::XGBoost => sapwood_core::export::xgboost::to_json(&model),
+            ExportFormat::LightGBM => sapwood_core::export::lightgbm::to_text(&model),
             ExportFormat::Onnx => Err(Error::param(
                 "format",
                 "ONNX is a binary format: use Booster::export_bytes or Booster::export",
@@ -1207,26 +1251,72 @@ impl Booster {
         }
     }
 
-    /// The model's bytes in `format` (the text formats as UTF-8); a split the format cannot
-    /// express is an error naming the tree and node.
+    /// The model's bytes in `format` (the text formats as UTF-8), of the rounds prediction
+    /// uses by default; a split the format cannot express is an error naming the tree and node.
     pub fn export_bytes(&self, format: ExportFormat) -> Result<Vec<u8>> {
+        self.export_bytes_of(format, self.model.default_rounds())
+    }
+
+    fn export_bytes_of(&self, format: ExportFormat, rounds: usize) -> Result<Vec<u8>> {
         match format {
-            ExportFormat::Onnx => sapwood_core::export::onnx::to_bytes(&self.model),
-            text => self.export_string(text).map(String::into_bytes),
+            ExportFormat::Onnx => {
+                sapwood_core::export::onnx::to_bytes(&self.model.first_rounds(rounds))
+            }
+            text => self.export_string_of(text, rounds).map(String::into_bytes),
         }
     }
 
-    /// Writes the model in `format` to `path` atomically (nothing is written on error).
+    /// Writes the model in `format` to `path` atomically (nothing is written on error), with
+    /// the rounds prediction uses by default: an early-stopped model exports through its best
+    /// round, since the other libraries predict with every tree of the file.
     pub fn export(&self, format: ExportFormat, path: impl AsRef<Path>) -> Result<()> {
+        self.export_rounds(format, self.model.default_rounds(), path)
+    }
+
+    /// [`Booster::export`] of the first `rounds` rounds (all of them when `rounds` is more
+    /// than the model has); zero rounds is an error.
+    pub fn export_rounds(
+        &self,
+        format: ExportFormat,
+        rounds: usize,
+        path: impl AsRef<Path>,
+    ) -> Result<()> {
         let path = path.as_ref();
-        let bytes = self.export_bytes(format).map_err(|e| match e {
-            Error::InvalidModel(m) => {
-                Error::InvalidModel(format!("{}: not exported: {m}", path.display()))
-            }
-            e => e,
-        })?;
+        if rounds == 0 {
+            return Err(Error::param(
+                "rounds",
+                "0: export at least one round (omit it for the rounds prediction uses)",
+            ));
+        }
+        let bytes = self.export_bytes_of(format, rounds)?;
         sapwood_core::files::write_atomic(path, &bytes)
     }
+}
+
+/// What every worker of a distributed job must share ([`train::agree_job`]): the
+/// parameters and the wire's run options, the features (names and kinds), which optional
+/// columns (weights, query groups, base margins) are given, and the rows over all workers.
+fn job_facts(
+    params: &Params,
+    run: &RunOptions,
+    names: &[String],
+    categorical: &[bool],
+    [weights, groups, base_margin]: [bool; 3],
+    n_total: u64,
+) -> train::JobFacts {
+    let mut facts = train::JobFacts::of_params(params, run);
+    let features: Vec<String> = names
+        .iter()
+        .zip(categorical)
+        .map(|(n, &c)| format!("{n}{}", if c { " (categorical)" } else { "" }))
+        .collect();
+    facts.push("features", features.join(", "));
+    let given = |b: bool| if b { "given" } else { "not given" };
+    facts.push("sample weights", given(weights));
+    facts.push("query groups", given(groups));
+    facts.push("base margins", given(base_margin));
+    facts.push("rows over all workers", n_total.to_string());
+    facts
 }
 
 /// Checks that the workers' row ranges follow one another in rank order and cover

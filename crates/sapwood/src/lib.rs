@@ -31,7 +31,8 @@ pub use sapwood_core::params::{
 };
 pub use sapwood_core::split::{BinSet, SplitRule};
 pub use sapwood_core::train::{
-    Checkpoint, Control, CustomEval, EvalMargins, EvalResult, Quiet, RoundReport, TrainObserver,
+    agree_job, Checkpoint, Control, CustomEval, EvalMargins, EvalResult, JobFacts, Quiet,
+    RoundReport, TrainObserver,
 };
 pub use sapwood_core::tree::{Node, NodeId, Split, Tree};
 pub use sapwood_core::{Error, Result};

@@ -221,6 +221,7 @@ fn bin_source(
     }
     let mut binned = bin.finish()?;
     if let Some(g) = group {
+        crate::input::check_queries_contiguous(&qids, &qnames, shard.rows.start, path, g)?;
         binned
             .set_group(&qids, g)
             .with_context(|| format!("{}", path.display()))?;
@@ -723,6 +724,50 @@ fn run_tcp(a: TrainArgs, settings: Settings, init: Option<Booster>) -> Result<()
     Ok(())
 }
 
+/// Checks, before anything else goes between the ranks, that every rank was started for
+/// the same job: the parameters and rounds, the wire's options, which columns are the
+/// label, weights, query groups and base margins, the feature selection, and the data file
+/// (its columns with their types, its rows, its content), and the model to continue.
+fn agree_on_the_job(
+    a: &TrainArgs,
+    params: &sapwood::Params,
+    run: &RunOptions,
+    source: &Source,
+    init: Option<&Booster>,
+    coll: &mut dyn Collective,
+) -> Result<()> {
+    let mut facts = sapwood::JobFacts::of_params(params, run);
+    let list = |v: &[String]| v.join(", ");
+    facts.push("--label", a.label.clone());
+    facts.push("--weight", a.columns.weight.clone().unwrap_or_default());
+    facts.push("--group", a.columns.group.clone().unwrap_or_default());
+    facts.push("--base-margin", list(&a.base_margin));
+    facts.push("--features", list(&a.columns.features));
+    facts.push("--drop", list(&a.columns.drop));
+    facts.push("--categorical", list(&a.columns.categorical));
+    let columns = match source {
+        Source::Parquet(p) => p
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| format!("{}: {}", f.name(), f.data_type()))
+            .collect::<Vec<_>>()
+            .join(", "),
+        Source::Csv(_) => list(&crate::input::column_names(&a.data, source)?),
+    };
+    facts.push("the data's columns", columns);
+    facts.push("the data's rows", source.num_rows().to_string());
+    facts.push_digest(
+        "the data's content",
+        &crate::input::content_footprint(&a.data, source)?,
+    );
+    if let Some(b) = init {
+        facts.push_digest("the model to continue", b.to_json().as_bytes());
+    }
+    sapwood::agree_job(&facts, coll)?;
+    Ok(())
+}
+
 /// One rank of a distributed job (MPI or TCP): reads its own rows, trains with the
 /// others, and on rank 0 writes the outputs. Returns whether training was interrupted.
 fn train_rank(
@@ -737,6 +782,7 @@ fn train_rank(
     let load_start = Instant::now();
     let opts = read_options(a);
     let source = Source::open(&a.data, &opts)?;
+    agree_on_the_job(a, &params, &run, &source, init, coll)?;
     let shard = source.shard(rank, size);
     let (local, base_margin, query_ends) = bin_source(
         &source,

@@ -1,8 +1,11 @@
 //! LightGBM text model (`lightgbm.Booster(model_file=...)`, model version v4).
 //!
-//! * Numeric split: LightGBM compares in f64 and sends `x <= threshold` left; Sapwood's f32
-//!   threshold `T` is written as the f64 of the same value (shortest text that reads back
-//!   exactly), so `(f64)x <= (f64)T` ⇔ `x <= T` for every f32 `x`. A split sending every
+//! * Numeric split: LightGBM compares the f64 input and sends `x <= threshold` left, while
+//!   Sapwood rounds the input to f32 first (to nearest, ties to even) and compares that with
+//!   its f32 threshold `T`. So the threshold written is the largest f64 that still rounds to
+//!   an f32 at most `T` ([`f64_threshold`]): every f64 input, not only every f32 one, routes
+//!   as Sapwood routes it (x = 1.857, not an f32, lies between `T` = 1.857f32 and that
+//!   threshold, and goes left in both). A split sending every
 //!   non-missing value left gets the largest finite f64 (only +inf, which Sapwood sends left,
 //!   goes right there). LightGBM itself reads every input with |x| <= 1e-35 as 0
 //!   (`kZeroThreshold`), so such inputs route as 0 does.
@@ -37,6 +40,26 @@ const MISSING_NAN: u8 = 2 << 2;
 /// An f32 written as the f64 of the same value, shortest text that reads back exactly.
 fn exact(x: f32) -> String {
     format!("{:?}", f64::from(x))
+}
+
+/// The largest f64 whose nearest f32 (ties to even, as Rust's, NumPy's and C's casts round)
+/// is at most `t`: `x <= f64_threshold(t)` ⇔ `(x as f32) <= t` for every f64 `x`, NaN aside.
+/// The f64 halfway between `t` and the next f32 up is exact (25 significant bits); it rounds
+/// to whichever of the two has an even significand.
+pub(crate) fn f64_threshold(t: f32) -> f64 {
+    debug_assert!(t.is_finite());
+    let up = if t == f32::MAX {
+        // the next f32 "up" is past the range: values from halfway on round to +inf
+        2f64.powi(128)
+    } else {
+        f64::from(t.next_up())
+    };
+    let half = (f64::from(t) + up) / 2.0;
+    if t.to_bits() & 1 == 0 {
+        half
+    } else {
+        half.next_down()
+    }
 }
 
 fn join<T: ToString>(v: &[T]) -> String {
@@ -80,7 +103,7 @@ fn tree_text(model: &Model, t: usize, tree: &Tree, out: &mut String) -> Result<(
         let (mut l, mut r) = (child(s.left), child(s.right));
         match route(model, t, i, s)? {
             Route::Numeric { le } => {
-                threshold.push(le.map_or_else(|| format!("{:?}", f64::MAX), exact));
+                threshold.push(format!("{:?}", le.map_or(f64::MAX, f64_threshold)));
                 decision.push(MISSING_NAN | if s.default_left { DEFAULT_LEFT } else { 0 });
             }
             Route::Categorical { off_default } => {

@@ -208,7 +208,7 @@ fn xgboost_margins(file: &serde_json::Value, row: [f32; 2]) -> Vec<f32> {
 /// LightGBM's rules: inputs with |x| <= 1e-35 read as 0; numeric NaN with missing type NaN takes the default bit, else
 /// `(f64)x <= threshold`; categorical NaN and negative codes go right, codes in the bitset
 /// left, all others right. Sums in f64, as LightGBM does.
-fn lightgbm_margins(text: &str, row: [f32; 2]) -> Vec<f64> {
+fn lightgbm_margins(text: &str, row: [f64; 2]) -> Vec<f64> {
     let header: HashMap<&str, &str> = text
         .lines()
         .take_while(|l| !l.starts_with("Tree="))
@@ -239,7 +239,7 @@ fn lightgbm_margins(text: &str, row: [f32; 2]) -> Vec<f64> {
         let mut n: i64 = 0;
         while n >= 0 {
             let i = n as usize;
-            let x = row[feat[i] as usize] as f64;
+            let x = row[feat[i] as usize];
             // LightGBM reads inputs within kZeroThreshold (1e-35) of zero as zero
             let x = if x.abs() <= 1e-35 { 0.0 } else { x };
             let d = dt[i] as u8;
@@ -328,7 +328,7 @@ fn every_boundary_routes_the_same_in_lightgbm() {
     {
         for c in category_probes() {
             let want = sapwood_margins(&m, x, c);
-            let got = lightgbm_margins(&text, [x, c]);
+            let got = lightgbm_margins(&text, [x as f64, c as f64]);
             for (w, g) in want.iter().zip(&got) {
                 assert!(
                     (*w as f64 - g).abs() <= 1e-5,
@@ -341,13 +341,105 @@ fn every_boundary_routes_the_same_in_lightgbm() {
     assert!(text.ends_with("pandas_categorical:[[\"a\",\"b\",\"c\",\"d\",\"e\",\"f\"]]\n"));
 }
 
+/// Every f64 near an f32 `T` (T itself, the halfway values to its neighbours and the f64s
+/// beside those) routes through `x <= f64_threshold(T)` as `(x as f32) <= T` does, for edge
+/// values (zeros, subnormals, f32::MAX, both signs, both significand parities) and a sweep of
+/// ordinary ones: a brute-force check of the rule behind LightGBM's thresholds.
+#[test]
+fn f64_thresholds_route_every_f64_as_its_f32_rounding() {
+    let mut ts: Vec<f32> = vec![
+        0.0,
+        -0.0,
+        f32::from_bits(1),
+        -f32::from_bits(1),
+        f32::MIN_POSITIVE,
+        f32::MAX,
+        f32::MIN,
+        1.0,
+        -1.5,
+        1.857,
+        1.857f32.next_up(),
+        16_777_216.0,
+        16_777_217.0,
+    ];
+    let mut bits = 0x9e37_79b9u32;
+    for _ in 0..20_000 {
+        bits = bits.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+        let t = f32::from_bits(bits);
+        if t.is_finite() {
+            ts.push(t);
+        }
+    }
+    let mut checked = 0;
+    for t in ts {
+        let thr = lightgbm::f64_threshold(t);
+        let mut xs = vec![f64::from(t), thr, thr.next_up(), thr.next_down()];
+        for n in [t.next_up(), t.next_down()] {
+            if n.is_finite() {
+                let half = (f64::from(t) + f64::from(n)) / 2.0;
+                xs.extend([half, half.next_up(), half.next_down(), f64::from(n)]);
+            }
+        }
+        for x in xs {
+            assert_eq!(
+                x <= thr,
+                (x as f32) <= t,
+                "t={t:e} ({:#x}) x={x:e}: threshold {thr:e}",
+                t.to_bits()
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 100_000);
+}
+
+/// f64 inputs that are not f32 values (1.857, halfway values, their neighbours) reach the
+/// leaf in the LightGBM export that Sapwood, rounding them to f32, reaches: LightGBM compares
+/// the f64 itself. With thresholds widened exactly from f32, x = 1.857 went the other way.
+#[test]
+fn f64_inputs_route_in_lightgbm_as_in_sapwood() {
+    let m = model();
+    let text = lightgbm::to_text(&m).unwrap();
+    let mut checked = 0;
+    for p in numeric_probes() {
+        let mut xs = vec![f64::from(p)];
+        for n in [p.next_up(), p.next_down()] {
+            if n.is_finite() && p.is_finite() {
+                let half = (f64::from(p) + f64::from(n)) / 2.0;
+                xs.extend([half, half.next_up(), half.next_down()]);
+            }
+        }
+        // LightGBM reads inputs within 1e-35 of zero as 0 (documented): left out
+        for x in xs.into_iter().filter(|x| !(x.abs() <= 1e-35 && *x != 0.0)) {
+            for c in category_probes() {
+                let want = sapwood_margins(&m, x as f32, c);
+                let got = lightgbm_margins(&text, [x, f64::from(c)]);
+                for (w, g) in want.iter().zip(&got) {
+                    assert!(
+                        (f64::from(*w) - g).abs() <= 1e-5,
+                        "x={x:e} (f32 {:e}) c={c}: sapwood {want:?} lightgbm {got:?}",
+                        x as f32
+                    );
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 200, "{checked}");
+}
+
 #[test]
 fn thresholds_are_written_exactly() {
     let m = model();
     let text = lightgbm::to_text(&m).unwrap();
     let tree0 = text.split("Tree=0").nth(1).unwrap();
     let thr = tree0.lines().find(|l| l.starts_with("threshold=")).unwrap();
-    assert_eq!(thr, "threshold=-1.5");
+    // the largest f64 that still rounds to -1.5f32 or below: half an f32 step above -1.5
+    // (-1.5 has an even significand, so that halfway value rounds to it)
+    let t: f64 = thr["threshold=".len()..].parse().unwrap();
+    assert_eq!(t, -1.5 + f64::from(f32::EPSILON) * 0.5);
+    assert_eq!(t as f32, -1.5);
+    assert!(t.next_up() as f32 > -1.5);
     let file: serde_json::Value = serde_json::from_str(&xgboost::to_json(&m).unwrap()).unwrap();
     let t2 = &file["learner"]["gradient_booster"]["model"]["trees"][2];
     // bin 2 ends at -0.0: XGBoost's `x < 1e-45` holds for -0.0 and 0.0 alike

@@ -80,7 +80,20 @@ pub fn base_margin(
             vec![detmath::ln(mean.max(1e-6)) as f32]
         }
         ObjectiveKind::Logistic | ObjectiveKind::LogitRaw => {
-            let p = weighted_mean(&|y| y, collective)?.clamp(1e-6, 1.0 - 1e-6);
+            let p = weighted_mean(&|y| y, collective)?;
+            if p == 0.0 || p == 1.0 {
+                // as scikit-learn refuses it: the model could only ever say one thing
+                return Err(Error::param(
+                    "objective",
+                    format!(
+                        "{}: every weighted label is {p}, so the training data has one \
+                         class; a binary classifier needs rows of both (set base_score to \
+                         train a constant model anyway)",
+                        objective.kind()
+                    ),
+                ));
+            }
+            let p = p.clamp(1e-6, 1.0 - 1e-6);
             vec![detmath::ln(p / (1.0 - p)) as f32]
         }
         // scores rank documents within a query: any constant start is the same model
@@ -235,4 +248,163 @@ pub fn agree_num_class(
         },
         _ => 1,
     })
+}
+
+/// What a worker says its job is: named values that every worker of one job shares (every
+/// parameter, the run options the wire depends on, the schema, which columns play which
+/// part, the data's row count). [`agree_job`] compares them before any other exchange.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JobFacts {
+    facts: Vec<(String, String)>,
+}
+
+impl JobFacts {
+    /// Every model parameter (objective, rounds, seed, penalties, ...) by its name, and the
+    /// run options that decide what goes over the wire (the codec and the overlap: ranks
+    /// that differ in them would read each other's bytes wrongly).
+    pub fn of_params(params: &Params, run: &crate::params::RunOptions) -> Self {
+        let mut facts = JobFacts::default();
+        match serde_json::to_value(params) {
+            Ok(serde_json::Value::Object(map)) => {
+                for (name, value) in map {
+                    facts.push(name, value.to_string());
+                }
+            }
+            // parameters always serialise to an object; anything else is still compared
+            Ok(other) => facts.push("parameters", other.to_string()),
+            Err(e) => facts.push("parameters", e.to_string()),
+        }
+        facts.push("comm_codec", format!("{:?}", run.comm_codec));
+        facts.push("comm_overlap", run.comm_overlap.to_string());
+        facts
+    }
+
+    /// Adds a fact (its name as users know it, e.g. `label column`).
+    pub fn push(&mut self, name: impl Into<String>, value: impl Into<String>) {
+        self.facts.push((name.into(), value.into()));
+    }
+
+    /// Adds a fact that stands for `bytes` (a file's footer, a model): a 64-bit FNV-1a
+    /// digest, enough to tell two different inputs apart by accident.
+    pub fn push_digest(&mut self, name: impl Into<String>, bytes: &[u8]) {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for &b in bytes {
+            h = (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        self.push(name, format!("digest {h:016x} of {} bytes", bytes.len()));
+    }
+
+    /// The facts, in the order they are compared.
+    pub fn facts(&self) -> &[(String, String)] {
+        &self.facts
+    }
+
+    fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        out.put_u64(self.facts.len() as u64);
+        for (k, v) in &self.facts {
+            out.put_u64(k.len() as u64);
+            out.extend_from_slice(k.as_bytes());
+            out.put_u64(v.len() as u64);
+            out.extend_from_slice(v.as_bytes());
+        }
+        out
+    }
+
+    fn from_bytes(bytes: &[u8]) -> Result<Self> {
+        let mut r = ByteReader::new(bytes, "job description");
+        let n = r.u64()?;
+        let mut facts = JobFacts::default();
+        let text = |r: &mut ByteReader<'_>| -> Result<String> {
+            let len = r.u64()?;
+            let b = r.take(usize::try_from(len).map_err(|_| r.malformed("a huge length"))?)?;
+            Ok(String::from_utf8_lossy(b).into_owned())
+        };
+        for _ in 0..n {
+            let k = text(&mut r)?;
+            let v = text(&mut r)?;
+            facts.facts.push((k, v));
+        }
+        r.finish()?;
+        Ok(facts)
+    }
+
+    /// The index of the first fact that differs from `other`'s, if any.
+    fn first_difference(&self, other: &JobFacts) -> Option<usize> {
+        let n = self.facts.len().max(other.facts.len());
+        (0..n).find(|&i| self.facts.get(i) != other.facts.get(i))
+    }
+
+    /// How fact `i` reads, for an error message.
+    fn describe(&self, i: usize) -> (String, String) {
+        match self.facts.get(i) {
+            Some((k, v)) => (k.clone(), v.clone()),
+            None => ("(nothing)".into(), "(no such setting)".into()),
+        }
+    }
+}
+
+/// Checks that every worker describes the same job, before any other exchange: a rank
+/// started with another parameter, objective, round count, schema or data file would
+/// otherwise train one garbled model with the others, or fail later with a message about
+/// the wire. On a difference every worker fails with the same error naming the first
+/// differing fact, the first rank that differs from rank 0, and both values.
+pub fn agree_job(mine: &JobFacts, collective: &mut dyn Collective) -> Result<()> {
+    let world = collective.world_size();
+    if world == 1 {
+        return Ok(());
+    }
+    let rank = collective.rank();
+    let mut first = if rank == 0 {
+        mine.to_bytes()
+    } else {
+        Vec::new()
+    };
+    collective.broadcast(&mut first, 0)?;
+    let rank0 = JobFacts::from_bytes(&first)?;
+    // each rank's first differing fact, plus one (0: none), in its own slot
+    let mut table = vec![0u64; world];
+    table[rank] = mine.first_difference(&rank0).map_or(0, |i| i as u64 + 1);
+    collective.allreduce_max(&mut table)?;
+    let Some((other, &slot)) = table.iter().enumerate().find(|(_, &s)| s != 0) else {
+        return Ok(());
+    };
+    let i = (slot - 1) as usize;
+    // the differing rank tells everyone its name and value of that fact
+    let mut theirs = if rank == other {
+        let (k, v) = mine.describe(i);
+        JobFacts {
+            facts: vec![(k, v)],
+        }
+        .to_bytes()
+    } else {
+        Vec::new()
+    };
+    collective.broadcast(&mut theirs, other)?;
+    let theirs = JobFacts::from_bytes(&theirs)?;
+    let (their_name, their_value) = theirs.describe(0);
+    let (name, value) = rank0.describe(i);
+    let also: Vec<String> = table
+        .iter()
+        .enumerate()
+        .filter(|&(r, &s)| s != 0 && r != other)
+        .map(|(r, _)| r.to_string())
+        .collect();
+    let also = if also.is_empty() {
+        String::new()
+    } else {
+        format!(" (ranks {} differ from rank 0 too)", also.join(", "))
+    };
+    let what = if their_name == name {
+        format!("`{name}` is {their_value} on rank {other} but {value} on rank 0")
+    } else {
+        format!(
+            "rank {other} describes `{their_name}` ({their_value}) where rank 0 describes \
+             `{name}` ({value})"
+        )
+    };
+    Err(Error::Collective(format!(
+        "the ranks do not describe the same job: {what}{also}; start every rank with the same \
+         parameters, columns and data"
+    )))
 }

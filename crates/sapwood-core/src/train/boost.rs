@@ -275,6 +275,9 @@ pub struct BoostSetup<'a> {
     /// The largest |per-row base margin| of each group over every worker, when training
     /// rows start from their own margins (agreed, so every worker refuses a tree alike).
     pub start_bound: Option<&'a [f64]>,
+    /// The digest of the training rows checkpoints carry
+    /// ([`super::checkpoint::data_digest`]).
+    pub data: Option<u64>,
 }
 
 /// Boosts `params.num_rounds` rounds on this worker's backend. Evaluation sets are only
@@ -293,6 +296,7 @@ pub fn boost(
         resume,
         rows,
         start_bound,
+        data,
     } = *setup;
     let (params, cuts, base_margin) = (&skeleton.params, &skeleton.cuts, &skeleton.base_margin);
     let start = Instant::now();
@@ -323,12 +327,13 @@ pub fn boost(
     };
     let metrics = params.metrics();
     let row_sample = SampleRate::new(params.subsample);
-    let mut trees = Vec::with_capacity(params.num_rounds * k);
+    // grown as rounds are made: a huge round count with early stopping reserves nothing
+    let mut trees = Vec::new();
     let mut history = resume.map_or_else(Vec::new, |c| c.history.clone());
     let mut best: Option<(usize, f64)> = resume.and_then(|c| c.best);
     let mut interrupted = false;
     let watch = metrics.last().copied();
-    let mut comm_rounds = Vec::with_capacity(params.num_rounds);
+    let mut comm_rounds = Vec::new();
     let mut last_comm = collective.stats();
     let mut store = HistStore::new();
     // |margin| of any row is at most |base| plus the largest |leaf| of every tree so far
@@ -510,6 +515,7 @@ pub fn boost(
                 rounds: round + 1,
                 best,
                 history: history.clone(),
+                data,
             })?;
         }
     }

@@ -12,6 +12,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use super::observer::EvalResult;
+use crate::collective::Collective;
 use crate::data::cuts::Cuts;
 use crate::error::{Error, Result};
 use crate::metric::Metric;
@@ -30,10 +31,107 @@ pub struct Checkpoint {
     pub best: Option<(usize, f64)>,
     /// Every round's metrics so far.
     pub history: Vec<Vec<EvalResult>>,
+    /// [`data_digest`] of the training rows it was trained on; None for a checkpoint of an
+    /// earlier version (or a saved model seen as one), whose data cannot be checked.
+    pub data: Option<u64>,
 }
 
 const FORMAT: &str = "sapwood-checkpoint";
-const VERSION: u64 = 1;
+/// 2: the data digest and the integrity digest. Version 1 files still load (unchecked).
+const VERSION: u64 = 2;
+
+/// A 64-bit FNV-1a hash of `bytes`, continuing from `h`.
+fn fnv(mut h: u64, bytes: &[u8]) -> u64 {
+    for &b in bytes {
+        h = (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+const FNV_START: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// The integrity digest of a checkpoint's JSON without its `integrity` field.
+fn integrity_of(v: &Value) -> String {
+    format!("{:016x}", fnv(FNV_START, v.to_string().as_bytes()))
+}
+
+/// A training row's part of [`data_digest`].
+pub struct DigestRows<'a> {
+    /// The rows' bins (the cuts are compared separately).
+    pub binned: &'a crate::data::binned::BinnedMatrix,
+    /// Labels.
+    pub labels: &'a [f32],
+    /// Sample weights.
+    pub weights: Option<&'a [f32]>,
+    /// The rows' own base margins, `groups` per row.
+    pub margins: Option<&'a [f32]>,
+    /// Query groups.
+    pub queries: Option<&'a crate::rank::Queries>,
+    /// Global index of the first row.
+    pub row_offset: u64,
+}
+
+/// A digest of a job's training rows (labels, weights, own base margins, query starts, bins)
+/// that does not depend on how they are sharded: each row's hash, which includes its global
+/// index, summed modulo 2^64 over every worker (exactly, in 16-bit limbs). A checkpoint
+/// carries it, so resuming on other data (labels permuted, another file binned alike) is
+/// refused rather than mixed into one model.
+pub fn data_digest(rows: &DigestRows<'_>, collective: &mut dyn Collective) -> Result<u64> {
+    let n = rows.binned.n_rows();
+    let f = rows.binned.n_features();
+    let mut starts = vec![false; n];
+    if let Some(q) = rows.queries {
+        for &o in q.offsets() {
+            if let Some(s) = starts.get_mut(o as usize) {
+                *s = true;
+            }
+        }
+    }
+    let k = rows
+        .margins
+        .map_or(0, |m| m.len().checked_div(n).unwrap_or(0));
+    let bins = rows.binned.bins();
+    let mut sum = 0u64;
+    for i in 0..n {
+        let mut h = fnv(FNV_START, &(rows.row_offset + i as u64).to_le_bytes());
+        h = fnv(
+            h,
+            &rows
+                .labels
+                .get(i)
+                .copied()
+                .unwrap_or(0.0)
+                .to_bits()
+                .to_le_bytes(),
+        );
+        if let Some(w) = rows.weights {
+            h = fnv(h, &w.get(i).copied().unwrap_or(0.0).to_bits().to_le_bytes());
+        }
+        if let Some(m) = rows.margins {
+            for v in m.get(i * k..(i + 1) * k).unwrap_or_default() {
+                h = fnv(h, &v.to_bits().to_le_bytes());
+            }
+        }
+        h = fnv(h, &[starts[i] as u8]);
+        h = match bins {
+            crate::data::binned::BinsRef::U8(b) => fnv(h, &b[i * f..(i + 1) * f]),
+            crate::data::binned::BinsRef::U16(b) => b[i * f..(i + 1) * f]
+                .iter()
+                .fold(h, |h, v| fnv(h, &v.to_le_bytes())),
+        };
+        // one more multiply so that the last byte is mixed into the high bits too
+        sum = sum.wrapping_add(h.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    }
+    let mut limbs: Vec<i64> = (0..4)
+        .map(|l| ((sum >> (16 * l)) & 0xffff) as i64)
+        .collect();
+    let bound = (collective.world_size() as u64).saturating_mul(u64::from(u16::MAX));
+    collective.allreduce_sum(&mut limbs, bound)?;
+    Ok(limbs
+        .iter()
+        .enumerate()
+        .fold(0u64, |d, (l, &v)| d.wrapping_add((v as u64) << (16 * l))))
+}
 
 /// A metric value as JSON: a number, or its name where JSON has none (NaN, infinities).
 fn number(v: f64) -> Value {
@@ -87,15 +185,18 @@ impl Checkpoint {
                 )
             })
             .collect();
-        json!({
+        let mut v = json!({
             "format": FORMAT,
             "version": VERSION,
             "rounds": self.rounds,
             "best": self.best.map(|(r, v)| json!([r, number(v)])),
             "history": history,
+            "data": self.data.map(|d| format!("{d:016x}")),
             "model": model,
-        })
-        .to_string()
+        });
+        let integrity = integrity_of(&v);
+        v["integrity"] = json!(integrity);
+        v.to_string()
     }
 
     /// Reads what [`Checkpoint::to_json`] wrote; anything else is an error, never a panic.
@@ -104,9 +205,28 @@ impl Checkpoint {
         if v["format"] != FORMAT {
             return Err(bad("not a Sapwood checkpoint"));
         }
-        if v["version"] != VERSION {
+        let version = v["version"].as_u64();
+        if !matches!(version, Some(1) | Some(VERSION)) {
             return Err(bad(format!("version {} is not {VERSION}", v["version"])));
         }
+        let mut v = v;
+        let data = if version == Some(VERSION) {
+            // an edited or damaged checkpoint would continue into a model no run makes
+            let stored = v
+                .as_object_mut()
+                .and_then(|o| o.remove("integrity"))
+                .ok_or_else(|| bad("no integrity digest"))?;
+            if stored.as_str() != Some(integrity_of(&v).as_str()) {
+                return Err(bad(
+                    "its contents changed after it was written (the integrity digest \
+                     differs): it was edited or damaged; resume from an intact checkpoint",
+                ));
+            }
+            let d = v["data"].as_str().ok_or_else(|| bad("no data digest"))?;
+            Some(u64::from_str_radix(d, 16).map_err(|_| bad("a malformed data digest"))?)
+        } else {
+            None
+        };
         let rounds = v["rounds"].as_u64().ok_or_else(|| bad("no round count"))? as usize;
         let best = match &v["best"] {
             Value::Null => None,
@@ -144,7 +264,7 @@ impl Checkpoint {
             .collect::<Result<Vec<_>>>()?;
         let model = Model::from_json(&v["model"].to_string())
             .map_err(|e| bad(format!("its model: {e}")))?;
-        if model.trees.len() != rounds * model.groups.max(1) {
+        if Some(model.trees.len()) != rounds.checked_mul(model.groups.max(1)) {
             return Err(bad(format!(
                 "{rounds} rounds but {} trees for {} groups",
                 model.trees.len(),
@@ -159,14 +279,16 @@ impl Checkpoint {
             rounds,
             best,
             history,
+            data,
         })
     }
 
     /// Checks that this checkpoint was written by the job described by `skeleton` (same
     /// parameters, features, cuts, groups and base margin), so continuing it gives that
     /// job's model.
-    pub fn check_matches(&self, skeleton: &Model) -> Result<()> {
+    pub fn check_matches(&self, skeleton: &Model, data: Option<u64>) -> Result<()> {
         let m = &self.model;
+        let data_differs = matches!((self.data, data), (Some(a), Some(b)) if a != b);
         let differs = if m.params != skeleton.params {
             Some("parameters")
         } else if m.feature_names != skeleton.feature_names {
@@ -180,6 +302,8 @@ impl Checkpoint {
                 .ne(skeleton.base_margin.iter().map(|v| v.to_bits()))
         {
             Some("base margin (the labels differ)")
+        } else if data_differs {
+            Some("training rows (labels, weights, query groups or feature values)")
         } else {
             None
         };
@@ -217,6 +341,7 @@ impl Checkpoint {
             rounds: init.num_rounds(),
             best: None,
             history: Vec::new(),
+            data: None,
         }
     }
 

@@ -27,7 +27,9 @@ use crate::objective::{Objective, ObjectiveKind};
 use crate::params::Params;
 use crate::rank::Queries;
 
-pub use agree::{agree_cuts, agree_num_class, base_margin, exact_sum, total_rows};
+pub use agree::{
+    agree_cuts, agree_job, agree_num_class, base_margin, exact_sum, total_rows, JobFacts,
+};
 pub use boost::{boost, sample_features, BoostOutcome, BoostSetup, EvalSet, HostRows};
 pub use checkpoint::{continued_params, Checkpoint};
 pub use observer::{
@@ -435,8 +437,29 @@ pub fn train_binned(
         (None, Some(init)) => Some(Checkpoint::of_model(init, &model)),
         (resume, None) => resume,
     };
+    // checkpoints carry a digest of the training rows, checked on resume; rank 0 alone
+    // knows whether it writes checkpoints, so the workers agree on computing it
+    let mut wants = [u64::from(
+        resume.is_some() || observer.checkpoint_every() > 0,
+    )];
+    if collective.world_size() > 1 {
+        collective.allreduce_max(&mut wants)?;
+    }
+    let data = if wants[0] == 1 {
+        let rows = checkpoint::DigestRows {
+            binned: &shard.binned,
+            labels: &shard.labels,
+            weights: shard.weights.as_deref(),
+            margins: shard.base_margin.as_deref(),
+            queries: shard.queries.as_ref(),
+            row_offset: shard.row_offset,
+        };
+        Some(checkpoint::data_digest(&rows, collective)?)
+    } else {
+        None
+    };
     if let Some(c) = &resume {
-        c.check_matches(&model)?;
+        c.check_matches(&model, data)?;
     }
     // the divergence check starts from the largest row margin of every worker
     let start_bound = match &shard.base_margin {
@@ -509,6 +532,7 @@ pub fn train_binned(
                 row_offset,
             }),
         start_bound: start_bound.as_deref(),
+        data,
     };
     let outcome = boost(
         &setup,

@@ -1,0 +1,122 @@
+//! Workers of one distributed job (Dask's, a Rust caller's) agree on the job before any
+//! other exchange: a worker given other parameters, rounds, features or optional columns
+//! fails with every other worker, naming the difference, instead of training one garbled
+//! model with them.
+
+use std::time::Duration;
+
+use sapwood::collective::{in_process, RingCollective};
+use sapwood::{
+    Booster, CommCodec, Dataset, DatasetShard, ObjectiveKind, Params, Quiet, Result, RunOptions,
+};
+
+const N: usize = 600;
+
+fn data(rows: std::ops::Range<usize>, weights: bool, rename: bool) -> Dataset<'static> {
+    let x: Vec<f32> = rows.clone().map(|i| ((i * 37) % 101) as f32).collect();
+    let z: Vec<f32> = rows.clone().map(|i| ((i * 13) % 17) as f32).collect();
+    let y: Vec<f32> = rows
+        .clone()
+        .map(|i| (((i * 37) % 101) > 50) as u8 as f32)
+        .collect();
+    let mut b = Dataset::builder()
+        .numeric("x", x)
+        .numeric(if rename { "z2" } else { "z" }, z)
+        .label(y);
+    if weights {
+        b = b.weight(rows.map(|i| 1.0 + (i % 3) as f32).collect());
+    }
+    b.build().unwrap()
+}
+
+fn params() -> Params {
+    Params {
+        objective: ObjectiveKind::Logistic,
+        num_rounds: 3,
+        max_depth: 3,
+        ..Default::default()
+    }
+}
+
+/// Trains two workers (rows 0..N/2 and N/2..N); worker 1 gets `change` applied.
+fn two_workers(change: impl Fn(&mut Params, &mut bool, &mut bool) + Sync) -> Vec<Result<String>> {
+    let transports = in_process(2, Duration::from_secs(20));
+    std::thread::scope(|s| {
+        let handles: Vec<_> = transports
+            .into_iter()
+            .enumerate()
+            .map(|(rank, t)| {
+                let change = &change;
+                s.spawn(move || {
+                    let (mut p, mut weights, mut rename) = (params(), false, false);
+                    if rank == 1 {
+                        change(&mut p, &mut weights, &mut rename);
+                    }
+                    let rows = if rank == 0 { 0..N / 2 } else { N / 2..N };
+                    let offset = rows.start as u64;
+                    let local = data(rows, weights, rename);
+                    let mut c = RingCollective::new(t, CommCodec::default());
+                    let shard = DatasetShard {
+                        local: &local,
+                        row_offset: offset,
+                        n_total: N as u64,
+                    };
+                    let run = RunOptions::default();
+                    Booster::train_dataset_shard(&p, &run, shard, &[], &mut c, &mut Quiet)
+                        .map(|b| b.to_json())
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+#[test]
+fn workers_that_agree_train_the_single_process_model() {
+    let outs = two_workers(|_, _, _| {});
+    let whole = Booster::train(&params(), &data(0..N, false, false), &[]).unwrap();
+    for o in outs {
+        assert_eq!(o.unwrap(), whole.to_json());
+    }
+}
+
+#[test]
+fn workers_started_for_different_jobs_fail_naming_the_difference() {
+    type Change = fn(&mut Params, &mut bool, &mut bool);
+    let cases: [(&str, Change, &str); 5] = [
+        (
+            "lambda",
+            |p, _, _| p.lambda = 50.0,
+            "`lambda` is 50.0 on rank 1 but 1.0",
+        ),
+        (
+            "rounds",
+            |p, _, _| p.num_rounds = 9,
+            "`num_rounds` is 9 on rank 1 but 3",
+        ),
+        (
+            "objective",
+            |p, _, _| p.objective = ObjectiveKind::SquaredError,
+            "`objective`",
+        ),
+        (
+            "weights",
+            |_, w, _| *w = true,
+            "`sample weights` is given on rank 1 but not given",
+        ),
+        (
+            "features",
+            |_, _, r| *r = true,
+            "`features` is x, z2 on rank 1 but x, z",
+        ),
+    ];
+    for (what, change, named) in cases {
+        for (rank, out) in two_workers(change).into_iter().enumerate() {
+            let err = out.expect_err(what).to_string();
+            assert!(
+                err.contains("do not describe the same job") && err.contains(named),
+                "{what}, rank {rank}: {err}"
+            );
+        }
+    }
+}
