@@ -310,3 +310,113 @@ fn configuration_errors_name_the_setting() {
     ))
     .contains("coordinator `no-such-host.invalid:1`"));
 }
+
+/// Connects to `coordinator` until it listens.
+fn connect_when_listening(coordinator: &str) -> TcpStream {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        match TcpStream::connect(coordinator) {
+            Ok(s) => return s,
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
+            Err(e) => panic!("the coordinator never listened: {e}"),
+        }
+    }
+}
+
+/// A hostile client that announces a 100-byte hello and then sends one byte every 0.7 s;
+/// returns how long the coordinator let it go on (until it answered or closed).
+fn trickle(coordinator: &str) -> Duration {
+    let mut s = connect_when_listening(coordinator);
+    let start = Instant::now();
+    s.set_read_timeout(Some(Duration::from_millis(700)))
+        .unwrap();
+    let _ = s.write_all(&100u64.to_le_bytes());
+    while start.elapsed() < Duration::from_secs(20) {
+        if s.write_all(b"x").is_err() {
+            break;
+        }
+        let mut b = [0u8; 64];
+        match s.read(&mut b) {
+            // an answer (the refusal) or the close: the coordinator is done with it
+            Ok(_) => break,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => break,
+        }
+    }
+    start.elapsed()
+}
+
+/// Strays that connect first and send nothing (six) or trickle a byte at a time (two) hold
+/// no one up: handshakes are served at once, each bounded as a whole (5 s), so the real
+/// rank joins at once and the trickling ones are cut off within the bound. Served one at a
+/// time with a per-read limit, the six idle ones cost 30 s (past the 8 s timeout, the job
+/// failed) and a trickle held the rendezvous for as long as it liked.
+#[test]
+fn idle_and_trickling_strays_never_hold_up_the_rendezvous() {
+    let coordinator = free_coordinator();
+    let c = coordinator.as_str();
+    let timeout = Duration::from_secs(8);
+    std::thread::scope(|s| {
+        let rank0 = s.spawn(|| {
+            let t = TcpTransport::connect(&config(0, 2, c, timeout)).unwrap();
+            let mut coll = RingCollective::new(t, CommCodec::Auto);
+            let mut v = [5i64, 6];
+            coll.allreduce_sum(&mut v, 100).unwrap();
+            v
+        });
+        let idle: Vec<TcpStream> = (0..6).map(|_| connect_when_listening(c)).collect();
+        let trickles: Vec<_> = (0..2).map(|_| s.spawn(|| trickle(c))).collect();
+        std::thread::sleep(Duration::from_millis(300));
+        let joined = Instant::now();
+        let rank1 = s.spawn(|| {
+            let t = TcpTransport::connect(&config(1, 2, c, timeout)).unwrap();
+            let mut coll = RingCollective::new(t, CommCodec::Auto);
+            let mut v = [1i64, -1];
+            coll.allreduce_sum(&mut v, 100).unwrap();
+            v
+        });
+        assert_eq!(rank1.join().unwrap(), [6, 5]);
+        assert!(
+            joined.elapsed() < Duration::from_secs(3),
+            "rank 1 waited {:?} behind the strays",
+            joined.elapsed()
+        );
+        assert_eq!(rank0.join().unwrap(), [6, 5]);
+        for t in trickles {
+            let held = t.join().unwrap();
+            assert!(
+                held < Duration::from_secs(7),
+                "a trickling stray was served {held:?}"
+            );
+        }
+        drop(idle);
+    });
+}
+
+/// A joining rank whose coordinator closes the connection without answering (it ended, or
+/// gave up waiting) says so, instead of "a broken hello (Connection reset by peer)".
+#[test]
+fn a_coordinator_that_closes_without_answering_is_reported_as_such() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            // reads the hello, then closes without a word
+            let (mut conn, _) = listener.accept().unwrap();
+            let mut b = [0u8; 16];
+            let _ = conn.read(&mut b);
+        });
+        let err = TcpTransport::connect(&config(1, 2, &addr, Duration::from_secs(10)))
+            .err()
+            .expect("no job to join")
+            .to_string();
+        assert!(
+            err.contains("closed the connection without answering") && err.contains("rank 0"),
+            "{err}"
+        );
+    });
+}

@@ -130,29 +130,74 @@ fn log_refusal(me: usize, from: Option<SocketAddr>, why: &str) {
     eprintln!("sapwood tcp: rank {me} refused a connection from {from}: {why}");
 }
 
-/// Reads a handshake frame within `wait`.
-fn read_handshake(stream: &mut TcpStream, wait: Duration) -> std::result::Result<Vec<u8>, String> {
-    stream
-        .set_read_timeout(Some(wait.max(Duration::from_millis(1))))
-        .map_err(|e| e.to_string())?;
-    // unbuffered: a buffer could swallow the start of the first message behind the answer
-    match read_frame(&mut &*stream, MAX_HANDSHAKE) {
-        Ok(ReadFrame::Frame(f)) => Ok(f),
-        Ok(ReadFrame::Closed) => Err("it closed the connection before its hello".into()),
-        Ok(ReadFrame::TooLong(n)) => {
-            Err(format!("not a Sapwood worker (a first frame of {n} bytes)"))
+/// Reads from a stream until a deadline for the whole exchange, however the bytes trickle
+/// in: a peer sending one byte a second cannot stretch its handshake past the deadline.
+struct Until<'a> {
+    stream: &'a TcpStream,
+    deadline: Instant,
+}
+
+impl std::io::Read for Until<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::ErrorKind::TimedOut.into());
         }
-        Err(e)
-            if matches!(
-                e.kind(),
-                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-            ) =>
-        {
-            Err(format!("no hello within {} s", wait.as_secs_f64()))
-        }
-        Err(e) => Err(format!("a broken hello ({e})")),
+        self.stream.set_read_timeout(Some(left))?;
+        (&mut &*self.stream).read(buf)
     }
 }
+
+/// Why a handshake frame did not arrive.
+#[derive(Debug)]
+enum Unheard {
+    /// The peer closed the connection (or reset it) before its frame.
+    Closed,
+    /// The whole frame did not arrive within the wait.
+    Late(Duration),
+    /// A first frame longer than any handshake.
+    TooLong(u64),
+    /// Another transport error.
+    Broken(std::io::Error),
+}
+
+impl std::fmt::Display for Unheard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unheard::Closed => write!(f, "it closed the connection before its hello"),
+            Unheard::Late(w) => write!(f, "no whole hello within {} s", w.as_secs_f64()),
+            Unheard::TooLong(n) => {
+                write!(f, "not a Sapwood worker (a first frame of {n} bytes)")
+            }
+            Unheard::Broken(e) => write!(f, "a broken hello ({e})"),
+        }
+    }
+}
+
+/// Reads a handshake frame, all of it within `wait`.
+fn read_handshake(stream: &mut TcpStream, wait: Duration) -> std::result::Result<Vec<u8>, Unheard> {
+    let mut until = Until {
+        stream,
+        deadline: Instant::now() + wait.max(Duration::from_millis(1)),
+    };
+    // unbuffered: a buffer could swallow the start of the first message behind the answer
+    match read_frame(&mut until, MAX_HANDSHAKE) {
+        Ok(ReadFrame::Frame(f)) => Ok(f),
+        Ok(ReadFrame::Closed) => Err(Unheard::Closed),
+        Ok(ReadFrame::TooLong(n)) => Err(Unheard::TooLong(n)),
+        Err(e) => Err(match e.kind() {
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => Unheard::Late(wait),
+            std::io::ErrorKind::ConnectionReset
+            | std::io::ErrorKind::ConnectionAborted
+            | std::io::ErrorKind::UnexpectedEof => Unheard::Closed,
+            _ => Unheard::Broken(e),
+        }),
+    }
+}
+
+/// Handshakes served at once; connections beyond are refused at once (a flood of strays
+/// cannot make threads without bound).
+const MAX_PENDING_HANDSHAKES: usize = 64;
 
 fn send_handshake(stream: &mut TcpStream, payload: &[u8]) -> std::io::Result<()> {
     write_frame(stream, payload)?;
@@ -173,7 +218,50 @@ fn accept_ranks(
         .set_nonblocking(true)
         .map_err(|e| Error::Collective(format!("rank {me}: listener: {e}")))?;
     let mut got = Vec::new();
+    // every handshake is read on a thread of its own, bounded as a whole: strays that send
+    // nothing, or a byte a second, never hold up a real worker behind them
+    let (done, heard) = std::sync::mpsc::channel();
+    let mut pending = 0usize;
     while !missing.is_empty() {
+        while let Ok((mut stream, addr, hello)) = heard.try_recv() {
+            pending -= 1;
+            let hello: std::result::Result<Hello, String> = hello;
+            let verdict = hello.and_then(|h| {
+                if h.token != cfg.token {
+                    Err("a wrong token (it belongs to another job)".to_string())
+                } else if h.world as usize != cfg.world {
+                    Err(format!(
+                        "a world of {} where this job has {}",
+                        h.world, cfg.world
+                    ))
+                } else if !missing.contains(&(h.rank as usize)) {
+                    Err(
+                        if (h.rank as usize) < cfg.world
+                            && got.iter().any(|(r, _, _)| *r == h.rank as usize)
+                        {
+                            format!("rank {} is already connected", h.rank)
+                        } else {
+                            format!("rank {} is not one this rank waits for", h.rank)
+                        },
+                    )
+                } else {
+                    Ok(h)
+                }
+            });
+            match verdict {
+                Ok(h) => {
+                    missing.retain(|&r| r != h.rank as usize);
+                    got.push((h.rank as usize, stream, h));
+                }
+                Err(why) => {
+                    log_refusal(me, Some(addr), &why);
+                    let _ = send_handshake(&mut stream, &encode_answer(Err(&why)));
+                }
+            }
+        }
+        if missing.is_empty() {
+            break;
+        }
         let now = Instant::now();
         if now >= deadline {
             let list: Vec<String> = missing.iter().map(|r| r.to_string()).collect();
@@ -196,40 +284,30 @@ fn accept_ranks(
                 continue;
             }
         };
+        if pending >= MAX_PENDING_HANDSHAKES {
+            log_refusal(
+                me,
+                Some(addr),
+                &format!("{MAX_PENDING_HANDSHAKES} handshakes are already under way"),
+            );
+            continue;
+        }
         let _ = stream.set_nonblocking(false);
         let wait = HANDSHAKE_READ.min(deadline.saturating_duration_since(now));
-        let hello = read_handshake(&mut stream, wait).and_then(|b| Hello::decode(&b));
-        let verdict = hello.and_then(|h| {
-            if h.token != cfg.token {
-                Err("a wrong token (it belongs to another job)".to_string())
-            } else if h.world as usize != cfg.world {
-                Err(format!(
-                    "a world of {} where this job has {}",
-                    h.world, cfg.world
-                ))
-            } else if !missing.contains(&(h.rank as usize)) {
-                Err(
-                    if (h.rank as usize) < cfg.world
-                        && got.iter().any(|(r, _, _)| *r == h.rank as usize)
-                    {
-                        format!("rank {} is already connected", h.rank)
-                    } else {
-                        format!("rank {} is not one this rank waits for", h.rank)
-                    },
-                )
-            } else {
-                Ok(h)
-            }
-        });
-        match verdict {
-            Ok(h) => {
-                missing.retain(|&r| r != h.rank as usize);
-                got.push((h.rank as usize, stream, h));
-            }
-            Err(why) => {
-                log_refusal(me, Some(addr), &why);
-                let _ = send_handshake(&mut stream, &encode_answer(Err(&why)));
-            }
+        let done = done.clone();
+        pending += 1;
+        let spawned = std::thread::Builder::new()
+            .name("sapwood-handshake".into())
+            .spawn(move || {
+                let hello = read_handshake(&mut stream, wait)
+                    .map_err(|e| e.to_string())
+                    .and_then(|b| Hello::decode(&b));
+                // the rendezvous may be over (it no longer listens): the stray is dropped
+                let _ = done.send((stream, addr, hello));
+            });
+        if let Err(e) = spawned {
+            pending -= 1;
+            log_refusal(me, Some(addr), &format!("no thread for its handshake: {e}"));
         }
     }
     Ok(got)
@@ -265,12 +343,13 @@ fn join(
     let io = |e: std::io::Error| Error::Collective(format!("rank {me}: {whom} at {addr}: {e}"));
     send_handshake(&mut stream, &hello.encode()).map_err(io)?;
     let left = deadline.saturating_duration_since(Instant::now());
-    let answer = read_handshake(&mut stream, left).map_err(|why| {
-        if why.starts_with("no hello") {
-            timed_out()
-        } else {
-            Error::Collective(format!("rank {me}: {whom} at {addr} answered with {why}"))
-        }
+    let answer = read_handshake(&mut stream, left).map_err(|why| match why {
+        Unheard::Late(_) => timed_out(),
+        Unheard::Closed => Error::Collective(format!(
+            "rank {me}: {whom} at {addr} closed the connection without answering this \
+             worker's hello: it ended or gave up waiting (its own error says why)"
+        )),
+        why => Error::Collective(format!("rank {me}: {whom} at {addr} answered with {why}")),
     })?;
     match decode_answer(&answer) {
         Ok(Ok(payload)) => Ok((stream, payload)),
