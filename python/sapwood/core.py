@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Callable, NamedTuple, Optional, Protocol, Union
 
@@ -807,11 +808,24 @@ class Booster:
         feature's level list (the XGBoost file's ``sapwood_categories`` attribute, the
         LightGBM file's ``pandas_categorical`` line, the ONNX file's ``sapwood_categories``
         metadata), with levels not in the list as NaN.
+
+        An exported model holds every round trained, as :meth:`predict` uses them (the
+        peers predict with every tree of a file); after early stopping a warning says so:
+        save ``booster[: booster.best_iteration + 1]`` to export the best model.
         """
         if format == "sapwood":
             self._model.save(os.fspath(fname))
-        else:
-            self._model.export(os.fspath(fname), format)
+            return
+        total = self.num_boosted_rounds()
+        self._model.export(os.fspath(fname), format, max(total, 1))
+        best = self.best_iteration
+        if best is not None and best + 1 < total:
+            warnings.warn(
+                f"exported all {total} rounds, as Booster.predict uses them; early stopping's "
+                f"best round is {best}: save booster[:{best + 1}] to export the best model",
+                UserWarning,
+                stacklevel=2,
+            )
 
     def load_model(self, fname: PathLike) -> Booster:
         """Reads a model file written by :meth:`save_model` or the CLI."""
@@ -1938,12 +1952,14 @@ def _make_folds(
         if label is None:
             raise ParameterError("invalid parameter `stratified`: the Dataset has no label")
         y = np.asarray(label).ravel()
-        # each class is dealt out over the folds in turn, so every fold gets its share
+        # rows grouped by label (stably, in the shuffled order within a label) are dealt
+        # out over the folds in turn: every fold gets its share of each class, and the
+        # deal continues from one class to the next, so classes smaller than nfold (or
+        # continuous labels, every value its own "class": folds stratified by the sorted
+        # label) never leave a fold with all the rows and another with none
         _, classes = np.unique(y[order], return_inverse=True)
-        seen = np.zeros(classes.max() + 1, dtype=np.intp)
-        for pos, c in zip(order, classes):
-            fold_of[pos] = seen[c] % nfold
-            seen[c] += 1
+        by_class = order[np.argsort(classes, kind="stable")]
+        fold_of[by_class] = np.arange(n) % int(nfold)
     else:
         for k, part in enumerate(np.array_split(order, int(nfold))):
             fold_of[part] = k

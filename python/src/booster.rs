@@ -75,7 +75,7 @@ impl NativeBooster {
                 threads,
             };
             let predictions = py
-                .detach(|| self.inner.predict_with(&dataset, opts))
+                .detach(|| crate::pool::install(|| self.inner.predict_with(&dataset, opts)))
                 .or_raise()?;
             Ok((predictions.values.into_pyarray(py), predictions.per_row))
         })
@@ -100,12 +100,25 @@ impl NativeBooster {
         guarded(|| py.detach(|| self.inner.save(&path)).or_raise())
     }
 
-    /// Writes the model to `path` in another library's format (`xgboost`, `lightgbm` or `onnx`),
-    /// atomically; an unknown format or a split the format cannot express is an error.
-    fn export(&self, py: Python<'_>, path: PathBuf, format: &str) -> PyResult<()> {
+    /// Writes the model's first `rounds` rounds (default: the engine's, through the best
+    /// round of early stopping) to `path` in another library's
+    /// format (`xgboost`, `lightgbm` or `onnx`), atomically; an unknown format or a split the
+    /// format cannot express is an error.
+    #[pyo3(signature = (path, format, rounds=None))]
+    fn export(
+        &self,
+        py: Python<'_>,
+        path: PathBuf,
+        format: &str,
+        rounds: Option<usize>,
+    ) -> PyResult<()> {
         guarded(|| {
             let format: sapwood::ExportFormat = format.parse().or_raise()?;
-            py.detach(|| self.inner.export(format, &path)).or_raise()
+            py.detach(|| match rounds {
+                Some(r) => self.inner.export_rounds(format, r, &path),
+                None => self.inner.export(format, &path),
+            })
+            .or_raise()
         })
     }
 

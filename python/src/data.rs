@@ -321,12 +321,12 @@ impl NativeData {
                 } else {
                     let r = a.try_readonly().map_err(|e| input(e.to_string()))?;
                     let view = r.as_array();
-                    data.sources = owned(py.detach(|| columns_of(view)));
+                    data.sources = owned(py.detach(|| crate::pool::install(|| columns_of(view))));
                 }
             } else if let Ok(a) = array.cast::<PyArray2<f64>>() {
                 let r = a.try_readonly().map_err(|e| input(e.to_string()))?;
                 let view = r.as_array();
-                data.sources = owned(py.detach(|| columns_of(view)));
+                data.sources = owned(py.detach(|| crate::pool::install(|| columns_of(view))));
             } else {
                 return Err(input("expected a float32 or float64 numpy array"));
             }
@@ -438,16 +438,18 @@ impl NativeData {
             let indices = indices.as_slice().ok_or_else(contiguous)?;
             let values = values.as_slice().ok_or_else(contiguous)?;
             let columns: Vec<Vec<f32>> = py.detach(|| {
-                ranges
-                    .into_par_iter()
-                    .map(|r| {
-                        let mut col = vec![f32::NAN; n_rows];
-                        for (&i, &v) in indices[r.clone()].iter().zip(&values[r]) {
-                            col[i as usize] = v;
-                        }
-                        col
-                    })
-                    .collect()
+                crate::pool::install(|| {
+                    ranges
+                        .into_par_iter()
+                        .map(|r| {
+                            let mut col = vec![f32::NAN; n_rows];
+                            for (&i, &v) in indices[r.clone()].iter().zip(&values[r]) {
+                                col[i as usize] = v;
+                            }
+                            col
+                        })
+                        .collect()
+                })
             });
             NativeData {
                 names,

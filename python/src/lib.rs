@@ -8,6 +8,7 @@ mod data;
 mod distributed;
 mod errors;
 mod params;
+mod pool;
 mod training;
 
 use pyo3::prelude::*;

@@ -83,6 +83,28 @@ def test_cv_stratified_keeps_class_shares() -> None:
     assert got == _manual(params, X, y, folds, 5)
 
 
+def test_cv_stratified_on_continuous_or_rare_labels_fills_every_fold(regression_data: Any) -> None:
+    # every value of a continuous label is its own class: dealt out class by class with one
+    # running count, the folds are the label's sorted order dealt in turn, every fold is
+    # a fifth of the rows (each class used to start at fold 0: fold 0 held every row and
+    # its training set none, "the training dataset has no rows")
+    X, y = regression_data
+    n = len(y)
+    folds = sapwood.core._make_folds(sapwood.Dataset(X, label=y), 5, True, None, True, 0)
+    sizes = [len(te) for _, te in folds]
+    assert max(sizes) - min(sizes) <= 1 and sum(sizes) == n
+    assert sorted(np.concatenate([te for _, te in folds]).tolist()) == list(range(n))
+    # stratified by the sorted label: each fold's label distribution matches the whole
+    for _, te in folds:
+        assert abs(float(np.median(y[te])) - float(np.median(y))) < 0.2 * float(np.std(y))
+    got = sapwood.cv(REG, sapwood.Dataset(X, label=y), 3, nfold=5, stratified=True)
+    assert len(got["test-rmse-mean"]) == 3
+    # three classes of two rows each and nfold 5: no fold is left without training rows
+    y3 = np.array([0, 0, 1, 1, 2, 2] * 5, dtype=np.float32)
+    folds = sapwood.core._make_folds(sapwood.Dataset(np.ones((30, 1)), label=y3), 5, True, None, True, 1)
+    assert all(len(tr) > 0 and len(te) == 6 for tr, te in folds)
+
+
 def test_cv_early_stopping_truncates_like_xgboost() -> None:
     xgb = pytest.importorskip("xgboost")
     rng = np.random.default_rng(2)

@@ -169,3 +169,80 @@ def test_bad_formats_are_errors_and_write_nothing(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
     b.save_model(tmp_path / "x.json", format="XGBoost")
     assert (tmp_path / "x.json").exists()
+
+
+def _decimal_rows(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """float64 features with three decimals (1.857, ...): most are not f32 values, and the
+    f32 thresholds the model learns are the f32 roundings of such values."""
+    rng = np.random.default_rng(seed)
+    X = rng.integers(-3000, 3000, size=(n, 4)) / 1000.0
+    y = (X[:, 0] + 0.5 * X[:, 1] - X[:, 2] * X[:, 3] > 0.1).astype(np.float64)
+    return X, y
+
+
+def test_float64_inputs_route_in_every_export_as_in_sapwood(tmp_path: Path) -> None:
+    # LightGBM compares the float64 input with the threshold in the file; Sapwood rounds the
+    # input to f32 first. A threshold written as the f32 value widened to f64 sent x = 1.857
+    # (just above its f32 rounding) the other way. XGBoost rounds inputs to f32 as Sapwood
+    # does; the ONNX model takes float32 (the documented cast).
+    xgb = pytest.importorskip("xgboost")
+    lgb = pytest.importorskip("lightgbm")
+    X, y = _decimal_rows(6000, 11)
+    assert X.dtype == np.float64
+    assert (X.astype(np.float32).astype(np.float64) != X).mean() > 0.9
+    b = sapwood.train({"objective": "binary:logistic", "max_depth": 6, "max_bin": 255},
+                      sapwood.Dataset(X, label=y), 30)
+    want = np.asarray(b.predict(X, output_margin=True), dtype=np.float64)
+    b.save_model(tmp_path / "m.lgb.txt", format="lightgbm")
+    lb = lgb.Booster(model_file=str(tmp_path / "m.lgb.txt"))
+    _check("float64 rows", lb.predict(X, raw_score=True), want, "lightgbm")
+    b.save_model(tmp_path / "m.xgb.json", format="xgboost")
+    xb = xgb.Booster(model_file=str(tmp_path / "m.xgb.json"))
+    _check("float64 rows", xb.predict(xgb.DMatrix(X, feature_names=list(b._model.feature_names)), output_margin=True), want, "xgboost")
+    ort = pytest.importorskip("onnxruntime")
+    b.save_model(tmp_path / "m.onnx", format="onnx")
+    session = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
+    margin, _ = session.run(None, {"input": X.astype(np.float32)})
+    _check("float64 rows", margin, want, "onnx")
+
+
+def test_an_early_stopped_model_exports_the_rounds_predict_uses(tmp_path: Path) -> None:
+    # Booster.predict uses every round, as XGBoost's does: the export holds every round and
+    # says so in one warning naming the best round and how to export it; the slice
+    # booster[: best + 1] exports the best model, predicting what predict does with that
+    # range, in each format
+    xgb = pytest.importorskip("xgboost")
+    lgb = pytest.importorskip("lightgbm")
+    ort = pytest.importorskip("onnxruntime")
+    X, y = _decimal_rows(6000, 12)
+    Xv, yv = _decimal_rows(2000, 13)
+    yv[::3] = 1 - yv[::3]  # noisy validation labels: the best round comes early
+    b = sapwood.train({"objective": "binary:logistic", "learning_rate": 0.8},
+                      sapwood.Dataset(X, label=y), 400,
+                      evals=[(sapwood.Dataset(Xv, label=yv), "valid")],
+                      early_stopping_rounds=3, verbose_eval=False)
+    best, total = b.best_iteration, b.num_boosted_rounds()
+    assert best is not None and best + 1 < total
+    names = list(b._model.feature_names)
+
+    def margins(path: Path, fmt: str) -> np.ndarray:
+        if fmt == "lightgbm":
+            return np.asarray(lgb.Booster(model_file=str(path)).predict(X, raw_score=True))
+        if fmt == "xgboost":
+            xb = xgb.Booster(model_file=str(path))
+            return np.asarray(xb.predict(xgb.DMatrix(X, feature_names=names), output_margin=True))
+        session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        return np.asarray(session.run(None, {"input": X.astype(np.float32)})[0])
+
+    every = np.asarray(b.predict(X, output_margin=True), dtype=np.float64)
+    best_only = np.asarray(b.predict(X, output_margin=True, iteration_range=(0, best + 1)),
+                           dtype=np.float64)
+    assert np.abs(every - best_only).max() > 0.1
+    for fmt in ("lightgbm", "xgboost", "onnx"):
+        path = tmp_path / f"all.{fmt}"
+        with pytest.warns(UserWarning, match=rf"exported all {total} rounds.*booster\[:{best + 1}\]"):
+            b.save_model(path, format=fmt)
+        _check("every round", margins(path, fmt), every, fmt)
+        path = tmp_path / f"best.{fmt}"
+        b[: best + 1].save_model(path, format=fmt)
+        _check("through the best round", margins(path, fmt), best_only, fmt)

@@ -98,3 +98,45 @@ def test_set_param_sets_the_threads_of_predictions_only() -> None:
     np.testing.assert_array_equal(b.predict(X, pred_contribs=True), one_thread)
     with pytest.raises(sapwood.ParameterError, match="max_depth"):
         b.set_param({"max_depth": 3})
+
+
+def _predict_in_child(model: "sapwood.SapwoodClassifier", X: np.ndarray, out: "object") -> None:
+    out.put(model.predict_proba(X))  # type: ignore[attr-defined]
+
+
+def test_a_child_forked_after_fit_predicts() -> None:
+    # fork copies only the calling thread: a pool made in the parent (by fit and by a first
+    # predict) has no threads in the child, where work handed to it used to wait forever.
+    # The extension makes its pool again in a child; the child's predictions equal the
+    # parent's, and it ends within the limit instead of hanging.
+    import multiprocessing
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(12_000, 8)).astype(np.float32)
+    y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    model = sapwood.SapwoodClassifier(n_estimators=10, max_depth=4).fit(X, y)
+    want = model.predict_proba(X)
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_predict_in_child, args=(model, X, queue))
+    child.start()
+    try:
+        got = queue.get(timeout=120)
+    finally:
+        child.join(timeout=30)
+        if child.is_alive():
+            child.kill()
+    assert child.exitcode == 0
+    np.testing.assert_array_equal(got, want)
+
+
+def test_a_billion_rounds_with_early_stopping_stop_early() -> None:
+    # nothing is reserved per round: n_estimators=10**9 asked for 80 GB up front and
+    # killed the interpreter
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(3_000, 5)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(int)
+    model = sapwood.SapwoodClassifier(
+        n_estimators=10**9, learning_rate=1.0, early_stopping_rounds=2
+    ).fit(X[:2000], y[:2000], eval_set=[(X[2000:], y[2000:])])
+    assert model.get_booster().num_boosted_rounds() < 1000

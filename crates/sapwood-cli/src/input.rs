@@ -70,6 +70,8 @@ impl Source {
     ) -> Result<()> {
         match self {
             Source::Csv(t) => {
+                crate::signals::test_raise_at_batch(1);
+                crate::Interrupted::check()?;
                 if shard.rows.start == 0 && shard.rows.end == t.n_rows() as u64 {
                     let c = copies_of_features(t, copies);
                     return f(t.clone(), c);
@@ -119,7 +121,13 @@ impl Source {
                         .filter_map(|n| Some((n.clone(), batch.column_by_name(n)?.clone())))
                         .collect()
                 };
-                for batch in p.batches(&conv.columns(), shard.row_groups.clone())? {
+                for (i, batch) in p
+                    .batches(&conv.columns(), shard.row_groups.clone())?
+                    .enumerate()
+                {
+                    crate::signals::test_raise_at_batch(i + 1);
+                    // a stop signal is heard between batches, in every command that reads
+                    crate::Interrupted::check()?;
                     any = true;
                     let batch = batch?;
                     f(conv.convert(&batch)?, raw(&batch))?;
@@ -185,6 +193,69 @@ fn copies_of_features(t: &Table, names: &[String]) -> Vec<(String, ArrayRef)> {
             Some((n.clone(), a))
         })
         .collect()
+}
+
+/// The kind of values an Arrow type holds, as a model records them.
+fn input_type_of(t: &sapwood_io::arrow_schema::DataType) -> sapwood::InputType {
+    use sapwood_io::arrow_schema::DataType as T;
+    match t {
+        T::Boolean => sapwood::InputType::Bool,
+        T::Utf8 | T::LargeUtf8 | T::Utf8View | T::Dictionary(..) => sapwood::InputType::Text,
+        _ => sapwood::InputType::Number,
+    }
+}
+
+/// What each of `model`'s features holds in the training file `path`: a Parquet column's
+/// type, else (CSV, which has no booleans) numbers or text as the cuts say.
+pub fn input_types(path: &Path, model: &sapwood::Model) -> Result<Vec<sapwood::InputType>> {
+    let from_cuts = |j: usize| match model.cuts.feature(j) {
+        sapwood::FeatureCuts::Categorical { .. } => sapwood::InputType::Text,
+        sapwood::FeatureCuts::Numeric { .. } => sapwood::InputType::Number,
+    };
+    if is_csv(path) {
+        return Ok((0..model.feature_names.len()).map(from_cuts).collect());
+    }
+    let p = ParquetSource::open(path)?;
+    Ok(model
+        .feature_names
+        .iter()
+        .enumerate()
+        .map(|(j, n)| match p.schema().field_with_name(n) {
+            Ok(f) => input_type_of(f.data_type()),
+            Err(_) => from_cuts(j),
+        })
+        .collect())
+}
+
+/// Refuses a feature column whose values are booleans where the model was trained on
+/// numbers, or numbers where it was trained on booleans: read as 0 and 1 they would be
+/// predicted without a word, and wrongly. (Text against numbers is refused by the
+/// categorical checks.) Models that do not record their input types are not checked.
+pub fn check_input_types(path: &Path, source: &Source, model: &sapwood::Model) -> Result<()> {
+    let (Some(types), Source::Parquet(p)) = (&model.input_types, source) else {
+        return Ok(());
+    };
+    for (name, &trained) in model.feature_names.iter().zip(types) {
+        let Ok(field) = p.schema().field_with_name(name) else {
+            continue;
+        };
+        let given = input_type_of(field.data_type());
+        let drift = matches!(
+            (trained, given),
+            (sapwood::InputType::Number, sapwood::InputType::Bool)
+                | (sapwood::InputType::Bool, sapwood::InputType::Number)
+        );
+        if drift {
+            return Err(crate::settings::Error(format!(
+                "{}: column `{name}` holds {given} ({}), but the model was trained on {trained}: \
+                 cast the column to the training type",
+                path.display(),
+                field.data_type()
+            ))
+            .into());
+        }
+    }
+    Ok(())
 }
 
 /// Bytes that stand for a data file's content, for the ranks of a job to compare: a Parquet

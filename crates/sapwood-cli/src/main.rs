@@ -6,30 +6,59 @@ mod commands;
 mod input;
 mod progress;
 mod settings;
+mod signals;
 
 use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
 
-/// Training stopped by Ctrl-C after saving what it had: exit code 130, like a shell.
+/// A command stopped by SIGINT or SIGTERM (after training saved what it had): exit code
+/// 130 or 143, as a shell reports it.
 #[derive(Debug)]
-pub struct Interrupted;
+pub struct Interrupted(pub Option<signals::Signal>);
+
+impl Interrupted {
+    /// Training that stopped for a signal: this process's, or another rank's (which ends
+    /// this one as Ctrl-C would).
+    pub fn training() -> Interrupted {
+        Interrupted(signals::received())
+    }
+
+    /// The stop asked for by a signal received so far, if any, as an error to return.
+    pub fn check() -> Result<(), Interrupted> {
+        match signals::received() {
+            Some(s) => Err(Interrupted(Some(s))),
+            None => Ok(()),
+        }
+    }
+}
 
 impl std::fmt::Display for Interrupted {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("interrupted")
+        match self.0 {
+            Some(s) => write!(f, "interrupted by {}", s.name()),
+            None => f.write_str(
+                "interrupted: another rank of the job was stopped by a signal (Ctrl-C or \
+                 SIGTERM there)",
+            ),
+        }
     }
 }
 
 impl std::error::Error for Interrupted {}
 
-/// How the process ends: 2 for anything wrong with the input, 1 for internal failures.
+/// How the process ends: 2 for anything wrong with the input, 1 for internal failures and
+/// for a distributed job that broke down (a rank that died, timed out or was started for
+/// another job: the other ranks' inputs are not at fault).
 fn exit_code(e: &anyhow::Error) -> ExitCode {
+    let collective = e
+        .chain()
+        .any(|c| matches!(c.downcast_ref(), Some(sapwood::Error::Collective(_))));
     let user = e.chain().any(|c| {
         c.is::<sapwood::Error>() || c.is::<sapwood_io::IoError>() || c.is::<settings::Error>()
     });
-    ExitCode::from(if user { 2 } else { 1 })
+    ExitCode::from(if user && !collective { 2 } else { 1 })
 }
 
 /// Whether the error is a closed standard output (`sapwood inspect m.json | head`): the
@@ -41,11 +70,24 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
+/// The signal that stopped the command, when the error (or one of its causes) says so.
+fn interrupted_by(e: &anyhow::Error) -> Option<signals::Signal> {
+    e.chain()
+        .find_map(|c| c.downcast_ref::<Interrupted>())
+        .map(|i| i.0.unwrap_or(signals::Signal::INTERRUPT))
+}
+
 fn main() -> ExitCode {
+    signals::install();
     let args = cli::Cli::parse();
     match commands::run(args) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.is::<Interrupted>() => ExitCode::from(130),
+        Err(e) if interrupted_by(&e).is_some() => {
+            let signal = interrupted_by(&e).expect("checked");
+            let _ = std::io::stderr().write_all(format!("{e:#}\n").as_bytes());
+
+            ExitCode::from(signal.exit_code())
+        }
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             // one line, the causes joined: no backtrace

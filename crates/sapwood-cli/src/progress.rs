@@ -1,9 +1,7 @@
 //! Progress of training: a bar with the metrics on a terminal, plain lines otherwise, and
-//! Ctrl-C turned into a clean stop between rounds.
+//! Ctrl-C or SIGTERM ([`crate::signals`]) turned into a clean stop between rounds.
 
 use std::io::IsTerminal;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use sapwood::{Control, RoundReport, TrainObserver};
@@ -13,7 +11,6 @@ pub struct Progress {
     bar: Option<ProgressBar>,
     plain: bool,
     every: usize,
-    interrupted: Arc<AtomicBool>,
 }
 
 fn metrics_text(r: &RoundReport<'_>) -> String {
@@ -27,11 +24,6 @@ fn metrics_text(r: &RoundReport<'_>) -> String {
 impl Progress {
     /// Progress for `rounds` rounds; silent when `quiet`.
     pub fn new(rounds: usize, quiet: bool) -> Self {
-        let interrupted = Arc::new(AtomicBool::new(false));
-        let flag = interrupted.clone();
-        // a second handler cannot be installed (tests run several commands in one process
-        // only through the binary, so this fails only in unusual embeddings): ignore
-        let _ = ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst));
         let terminal = std::io::stderr().is_terminal();
         let bar = (!quiet && terminal).then(|| {
             let b = ProgressBar::new(rounds as u64);
@@ -47,7 +39,6 @@ impl Progress {
             bar,
             plain: !quiet && !terminal,
             every: rounds.div_ceil(100).max(1),
-            interrupted,
         }
     }
 
@@ -69,7 +60,7 @@ impl TrainObserver for Progress {
         {
             eprintln!("[{}] {}", r.round, metrics_text(r));
         }
-        if self.interrupted.load(Ordering::SeqCst) {
+        if crate::signals::received().is_some() {
             Control::Stop
         } else {
             Control::Continue

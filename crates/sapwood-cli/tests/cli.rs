@@ -336,64 +336,143 @@ fn bad_input_exits_2_with_one_line_and_no_output() {
     fails(&args, "no column `x`", &out);
 }
 
+/// Ctrl-C (SIGINT) and SIGTERM (what schedulers send before SIGKILL) during training stop
+/// it after the current round: the model, the summary and a checkpoint of that very round
+/// are saved, and the exit status is 130 or 143. SIGTERM used to kill the process with
+/// nothing saved, and the checkpoint lagged behind the saved model.
 #[test]
-fn ctrl_c_saves_the_model_trained_so_far() {
+fn ctrl_c_and_sigterm_save_the_model_summary_and_checkpoint_trained_so_far() {
+    for (signal, code) in [("-INT", 130), ("-TERM", 143)] {
+        let t = tempfile::tempdir().unwrap();
+        let model = t.path().join("m.json");
+        let ck = t.path().join("ck.json");
+        let summary = t.path().join("summary.json");
+        let bin = assert_cmd::cargo::cargo_bin("sapwood");
+        let mut child = std::process::Command::new(bin)
+            .args(["train", "--rounds", "1000000", "--label", "price", "--data"])
+            .arg(repo().join("datasets/diamonds/train.parquet"))
+            .arg("--model")
+            .arg(&model)
+            .arg("--summary")
+            .arg(&summary)
+            .args(["--checkpoint-every", "3", "--checkpoint"])
+            .arg(&ck)
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        // ready when rounds are done (the handler is installed before anything is read):
+        // the first checkpoint says so, however slow the machine
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+        let ready = |ck: &Path| {
+            std::fs::read_to_string(ck)
+                .ok()
+                .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
+                .and_then(|v| v["rounds"].as_u64())
+                .unwrap_or(0)
+        };
+        let mut seen = ready(&ck);
+        while seen == 0 {
+            assert!(child.try_wait().unwrap().is_none(), "training ended early");
+            assert!(std::time::Instant::now() < deadline, "no round in 300 s");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            seen = ready(&ck);
+        }
+        let sent = std::time::Instant::now();
+        let status = std::process::Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "{signal}: saved, then exit {code}: {err}"
+        );
+        assert!(
+            sent.elapsed() < std::time::Duration::from_secs(10),
+            "{signal}: {:?}",
+            sent.elapsed()
+        );
+        assert!(err.contains("interrupted: saved the"), "{signal}: {err}");
+        let b = Booster::load(&model).unwrap();
+        assert!(b.num_rounds() as u64 >= seen && b.num_rounds() < 1_000_000);
+        assert_eq!(
+            b.model().params.num_rounds,
+            b.num_rounds(),
+            "the model records the rounds actually trained"
+        );
+        // the summary is written too, and says the run was interrupted after those rounds
+        let s: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&summary).expect("a summary")).unwrap();
+        assert_eq!(s["interrupted"], true, "{s}");
+        assert_eq!(s["rounds"].as_u64(), Some(b.num_rounds() as u64), "{s}");
+        // and the checkpoint holds the very round the model ends with, to resume from
+        assert_eq!(
+            ready(&ck),
+            b.num_rounds() as u64,
+            "{signal}: checkpoint behind the model"
+        );
+    }
+}
+
+/// A stop signal while the data is read (train) or rows are predicted stops at the next
+/// batch with exit 130, writes nothing and leaves no temporary (the test makes the process
+/// send itself SIGINT at its first batch; before, SIGINT there killed it outright, and a
+/// predict temporary could stay behind).
+#[test]
+fn a_signal_while_reading_or_predicting_stops_cleanly() {
     let t = tempfile::tempdir().unwrap();
     let model = t.path().join("m.json");
-    let ck = t.path().join("ck.json");
-    let summary = t.path().join("summary.json");
-    let bin = assert_cmd::cargo::cargo_bin("sapwood");
-    let mut child = std::process::Command::new(bin)
-        .args(["train", "--rounds", "1000000", "--label", "price", "--data"])
-        .arg(repo().join("datasets/diamonds/train.parquet"))
+    sapwood()
+        .args([
+            "train", "--quiet", "--rounds", "3", "--label", "y", "--data",
+        ])
+        .arg(repo().join("datasets/synthetic/train.parquet"))
         .arg("--model")
         .arg(&model)
-        .arg("--summary")
-        .arg(&summary)
-        .args(["--checkpoint-every", "1", "--checkpoint"])
-        .arg(&ck)
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    // ready when a round is done (the Ctrl-C handler is installed before training starts):
-    // the first checkpoint says so, however slow the machine
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
-    let ready = |ck: &Path| {
-        std::fs::read_to_string(ck)
-            .ok()
-            .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
-            .and_then(|v| v["rounds"].as_u64())
-            .unwrap_or(0)
-    };
-    let mut seen = ready(&ck);
-    while seen == 0 {
-        assert!(child.try_wait().unwrap().is_none(), "training ended early");
-        assert!(std::time::Instant::now() < deadline, "no round in 300 s");
-        std::thread::sleep(std::time::Duration::from_millis(5));
-        seen = ready(&ck);
+        .assert()
+        .success();
+    let out_dir = t.path().join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    for data in ["train.parquet", "train.csv"] {
+        let data = repo().join("datasets/synthetic").join(data);
+        let m2 = out_dir.join("m2.json");
+        let out = sapwood()
+            .env("SAPWOOD_TEST_RAISE_AT_BATCH", "1")
+            .args([
+                "train", "--quiet", "--rounds", "3", "--label", "y", "--data",
+            ])
+            .arg(&data)
+            .arg("--model")
+            .arg(&m2)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(130), "train {data:?}: {err}");
+        assert!(err.contains("interrupted by SIGINT"), "{err}");
+        let p = out_dir.join("p.parquet");
+        let out = sapwood()
+            .env("SAPWOOD_TEST_RAISE_AT_BATCH", "1")
+            .args(["predict", "--model"])
+            .arg(&model)
+            .arg("--data")
+            .arg(&data)
+            .arg("--out")
+            .arg(&p)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(130), "predict {data:?}: {err}");
+        let left: Vec<_> = std::fs::read_dir(&out_dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
     }
-    let status = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let out = child.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(130), "saved, then exit 130: {err}");
-    assert!(err.contains("interrupted: saved the"), "{err}");
-    let b = Booster::load(&model).unwrap();
-    assert!(b.num_rounds() as u64 >= seen && b.num_rounds() < 1_000_000);
-    assert_eq!(
-        b.model().params.num_rounds,
-        b.num_rounds(),
-        "the model records the rounds actually trained"
-    );
-    // the summary is written too, and says the run was interrupted after those rounds
-    let s: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&summary).expect("a summary")).unwrap();
-    assert_eq!(s["interrupted"], true, "{s}");
-    assert_eq!(s["rounds"].as_u64(), Some(b.num_rounds() as u64), "{s}");
 }
 
 #[test]
@@ -1342,5 +1421,105 @@ fn resume_refuses_other_rows_and_an_edited_checkpoint() {
     assert_eq!(
         std::fs::read(&resumed).unwrap(),
         std::fs::read(&whole).unwrap()
+    );
+}
+
+/// Messages that used to mislead: a column given two parts ("not read"), a label with three
+/// classes for a binary objective ("label at row 0 is 3 classes"), a text query id that
+/// comes back (shown as its hash), and `predict --out p.csv` (silently Parquet).
+#[test]
+fn messages_name_the_column_the_classes_and_the_query_as_written() {
+    let t = tempfile::tempdir().unwrap();
+    let out = t.path().join("m.json");
+    let csv = t.path().join("d.csv");
+    std::fs::write(
+        &csv,
+        "x,y,q,w\n1,a,q1,1\n2,b,q1,1\n3,c,q2,1\n4,a,q2,1\n5,b,q1,1\n6,c,q3,1\n",
+    )
+    .unwrap();
+    let d = csv.to_str().unwrap();
+    let o = out.to_str().unwrap();
+    fails(
+        &[
+            "train",
+            "--quiet",
+            "--data",
+            d,
+            "--label",
+            "y",
+            "--group",
+            "y",
+            "--objective",
+            "rank:ndcg",
+            "--model",
+            o,
+        ],
+        "--group y: `y` is already the --label column",
+        &out,
+    );
+    fails(
+        &[
+            "train", "--quiet", "--data", d, "--label", "y", "--weight", "y", "--model", o,
+        ],
+        "--weight y: `y` is already the --label column",
+        &out,
+    );
+    fails(
+        &[
+            "train",
+            "--quiet",
+            "--data",
+            d,
+            "--label",
+            "y",
+            "--objective",
+            "binary:logistic",
+            "--model",
+            o,
+        ],
+        "binary:logistic needs exactly two classes, but the label has 3 (`a`, `b`, `c`)",
+        &out,
+    );
+    // query q1 comes back at row 4 (0-based data rows): named as written, not as a hash
+    fails(
+        &[
+            "train",
+            "--quiet",
+            "--data",
+            d,
+            "--label",
+            "w",
+            "--group",
+            "q",
+            "--objective",
+            "rank:ndcg",
+            "--drop",
+            "y",
+            "--model",
+            o,
+        ],
+        "row 4: query `q1` appears again",
+        &out,
+    );
+    sapwood()
+        .args([
+            "train", "--quiet", "--rounds", "2", "--label", "x", "--drop", "y,q", "--data", d,
+            "--model", o,
+        ])
+        .assert()
+        .success();
+    let p = t.path().join("p.csv");
+    fails(
+        &[
+            "predict",
+            "--model",
+            o,
+            "--data",
+            d,
+            "--out",
+            p.to_str().unwrap(),
+        ],
+        "predictions are written as Parquet",
+        &p,
     );
 }

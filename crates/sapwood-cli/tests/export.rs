@@ -274,3 +274,37 @@ fn an_early_stopped_model_exports_the_rounds_predict_uses() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--rounds 100000"), "{}", stderr(&out));
 }
+
+/// A refused export names the model, the format and the output, then why: it used to begin
+/// "invalid model: <the --out path>", as if the output were the model at fault.
+#[test]
+fn a_refused_export_names_the_model_format_and_output() {
+    let t = tempfile::tempdir().unwrap();
+    let m = t.path().join("huber.json");
+    sapwood()
+        .args(["train", "--quiet", "--rounds", "2", "--label", "price"])
+        .args(["--objective", "huber", "--data"])
+        .arg(repo().join("datasets/diamonds/train.parquet"))
+        .arg("--model")
+        .arg(&m)
+        .assert()
+        .success();
+    let out_path = t.path().join("h.xgb.json");
+    let out = sapwood()
+        .args(["export", "--format", "xgboost", "--model"])
+        .arg(&m)
+        .arg("--out")
+        .arg(&out_path)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let want = format!(
+        "error: {} was not exported as xgboost to {}: invalid model: objective huber cannot be \
+         exported to",
+        m.display(),
+        out_path.display()
+    );
+    assert!(err.starts_with(&want), "{err}");
+    assert!(!out_path.exists());
+}

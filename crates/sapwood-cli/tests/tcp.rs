@@ -209,7 +209,7 @@ fn a_killed_rank_ends_the_others_with_an_error_naming_it() {
     for r in [0, 2] {
         let status = wait_until(&mut ranks[r], limit).expect("the survivor ended");
         let err = stderr_of(&mut ranks[r]);
-        assert!(!status.success(), "rank {r}: {err}");
+        assert_eq!(status.code(), Some(1), "rank {r}: {err}");
         // rank 1 was killed; the survivor may see the other survivor close first, once that
         // one failed: either way the message names a rank that closed
         assert!(
@@ -513,7 +513,8 @@ fn ranks_started_for_different_jobs_fail_naming_the_first_difference() {
         for r in 0..2 {
             let status = wait_until(&mut ranks.0[r], limit).expect("the rank ended");
             let err = stderr_of(&mut ranks.0[r]);
-            assert!(!status.success(), "{what}: rank {r} trained: {err}");
+            // a job that broke down is exit status 1, as the README says (not bad input: 2)
+            assert_eq!(status.code(), Some(1), "{what}: rank {r}: {err}");
             assert!(
                 err.contains("do not describe the same job")
                     && err.contains("rank 1")
@@ -526,4 +527,69 @@ fn ranks_started_for_different_jobs_fail_naming_the_first_difference() {
         }
         no_outputs(t.path(), &model);
     }
+}
+
+/// Ctrl-C to rank 1 (not rank 0) stops the whole job after the current round: rank 0 saves
+/// the model it has and both exit 130, rank 0 saying that another rank was stopped. Before,
+/// rank 1's Ctrl-C was ignored (only rank 0's stop counted).
+#[test]
+fn ctrl_c_to_a_rank_other_than_0_stops_the_whole_job() {
+    let t = tempfile::tempdir().unwrap();
+    let model = t.path().join("m.json");
+    let ck = t.path().join("ck.json");
+    let data = repo().join("datasets/diamonds/train.parquet");
+    let mut args = train_args(
+        &data,
+        "price",
+        "reg:squarederror",
+        &["--rounds", "1000000", "--set", "comm_timeout=30"],
+        &model,
+    );
+    args.extend([
+        "--checkpoint-every".into(),
+        "2".into(),
+        "--checkpoint".into(),
+    ]);
+    args.push(ck.display().to_string());
+    let coordinator = free_coordinator();
+    let mut ranks = KillOnDrop(
+        (0..2)
+            .map(|r| spawn_rank(&args, r, 2, &coordinator, "tok"))
+            .collect(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while !ck.exists() {
+        assert!(Instant::now() < deadline, "no checkpoint in 300 s");
+        assert!(
+            ranks.0.iter_mut().all(|c| c.try_wait().unwrap().is_none()),
+            "a rank ended early"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let sent = Instant::now();
+    let status = Command::new("kill")
+        .args(["-INT", &ranks.0[1].id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let limit = sent + Duration::from_secs(20);
+    let mut errs = Vec::new();
+    for r in 0..2 {
+        let status = wait_until(&mut ranks.0[r], limit).expect("the rank ended");
+        let err = stderr_of(&mut ranks.0[r]);
+        assert_eq!(status.code(), Some(130), "rank {r}: {err}");
+        errs.push(err);
+    }
+    assert!(
+        errs[0].contains("interrupted: saved the") && errs[0].contains("another rank"),
+        "rank 0: {}",
+        errs[0]
+    );
+    assert!(
+        errs[1].contains("rank 1") && errs[1].contains("interrupted by SIGINT"),
+        "rank 1: {}",
+        errs[1]
+    );
+    let b = sapwood::Booster::load(&model).unwrap();
+    assert!(b.num_rounds() >= 2 && b.num_rounds() < 1_000_000);
 }

@@ -66,6 +66,32 @@ pub struct Model {
     pub best_iteration: Option<usize>,
     /// The name of the label column in the training data, when known.
     pub label_name: Option<String>,
+    /// What each feature's values were in the training data, when the front end knew
+    /// (by feature, in training order): prediction refuses a column of another type where
+    /// the conversion would not be exact (booleans where numbers were trained).
+    pub input_types: Option<Vec<InputType>>,
+}
+
+/// The type of a feature's values in the training data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InputType {
+    /// Numbers (integers or floats).
+    Number,
+    /// Booleans, read as 0 and 1.
+    Bool,
+    /// Text or categories.
+    Text,
+}
+
+impl std::fmt::Display for InputType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            InputType::Number => "numbers",
+            InputType::Bool => "booleans",
+            InputType::Text => "text",
+        })
+    }
 }
 
 /// Serde helpers writing non-finite f32 values as strings (JSON has no infinities).
@@ -150,6 +176,8 @@ struct ModelFile {
     best_iteration: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     label_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    input_types: Option<Vec<InputType>>,
     features: Vec<FeatureFile>,
     params: Params,
     trees: Vec<TreeFile>,
@@ -401,6 +429,7 @@ impl Model {
             base_margin: self.base_margin.clone(),
             best_iteration: self.best_iteration,
             label_name: self.label_name.clone(),
+            input_types: self.input_types.clone(),
             features: self
                 .feature_names
                 .iter()
@@ -477,6 +506,15 @@ impl Model {
             )));
         }
         let rounds = file.trees.len() / groups;
+        if let Some(t) = &file.input_types {
+            if t.len() != file.features.len() {
+                return Err(bad(format!(
+                    "{} input types for {} features",
+                    t.len(),
+                    file.features.len()
+                )));
+            }
+        }
         if let Some(b) = file.best_iteration {
             if b >= rounds {
                 return Err(bad(format!("best_iteration {b} but only {rounds} rounds")));
@@ -529,6 +567,7 @@ impl Model {
             trees,
             best_iteration: file.best_iteration,
             label_name: file.label_name,
+            input_types: file.input_types,
         })
     }
 

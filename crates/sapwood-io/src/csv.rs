@@ -84,6 +84,7 @@ impl RawColumn {
         let err = |row: usize, reason: String| IoError::Value {
             path: path.to_path_buf(),
             line: lines[row] as usize,
+            row,
             column: self.name.clone(),
             value: self.cells[row].clone(),
             reason,
@@ -157,6 +158,7 @@ impl RawColumn {
                 Err(IoError::Value {
                     path: path.to_path_buf(),
                     line: lines[row] as usize,
+                    row,
                     column: self.name.clone(),
                     value: s.clone(),
                     reason,
@@ -468,7 +470,7 @@ mod tests {
             "id,note,x\n1,\"a, b\",1\n2,\"two\nlines, \"\"quoted\"\"\",2\n3,plain,3\n4,x,oops\n";
         let e = error(text, &ReadOptions::default());
         // line 6: the record on line 3 spans two lines
-        assert!(e.contains("line 6, column `x`: `oops`"), "{e}");
+        assert!(e.contains("line 6 (row 3), column `x`: `oops`"), "{e}");
         let t = read(
             &text.replace("oops", "4"),
             &ReadOptions {
@@ -501,7 +503,7 @@ mod tests {
             let e = error(&text, &ReadOptions::default());
             assert!(
                 e.starts_with(&std::env::temp_dir().display().to_string())
-                    && e.contains("t.csv: line 4, column `x`: ")
+                    && e.contains("t.csv: line 4 (row 2), column `x`: ")
                     && e.contains(&format!("`{bad}`")),
                 "{bad}: {e}"
             );
@@ -536,7 +538,7 @@ mod tests {
             &ReadOptions::default(),
         );
         assert!(
-            e.contains("line 4, column `c`: `7` is a number, but the column holds text"),
+            e.contains("line 4 (row 2), column `c`: `7` is a number, but the column holds text"),
             "{e}"
         );
     }
@@ -569,17 +571,19 @@ mod tests {
         assert!(w[0] == 0.5 && w[1].is_nan());
         let e = error("x,w,y\n1,0.5,1\n2,heavy,0\n", &opts);
         assert!(
-            e.contains("t.csv: line 3, column `w`: `heavy` is not a number; sample weights"),
+            e.contains(
+                "t.csv: line 3 (row 1), column `w`: `heavy` is not a number; sample weights"
+            ),
             "{e}"
         );
         let e = error("x,w,y\n1,1,1\n2,1e300,0\n", &opts);
         assert!(
-            e.contains("line 3, column `w`: `1e300` is out of range"),
+            e.contains("line 3 (row 1), column `w`: `1e300` is out of range"),
             "{e}"
         );
         let e = error("x,w,y\n1,1,1\n2,1,0\n3,1,1\n4,1,abc\n", &opts);
         assert!(
-            e.contains("t.csv: line 5, column `y`: `abc` is not a number"),
+            e.contains("t.csv: line 5 (row 3), column `y`: `abc` is not a number"),
             "{e}"
         );
         // class names are text labels

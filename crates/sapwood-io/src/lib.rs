@@ -47,12 +47,15 @@ pub enum IoError {
         reason: String,
     },
     /// One cell of a text file cannot be used.
-    #[error("{path}: line {line}, column `{column}`: `{value}` {reason}")]
+    #[error("{path}: line {line} (row {row}), column `{column}`: `{value}` {reason}")]
     Value {
         /// The file.
         path: PathBuf,
         /// 1-based line number where the record starts.
         line: usize,
+        /// 0-based row of the data (the header not counted), as the engine's own errors
+        /// about the same row (a label, a weight) number it.
+        row: usize,
         /// The column.
         column: String,
         /// The cell as written.

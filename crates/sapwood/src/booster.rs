@@ -1117,6 +1117,25 @@ impl Booster {
         self.model.label_name = Some(name.into());
     }
 
+    /// Records what each feature's values were in the training data (one per feature, in
+    /// training order), saved with the model so that prediction can refuse a column whose
+    /// type drifted (booleans where numbers were trained); a list of another length is an
+    /// error.
+    pub fn set_input_types(&mut self, types: Vec<sapwood_core::model::InputType>) -> Result<()> {
+        if types.len() != self.model.feature_names.len() {
+            return Err(Error::param(
+                "input_types",
+                format!(
+                    "{} types for {} features",
+                    types.len(),
+                    self.model.feature_names.len()
+                ),
+            ));
+        }
+        self.model.input_types = Some(types);
+        Ok(())
+    }
+
     /// Reads a model written by [`Booster::save`].
     pub fn load(path: impl AsRef<Path>) -> Result<Booster> {
         sapwood_core::files::read_parsed(path.as_ref(), Self::from_json)

@@ -59,20 +59,7 @@ pub fn encode(objective: ObjectiveKind, label: &Label) -> Result<Encoded> {
             let mut classes = labels.clone();
             classes.sort();
             classes.dedup();
-            if classes.len() < 2 {
-                return Err(Error::InvalidLabel {
-                    row: 0,
-                    value: classes.first().map_or("nothing".into(), |c| c.to_string()),
-                    reason: format!("{kind} needs at least two classes, found {}", classes.len()),
-                });
-            }
-            if kind.is_binary() && classes.len() > 2 {
-                return Err(Error::InvalidLabel {
-                    row: 0,
-                    value: format!("{} classes", classes.len()),
-                    reason: "binary:logistic needs exactly two classes; use multi:softprob".into(),
-                });
-            }
+            check_class_count(kind, &classes)?;
             let values = labels
                 .iter()
                 .map(|l| classes.binary_search(l).unwrap() as f32)
@@ -179,22 +166,42 @@ pub fn global_classes(
     if objective.is_binary() && classes.iter().all(|c| matches!(c, ClassLabel::Int(0 | 1))) {
         return Ok(Some(vec![ClassLabel::Int(0), ClassLabel::Int(1)]));
     }
+    check_class_count(objective, &classes)?;
+    Ok(Some(classes))
+}
+
+/// Refuses a label with fewer than two classes, or more than two for a binary objective:
+/// a fact of the whole column, so the error names the classes, not a row.
+fn check_class_count(objective: ObjectiveKind, classes: &[ClassLabel]) -> Result<()> {
+    let listed = || {
+        let shown: Vec<String> = classes.iter().take(5).map(|c| format!("`{c}`")).collect();
+        let more = if classes.len() > 5 { ", ..." } else { "" };
+        format!("{}{more}", shown.join(", "))
+    };
     if classes.len() < 2 {
-        return Err(Error::InvalidLabel {
-            row: 0,
-            value: classes.first().map_or("nothing".into(), |c| c.to_string()),
-            reason: format!(
-                "{objective} needs at least two classes, found {}",
-                classes.len()
+        return Err(Error::param(
+            "objective",
+            format!(
+                "{objective} needs at least two classes, but the label has {} ({})",
+                classes.len(),
+                if classes.is_empty() {
+                    "no values".into()
+                } else {
+                    listed()
+                }
             ),
-        });
+        ));
     }
     if objective.is_binary() && classes.len() > 2 {
-        return Err(Error::InvalidLabel {
-            row: 0,
-            value: format!("{} classes", classes.len()),
-            reason: "binary:logistic needs exactly two classes; use multi:softprob".into(),
-        });
+        return Err(Error::param(
+            "objective",
+            format!(
+                "{objective} needs exactly two classes, but the label has {} ({}); use \
+                 multi:softprob",
+                classes.len(),
+                listed()
+            ),
+        ));
     }
-    Ok(Some(classes))
+    Ok(())
 }

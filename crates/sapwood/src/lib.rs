@@ -23,7 +23,7 @@ pub use sapwood_core::explain;
 pub use sapwood_core::export;
 pub use sapwood_core::files::{check_writable, remove_stale_temporaries, write_atomic};
 pub use sapwood_core::metric::{argmax, Metric};
-pub use sapwood_core::model::{ClassLabel, Model};
+pub use sapwood_core::model::{ClassLabel, InputType, Model};
 pub use sapwood_core::objective::ObjectiveKind;
 pub use sapwood_core::params::{
     CollectiveKind, CommCodec, Device, DeviceIndices, GrowPolicy, Params, Quantisation, RunOptions,

@@ -85,6 +85,7 @@ pub fn run(a: EvalArgs) -> Result<()> {
         ..Default::default()
     };
     let source = Source::open(&a.data, &opts)?;
+    crate::input::check_input_types(&a.data, &source, model)?;
     let mut roles = vec![("label", label_name.as_str())];
     if let Some(w) = &a.weight {
         roles.push(("weight", w.as_str()));

@@ -190,6 +190,26 @@ pub(crate) fn check_not_input(out: &Path, inputs: &[(&str, &Path)], flag: &str) 
     Ok(())
 }
 
+/// Refuses an output named for another format (`p.csv`): predictions are written as
+/// Parquet, and a CSV reader given Parquet bytes under a `.csv` name fails far from here.
+/// Names without an extension (a FIFO, `/dev/stdout`) and `.parquet`/`.pq` are taken.
+fn check_parquet_name(out: &Path) -> Result<()> {
+    let ext = out
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase());
+    match ext.as_deref() {
+        Some("csv" | "tsv" | "txt" | "json" | "jsonl" | "arrow" | "feather" | "npy") => {
+            Err(settings::Error(format!(
+                "--out {}: predictions are written as Parquet; name the file .parquet \
+                 (this build writes no other format)",
+                out.display()
+            ))
+            .into())
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Refuses `--keep` lists that name a column twice or an output column.
 fn check_keep(keep: &[String], outputs: &[(String, DataType)]) -> Result<()> {
     for (i, k) in keep.iter().enumerate() {
@@ -280,9 +300,11 @@ pub fn run(a: PredictArgs) -> Result<()> {
         ..Default::default()
     };
     let source = Source::open(&a.data, &opts)?;
+    crate::input::check_input_types(&a.data, &source, model)?;
     let mut roles: Vec<(&str, &str)> = a.keep.iter().map(|k| ("kept", k.as_str())).collect();
     roles.extend(a.base_margin.iter().map(|c| ("base margin", c.as_str())));
     check_unique_columns(&a.data, &source, &roles)?;
+    check_parquet_name(&a.out)?;
     sapwood::check_writable(&a.out)?;
     sapwood::remove_stale_temporaries(&a.out);
     let objective = model.objective();

@@ -396,7 +396,21 @@ fn init_model_of(a: &TrainArgs) -> Result<Option<Booster>> {
         .transpose()
 }
 
-fn check_group(a: &TrainArgs, params: &Params) -> Result<()> {
+fn check_column_roles(a: &TrainArgs, params: &Params) -> Result<()> {
+    // a column plays one part: the label cannot also be the weights or the queries
+    let mut roles: Vec<(&str, &str)> = vec![("--label", a.label.as_str())];
+    roles.extend(a.columns.weight.as_deref().map(|w| ("--weight", w)));
+    roles.extend(a.columns.group.as_deref().map(|g| ("--group", g)));
+    roles.extend(a.base_margin.iter().map(|m| ("--base-margin", m.as_str())));
+    for (i, (flag, column)) in roles.iter().enumerate() {
+        if let Some((other, _)) = roles[..i].iter().find(|(_, c)| c == column) {
+            return Err(settings::Error(format!(
+                "{flag} {column}: `{column}` is already the {other} column; a column plays \
+                 one part"
+            ))
+            .into());
+        }
+    }
     match (&a.columns.group, params.objective.is_ranking()) {
         (Some(g), false) => Err(settings::Error(format!(
             "--group {g}: query groups are for ranking objectives (rank:ndcg, rank:map, \
@@ -419,6 +433,8 @@ fn write_outputs(
     train_seconds: f64,
 ) -> Result<()> {
     booster.set_label_name(&a.label);
+    let types = crate::input::input_types(&a.data, booster.model())?;
+    booster.set_input_types(types)?;
     sapwood::remove_stale_temporaries(&a.model);
     booster
         .save(&a.model)
@@ -617,8 +633,8 @@ fn run_mpi(a: TrainArgs, settings: Settings, init: Option<Booster>) -> Result<()
         .with_overlap(settings.run.comm_overlap);
     match train_rank(&a, settings, init.as_ref(), &mut coll) {
         Ok(interrupted) => {
-            if interrupted && rank == 0 {
-                return Err(Interrupted.into());
+            if interrupted {
+                return Err(Interrupted::training().into());
             }
             Ok(())
         }
@@ -718,8 +734,8 @@ fn run_tcp(a: TrainArgs, settings: Settings, init: Option<Booster>) -> Result<()
     // on an error the connections close as `coll` drops, so every peer fails at once
     let interrupted = train_rank(&a, settings, init.as_ref(), &mut coll)
         .with_context(|| format!("rank {rank}"))?;
-    if interrupted && rank == 0 {
-        return Err(Interrupted.into());
+    if interrupted {
+        return Err(anyhow::Error::new(Interrupted::training()).context(format!("rank {rank}")));
     }
     Ok(())
 }
@@ -777,7 +793,7 @@ fn train_rank(
     coll: &mut dyn Collective,
 ) -> Result<bool> {
     let Settings { params, run } = settings;
-    check_group(a, &params)?;
+    check_column_roles(a, &params)?;
     let (rank, size) = (coll.rank(), coll.world_size());
     let load_start = Instant::now();
     let opts = read_options(a);
@@ -877,7 +893,7 @@ fn train_rank(
 
 fn run_local(a: TrainArgs, settings: Settings, init: Option<Booster>) -> Result<()> {
     let Settings { params, run } = settings;
-    check_group(&a, &params)?;
+    check_column_roles(&a, &params)?;
     let load_start = Instant::now();
     let opts = read_options(&a);
     let (train, base_margin) = bin_file(
@@ -927,8 +943,8 @@ fn run_local(a: TrainArgs, settings: Settings, init: Option<Booster>) -> Result<
         train_seconds,
     )?;
     if booster.interrupted() {
-        // saved: now end like an interrupted program does (exit code 130)
-        return Err(Interrupted.into());
+        // saved: now end like an interrupted program does (exit code 130, or 143 for SIGTERM)
+        return Err(Interrupted::training().into());
     }
     Ok(())
 }

@@ -144,6 +144,7 @@ fn model_of(trees: Vec<Tree>, nf: usize, base: f32) -> Model {
         trees,
         best_iteration: None,
         label_name: None,
+        input_types: None,
     }
 }
 

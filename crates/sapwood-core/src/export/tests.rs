@@ -102,6 +102,7 @@ fn model() -> Model {
         trees,
         best_iteration: None,
         label_name: None,
+        input_types: None,
     }
 }
 

@@ -499,14 +499,16 @@ pub fn boost(
         comm_rounds.push(now.since(&last_comm));
         last_comm = now;
         if collective.world_size() > 1 {
-            let mut flag = vec![stop as u8];
-            collective.broadcast(&mut flag, 0)?;
-            stop = flag.first() == Some(&1);
+            // any worker may stop the job: rank 0 by early stopping, any rank by its
+            // observer (a signal to that rank's process); the largest wish wins
+            let mut flag = [if interrupted { 2 } else { u64::from(stop) }];
+            collective.allreduce_max(&mut flag)?;
+            stop = flag[0] > 0;
+            interrupted = flag[0] == 2;
         }
-        if stop {
-            break;
-        }
-        if every > 0 && (round + 1) % every == 0 && collective.rank() == 0 {
+        // an interrupted run keeps its state to resume from, as a checkpoint of this round
+        let due = (round + 1) % every.max(1) == 0 || (interrupted && !trees.is_empty());
+        if every > 0 && due && collective.rank() == 0 {
             observer.on_checkpoint(&Checkpoint {
                 model: Model {
                     trees: trees.clone(),
@@ -517,6 +519,9 @@ pub fn boost(
                 history: history.clone(),
                 data,
             })?;
+        }
+        if stop {
+            break;
         }
     }
     Ok(BoostOutcome {

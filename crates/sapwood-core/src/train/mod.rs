@@ -426,6 +426,7 @@ pub fn train_binned(
         trees: Vec::new(),
         best_iteration: None,
         label_name: None,
+        input_types: None,
     };
     // a continued model is a checkpoint of the longer job: its trees are replayed into
     // the margins and training goes on from its last round
