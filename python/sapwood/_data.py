@@ -10,14 +10,14 @@ name, so training and prediction data may list their levels in any order.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Optional, Union
 
 import numpy as np
 import numpy.typing as npt
 
 from . import _sapwood
-from ._sapwood import DataError, NativeData, ParameterError
+from ._sapwood import DataError, NativeData, ParameterError, SchemaMismatchError
 
 #: The code of a missing categorical value.
 MISSING_CODE = 0xFFFFFFFF
@@ -403,6 +403,71 @@ def replace_missing(data: Any, missing: Optional[float]) -> Any:
             col[hit] = np.nan
         return out
     return data
+
+
+def _kind_name(type_name: str) -> str:
+    """`number`, `bool` or `text` for an Arrow or polars type's name."""
+    t = type_name.lower()
+    if t in ("bool", "boolean"):
+        return "bool"
+    if t in ("string", "utf8", "large_string", "large_utf8", "string_view", "categorical",
+             "enum", "object") or t.startswith(("dictionary", "categorical", "enum")):
+        return "text"
+    return "number"
+
+
+def input_types(data: Any) -> Optional[list[str]]:
+    """What each column of ``data`` holds, in column order (``number``, ``bool`` or
+    ``text``), as the model records it; None when that cannot be told (a native dataset)."""
+    if isinstance(data, NativeData):
+        return None
+    if is_pandas_frame(data):
+        import pandas as pd
+
+        out = []
+        for dtype in data.dtypes:
+            if dtype.kind == "b" or str(dtype) == "boolean":
+                out.append("bool")
+            elif isinstance(dtype, pd.CategoricalDtype) or dtype.kind in "OSU" or isinstance(
+                dtype, pd.StringDtype
+            ):
+                out.append("text")
+            else:
+                out.append("number")
+        return out
+    if is_arrow_like(data):
+        schema = getattr(data, "schema", None)
+        if schema is None:
+            return None
+        try:
+            if isinstance(schema, Mapping):  # polars: name -> dtype
+                return [_kind_name(str(t)) for t in schema.values()]
+            return [_kind_name(str(f.type)) for f in schema]
+        except (TypeError, AttributeError):
+            return None
+    if is_scipy_sparse(data):
+        return ["number"] * int(data.shape[1])
+    arr = np.asarray(data)
+    if arr.ndim != 2:
+        return None
+    kind = "bool" if arr.dtype.kind == "b" else "text" if arr.dtype.kind in "OSU" else "number"
+    return [kind] * int(arr.shape[1])
+
+
+def check_input_types(
+    trained: Optional[Sequence[str]], names: Sequence[str], given: Optional[Sequence[str]]
+) -> None:
+    """Refuses booleans where the model was trained on numbers, or numbers where it was
+    trained on booleans: read as 0 and 1 they would be predicted without a word, wrongly."""
+    if trained is None or given is None or len(given) != len(names):
+        return
+    for name, t, g in zip(names, trained, given):
+        if {t, g} == {"number", "bool"}:
+            held = {"number": "numbers", "bool": "booleans"}
+            raise SchemaMismatchError(
+                f"data does not match the model: column `{name}` holds {held[g]}, but the "
+                f"model was trained on {held[t]}: cast the column to the training type"
+            )
 
 
 def to_native(

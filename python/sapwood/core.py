@@ -279,6 +279,9 @@ class Dataset:
             categorical_features=categorical_features,
             feature_names=feature_names,
         )
+        #: What each column holds (``number``, ``bool``, ``text``), recorded in models
+        #: trained on it so that prediction refuses booleans where numbers were trained.
+        self._input_types: Optional[list[str]] = _data.input_types(data)
         #: Each row's base margin as given (``(n,)`` or ``(n, k)``, float32), or None.
         self._base_margin: Optional[npt.NDArray[np.float32]] = None
         if base_margin is not None:
@@ -568,11 +571,22 @@ def _native_of(data: Any, booster: Booster, base_margin: Any = None) -> NativeDa
 def _native_for(data: Any, booster: Booster) -> NativeData:
     """Prediction data for ``booster``: checks columns against the model and encodes
     categorical features of unnamed input with the model's kinds."""
+    trained = booster._model.input_types
     if isinstance(data, Dataset):
         native = data._native
         _check_named_columns(native.feature_names, booster.feature_names)
+        if native.feature_names == booster.feature_names:
+            _data.check_input_types(trained, booster.feature_names, data._input_types)
         return native
     names = booster.feature_names
+    given = _data.input_types(data)
+    if given is not None and _data.is_frame(data):
+        # a frame's columns are matched by name: compare the model's features only
+        by_name = dict(zip(_frame_columns(data), given))
+        if all(n in by_name for n in names):
+            _data.check_input_types(trained, names, [by_name[n] for n in names])
+    elif given is not None:
+        _data.check_input_types(trained, names, given)
     levels = booster._model.feature_levels
     categorical = [n for n, lv in zip(names, levels) if lv is not None]
     if _data.is_frame(data):
@@ -1465,6 +1479,9 @@ def train(
         raise _params.renamed(e, user_names) from None
     if run.active:
         native = run.finish(native)
+    types = getattr(dtrain, "_input_types", None)
+    if types is not None and len(types) == len(native.feature_names):
+        native = native.with_input_types(types)
     booster = Booster._wrap(native)
     if run.active:
         booster._custom_history = run.history

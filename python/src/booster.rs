@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use numpy::{IntoPyArray, PyArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use sapwood::{Booster, ClassLabel, Importance, Output, PredictOptions};
+use sapwood::{Booster, ClassLabel, Importance, InputType, Output, PredictOptions};
 use sapwood::{FeatureCuts, SplitRule};
 
 use crate::data::NativeData;
@@ -119,6 +119,42 @@ impl NativeBooster {
                 None => self.inner.export(format, &path),
             })
             .or_raise()
+        })
+    }
+
+    /// What each feature held in the training data (`number`, `bool`, `text`, by feature),
+    /// or None when the model does not record it.
+    #[getter]
+    fn input_types(&self) -> Option<Vec<&'static str>> {
+        self.inner.model().input_types.as_ref().map(|t| {
+            t.iter()
+                .map(|t| match t {
+                    InputType::Number => "number",
+                    InputType::Bool => "bool",
+                    InputType::Text => "text",
+                })
+                .collect()
+        })
+    }
+
+    /// The same model recording what each feature held in the training data (`number`,
+    /// `bool` or `text`, one per feature); anything else is an error.
+    fn with_input_types(&self, types: Vec<String>) -> PyResult<NativeBooster> {
+        guarded(|| {
+            let parsed = types
+                .iter()
+                .map(|t| match t.as_str() {
+                    "number" => Ok(InputType::Number),
+                    "bool" => Ok(InputType::Bool),
+                    "text" => Ok(InputType::Text),
+                    other => Err(Kind::Parameter.err(format!(
+                        "invalid parameter `input_types`: `{other}` is not number, bool or text"
+                    ))),
+                })
+                .collect::<PyResult<Vec<_>>>()?;
+            let mut inner = self.inner.clone();
+            inner.set_input_types(parsed).or_raise()?;
+            Ok(NativeBooster { inner })
         })
     }
 

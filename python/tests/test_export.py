@@ -18,10 +18,12 @@ DATASETS = [
 ]
 OBJECTIVES = {"binary": "binary:logistic", "regression": "reg:squarederror", "multiclass": "multi:softprob"}
 ROUNDS = 20
-#: Margins must agree to 1e-5, relative to max(1, |margin|): XGBoost sums the same f32 leaf
-#: values in the same order (bit-identical in practice), LightGBM sums them in f64, which on
-#: large regression targets (diamonds' prices, ~1e4) differs from f32 sums by f32 rounding.
-TOL = 1e-5
+#: What the README quotes, held exactly: XGBoost sums the same f32 leaf values in the same
+#: order (bit-identical); LightGBM sums them in f64 (≤ 1.6e-6 relative to max(1, |margin|)
+#: on the bundled datasets, diamonds' prices the worst); onnxruntime's multi-threaded sums
+#: differ by f32 rounding (≤ 1.2e-6); SHAP values by ≤ 4.2e-7 relative to the row.
+TOL = {"xgboost": 0.0, "lightgbm": 1.6e-6, "onnx": 1.2e-6}
+SHAP_TOL = 4.2e-7
 
 
 def _trained(name: str) -> tuple[sapwood.Booster, Any, np.ndarray, dict[str, Any]]:
@@ -73,7 +75,7 @@ def _check(name: str, got: np.ndarray, want: np.ndarray, fmt: str) -> float:
     diff = np.abs(got - want) / np.maximum(1.0, np.abs(want))
     worst = float(diff.max())
     print(f"{name} {fmt}: max abs diff {np.abs(got - want).max():.3g}, relative {worst:.3g}")
-    assert worst <= TOL, f"{name} {fmt}: {worst}"
+    assert worst <= TOL[fmt], f"{name} {fmt}: {worst}"
     return worst
 
 
@@ -102,7 +104,7 @@ def test_exported_models_predict_sapwood_margins(name: str, tmp_path: Path) -> N
     scale = np.maximum(1.0, np.abs(ours).max(axis=-1, keepdims=True))
     worst = float((np.abs(theirs.reshape(ours.shape) - ours) / scale).max())
     print(f"{name} xgboost pred_contribs: max diff relative to the row {worst:.3g}")
-    assert worst <= 1e-5, f"{name}: contributions differ by {worst}"
+    assert worst <= SHAP_TOL, f"{name}: contributions differ by {worst}"
 
     # the shap package's TreeExplainer reads the exported XGBoost file with its own parser
     # and its own TreeSHAP (numeric features: it does not take XGBoost's categorical splits).
@@ -142,7 +144,7 @@ def test_exported_models_predict_sapwood_margins(name: str, tmp_path: Path) -> N
         got = np.concatenate([values, np.broadcast_to(bias.reshape(1, groups, 1), (len(X), groups, 1))], axis=2)
     worst = float((np.abs(got.reshape(ours.shape) - ours) / scale).max())
     print(f"{name} shap.TreeExplainer: max diff relative to the row {worst:.3g}")
-    assert worst <= 1e-5, f"{name}: shap.TreeExplainer differs by {worst}"
+    assert worst <= SHAP_TOL, f"{name}: shap.TreeExplainer differs by {worst}"
 
 
 def test_categorical_mapping_is_written_into_both_files(tmp_path: Path) -> None:

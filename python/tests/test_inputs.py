@@ -138,3 +138,35 @@ def test_row_major_matrices_are_read_block_by_block_into_the_same_columns(rows: 
         got = sapwood.train({"max_depth": 3}, sapwood.Dataset(data, label=y), 5)
         assert got.to_json() == want.to_json()
         np.testing.assert_array_equal(got.predict(data), want.predict(np.asfortranarray(X)))
+
+
+def test_booleans_where_numbers_were_trained_are_refused(tmp_path: Any) -> None:
+    # a model records what each feature held; read as 0 and 1, booleans given for a
+    # numeric feature (or numbers for a boolean one) were predicted silently and wrongly
+    import pandas as pd
+
+    rng = np.random.default_rng(5)
+    n = 500
+    frame = pd.DataFrame({"x": rng.normal(size=n), "b": rng.random(n) < 0.3})
+    y = ((frame["x"] > 0) | frame["b"]).astype(int)
+    b = sapwood.train({"objective": "binary:logistic"}, sapwood.Dataset(frame, label=y), 5)
+    assert b._model.input_types == ["number", "bool"]
+    b.predict(frame)  # the training types: accepted
+    b.predict(frame.assign(x=frame["x"].astype(np.float32)))  # another width of number
+    with pytest.raises(sapwood.SchemaMismatchError, match=r"column `x` holds booleans.*trained on numbers"):
+        b.predict(frame.assign(x=frame["x"] > 0))
+    with pytest.raises(sapwood.SchemaMismatchError, match=r"column `b` holds numbers.*trained on booleans"):
+        b.predict(frame.assign(b=frame["b"].astype(np.float64)))
+    # the record survives a file, and the scikit-learn estimators record it too
+    b.save_model(tmp_path / "m.json")
+    loaded = sapwood.Booster(model_file=tmp_path / "m.json")
+    with pytest.raises(sapwood.SchemaMismatchError):
+        loaded.predict(frame.assign(x=frame["x"] > 0))
+    clf = sapwood.SapwoodClassifier(n_estimators=5).fit(frame, y)
+    with pytest.raises(sapwood.SchemaMismatchError):
+        clf.predict_proba(frame.assign(x=frame["x"] > 0))
+    # plain arrays: a boolean array where a float array was trained
+    X = rng.normal(size=(n, 3))
+    m = sapwood.train({}, sapwood.Dataset(X, label=X[:, 0]), 3)
+    with pytest.raises(sapwood.SchemaMismatchError, match="holds booleans"):
+        m.predict(X > 0)

@@ -4,11 +4,14 @@
 //! Each target starts from a corpus of valid inputs and runs mutants of them (bit flips,
 //! interesting bytes and integers, inserted, deleted, duplicated and spliced ranges,
 //! truncation) through a function that must return, never panic, for a time budget:
-//! `SAPWOOD_FUZZ_SECONDS` per target (default 3), seeded by `SAPWOOD_FUZZ_SEED` (default
-//! the same every run, so a failure reproduces). There is no coverage feedback: it is blind
-//! mutation, cheap enough to run in CI on every commit. A panic writes the input to
-//! `crashes/<target>-<hash>.bin` and fails the target with that path; once fixed, the file
-//! moves to `regressions/<target>/`, which every run replays first.
+//! `SAPWOOD_FUZZ_SECONDS` per target (default 3). Each run draws a new seed (printed with the
+//! target's report, so a failure replays with `SAPWOOD_FUZZ_SEED=<seed>`), so CI explores
+//! new mutants on every commit. Every input has a time limit (`SAPWOOD_FUZZ_INPUT_SECONDS`,
+//! default 10): a decoder that hangs is saved and ends the run with an error instead of
+//! hanging CI. There is no coverage feedback: it is blind mutation, cheap enough to run in CI
+//! on every commit. A panic writes the input to `crashes/<target>-<hash>.bin` and fails the
+//! target with that path; once fixed, the file moves to `regressions/<target>/` (committed),
+//! which every run replays first.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -124,11 +127,76 @@ pub fn budget() -> Duration {
     Duration::from_secs_f64(secs.max(0.0))
 }
 
+/// The run's seed: `SAPWOOD_FUZZ_SEED`, else drawn from the clock (printed by [`fuzz`]).
 fn seed() -> u64 {
     std::env::var("SAPWOOD_FUZZ_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(0x5eed)
+        .unwrap_or_else(|| {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default();
+            now.as_nanos() as u64 ^ u64::from(std::process::id()).rotate_left(32)
+        })
+}
+
+/// The longest one input may run, from `SAPWOOD_FUZZ_INPUT_SECONDS` (default 10).
+fn input_limit() -> Duration {
+    let secs = std::env::var("SAPWOOD_FUZZ_INPUT_SECONDS")
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .unwrap_or(10.0);
+    Duration::from_secs_f64(secs.max(0.01))
+}
+
+/// The input being run and since when (None between inputs), shared with the watchdog.
+type Running = std::sync::Arc<std::sync::Mutex<Option<(Instant, Vec<u8>)>>>;
+
+/// The input being run and since when, watched by a thread that ends the process (saving
+/// the input) when one runs past the limit: a hang in a decoder cannot be unwound, and a
+/// hung test would hang CI instead of failing it.
+struct Watchdog {
+    current: Running,
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Watchdog {
+    fn start(name: &str, seed: u64) -> Watchdog {
+        let current: Running = Default::default();
+        let done: std::sync::Arc<std::sync::atomic::AtomicBool> = Default::default();
+        let (c, d, name) = (current.clone(), done.clone(), name.to_string());
+        let limit = input_limit();
+        std::thread::spawn(move || {
+            while !d.load(std::sync::atomic::Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(50));
+                let guard = c.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some((since, input)) = guard.as_ref() {
+                    if since.elapsed() > limit {
+                        let path = save_crash(&name, input);
+                        eprintln!(
+                            "fuzz target `{name}` (seed {seed}): an input ran past {} s \
+                             (SAPWOOD_FUZZ_INPUT_SECONDS): saved as {}",
+                            limit.as_secs_f64(),
+                            path.display()
+                        );
+                        std::process::exit(101);
+                    }
+                }
+            }
+        });
+        Watchdog { current, done }
+    }
+
+    fn running(&self, input: Option<&[u8]>) {
+        *self.current.lock().unwrap_or_else(|p| p.into_inner()) =
+            input.map(|i| (Instant::now(), i.to_vec()));
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        self.done.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 fn crate_dir() -> PathBuf {
@@ -169,14 +237,20 @@ pub fn fuzz(name: &str, corpus: &[Vec<u8>], target: impl Fn(&[u8])) -> Report {
     // a panic is reported once, by this driver, with its input saved
     QUIET.call_once(|| std::panic::set_hook(Box::new(|_| {})));
     let deadline = Instant::now() + budget();
-    let mut rng = Rng::new(seed() ^ fnv64(name.as_bytes()));
+    let seed = seed();
+    let mut rng = Rng::new(seed ^ fnv64(name.as_bytes()));
+    let watchdog = Watchdog::start(name, seed);
     let mut runs = 0u64;
     let mut check = |input: &[u8], origin: &str| {
         runs += 1;
-        if let Err(p) = catch_unwind(AssertUnwindSafe(|| target(input))) {
+        watchdog.running(Some(input));
+        let outcome = catch_unwind(AssertUnwindSafe(|| target(input)));
+        watchdog.running(None);
+        if let Err(p) = outcome {
             let path = save_crash(name, input);
             panic!(
-                "fuzz target `{name}` panicked on {origin} ({}): {}",
+                "fuzz target `{name}` panicked on {origin} ({}; replay with \
+                 SAPWOOD_FUZZ_SEED={seed}): {}",
                 path.display(),
                 message(p.as_ref())
             );
@@ -198,7 +272,7 @@ pub fn fuzz(name: &str, corpus: &[Vec<u8>], target: impl Fn(&[u8])) -> Report {
         check(&m, "a mutant");
     }
     eprintln!(
-        "fuzz target `{name}`: {runs} inputs in {:.1} s",
+        "fuzz target `{name}`: {runs} inputs in {:.1} s (SAPWOOD_FUZZ_SEED={seed})",
         start.elapsed().as_secs_f64()
     );
     Report { runs }
@@ -249,6 +323,54 @@ mod tests {
         );
     }
 
+    /// A target that never returns ends the run (exit status 101) naming the limit and the
+    /// saved input, instead of hanging CI: run in a child of this test binary.
+    #[test]
+    fn a_hanging_input_ends_the_run_instead_of_hanging_it() {
+        const NAME: &str = "tests::a_hanging_input_ends_the_run_instead_of_hanging_it";
+        if std::env::var("SAPWOOD_FUZZ_HANG_CHILD").is_ok() {
+            fuzz("hangtest", &[b"x".to_vec()], |_| loop {
+                std::thread::sleep(Duration::from_secs(1));
+            });
+            return;
+        }
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", NAME, "--nocapture", "--test-threads", "1"])
+            .env("SAPWOOD_FUZZ_HANG_CHILD", "1")
+            .env("SAPWOOD_FUZZ_INPUT_SECONDS", "0.3")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(101), "{err}");
+        assert!(err.contains("ran past 0.3 s"), "{err}");
+        if let Some(path) = err.split("saved as ").nth(1).and_then(|s| s.lines().next()) {
+            assert_eq!(std::fs::read(path.trim()).unwrap(), b"x");
+            std::fs::remove_file(path.trim()).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_panic_names_the_seed_that_replays_it() {
+        let run = || {
+            let r = catch_unwind(|| {
+                fuzz("seedtest", &[b"abcdefgh".to_vec()], |b| {
+                    assert!(!b.contains(&b'q'), "found q");
+                })
+            });
+            message(r.expect_err("some mutant holds a q").as_ref())
+        };
+        let msg = run();
+        let seed = msg
+            .split("SAPWOOD_FUZZ_SEED=")
+            .nth(1)
+            .and_then(|s| s.split(')').next())
+            .expect("the seed in the message");
+        assert!(seed.parse::<u64>().is_ok(), "{msg}");
+        if let Some(p) = msg.split(" (").nth(1).and_then(|s| s.split(';').next()) {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+
     #[test]
     fn a_panicking_target_fails_with_its_saved_input() {
         let r = catch_unwind(|| {
@@ -258,7 +380,7 @@ mod tests {
         });
         let msg = message(r.expect_err("the target panics on some mutant").as_ref());
         assert!(msg.contains("selftest") && msg.contains("found z"), "{msg}");
-        let path = msg.split(" (").nth(1).unwrap().split("):").next().unwrap();
+        let path = msg.split(" (").nth(1).unwrap().split(';').next().unwrap();
         let saved = std::fs::read(path).unwrap();
         assert!(saved.contains(&b'z'));
         std::fs::remove_file(path).unwrap();

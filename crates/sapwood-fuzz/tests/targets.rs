@@ -193,3 +193,89 @@ fn csv_files() {
         );
     });
 }
+
+/// The handshake a TCP rank reads from strangers: a frame (length, bytes), a hello in it,
+/// and the coordinator's answer with its address table. Whatever arrives, the decoders
+/// return; a hello that decodes encodes back to itself.
+#[test]
+fn tcp_handshakes() {
+    use sapwood_collective::tcp::decode_table;
+    use sapwood_collective::tcp::frame::{
+        decode_answer, encode_answer, read_frame, write_frame, Hello, ReadFrame, MAX_HANDSHAKE,
+    };
+    let framed = |payload: &[u8]| {
+        let mut v = Vec::new();
+        write_frame(&mut v, payload).unwrap();
+        v
+    };
+    let hello = Hello {
+        rank: 2,
+        world: 3,
+        port: 40123,
+        token: "a-job-token".into(),
+    };
+    let table = b"127.0.0.1 7000\n10.0.0.2 40123\n::1 40124\n".to_vec();
+    let corpus = vec![
+        framed(&hello.encode()),
+        framed(&encode_answer(Ok(&table))),
+        framed(&encode_answer(Err(
+            "a wrong token (it belongs to another job)",
+        ))),
+        framed(b"GET / HTTP/1.1\r\n\r\n"),
+        table.clone(),
+    ];
+    fuzz("tcp_handshakes", &corpus, |bytes| {
+        let _ = decode_table(bytes, 3);
+        let Ok(ReadFrame::Frame(f)) = read_frame(&mut &bytes[..], MAX_HANDSHAKE) else {
+            return;
+        };
+        if let Ok(h) = Hello::decode(&f) {
+            assert_eq!(Hello::decode(&h.encode()), Ok(h));
+        }
+        if let Ok(Ok(payload)) = decode_answer(&f) {
+            let _ = decode_table(&payload, 3);
+        }
+    });
+}
+
+/// Checkpoint files given to `--resume`: whatever the bytes, loading returns; what loads
+/// saves and loads again to the same checkpoint (its integrity digest included).
+#[test]
+fn checkpoint_files() {
+    use sapwood_core::train::Checkpoint;
+    let models = files_in(&repo().join("tests/golden/models"))
+        .into_iter()
+        .filter(|f| f.first() == Some(&b'{'))
+        .filter_map(|f| Model::from_json(std::str::from_utf8(&f).ok()?).ok())
+        .take(3)
+        .collect::<Vec<_>>();
+    assert!(!models.is_empty(), "the golden models make the checkpoints");
+    let corpus: Vec<Vec<u8>> = models
+        .into_iter()
+        .map(|m| {
+            let rounds = m.num_rounds();
+            Checkpoint {
+                model: Model {
+                    best_iteration: None,
+                    ..m
+                },
+                rounds,
+                best: None,
+                history: Vec::new(),
+                data: Some(0x0123_4567_89ab_cdef),
+            }
+            .to_json()
+            .into_bytes()
+        })
+        .collect();
+    let r = fuzz("checkpoint_files", &corpus, |bytes| {
+        let Ok(text) = std::str::from_utf8(bytes) else {
+            return;
+        };
+        if let Ok(c) = Checkpoint::from_json(text) {
+            let again = Checkpoint::from_json(&c.to_json()).expect("a re-saved checkpoint loads");
+            assert_eq!(again, c);
+        }
+    });
+    assert!(r.runs > corpus.len() as u64);
+}

@@ -10,7 +10,7 @@
 //! goes on waiting for the real worker. Every wait is bounded by the timeout: a rank that
 //! never arrives, dies or goes silent is an error naming it, never a hang.
 
-mod frame;
+pub mod frame;
 mod link;
 
 use std::io::Write;
@@ -387,7 +387,9 @@ fn encode_table(addrs: &[SocketAddr]) -> Vec<u8> {
         .into_bytes()
 }
 
-fn decode_table(b: &[u8], world: usize) -> Option<Vec<SocketAddr>> {
+/// The address table of rank 0's answer (one `ip port` line per rank of `world`), or None
+/// when it is not one.
+pub fn decode_table(b: &[u8], world: usize) -> Option<Vec<SocketAddr>> {
     let text = std::str::from_utf8(b).ok()?;
     let addrs: Vec<SocketAddr> = text
         .lines()

@@ -168,7 +168,25 @@ fn xgboost_margins(file: &serde_json::Value, row: [f32; 2]) -> Vec<f32> {
         .max(1);
     let model = &learner["gradient_booster"]["model"];
     let info: Vec<u64> = serde_json::from_value(model["tree_info"].clone()).unwrap();
-    let mut out = vec![0f32; k];
+    // every prediction starts from base_score, a value in output space: its margin is what
+    // the objective's link makes of it (as XGBoost reads it), one per output or one for all
+    let scores: Vec<f64> = learner["learner_model_param"]["base_score"]
+        .as_str()
+        .unwrap()
+        .trim_matches(|c| c == '[' || c == ']')
+        .split(',')
+        .map(|v| v.parse().unwrap())
+        .collect();
+    let link = |b: f64| -> f64 {
+        match learner["objective"]["name"].as_str().unwrap() {
+            "binary:logistic" => (b / (1.0 - b)).ln(),
+            "reg:gamma" | "count:poisson" | "reg:tweedie" | "survival:cox" => b.ln(),
+            _ => b,
+        }
+    };
+    let mut out: Vec<f32> = (0..k)
+        .map(|g| link(scores[g.min(scores.len() - 1)]) as f32)
+        .collect();
     for (t, tree) in model["trees"].as_array().unwrap().iter().enumerate() {
         let get = |k: &str| -> Vec<f64> { serde_json::from_value(tree[k].clone()).unwrap() };
         let (left, right, feat) = (
@@ -448,6 +466,45 @@ fn thresholds_are_written_exactly() {
         t2["split_conditions"][0].as_f64().unwrap() as f32,
         f32::from_bits(1)
     );
+}
+
+/// Every objective's `base_score` is written as the output whose margin is exactly 0 (the
+/// base margin is folded into the first trees): the reader above applies XGBoost's link to
+/// it, so a base_score of 0.5001 where 0.5 is meant, or a link forgotten, moves the margins.
+#[test]
+fn every_objectives_base_score_is_a_margin_of_zero_in_xgboost() {
+    use ObjectiveKind as O;
+    for (objective, groups) in [
+        (O::Logistic, 1),
+        (O::LogitRaw, 1),
+        (O::SquaredError, 1),
+        (O::AbsoluteError, 1),
+        (O::PseudoHuber, 1),
+        (O::QuantileError, 1),
+        (O::Gamma, 1),
+        (O::Poisson, 1),
+        (O::Tweedie, 1),
+        (O::Cox, 1),
+        (O::Softprob, 2),
+    ] {
+        let mut m = model();
+        m.trees.clear();
+        m.params.objective = objective;
+        m.groups = groups;
+        m.base_margin = [0.3f32, -1.7][..groups].to_vec();
+        let text = xgboost::to_json(&m).unwrap();
+        let file: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let got = xgboost_margins(&file, [0.0, 0.0]);
+        assert_eq!(
+            got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            m.base_margin
+                .iter()
+                .map(|v| v.to_bits())
+                .collect::<Vec<_>>(),
+            "{objective}: margins {got:?} from base_score {}",
+            file["learner"]["learner_model_param"]["base_score"]
+        );
+    }
 }
 
 #[test]
