@@ -381,7 +381,9 @@ fn idle_and_trickling_strays_never_hold_up_the_rendezvous() {
         });
         assert_eq!(rank1.join().unwrap(), [6, 5]);
         assert!(
-            joined.elapsed() < Duration::from_secs(3),
+            // generous for a loaded machine; served one at a time the six idle strays alone
+            // cost 30 s
+            joined.elapsed() < Duration::from_secs(6),
             "rank 1 waited {:?} behind the strays",
             joined.elapsed()
         );
