@@ -469,8 +469,14 @@ fn ranks_started_for_different_jobs_fail_naming_the_first_difference() {
     let synthetic = repo().join("datasets/synthetic/train.parquet");
     let synthetic_test = repo().join("datasets/synthetic/test.parquet");
     let base = ["--rounds", "4", "--max-depth", "4"];
+    // the same file with one byte of its data (not its footer) changed
+    let mut bytes = std::fs::read(&synthetic).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x20;
+    let flipped = t.path().join("flipped.parquet");
+    std::fs::write(&flipped, bytes).unwrap();
     // (what rank 1 changes, rank 1's extra arguments, what the error must name)
-    let cases: [(&str, Vec<&str>, &[&str]); 6] = [
+    let cases: [(&str, Vec<&str>, &[&str]); 7] = [
         ("lambda", vec!["--set", "lambda=50"], &["`lambda`", "50"]),
         ("rounds", vec!["--rounds", "9"], &["`num_rounds`", "9", "4"]),
         (
@@ -488,6 +494,11 @@ fn ranks_started_for_different_jobs_fail_naming_the_first_difference() {
             "data",
             vec!["--data", synthetic_test.to_str().unwrap()],
             &["the data's"],
+        ),
+        (
+            "a byte",
+            vec!["--data", flipped.to_str().unwrap()],
+            &["the data's content"],
         ),
     ];
     for (what, rank1_extra, named) in cases {

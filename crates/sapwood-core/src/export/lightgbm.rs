@@ -47,14 +47,21 @@ fn exact(x: f32) -> String {
 /// The f64 halfway between `t` and the next f32 up is exact (25 significant bits); it rounds
 /// to whichever of the two has an even significand.
 pub(crate) fn f64_threshold(t: f32) -> f64 {
-    debug_assert!(t.is_finite());
+    debug_assert!(t != f32::INFINITY && !t.is_nan());
     let up = if t == f32::MAX {
         // the next f32 "up" is past the range: values from halfway on round to +inf
         2f64.powi(128)
     } else {
         f64::from(t.next_up())
     };
-    let half = (f64::from(t) + up) / 2.0;
+    // -inf stands where the next f32 below -MAX would be: doubles from halfway down round
+    // to it (-1e39 is -inf in f32, so it goes where -inf goes)
+    let t64 = if t == f32::NEG_INFINITY {
+        -(2f64.powi(128))
+    } else {
+        f64::from(t)
+    };
+    let half = (t64 + up) / 2.0;
     if t.to_bits() & 1 == 0 {
         half
     } else {

@@ -380,6 +380,7 @@ fn f64_thresholds_route_every_f64_as_its_f32_rounding() {
         1.857f32.next_up(),
         16_777_216.0,
         16_777_217.0,
+        f32::NEG_INFINITY,
     ];
     let mut bits = 0x9e37_79b9u32;
     for _ in 0..20_000 {
@@ -392,7 +393,14 @@ fn f64_thresholds_route_every_f64_as_its_f32_rounding() {
     let mut checked = 0;
     for t in ts {
         let thr = lightgbm::f64_threshold(t);
-        let mut xs = vec![f64::from(t), thr, thr.next_up(), thr.next_down()];
+        let mut xs = vec![
+            f64::from(t),
+            thr,
+            thr.next_up(),
+            thr.next_down(),
+            -1e39,
+            -1e300,
+        ];
         for n in [t.next_up(), t.next_down()] {
             if n.is_finite() {
                 let half = (f64::from(t) + f64::from(n)) / 2.0;

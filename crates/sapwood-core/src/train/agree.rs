@@ -338,6 +338,7 @@ impl JobFacts {
     /// How fact `i` reads, for an error message.
     fn describe(&self, i: usize) -> (String, String) {
         match self.facts.get(i) {
+            Some((k, v)) if v.is_empty() => (k.clone(), "(none)".into()),
             Some((k, v)) => (k.clone(), v.clone()),
             None => ("(nothing)".into(), "(no such setting)".into()),
         }
@@ -393,7 +394,11 @@ pub fn agree_job(mine: &JobFacts, collective: &mut dyn Collective) -> Result<()>
     let also = if also.is_empty() {
         String::new()
     } else {
-        format!(" (ranks {} differ from rank 0 too)", also.join(", "))
+        format!(
+            " (ranks {} differ from rank 0 too, in this or another setting: each rank's own \
+             error line says)",
+            also.join(", ")
+        )
     };
     let what = if their_name == name {
         format!("`{name}` is {their_value} on rank {other} but {value} on rank 0")

@@ -301,7 +301,7 @@ impl Checkpoint {
                 .map(|v| v.to_bits())
                 .ne(skeleton.base_margin.iter().map(|v| v.to_bits()))
         {
-            Some("base margin (the labels differ)")
+            Some("base margin (the labels or weights differ)")
         } else if data_differs {
             Some("training rows (labels, weights, query groups or feature values)")
         } else {
