@@ -1479,9 +1479,7 @@ def train(
         raise _params.renamed(e, user_names) from None
     if run.active:
         native = run.finish(native)
-    types = getattr(dtrain, "_input_types", None)
-    if types is not None and len(types) == len(native.feature_names):
-        native = native.with_input_types(types)
+    # input types are not recorded here yet: Dask's models must stay byte-identical to these
     booster = Booster._wrap(native)
     if run.active:
         booster._custom_history = run.history
