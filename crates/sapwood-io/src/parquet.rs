@@ -2,6 +2,7 @@
 
 use std::collections::VecDeque;
 use std::fs::File;
+use std::io::{self, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -13,6 +14,7 @@ use parquet::arrow::arrow_reader::{
 use parquet::arrow::{ArrowWriter, ProjectionMask};
 use parquet::errors::ParquetError;
 use parquet::file::metadata::ParquetMetaData;
+use parquet::file::reader::{ChunkReader, Length};
 
 use crate::arrow::Converter;
 use crate::guard::guarded;
@@ -21,6 +23,48 @@ use sapwood_core::files::OutputFile;
 
 /// Rows per batch when reading; a row group larger than this arrives in several batches.
 const BATCH_ROWS: usize = 65_536;
+
+/// The file as the Parquet decoder reads it, where reading at the end is an error.
+///
+/// The decoder skips unknown Thrift fields of page headers by reading, and takes an empty
+/// read as a skip done; a corrupt header that declares a list of 2^31 strings at the end
+/// of the file then costs 2^31 empty reads (minutes) before the decoder notices anything.
+/// No page of a well-formed file ends the file (the footer follows), so nothing legitimate
+/// reads there.
+struct EndChecked(File);
+
+/// A reader from [`EndChecked`]: an empty read into a non-empty buffer is an error.
+struct EndIsError(BufReader<File>);
+
+impl Read for EndIsError {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self.0.read(buf)? {
+            0 if !buf.is_empty() => Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "a page header runs past the end of the file",
+            )),
+            n => Ok(n),
+        }
+    }
+}
+
+impl Length for EndChecked {
+    fn len(&self) -> u64 {
+        self.0.len()
+    }
+}
+
+impl ChunkReader for EndChecked {
+    type T = EndIsError;
+
+    fn get_read(&self, start: u64) -> Result<Self::T, ParquetError> {
+        self.0.get_read(start).map(EndIsError)
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> Result<bytes::Bytes, ParquetError> {
+        self.0.get_bytes(start, length)
+    }
+}
 
 /// An opened Parquet file: its schema and row groups, read lazily.
 #[derive(Debug, Clone)]
@@ -211,7 +255,10 @@ impl ParquetSource {
         let file = File::open(&self.path).map_err(io_err(&self.path))?;
         guarded(|| {
             let builder =
-                ParquetRecordBatchReaderBuilder::new_with_metadata(file, self.meta.clone())
+                ParquetRecordBatchReaderBuilder::new_with_metadata(
+                    EndChecked(file),
+                    self.meta.clone(),
+                )
                     .with_batch_size(BATCH_ROWS)
                     .with_row_groups(vec![group]);
             let mask = ProjectionMask::roots(builder.parquet_schema(), roots.iter().copied());
