@@ -254,13 +254,12 @@ impl ParquetSource {
     ) -> Result<Result<ParquetRecordBatchReader, ParquetError>, IoError> {
         let file = File::open(&self.path).map_err(io_err(&self.path))?;
         guarded(|| {
-            let builder =
-                ParquetRecordBatchReaderBuilder::new_with_metadata(
-                    EndChecked(file),
-                    self.meta.clone(),
-                )
-                    .with_batch_size(BATCH_ROWS)
-                    .with_row_groups(vec![group]);
+            let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(
+                EndChecked(file),
+                self.meta.clone(),
+            )
+            .with_batch_size(BATCH_ROWS)
+            .with_row_groups(vec![group]);
             let mask = ProjectionMask::roots(builder.parquet_schema(), roots.iter().copied());
             builder.with_projection(mask).build()
         })
