@@ -1479,14 +1479,23 @@ def train(
         raise _params.renamed(e, user_names) from None
     if run.active:
         native = run.finish(native)
-    # input types are not recorded here yet: Dask's models must stay byte-identical to these
-    booster = Booster._wrap(native)
+    booster = Booster._wrap(_with_input_types(native, dtrain))
     if run.active:
         booster._custom_history = run.history
     if evals_result is not None:
         evals_result.clear()
         evals_result.update(booster.evals_result())
     return booster
+
+
+def _with_input_types(native: NativeBooster, dtrain: "Dataset") -> NativeBooster:
+    """``native`` recording what each column of ``dtrain`` held, so that prediction can
+    refuse type drift; every training path (here and Dask's rank 0) records them alike, so
+    their models stay byte-identical."""
+    types = dtrain._input_types
+    if types is None or len(types) != len(native.feature_names):
+        return native
+    return native.with_input_types(types)
 
 
 #: XGBoost's custom objective: ``obj(preds, dtrain) -> (grad, hess)``.

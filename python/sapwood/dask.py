@@ -54,6 +54,7 @@ from .core import (
     RoundInfo,
     _EarlyStopping,
     _print_evaluation,
+    _with_input_types,
 )
 from .sklearn import (
     SapwoodClassifier,
@@ -587,7 +588,7 @@ def _train_rank(
         )
     except ParameterError as e:
         raise _params.renamed(e, job.user_names) from None
-    return Booster._wrap(native) if rank == 0 else None
+    return Booster._wrap(_with_input_types(native, dtrain)) if rank == 0 else None
 
 
 def _worker_threads() -> int:

@@ -140,7 +140,6 @@ def test_row_major_matrices_are_read_block_by_block_into_the_same_columns(rows: 
         np.testing.assert_array_equal(got.predict(data), want.predict(np.asfortranarray(X)))
 
 
-@pytest.mark.xfail(reason="Python training does not record input types yet (Dask must record them too, or models differ)", strict=True)
 def test_booleans_where_numbers_were_trained_are_refused(tmp_path: Any) -> None:
     # a model records what each feature held; read as 0 and 1, booleans given for a
     # numeric feature (or numbers for a boolean one) were predicted silently and wrongly
