@@ -3,6 +3,7 @@
 mod checkpoints;
 mod cli;
 mod commands;
+mod fifos;
 mod input;
 mod progress;
 mod settings;

@@ -73,13 +73,24 @@ pub fn received() -> Option<Signal> {
 /// that reads stops there, cleanly, whatever the machine's speed. Never set it elsewhere.
 pub const TEST_RAISE_ENV: &str = "SAPWOOD_TEST_RAISE_AT_BATCH";
 
+/// Test only: `SAPWOOD_TEST_RAISE_AT_SLICE=<n>` makes `predict --contributions` send itself
+/// SIGINT as it starts explaining the n-th slice of rows (1-based, counted over the whole
+/// run), so a test can show that a signal is heard inside a batch. Never set it elsewhere.
+pub const TEST_RAISE_SLICE_ENV: &str = "SAPWOOD_TEST_RAISE_AT_SLICE";
+
 /// Raises SIGINT when [`TEST_RAISE_ENV`] names batch `n`.
 pub fn test_raise_at_batch(n: usize) {
-    if std::env::var(TEST_RAISE_ENV)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        == Some(n)
-    {
+    test_raise(TEST_RAISE_ENV, n);
+}
+
+/// Raises SIGINT when [`TEST_RAISE_SLICE_ENV`] names slice `n`.
+pub fn test_raise_at_slice(n: usize) {
+    test_raise(TEST_RAISE_SLICE_ENV, n);
+}
+
+/// Raises SIGINT when the variable `env` holds `n`.
+fn test_raise(env: &str, n: usize) {
+    if std::env::var(env).ok().and_then(|v| v.parse().ok()) == Some(n) {
         // SAFETY: raise is always safe to call
         unsafe { libc::raise(libc::SIGINT) };
     }

@@ -399,3 +399,103 @@ fn huge_round_counts_with_early_stopping_train_and_stop() {
         );
     }
 }
+
+/// A FIFO output that nobody reads: Ctrl-C or SIGTERM ends the wait for its reader (exit
+/// 130 or 143). Opening it for writing used to block in a call the signal handler restarts,
+/// so one signal did nothing and only a second one ended the process.
+#[test]
+fn a_signal_ends_the_wait_for_a_fifo_reader() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+
+    let t = tempfile::tempdir().unwrap();
+    let model = t.path().join("m.json");
+    train(&["--model", model.to_str().unwrap()])
+        .assert()
+        .success();
+    let fifo = t.path().join("out.fifo");
+    mkfifo(&fifo);
+    let bin = assert_cmd::cargo::cargo_bin("sapwood");
+    let data = repo().join("datasets/synthetic/train.parquet");
+    let commands: Vec<(&str, Vec<std::ffi::OsString>)> = vec![
+        (
+            "predict",
+            vec![
+                "predict".into(),
+                "--model".into(),
+                model.clone().into(),
+                "--data".into(),
+                data.clone().into(),
+                "--out".into(),
+                fifo.clone().into(),
+            ],
+        ),
+        (
+            "export",
+            vec![
+                "export".into(),
+                "--model".into(),
+                model.clone().into(),
+                "--format".into(),
+                "xgboost".into(),
+                "--out".into(),
+                fifo.clone().into(),
+            ],
+        ),
+        (
+            "train",
+            vec![
+                "train".into(),
+                "--quiet".into(),
+                "--label".into(),
+                "y".into(),
+                "--rounds".into(),
+                "2".into(),
+                "--data".into(),
+                data.clone().into(),
+                "--model".into(),
+                fifo.clone().into(),
+            ],
+        ),
+    ];
+    for (what, args) in commands {
+        for (signal, code) in [("-INT", 130), ("-TERM", 143)] {
+            let mut child = std::process::Command::new(&bin)
+                .args(&args)
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            // ready: it says it waits for a reader
+            let mut err = BufReader::new(child.stderr.take().unwrap());
+            let mut line = String::new();
+            err.read_line(&mut line).unwrap();
+            assert!(
+                line.contains("waiting for a reader of the FIFO"),
+                "{what}: {line}"
+            );
+            let status = std::process::Command::new("kill")
+                .arg(signal)
+                .arg(child.id().to_string())
+                .status()
+                .unwrap();
+            assert!(status.success());
+            // generous: the wait looks for a signal every 20 ms
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+            let status = loop {
+                if let Some(s) = child.try_wait().unwrap() {
+                    break s;
+                }
+                if std::time::Instant::now() > deadline {
+                    child.kill().unwrap();
+                    panic!("{what}: one {signal} did not end the wait for a FIFO reader");
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            };
+            let mut rest = String::new();
+            std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+            assert_eq!(status.code(), Some(code), "{what} {signal}: {rest}");
+            assert!(rest.contains("interrupted by SIG"), "{what}: {rest}");
+            assert_eq!(files_in(t.path()), ["m.json", "out.fifo"], "{what}");
+        }
+    }
+}

@@ -473,6 +473,30 @@ fn a_signal_while_reading_or_predicting_stops_cleanly() {
             .collect();
         assert!(left.is_empty(), "{left:?}");
     }
+    // inside a batch: SHAP values of a large model take seconds per thousand rows, so a
+    // signal is heard between slices of a batch, not after the whole of it
+    let data = repo().join("datasets/synthetic/train.parquet");
+    let p = out_dir.join("p.parquet");
+    let out = sapwood()
+        .env("SAPWOOD_TEST_RAISE_AT_SLICE", "2")
+        .args(["predict", "--contributions", "--model"])
+        .arg(&model)
+        .arg("--data")
+        .arg(&data)
+        .arg("--out")
+        .arg(&p)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "predict --contributions: {err}"
+    );
+    assert!(err.contains("interrupted by SIGINT"), "{err}");
+    assert!(!err.contains("wrote"), "{err}");
+    let left: Vec<_> = std::fs::read_dir(&out_dir).unwrap().flatten().collect();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 #[test]

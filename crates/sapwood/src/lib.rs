@@ -18,10 +18,12 @@ pub use labels::{
 };
 pub use sapwood_collective as collective;
 pub use sapwood_core::collective::{BlockCounts, Collective, CommStats, SingleWorker};
-pub use sapwood_core::data::{Column, FeatureCuts, FeatureMatrix, MISSING_CATEGORY};
+pub use sapwood_core::data::{BinnedMatrix, Column, FeatureCuts, FeatureMatrix, MISSING_CATEGORY};
 pub use sapwood_core::explain;
 pub use sapwood_core::export;
-pub use sapwood_core::files::{check_writable, remove_stale_temporaries, write_atomic};
+pub use sapwood_core::files::{
+    check_writable, output_target, remove_stale_temporaries, write_atomic, OutputTarget,
+};
 pub use sapwood_core::metric::{argmax, Metric};
 pub use sapwood_core::model::{ClassLabel, InputType, Model};
 pub use sapwood_core::objective::ObjectiveKind;

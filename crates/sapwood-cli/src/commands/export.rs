@@ -15,6 +15,7 @@ pub fn run(a: ExportArgs) -> Result<()> {
     let booster = Booster::load(&a.model)?;
     let model = booster.model();
     let rounds = check_rounds(a.rounds, model)?.unwrap_or_else(|| model.default_rounds());
+    let _readers = crate::fifos::await_readers(&[a.out.as_path()])?;
     booster
         .export_rounds(format, rounds, &a.out)
         .with_context(|| {

@@ -552,6 +552,11 @@ pub fn run(a: TrainArgs) -> Result<()> {
     match settings.run.collective {
         CollectiveKind::InProcess => {
             check_no_tcp_flags(&a)?;
+            // (a distributed job's ranks learn which of them writes only once they meet)
+            let mut outputs = vec![a.model.as_path()];
+            outputs.extend(a.summary.as_deref());
+            outputs.extend(a.checkpoint.as_deref());
+            let _readers = crate::fifos::await_readers(&outputs)?;
             run_local(a, settings, init)
         }
         CollectiveKind::Mpi => {

@@ -37,6 +37,18 @@ pub fn leaf_indices(model: &Model, binned: &BinnedMatrix, rounds: usize) -> Vec<
     out
 }
 
+/// The work of explaining one row with the first `rounds` rounds, in TreeSHAP's steps
+/// (leaves × depth², summed over the trees): what a caller sizes its slices of rows by.
+pub fn work_per_row(model: &Model, rounds: usize) -> u64 {
+    trees(model, rounds)
+        .iter()
+        .map(|t| {
+            let depth = t.depth().max(1) as u64;
+            t.num_leaves() as u64 * depth * depth
+        })
+        .sum()
+}
+
 /// SHAP contributions of each row: `groups * (nf + 1)` values per row (group-major, the bias
 /// last in each group), computed in f64.
 pub fn contributions(model: &Model, binned: &BinnedMatrix, rounds: usize) -> Vec<f64> {
