@@ -27,7 +27,20 @@ impl Source {
     /// Opens `path`: CSV by its extension, Parquet otherwise (the footer is checked now).
     pub fn open(path: &Path, opts: &ReadOptions) -> Result<Source> {
         if is_csv(path) {
-            Ok(Source::Csv(sapwood_io::read_csv(path, opts)?))
+            // asked every few thousand records: for the test hook, each ask is a batch
+            let asked = std::cell::Cell::new(0usize);
+            let stop = || {
+                asked.set(asked.get() + 1);
+                crate::signals::test_raise_at_batch(asked.get());
+                crate::signals::received().is_some()
+            };
+            match sapwood_io::read_csv_until(path, opts, &stop) {
+                Ok(t) => Ok(Source::Csv(t)),
+                Err(sapwood_io::IoError::Stopped { .. }) => {
+                    Err(crate::Interrupted(crate::signals::received()).into())
+                }
+                Err(e) => Err(e.into()),
+            }
         } else {
             Ok(Source::Parquet(ParquetSource::open(path)?))
         }

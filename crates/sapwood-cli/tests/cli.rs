@@ -473,6 +473,30 @@ fn a_signal_while_reading_or_predicting_stops_cleanly() {
             .collect();
         assert!(left.is_empty(), "{left:?}");
     }
+    // a CSV file is read whole before its one batch: the reader itself stops, between
+    // blocks of records (the hook's batch 2 is the reader's second look at the flag)
+    let csv = out_dir.join("big.csv");
+    let mut text = String::from("y,x\n");
+    for i in 0..40_000 {
+        text.push_str(&format!("{},{}\n", i % 2, i % 97));
+    }
+    std::fs::write(&csv, text).unwrap();
+    let m3 = out_dir.join("m3.json");
+    let out = sapwood()
+        .env("SAPWOOD_TEST_RAISE_AT_BATCH", "2")
+        .args([
+            "train", "--quiet", "--rounds", "3", "--label", "y", "--data",
+        ])
+        .arg(&csv)
+        .arg("--model")
+        .arg(&m3)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "train big.csv: {err}");
+    assert!(err.contains("interrupted by SIGINT"), "{err}");
+    assert!(!m3.exists());
+    std::fs::remove_file(&csv).unwrap();
     // inside a batch: SHAP values of a large model take seconds per thousand rows, so a
     // signal is heard between slices of a batch, not after the whole of it
     let data = repo().join("datasets/synthetic/train.parquet");

@@ -221,8 +221,12 @@ fn is_tsv(path: &Path) -> bool {
         .is_some_and(|e| e.eq_ignore_ascii_case("tsv"))
 }
 
-/// Reads every record of `path` (comma-separated; tab-separated for `.tsv`).
-fn read_raw(path: &Path) -> Result<Raw, IoError> {
+/// Records read between two calls of a reader's `stop`.
+const RECORDS_BETWEEN_STOPS: usize = 1 << 14;
+
+/// Reads every record of `path` (comma-separated; tab-separated for `.tsv`), unless `stop`
+/// says to stop.
+fn read_raw(path: &Path, stop: &dyn Fn() -> bool) -> Result<Raw, IoError> {
     let io_err = |source| IoError::Io {
         path: path.to_path_buf(),
         source,
@@ -261,8 +265,16 @@ fn read_raw(path: &Path) -> Result<Raw, IoError> {
     let mut record = csv::StringRecord::new();
     let mut cols: Option<Vec<RawColumn>> = None;
     let mut lines = Vec::new();
+    let mut records = 0usize;
     while reader.read_record(&mut record).map_err(csv_err)? {
         let line = record.position().map_or(0, |p| p.line());
+        records += 1;
+        if records.is_multiple_of(RECORDS_BETWEEN_STOPS) && stop() {
+            return Err(IoError::Stopped {
+                path: path.to_path_buf(),
+                line: line as usize,
+            });
+        }
         // a line of nothing but spaces is skipped, like an empty one
         if record.len() == 1 && record[0].trim().is_empty() {
             continue;
@@ -310,7 +322,17 @@ fn read_raw(path: &Path) -> Result<Raw, IoError> {
 /// Reads a CSV file with a header row; see the module documentation for how columns are
 /// typed. Categorical columns get sorted levels (by value when every level is a number).
 pub fn read_csv(path: &Path, opts: &ReadOptions) -> Result<Table, IoError> {
-    let Raw { mut cols, lines } = read_raw(path)?;
+    read_csv_until(path, opts, &|| false)
+}
+
+/// [`read_csv`], asking `stop` every few thousand records whether to give up (an
+/// [`IoError::Stopped`]): a program that heard Ctrl-C need not read a large file to its end.
+pub fn read_csv_until(
+    path: &Path,
+    opts: &ReadOptions,
+    stop: &dyn Fn() -> bool,
+) -> Result<Table, IoError> {
+    let Raw { mut cols, lines } = read_raw(path, stop)?;
     let available = |cols: &[RawColumn]| {
         cols.iter()
             .map(|c| c.name.as_str())

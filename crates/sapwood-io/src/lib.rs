@@ -9,7 +9,7 @@ mod guard;
 mod parquet;
 
 pub use crate::arrow::{table_from_arrow, Converter};
-pub use crate::csv::read_csv;
+pub use crate::csv::{read_csv, read_csv_until};
 pub use crate::parquet::{read_parquet, ParquetSource, PredictionWriter};
 pub use arrow_array;
 pub use arrow_schema;
@@ -35,6 +35,14 @@ pub enum IoError {
         path: PathBuf,
         /// The cause.
         source: std::io::Error,
+    },
+    /// Reading was stopped by the caller (a signal asked the program to stop).
+    #[error("{path}: reading stopped at line {line}")]
+    Stopped {
+        /// The file.
+        path: PathBuf,
+        /// The line reached.
+        line: usize,
     },
     /// A line of a text file is malformed.
     #[error("{path}: line {line}: {reason}")]
