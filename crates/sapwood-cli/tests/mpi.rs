@@ -75,6 +75,43 @@ fn one_to_four_ranks_save_the_single_worker_model() {
     }
 }
 
+/// MPI ranks started for different jobs (here another `lambda` on rank 1) fail before the
+/// first round, naming the setting and the ranks, as TCP ranks do: they used to train
+/// together silently.
+#[test]
+fn mpi_ranks_started_for_different_jobs_fail_naming_the_difference() {
+    let bin = assert_cmd::cargo::cargo_bin("sapwood");
+    let t = tempfile::tempdir().unwrap();
+    let data = repo().join("datasets/synthetic/train.parquet");
+    let model = t.path().join("m.json");
+    let args = |lambda: &str| {
+        let mut a = train_args(&data, "y", "binary:logistic", &["--rounds", "4"], &model);
+        a.extend(["--collective", "mpi", "--set"].map(String::from));
+        a.push(format!("lambda={lambda}"));
+        a
+    };
+    // one command per rank (MPMD): rank 0 with lambda 1, rank 1 with lambda 50
+    let out = mpirun(1)
+        .arg(&bin)
+        .args(args("1"))
+        .args([":", "-np", "1"])
+        .arg(&bin)
+        .args(args("50"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("do not describe the same job")
+            && err.contains("`lambda`")
+            && err.contains("50")
+            && err.contains("rank 1")
+            && err.contains("rank 0"),
+        "{err}"
+    );
+    assert!(!model.exists(), "a model was saved: {err}");
+}
+
 #[test]
 fn mpi_ranks_send_with_the_codec_and_overlap_they_are_given() {
     // every rank must encode with `comm_codec` and chunk with `comm_overlap`: the models are
