@@ -330,6 +330,11 @@ def normalise(params: Params) -> Normalised:
         if canonical == "max_depth" and _is_negative(value):
             depth_given = (name, value)
             value = 0
+        if key == "alpha":
+            # beside a LightGBM objective name `alpha` is that objective's own parameter, so
+            # it may stand beside the L1 penalty's names; the engine reads it
+            out.pairs.append((name, _param_text(value)))
+            continue
         if canonical in out.user_names and canonical != "eval_metric":
             previous = out.user_names[canonical]
             if previous != name:
@@ -356,7 +361,26 @@ def normalise(params: Params) -> Normalised:
             )
     if subsample_freq is not None:
         _check_subsample_freq(out, *subsample_freq)
+    _check_num_leaves_alone(out)
     return out
+
+
+def _check_num_leaves_alone(out: Normalised) -> None:
+    """LightGBM's ``num_leaves`` without a growth policy: LightGBM grows leaf-wise with no
+    depth limit, Sapwood depth-wise to ``max_depth`` (6) unless told otherwise; one warning
+    says so rather than growing other trees than the user pictures."""
+    name = out.user_names.get("max_leaves")
+    # (the estimators pass their default, depthwise, whether or not the user chose it)
+    if name != "num_leaves" or out.value("grow_policy") not in (None, "depthwise"):
+        return
+    depth = out.value("max_depth")
+    warn_once(
+        "num_leaves",
+        f"`num_leaves={out.value('max_leaves')}` only bounds the leaves: Sapwood grows trees "
+        f"depth-wise to max_depth={depth if depth is not None else 6}, where LightGBM grows "
+        "them leaf-wise with no depth limit; for LightGBM's trees set "
+        "grow_policy=\"lossguide\" (and max_depth=-1)",
+    )
 
 
 def _cut_offs(name: str, value: Any) -> list[int]:

@@ -98,7 +98,9 @@ class _EarlyStopping:
     """The callback :func:`early_stopping` returns: :func:`train` turns it into the
     engine's early stopping (``early_stopping_rounds``), so the best iteration is kept."""
 
-    def __init__(self, stopping_rounds: int, min_delta: float = 0.0) -> None:
+    def __init__(self, stopping_rounds: int, min_delta: float = 0.0, verbose: bool = False) -> None:
+        #: Whether :func:`train` prints the best round when training ends (LightGBM's lines).
+        self.verbose = bool(verbose)
         if min_delta != 0:
             raise ParameterError(
                 "invalid parameter `min_delta`: Sapwood's early stopping counts any "
@@ -138,7 +140,8 @@ def early_stopping(
         Accepted for LightGBM scripts; Sapwood always watches the **last** metric of the
         last evaluation set (XGBoost's rule), so put the metric to watch last.
     verbose : bool, default True
-        Accepted for LightGBM scripts; the engine prints nothing when it stops.
+        When training ends, print the best round and its scores as LightGBM does
+        (``Early stopping, best iteration is:`` then ``[21]\tvalid_0's logloss: 0.083``).
     min_delta : float, default 0.0
         Only 0 (any improvement counts) is supported.
 
@@ -147,7 +150,7 @@ def early_stopping(
     Callback
         A callback to pass in ``callbacks``.
     """
-    return _EarlyStopping(stopping_rounds, min_delta)
+    return _EarlyStopping(stopping_rounds, min_delta, verbose)
 
 
 def log_evaluation(period: int = 1) -> Callback:
@@ -1398,8 +1401,10 @@ def train(
         _custom_objective_params(pairs, normalised, init)
     metrics = _custom_metrics(custom_metric, feval, normalised.metric_fns, maximize)
     all_callbacks: list[Callback] = []
+    announce = False
     for cb in callbacks or ():
         if isinstance(cb, _EarlyStopping):
+            announce = announce or cb.verbose
             if early_stopping_rounds is not None and early_stopping_rounds != cb.stopping_rounds:
                 raise ParameterError(
                     "invalid parameter `early_stopping_rounds`: given as "
@@ -1480,12 +1485,29 @@ def train(
     if run.active:
         native = run.finish(native)
     booster = Booster._wrap(_with_input_types(native, dtrain))
+    if announce and early_stopping_rounds is not None:
+        _announce_best(booster, int(early_stopping_rounds))
     if run.active:
         booster._custom_history = run.history
     if evals_result is not None:
         evals_result.clear()
         evals_result.update(booster.evals_result())
     return booster
+
+
+def _announce_best(booster: "Booster", stopping_rounds: int) -> None:
+    """LightGBM's lines when early stopping ends training: the best round (1-based) and
+    every score of it."""
+    best = booster.best_iteration
+    history = booster._history_rounds()
+    if best is None or best >= len(history):
+        return
+    stopped = booster.num_boosted_rounds() - 1 - best >= stopping_rounds
+    head = "Early stopping, best iteration is:" if stopped else (
+        "Did not meet early stopping. Best iteration is:"
+    )
+    scores = "\t".join(f"{d}'s {m}: {v:g}" for d, m, v in history[best])
+    print(f"{head}\n[{best + 1}]\t{scores}")
 
 
 def _with_input_types(native: NativeBooster, dtrain: "Dataset") -> NativeBooster:

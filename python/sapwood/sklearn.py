@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import Sequence
-from typing import Any, Callable, Optional, Union
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Callable, Optional, TypeVar, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -288,7 +289,7 @@ class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
             init_model=init,
             obj=obj,
         )
-        self.evals_result_ = result
+        self.evals_result_ = _with_lightgbm_keys(result)
 
     def _raw_predict(
         self,
@@ -321,6 +322,66 @@ class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
         rounds = None if best is None else (0, best + 1)
         c = booster.predict(X, pred_contribs=True, iteration_range=rounds)
         return c.reshape(c.shape[0], -1)
+
+    def _rounds(
+        self,
+        iteration_range: Optional[tuple[int, int]],
+        num_iteration: Optional[int],
+        start_iteration: int,
+    ) -> Optional[tuple[int, int]]:
+        """LightGBM's ``start_iteration``/``num_iteration`` as XGBoost's ``iteration_range``
+        (``num_iteration`` None or <= 0: to the best iteration, else the last, as LightGBM)."""
+        if num_iteration is None and not start_iteration:
+            return iteration_range
+        if iteration_range is not None:
+            raise ParameterError(
+                "invalid parameter `num_iteration`: given with `iteration_range`, which says "
+                "the same (XGBoost's name); give one"
+            )
+        booster = self.get_booster()
+        start = int(start_iteration or 0)
+        if num_iteration is None or int(num_iteration) <= 0:
+            best = booster.best_iteration
+            end = booster.num_boosted_rounds() if best is None else best + 1
+        else:
+            end = start + int(num_iteration)
+        return (start, min(end, booster.num_boosted_rounds()))
+
+    def apply(
+        self, X: Any, iteration_range: Optional[tuple[int, int]] = None
+    ) -> npt.NDArray[Any]:
+        """The leaf each row reaches in each tree, ``(n, trees)`` (XGBoost's ``apply``;
+        LightGBM's ``predict(X, pred_leaf=True)``); after early stopping the trees up to
+        the best iteration unless ``iteration_range`` says otherwise."""
+        check_is_fitted(self, "_Booster")
+        X = self._check_X(X, reset=False)
+        booster: Booster = self._Booster
+        booster.set_param({"nthread": _threads(self.n_jobs)})
+        if iteration_range is None and booster.best_iteration is not None:
+            iteration_range = (0, booster.best_iteration + 1)
+        leaves: npt.NDArray[Any] = booster.predict(
+            X, pred_leaf=True, iteration_range=iteration_range
+        )
+        return leaves
+
+    def save_model(self, fname: Any, format: str = "sapwood") -> None:
+        """Writes the trained booster to ``fname`` (XGBoost's estimator method; see
+        :meth:`sapwood.Booster.save_model` for ``format``). A classifier's ``classes_`` are
+        not in the file: :meth:`load_model` gives ``0 .. n_classes - 1``, as XGBoost's."""
+        self.get_booster().save_model(fname, format=format)
+
+    def load_model(self, fname: Any) -> Any:
+        """Reads a booster saved by :meth:`save_model` (or :meth:`sapwood.Booster.save_model`)
+        into this estimator, which can then predict (XGBoost's estimator method)."""
+        booster = Booster(model_file=fname)
+        self._Booster = booster
+        self.n_features_in_ = booster.num_features()
+        self.evals_result_ = _with_lightgbm_keys({})
+        self._loaded(booster)
+        return self
+
+    def _loaded(self, booster: Booster) -> None:
+        """What a subclass learns from a loaded booster (a classifier: its classes)."""
 
     # ---- fitted attributes ------------------------------------------------------------
 
@@ -356,10 +417,10 @@ class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
         booster = self.get_booster()
         best = booster.best_iteration
         at = -1 if best is None else best
-        return {
+        return _with_lightgbm_keys({
             name: {metric: values[at] for metric, values in metrics.items()}
             for name, metrics in self.evals_result_.items()
-        }
+        })
 
     def evals_result(self) -> EvalsResult:
         """The metrics history, ``{set: {metric: [value per round]}}`` (XGBoost's
@@ -375,8 +436,15 @@ class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
 
     @property
     def feature_importances_(self) -> npt.NDArray[np.float64]:
-        """Importances (``importance_type``) normalised to sum to 1."""
-        scores = self.get_booster().feature_importance(self.importance_type)
+        """Importances normalised to sum to 1, as XGBoost's estimators give them:
+        ``importance_type`` is read as XGBoost reads it (``gain`` and ``cover`` average over
+        a feature's splits, ``total_gain``, ``total_cover``, ``weight`` the split count) and
+        LightGBM's ``split`` is ``weight``. LightGBM's estimators give ``gain`` as the
+        total, unnormalised: ``importance_type="total_gain"`` ranks features as it does."""
+        booster = self.get_booster()
+        kind = {"split": "weight"}.get(self.importance_type, self.importance_type)
+        used = booster.get_score(kind)
+        scores = np.array([used.get(n, 0.0) for n in booster.feature_names], dtype=np.float64)
         total = scores.sum()
         return scores / total if total > 0 else scores
 
@@ -385,6 +453,82 @@ class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
         tags.input_tags.allow_nan = True
         tags.input_tags.sparse = True
         return tags
+
+
+#: A metric's value, or its values round by round.
+_V = TypeVar("_V")
+
+#: LightGBM's names of metrics that Sapwood reports under XGBoost's names.
+_LIGHTGBM_METRICS = {
+    "binary_logloss": "logloss",
+    "binary_error": "error",
+    "multi_logloss": "mlogloss",
+    "multi_error": "merror",
+    "l1": "mae",
+    "mean_absolute_error": "mae",
+    "l2_root": "rmse",
+    "root_mean_squared_error": "rmse",
+    "mean_absolute_percentage_error": "mape",
+    "average_precision": "aucpr",
+    "poisson": "poisson-nloglik",
+    "gamma": "gamma-nloglik",
+    "tweedie": "tweedie-nloglik",
+}
+
+
+class _PeerKeys(dict[str, Any]):
+    """A dict that also answers LightGBM's names of its keys (``valid_0`` for
+    ``validation_0``, ``binary_logloss`` for ``logloss``), so that LightGBM's evaluation
+    code reads XGBoost-named results; iteration, ``keys()`` and equality see only the
+    names stored."""
+
+    def _stored(self, key: Any) -> Any:
+        if isinstance(key, str):
+            m = re.fullmatch(r"valid_(\d+)", key)
+            if m is not None:
+                return f"validation_{m.group(1)}"
+            return _LIGHTGBM_METRICS.get(key, key)
+        return key
+
+    def __missing__(self, key: Any) -> Any:
+        stored = self._stored(key)
+        if stored != key and dict.__contains__(self, stored):
+            return self[stored]
+        raise KeyError(key)
+
+    def __contains__(self, key: object) -> bool:
+        return dict.__contains__(self, key) or dict.__contains__(self, self._stored(key))
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return self[key] if key in self else default
+
+
+def _with_lightgbm_keys(result: Mapping[str, Mapping[str, _V]]) -> dict[str, dict[str, _V]]:
+    """``{set: {metric: value}}`` answering LightGBM's names too (see :class:`_PeerKeys`)."""
+    return _PeerKeys({name: _PeerKeys(metrics) for name, metrics in result.items()})
+
+
+def _eval_xy(eval_set: Optional[EvalSet], eval_X: Any, eval_y: Any) -> Optional[EvalSet]:
+    """LightGBM 4.7's ``eval_X``/``eval_y`` (one set, or a tuple of sets each) as the
+    ``eval_set`` pairs XGBoost and older LightGBM take."""
+    if eval_X is None and eval_y is None:
+        return eval_set
+    if eval_X is None or eval_y is None:
+        given, missing = ("eval_X", "eval_y") if eval_y is None else ("eval_y", "eval_X")
+        raise ParameterError(f"invalid parameter `{given}`: given without `{missing}`")
+    if eval_set is not None:
+        raise ParameterError(
+            "invalid parameter `eval_X`: given with `eval_set`, which is the same thing "
+            "(the older name); give one"
+        )
+    xs = list(eval_X) if isinstance(eval_X, tuple) else [eval_X]
+    ys = list(eval_y) if isinstance(eval_y, tuple) else [eval_y]
+    if len(xs) != len(ys):
+        raise ParameterError(
+            f"invalid parameter `eval_y`: {len(ys)} sets of labels for {len(xs)} sets of "
+            "features in `eval_X`"
+        )
+    return list(zip(xs, ys))
 
 
 class _FitArgs:
@@ -580,6 +724,11 @@ _FIT_DOC = """Trains on ``X``, ``y``.
             Each feature's relative chance to be drawn by ``colsample_bytree``,
             ``colsample_bylevel`` and ``colsample_bynode`` (XGBoost's ``fit`` argument;
             the ``feature_weights`` parameter).
+        eval_X : array-like or tuple of array-like, optional
+            LightGBM 4.7's evaluation sets' features: one set, or a tuple of sets; with
+            ``eval_y`` the same as ``eval_set=list(zip(eval_X, eval_y))``.
+        eval_y : array-like or tuple of array-like, optional
+            Their labels, one for each set of ``eval_X``.
 
         Returns
         -------
@@ -630,6 +779,8 @@ class SapwoodRegressor(RegressorMixin, _SapwoodModel):  # type: ignore[misc]
         xgb_model: Any = None,
         init_model: Any = None,
         feature_weights: Any = None,
+        eval_X: Any = None,
+        eval_y: Any = None,
     ) -> SapwoodRegressor:
         y_arr = _regression_target(y)
         if self.class_weight is not None:
@@ -652,6 +803,7 @@ class SapwoodRegressor(RegressorMixin, _SapwoodModel):  # type: ignore[misc]
         if not callable(objective):
             # a custom objective trains an identity loss from margin 0 (sapwood.train)
             params.append(("objective", objective))
+        eval_set = _eval_xy(eval_set, eval_X, eval_y)
         args = _FitArgs(
             eval_set, eval_sample_weight, sample_weight_eval_set, eval_names, eval_metric,
             early_stopping_rounds, verbose, callbacks, base_margin, init_score,
@@ -670,13 +822,22 @@ class SapwoodRegressor(RegressorMixin, _SapwoodModel):  # type: ignore[misc]
         iteration_range: Optional[tuple[int, int]] = None,
         *,
         base_margin: Any = None,
+        raw_score: bool = False,
+        pred_leaf: bool = False,
+        num_iteration: Optional[int] = None,
+        start_iteration: int = 0,
     ) -> npt.NDArray[np.float32]:
         """Predicted values; ``pred_contrib`` gives SHAP contributions (LightGBM's
         layout). After early stopping the best iteration is used unless
         ``iteration_range`` (rounds ``[start, end)``, as in XGBoost) says otherwise.
         ``base_margin`` (XGBoost's) gives each row's starting margin, ``(n,)``: the trees
         are added to it instead of to the model's base score. A model fitted with a
-        custom ``objective`` predicts margins."""
+        custom ``objective`` predicts margins. LightGBM's ``raw_score``, ``pred_leaf``,
+        ``start_iteration`` and ``num_iteration`` are taken too."""
+        output_margin = output_margin or raw_score
+        iteration_range = self._rounds(iteration_range, num_iteration, start_iteration)
+        if pred_leaf:
+            return self.apply(X, iteration_range)
         if pred_contrib:
             return self._contributions(X)
         return self._raw_predict(X, output_margin, iteration_range, base_margin)
@@ -778,6 +939,8 @@ class SapwoodClassifier(ClassifierMixin, _SapwoodModel):  # type: ignore[misc]
         xgb_model: Any = None,
         init_model: Any = None,
         feature_weights: Any = None,
+        eval_X: Any = None,
+        eval_y: Any = None,
     ) -> SapwoodClassifier:
         y_arr = column_or_1d(y, warn=True)
         kinds = _label_kinds(y_arr)
@@ -799,6 +962,7 @@ class SapwoodClassifier(ClassifierMixin, _SapwoodModel):  # type: ignore[misc]
         _add_feature_weights(params, feature_weights)
         params.extend(self._objective_params())
         weight = self._class_weights(y_arr, codes, sample_weight)
+        eval_set = _eval_xy(eval_set, eval_X, eval_y)
         args = _FitArgs(
             eval_set, eval_sample_weight, sample_weight_eval_set, eval_names, eval_metric,
             early_stopping_rounds, verbose, callbacks, base_margin, init_score,
@@ -894,12 +1058,25 @@ class SapwoodClassifier(ClassifierMixin, _SapwoodModel):  # type: ignore[misc]
         iteration_range: Optional[tuple[int, int]] = None,
         *,
         base_margin: Any = None,
+        raw_score: bool = False,
+        pred_leaf: bool = False,
+        num_iteration: Optional[int] = None,
+        start_iteration: int = 0,
     ) -> npt.NDArray[np.float64]:
         """Class probabilities, one column per class in ``classes_`` order; after early
         stopping from the best iteration unless ``iteration_range`` (rounds ``[start,
         end)``) says otherwise. ``base_margin`` gives each row's starting margin, ``(n,)``
         or ``(n, classes)`` (XGBoost's argument). With a custom ``objective`` the
-        probabilities are the sigmoid (softmax) of the margins, as in XGBoost."""
+        probabilities are the sigmoid (softmax) of the margins, as in XGBoost. LightGBM's
+        ``raw_score`` (margins), ``pred_leaf``, ``start_iteration`` and ``num_iteration``
+        are taken too."""
+        iteration_range = self._rounds(iteration_range, num_iteration, start_iteration)
+        if pred_leaf:
+            return self.apply(X, iteration_range)
+        if raw_score:
+            return self._raw_predict(
+                X, output_margin=True, iteration_range=iteration_range, base_margin=base_margin
+            ).astype(np.float64)
         if self._predicts_classes():
             # multi:softmax predicts class indices; its probabilities are the margins' softmax
             m = self._raw_predict(
@@ -914,7 +1091,23 @@ class SapwoodClassifier(ClassifierMixin, _SapwoodModel):  # type: ignore[misc]
         ).astype(np.float64)
         if p.ndim == 1:
             return np.column_stack([1.0 - p, p])
-        return p
+        # the engine's float32 probabilities sum to 1 only within ~1e-7: in float64 each row
+        # is made to sum to 1 within float64's rounding, as scikit-learn's metrics check
+        multi: npt.NDArray[np.float64] = p / p.sum(axis=1, keepdims=True)
+        return multi
+
+    def _loaded(self, booster: Booster) -> None:
+        groups = int(booster._model.groups)
+        labels = booster.classes
+        classes = np.asarray(labels) if labels else np.arange(max(groups, 2))
+        if booster.objective not in ("binary:logistic", "binary:logitraw") and groups < 2:
+            raise ParameterError(
+                f"invalid parameter `fname`: the model's objective `{booster.objective}` is "
+                "not a classification objective; load it into SapwoodRegressor"
+            )
+        self.classes_ = classes
+        self.n_classes_ = len(classes)
+        self._classes_kinds = _label_kinds(classes)
 
     def _predicts_classes(self) -> bool:
         """Whether the booster's predictions are class indices (``multi:softmax``)."""
@@ -928,10 +1121,19 @@ class SapwoodClassifier(ClassifierMixin, _SapwoodModel):  # type: ignore[misc]
         iteration_range: Optional[tuple[int, int]] = None,
         *,
         base_margin: Any = None,
+        raw_score: bool = False,
+        pred_leaf: bool = False,
+        num_iteration: Optional[int] = None,
+        start_iteration: int = 0,
     ) -> Any:
         """The most probable class of each row (raw scores with ``output_margin``, SHAP
         contributions in LightGBM's layout with ``pred_contrib``); ``iteration_range`` and
-        ``base_margin`` as in :meth:`predict_proba`."""
+        ``base_margin`` as in :meth:`predict_proba`. LightGBM's ``raw_score``,
+        ``pred_leaf``, ``start_iteration`` and ``num_iteration`` are taken too."""
+        output_margin = output_margin or raw_score
+        iteration_range = self._rounds(iteration_range, num_iteration, start_iteration)
+        if pred_leaf:
+            return self.apply(X, iteration_range)
         if pred_contrib:
             return self._contributions(X)
         if output_margin:
@@ -1008,6 +1210,8 @@ class SapwoodRanker(_SapwoodModel):
         xgb_model: Any = None,
         init_model: Any = None,
         feature_weights: Any = None,
+        eval_X: Any = None,
+        eval_y: Any = None,
     ) -> SapwoodRanker:
         """Trains on ``X``, ``y`` with the queries ``group`` or ``qid``.
 
@@ -1069,6 +1273,12 @@ class SapwoodRanker(_SapwoodModel):
             A model to continue: ``n_estimators`` more rounds are trained.
         init_model : Booster, estimator or str, optional
             The same under LightGBM's name; give one of the two.
+        feature_weights : array-like, optional
+            Each feature's relative chance to be drawn by the ``colsample_*`` parameters.
+        eval_X : array-like or tuple of array-like, optional
+            LightGBM 4.7's evaluation sets' features (with ``eval_y``, as ``eval_set``).
+        eval_y : array-like or tuple of array-like, optional
+            Their labels, one for each set of ``eval_X``.
 
         Returns
         -------
@@ -1127,6 +1337,7 @@ class SapwoodRanker(_SapwoodModel):
                     eval_set[i] = (Xe, pair[1])
             if any(q is not None for q in qids):
                 eval_qid = qids
+        eval_set = _eval_xy(eval_set, eval_X, eval_y)
         args = _FitArgs(
             eval_set or None, eval_sample_weight, sample_weight_eval_set, eval_names,
             eval_metric, early_stopping_rounds, verbose, callbacks, base_margin, init_score,
@@ -1144,6 +1355,10 @@ class SapwoodRanker(_SapwoodModel):
         iteration_range: Optional[tuple[int, int]] = None,
         *,
         base_margin: Any = None,
+        raw_score: bool = False,
+        pred_leaf: bool = False,
+        num_iteration: Optional[int] = None,
+        start_iteration: int = 0,
     ) -> npt.NDArray[np.float32]:
         """One ranking score per row (higher ranks first; compare scores within a
         query). A pandas ``X``'s ``qid`` column is dropped, as in fitting.
@@ -1161,12 +1376,25 @@ class SapwoodRanker(_SapwoodModel):
             default.
         base_margin : array-like, optional
             Each row's starting score.
+        raw_score : bool, default False
+            The same scores (LightGBM's argument).
+        pred_leaf : bool, default False
+            The leaf each row reaches in each tree instead (as :meth:`apply`).
+        num_iteration : int, optional
+            LightGBM's rounds to use, from ``start_iteration`` (None or <= 0: to the best
+            iteration, else the last); give this or ``iteration_range``.
+        start_iteration : int, default 0
+            LightGBM's first round to use.
 
         Returns
         -------
         numpy.ndarray
             float32 scores, shape ``(n,)`` (``(n, features + 1)`` with ``pred_contrib``).
         """
+        output_margin = output_margin or raw_score
+        iteration_range = self._rounds(iteration_range, num_iteration, start_iteration)
+        if pred_leaf:
+            return self.apply(X, iteration_range)
         X, _ = _qid_column(X, None)
         if pred_contrib:
             return self._contributions(X)

@@ -280,6 +280,186 @@ def test_objective_names_of_both_peers() -> None:
     assert r.get_booster().objective == "reg:squarederror"
 
 
+def test_alpha_means_what_lightgbm_means_beside_its_objective_names() -> None:
+    """``objective="quantile", alpha=0.9`` is LightGBM's 0.9 quantile (it used to be read as
+    XGBoost's L1 penalty: the median was fitted, coverage 0.51), and LightGBM's own code
+    path, run side by side, covers the same; with XGBoost's objective name ``alpha`` stays
+    its L1 penalty; the two readings at once are refused, naming both."""
+    import lightgbm as lgb
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(3000, 4))
+    y = X[:, 0] + rng.normal(size=3000) * (1 + np.abs(X[:, 1]))
+    ours = SapwoodRegressor(objective="quantile", alpha=0.9, n_estimators=60).fit(X, y)
+    peer = lgb.LGBMRegressor(objective="quantile", alpha=0.9, n_estimators=60, verbose=-1)
+    peer.fit(X, y)
+    coverage = [float(np.mean(y <= m.predict(X))) for m in (ours, peer)]
+    assert abs(coverage[0] - 0.9) < 0.03 and abs(coverage[0] - coverage[1]) < 0.03, coverage
+    import json
+
+    saved = json.loads(ours.get_booster().to_json())["params"]
+    assert (saved["quantile_alpha"], saved["alpha"]) in (([0.9], 0.0), (0.9, 0.0)), saved
+    b = sapwood.train({"objective": "quantile", "alpha": 0.1, "reg_alpha": 2.0},
+                      sapwood.Dataset(X, label=y), 40, verbose_eval=False)
+    assert abs(float(np.mean(y <= b.predict(X))) - 0.1) < 0.03
+    # XGBoost's spelling of the objective: alpha is the L1 penalty, the quantile its own
+    x = sapwood.train({"objective": "reg:quantileerror", "alpha": 0.9},
+                      sapwood.Dataset(X, label=y), 40, verbose_eval=False)
+    assert abs(float(np.mean(y <= x.predict(X))) - 0.5) < 0.03
+    with pytest.raises(sapwood.ParameterError, match=r"`alpha`.*quantile_alpha.*L1"):
+        SapwoodRegressor(objective="quantile", alpha=0.9, quantile_alpha=0.5).fit(X, y)
+
+
+def test_feature_importances_mean_what_xgboosts_estimators_mean() -> None:
+    """``importance_type="gain"`` is average gain over a feature's splits, normalised, as in
+    XGBoost's estimators (it was total gain, which ranks features differently): checked
+    against XGBoost's own estimator and booster side by side, for every type."""
+    import xgboost as xgb
+
+    X, y = load_breast_cancer(return_X_y=True)
+    for kind in ("gain", "total_gain", "weight", "cover", "total_cover"):
+        peer = xgb.XGBClassifier(n_estimators=20, importance_type=kind).fit(X, y)
+        ours = SapwoodClassifier(n_estimators=20, importance_type=kind).fit(X, y)
+        for model in (peer, ours):
+            score = model.get_booster().get_score(importance_type=kind)
+            names = model.get_booster().feature_names or [f"f{i}" for i in range(X.shape[1])]
+            want = np.array([score.get(n, 0.0) for n in names])
+            np.testing.assert_allclose(model.feature_importances_, want / want.sum(), rtol=1e-6,
+                                       err_msg=f"{type(model).__name__} {kind}")
+    # LightGBM's `split` is XGBoost's `weight`
+    a = SapwoodClassifier(n_estimators=20, importance_type="split").fit(X, y)
+    b = SapwoodClassifier(n_estimators=20, importance_type="weight").fit(X, y)
+    np.testing.assert_array_equal(a.feature_importances_, b.feature_importances_)
+    # average and total gain differ here, so the comparison above has teeth
+    g = SapwoodClassifier(n_estimators=20, importance_type="gain").fit(X, y).feature_importances_
+    t = SapwoodClassifier(n_estimators=20, importance_type="total_gain").fit(X, y).feature_importances_
+    assert np.max(np.abs(g - t)) > 0.01
+
+
+def test_multiclass_probabilities_sum_to_one_for_scikit_learns_metrics() -> None:
+    """Each row of ``predict_proba`` sums to 1 within float64's rounding, so scikit-learn's
+    ``log_loss`` takes it without "The y_prob values do not sum to one" (the engine's float32
+    probabilities summed to 1 within 4.4e-8 only)."""
+    from sklearn.metrics import log_loss
+
+    X, y = load_iris(return_X_y=True)
+    rng = np.random.default_rng(0)
+    X = X + rng.normal(scale=0.3, size=X.shape)
+    p = SapwoodClassifier(n_estimators=30).fit(X, y).predict_proba(X)
+    assert p.dtype == np.float64
+    assert np.max(np.abs(p.sum(axis=1) - 1.0)) <= 4 * np.finfo(np.float64).eps
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        log_loss(y, p)
+
+
+def test_num_leaves_alone_says_that_trees_still_grow_depth_wise() -> None:
+    """``num_leaves=63`` alone (LightGBM's habit) keeps depth-wise growth at depth 6; one
+    warning says so and how to grow LightGBM's leaf-wise trees, which then have the leaves
+    LightGBM's own estimator grows side by side."""
+    import lightgbm as lgb
+
+    from sapwood import _params
+
+    X, y = load_breast_cancer(return_X_y=True)
+    _params._warned.discard("num_leaves")
+    with pytest.warns(UserWarning, match=r"num_leaves=7.*depth-wise.*lossguide"):
+        SapwoodClassifier(n_estimators=3, num_leaves=7).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _params._warned.discard("num_leaves")
+        ours = SapwoodClassifier(n_estimators=3, num_leaves=7, grow_policy="lossguide",
+                                 max_depth=-1).fit(X, y)
+    peer = lgb.LGBMClassifier(n_estimators=3, num_leaves=7, verbose=-1).fit(X, y)
+    leaves = [t["num_leaves"] for t in peer.booster_.dump_model()["tree_info"]]
+    ours_leaves = [int((ours.get_booster().trees_to_dataframe().query(f"Tree == {i}")["Feature"]
+                        == "Leaf").sum()) for i in range(3)]
+    assert ours_leaves == leaves == [7, 7, 7], (ours_leaves, leaves)
+
+
+def test_lightgbm_evaluation_code_runs_unchanged(capsys: pytest.CaptureFixture[str]) -> None:
+    """LightGBM's evaluation habits, its own estimator side by side: ``eval_X``/``eval_y``
+    (LightGBM 4.7), ``evals_result_["valid_0"]["binary_logloss"]`` and
+    ``best_score_``, and ``early_stopping`` printing the best iteration when it stops."""
+    import lightgbm as lgb
+
+    X, y = load_breast_cancer(return_X_y=True)
+    Xt, yt, Xv, yv = X[:400], y[:400], X[400:], y[400:]
+    peer = lgb.LGBMClassifier(n_estimators=300, learning_rate=0.3, verbose=-1)
+    ours = SapwoodClassifier(n_estimators=300, learning_rate=0.3)
+    lines = {}
+    for model, stopper in ((peer, lgb.early_stopping(10)), (ours, sapwood.early_stopping(10))):
+        model.fit(Xt, yt, eval_X=(Xv,), eval_y=(yv,), eval_metric="binary_logloss",
+                  callbacks=[stopper])
+        curve = model.evals_result_["valid_0"]["binary_logloss"]
+        assert 10 < len(curve) < 300
+        assert 0 < model.best_score_["valid_0"]["binary_logloss"] < 0.3
+        assert "valid_0" in model.evals_result_
+        lines[model is ours] = capsys.readouterr().out
+    assert lines[True].startswith("Early stopping, best iteration is:\n["), lines
+    assert "valid_0" in lines[False] and "binary_logloss" in lines[False], lines
+    best = ours.get_booster().best_iteration
+    assert f"[{best + 1}]\tvalidation_0's logloss: " in lines[True], lines
+    # one set without the tuple, and the two spellings together refused
+    ours.fit(Xt, yt, eval_X=Xv, eval_y=yv)
+    assert list(ours.evals_result_) == ["validation_0"]
+    with pytest.raises(sapwood.ParameterError, match="`eval_X`: given with `eval_set`"):
+        ours.fit(Xt, yt, eval_X=Xv, eval_y=yv, eval_set=[(Xv, yv)])
+    with pytest.raises(sapwood.ParameterError, match="`eval_X`: given without `eval_y`"):
+        ours.fit(Xt, yt, eval_X=Xv)
+
+
+def test_estimator_methods_of_both_peers(tmp_path: Path) -> None:
+    """``save_model``/``load_model`` and ``apply`` (XGBoost's estimators), ``raw_score``,
+    ``pred_leaf``, ``num_iteration`` and ``start_iteration`` (LightGBM's), each checked
+    against the peer's own estimator doing the same, or Sapwood's equivalent call."""
+    import lightgbm as lgb
+    import xgboost as xgb
+
+    X, y = load_breast_cancer(return_X_y=True)
+    ours = SapwoodClassifier(n_estimators=12).fit(X, y)
+    booster = ours.get_booster()
+    # XGBoost: save_model / load_model / apply, on both estimators side by side
+    peer = xgb.XGBClassifier(n_estimators=12).fit(X, y)
+    for model, cls in ((peer, xgb.XGBClassifier), (ours, SapwoodClassifier)):
+        path = tmp_path / f"{cls.__name__}.json"
+        model.save_model(path)
+        back = cls()
+        back.load_model(path)
+        np.testing.assert_array_equal(back.predict_proba(X), model.predict_proba(X))
+        np.testing.assert_array_equal(back.predict(X), model.predict(X))
+        np.testing.assert_array_equal(back.classes_, [0, 1])
+        assert model.apply(X).shape == (len(X), 12)
+    np.testing.assert_array_equal(ours.apply(X), booster.predict(X, pred_leaf=True))
+    reg = SapwoodRegressor(n_estimators=5).fit(X, y.astype(float))
+    reg.save_model(tmp_path / "r.json")
+    np.testing.assert_array_equal(SapwoodRegressor().load_model(tmp_path / "r.json").predict(X),
+                                  reg.predict(X))
+    with pytest.raises(sapwood.ParameterError, match="load it into SapwoodRegressor"):
+        SapwoodClassifier().load_model(tmp_path / "r.json")
+    # LightGBM: predict's raw_score, pred_leaf, num_iteration and start_iteration
+    lgbm = lgb.LGBMClassifier(n_estimators=12, verbose=-1).fit(X, y)
+    for model in (lgbm, ours):
+        raw = model.predict(X, raw_score=True)
+        assert raw.shape == (len(X),) and raw.min() < 0 < raw.max()
+        np.testing.assert_array_equal(model.predict_proba(X, raw_score=True), raw)
+        assert model.predict(X, pred_leaf=True).shape == (len(X), 12)
+        first = model.predict(X, raw_score=True, num_iteration=4)
+        later = model.predict(X, raw_score=True, start_iteration=4)
+        assert not np.allclose(first, raw) and not np.allclose(later, raw)
+    np.testing.assert_array_equal(ours.predict(X, raw_score=True),
+                                  booster.predict(X, output_margin=True))
+    np.testing.assert_array_equal(ours.predict(X, raw_score=True, num_iteration=4),
+                                  booster.predict(X, output_margin=True, iteration_range=(0, 4)))
+    np.testing.assert_array_equal(
+        ours.predict(X, raw_score=True, start_iteration=4, num_iteration=3),
+        booster.predict(X, output_margin=True, iteration_range=(4, 7)))
+    np.testing.assert_array_equal(ours.predict(X, pred_leaf=True, num_iteration=4),
+                                  booster.predict(X, pred_leaf=True, iteration_range=(0, 4)))
+    with pytest.raises(sapwood.ParameterError, match="`num_iteration`: given with `iteration_range`"):
+        ours.predict(X, num_iteration=3, iteration_range=(0, 3))
+
+
 def test_scale_pos_weight_is_a_weight_on_the_positive_rows() -> None:
     X, y = load_breast_cancer(return_X_y=True)
     w = np.where(y == 1, 3.0, 1.0)

@@ -797,7 +797,7 @@ fn train_rank(
     init: Option<&Booster>,
     coll: &mut dyn Collective,
 ) -> Result<bool> {
-    let Settings { params, run } = settings;
+    let Settings { params, run, .. } = settings;
     check_column_roles(a, &params)?;
     let (rank, size) = (coll.rank(), coll.world_size());
     let load_start = Instant::now();
@@ -897,7 +897,7 @@ fn train_rank(
 }
 
 fn run_local(a: TrainArgs, settings: Settings, init: Option<Booster>) -> Result<()> {
-    let Settings { params, run } = settings;
+    let Settings { params, run, .. } = settings;
     check_column_roles(&a, &params)?;
     let load_start = Instant::now();
     let opts = read_options(&a);

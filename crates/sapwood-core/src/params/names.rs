@@ -155,6 +155,10 @@ pub(super) fn opt<T: FromStr>(name: &'static str, v: &str) -> Result<Option<T>> 
     }
 }
 
+/// LightGBM objectives whose own parameter is spelled `alpha` (the quantile for `quantile`,
+/// the point where `huber` turns linear), with the parameter it is here.
+const LIGHTGBM_ALPHA: &[(&str, &str)] = &[("quantile", "quantile_alpha"), ("huber", "huber_slope")];
+
 /// Model parameters and run options together, as the front ends take them by name.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Settings {
@@ -162,14 +166,104 @@ pub struct Settings {
     pub params: Params,
     /// How training runs.
     pub run: RunOptions,
+    /// What the name `alpha` means depends on the objective's spelling: kept until both
+    /// are known.
+    alpha: AlphaReading,
+}
+
+/// The settings whose meaning depends on each other: `alpha` is XGBoost's L1 penalty, but
+/// the quantile or Huber parameter where the objective has a LightGBM name (`quantile`,
+/// `huber`), as LightGBM reads it.
+#[derive(Debug, Clone, PartialEq, Default)]
+struct AlphaReading {
+    /// The objective as written, lower case.
+    objective: Option<String>,
+    /// The value given as the bare name `alpha`.
+    bare: Option<String>,
+    /// The L1 penalty given by an unambiguous name (`reg_alpha`, `lambda_l1`).
+    l1: Option<String>,
+    /// The latest of those two: the L1 penalty where `alpha` means it too.
+    latest: Option<String>,
+    /// The parameters given by their own names (`quantile_alpha`, `huber_slope`).
+    own: Vec<&'static str>,
 }
 
 impl Settings {
     /// Sets a model parameter or a run option by its name or alias.
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        let value = value.trim();
         match canonical(key)? {
-            Setting::Param(name) => self.params.set_canonical(name, value.trim()),
+            Setting::Param("alpha") => {
+                if key.trim().replace('-', "_") == "alpha" {
+                    self.alpha.bare = Some(value.to_string());
+                } else {
+                    self.alpha.l1 = Some(value.to_string());
+                }
+                self.alpha.latest = Some(value.to_string());
+                self.read_alpha()
+            }
+            Setting::Param("objective") => {
+                self.params.set_canonical("objective", value)?;
+                self.alpha.objective = Some(value.to_ascii_lowercase());
+                self.read_alpha()
+            }
+            Setting::Param(name) => {
+                self.params.set_canonical(name, value)?;
+                if LIGHTGBM_ALPHA.iter().any(|(_, p)| *p == name) {
+                    self.alpha.own.push(name);
+                    self.read_alpha()?;
+                }
+                Ok(())
+            }
             Setting::Run(_) => self.run.set(key, value),
+        }
+    }
+
+    /// Applies `alpha` as the objective's spelling says (see [`AlphaReading`]); a bare
+    /// `alpha` given beside the parameter it would stand for is refused, naming both.
+    fn read_alpha(&mut self) -> Result<()> {
+        let r = self.alpha.clone();
+        let lightgbm = r
+            .objective
+            .as_deref()
+            .and_then(|o| LIGHTGBM_ALPHA.iter().find(|(name, _)| *name == o));
+        let defaults = Params::default();
+        // what a bare `alpha` may have set under another reading goes back to its default
+        for (_, own) in LIGHTGBM_ALPHA {
+            if !r.own.contains(own) && lightgbm.is_none_or(|(_, p)| p != own) {
+                match *own {
+                    "quantile_alpha" => {
+                        self.params.quantile_alpha = defaults.quantile_alpha.clone()
+                    }
+                    _ => self.params.huber_slope = defaults.huber_slope,
+                }
+            }
+        }
+        match (lightgbm, &r.bare) {
+            (Some(&(objective, own)), Some(v)) => {
+                if r.own.contains(&own) {
+                    return Err(Error::param(
+                        "alpha",
+                        format!(
+                            "`{v}` is ambiguous beside `{own}`: with objective `{objective}`, \
+                             `alpha` is LightGBM's name for `{own}`; elsewhere it is XGBoost's \
+                             L1 penalty (`reg_alpha`): give `{own}` or `reg_alpha` by name"
+                        ),
+                    ));
+                }
+                self.params.set_canonical(own, v)?;
+                match &r.l1 {
+                    Some(l1) => self.params.set_canonical("alpha", l1),
+                    None => {
+                        self.params.alpha = defaults.alpha;
+                        Ok(())
+                    }
+                }
+            }
+            _ => match &r.latest {
+                Some(v) => self.params.set_canonical("alpha", v),
+                None => Ok(()),
+            },
         }
     }
 
@@ -184,6 +278,77 @@ impl Settings {
 mod tests {
     use super::*;
     use crate::params::{CollectiveKind, CommCodec, Device};
+
+    /// `alpha` means what the objective's spelling says: LightGBM's quantile (or Huber
+    /// point) after `quantile` (or `huber`), XGBoost's L1 penalty otherwise, in any order.
+    #[test]
+    fn alpha_is_read_as_the_objectives_library_reads_it() {
+        let of = |pairs: &[(&str, &str)]| {
+            let mut s = Settings::default();
+            for (k, v) in pairs {
+                s.set(k, v)?;
+            }
+            Ok::<_, Error>(s.params)
+        };
+        for pairs in [
+            [("objective", "quantile"), ("alpha", "0.9")],
+            [("alpha", "0.9"), ("objective", "quantile")],
+        ] {
+            let p = of(&pairs).unwrap();
+            assert_eq!((p.quantile_alpha.clone(), p.alpha), (vec![0.9], 0.0));
+        }
+        let p = of(&[("alpha", "2"), ("objective", "huber")]).unwrap();
+        assert_eq!((p.huber_slope, p.alpha), (2.0, 0.0));
+        // the L1 penalty by its unambiguous names, beside LightGBM's alpha
+        let p = of(&[
+            ("objective", "quantile"),
+            ("alpha", "0.9"),
+            ("reg_alpha", "3"),
+        ])
+        .unwrap();
+        assert_eq!((p.quantile_alpha.clone(), p.alpha), (vec![0.9], 3.0));
+        let p = of(&[
+            ("lambda_l1", "3"),
+            ("objective", "quantile"),
+            ("alpha", "0.2"),
+        ])
+        .unwrap();
+        assert_eq!((p.quantile_alpha.clone(), p.alpha), (vec![0.2], 3.0));
+        // XGBoost's spellings: alpha is the L1 penalty, the latest name given winning
+        let p = of(&[("objective", "reg:quantileerror"), ("alpha", "0.9")]).unwrap();
+        assert_eq!((p.quantile_alpha.clone(), p.alpha), (vec![0.5], 0.9));
+        let p = of(&[("alpha", "1"), ("reg_alpha", "2")]).unwrap();
+        assert_eq!(p.alpha, 2.0);
+        let p = of(&[("reg_alpha", "2"), ("alpha", "1")]).unwrap();
+        assert_eq!(p.alpha, 1.0);
+        // a later objective of XGBoost's spelling takes alpha back as the L1 penalty
+        let p = of(&[
+            ("objective", "quantile"),
+            ("alpha", "0.9"),
+            ("objective", "reg:quantileerror"),
+        ])
+        .unwrap();
+        assert_eq!((p.quantile_alpha.clone(), p.alpha), (vec![0.5], 0.9));
+        // both readings at once: refused, naming both
+        for pairs in [
+            [
+                ("objective", "quantile"),
+                ("quantile_alpha", "0.5"),
+                ("alpha", "0.9"),
+            ],
+            [
+                ("alpha", "0.9"),
+                ("quantile_alpha", "0.5"),
+                ("objective", "quantile"),
+            ],
+        ] {
+            let e = of(&pairs).unwrap_err().to_string();
+            assert!(
+                e.contains("`alpha`") && e.contains("quantile_alpha") && e.contains("L1"),
+                "{e}"
+            );
+        }
+    }
 
     #[test]
     fn settings_route_names_to_params_or_run_options() {
