@@ -43,6 +43,7 @@ from .core import (
     record_evaluation,
     train,
 )
+from ._shap import TreeExplainer, shap_model
 from .plotting import plot_importance, plot_metric, plot_tree, to_graphviz
 
 __all__ = [
@@ -58,6 +59,7 @@ __all__ = [
     "ParameterError",
     "RoundInfo",
     "SapwoodClassifier",
+    "TreeExplainer",
     "SapwoodError",
     "SapwoodFileNotFoundError",
     "SapwoodIOError",
@@ -72,6 +74,7 @@ __all__ = [
     "plot_metric",
     "plot_tree",
     "record_evaluation",
+    "shap_model",
     "to_graphviz",
     "train",
 ]

@@ -102,3 +102,71 @@ def test_checkpoints_resume_to_the_same_model_bytes(tmp_path) -> None:  # type: 
     with pytest.raises(sapwood.SapwoodError, match="another job"):
         sapwood.train({**params, "seed": 6}, dtrain, 30, evals=evals, early_stopping_rounds=5,
                       verbose_eval=False, resume=partial)
+
+
+# ---- SHAP's own TreeExplainer ----------------------------------------------------------
+
+
+def test_shaps_tree_explainer_gives_pred_contribs_beside_xgboosts() -> None:
+    """``sapwood.TreeExplainer(model)`` is SHAP's own explainer (``shap.TreeExplainer``
+    refuses Sapwood models by type): its values equal ``pred_contribs`` and
+    ``pred_interactions`` within the README's SHAP tolerance, and its outputs have the
+    shapes and types SHAP gives for an XGBoost model of the same data, side by side."""
+    shap = pytest.importorskip("shap")
+    xgb = pytest.importorskip("xgboost")
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(600, 5)).astype(np.float32)
+    X[::9, 2] = np.nan  # missing values take each split's default side
+    y = (X[:, 0] + np.nan_to_num(X[:, 2]) + 0.3 * rng.normal(size=600) > 0).astype(int)
+    booster = sapwood.train({"objective": "binary:logistic", "max_depth": 4},
+                            sapwood.Dataset(X, label=y), 20)
+    peer = shap.TreeExplainer(xgb.train({"objective": "binary:logistic", "max_depth": 4},
+                                        xgb.DMatrix(X, label=y), 20))
+    ours = sapwood.TreeExplainer(booster)
+    values = ours.shap_values(X)
+    contribs = booster.predict(X, pred_contribs=True)
+    assert values.shape == peer.shap_values(X).shape == (600, 5)
+    assert np.max(np.abs(values - contribs[:, :-1])) <= 4.2e-7
+    assert np.ndim(ours.expected_value) == np.ndim(peer.expected_value) == 0
+    assert abs(ours.expected_value - float(contribs[0, -1])) <= 4.2e-7
+    inter = ours.shap_interaction_values(X[:40])
+    assert inter.shape == peer.shap_interaction_values(X[:40]).shape == (40, 5, 5)
+    np.testing.assert_allclose(inter, booster.predict(X[:40], pred_interactions=True)[:, :-1, :-1],
+                               atol=1e-6)
+    explanation = ours(X)
+    assert explanation.values.shape == (600, 5)
+    np.testing.assert_allclose(explanation.base_values, contribs[:, -1], atol=4.2e-7)
+
+
+def test_tree_explainer_of_estimators_multiclass_and_categoricals() -> None:
+    shap = pytest.importorskip("shap")
+    pd = pytest.importorskip("pandas")
+    from sklearn.datasets import load_iris
+
+    from sapwood import SapwoodClassifier, SapwoodRegressor
+
+    # multiclass: one column of values per class, as SHAP gives for the peers
+    X, y = load_iris(return_X_y=True)
+    clf = SapwoodClassifier(n_estimators=15).fit(X, y)
+    values = sapwood.TreeExplainer(clf).shap_values(X)
+    contribs = clf.get_booster().predict(X, pred_contribs=True)  # (n, classes, features + 1)
+    assert values.shape == (150, 4, 3)
+    assert np.max(np.abs(values - contribs[:, :, :-1].transpose(0, 2, 1))) <= 4.2e-7
+    # an estimator after early stopping is explained at its best iteration, as it predicts
+    rng = np.random.default_rng(1)
+    Xr = rng.normal(size=(800, 4))
+    yr = Xr[:, 0] + rng.normal(size=800)
+    reg = SapwoodRegressor(n_estimators=300, learning_rate=0.3, early_stopping_rounds=5)
+    reg.fit(Xr[:600], yr[:600], eval_set=[(Xr[600:], yr[600:])], verbose=False)
+    best = reg.get_booster().best_iteration
+    assert best is not None and best + 1 < reg.get_booster().num_boosted_rounds()
+    explainer = sapwood.TreeExplainer(reg)
+    total = explainer.shap_values(Xr).sum(axis=1) + explainer.expected_value
+    np.testing.assert_allclose(total, reg.predict(Xr), atol=2e-5)
+    # SHAP's tree format has no category sets: refused, naming what does explain them
+    frame = pd.DataFrame({"c": pd.Categorical(rng.choice(list("abcd"), 800)), "x": Xr[:, 0]})
+    cat = SapwoodRegressor(n_estimators=5).fit(frame, yr + (frame["c"] == "a") * 3)
+    with pytest.raises(sapwood.ParameterError, match="categorical split.*pred_contribs"):
+        sapwood.TreeExplainer(cat)
+    del shap
