@@ -262,7 +262,11 @@ pub fn to_text(model: &Model) -> Result<String> {
     let cats: Vec<Value> = levels
         .iter()
         .flatten()
-        .map(|l| Value::from(l.to_vec()))
+        // integer categories as numbers: LightGBM sets a frame's categories from this list
+        .map(|l| match super::integer_levels(l) {
+            Some(ints) => Value::from(ints),
+            None => Value::from(l.to_vec()),
+        })
         .collect();
     let pandas = if cats.is_empty() {
         "null".to_string()

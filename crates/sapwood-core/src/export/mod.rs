@@ -174,6 +174,19 @@ pub(crate) fn level_lists(model: &Model) -> Vec<Option<&[String]>> {
         .collect()
 }
 
+/// The levels as integers when every one is an integer written plainly (`"17"`, `"-3"`;
+/// not `"017"`): they came from integer categories (pandas), which the peers' readers
+/// match as numbers, not text.
+pub(crate) fn integer_levels(levels: &[String]) -> Option<Vec<i64>> {
+    if levels.is_empty() {
+        return None;
+    }
+    levels
+        .iter()
+        .map(|v| v.parse::<i64>().ok().filter(|i| i.to_string() == *v))
+        .collect()
+}
+
 /// A node's split, if any (helper for the writers).
 pub(crate) fn split_of(node: &Node) -> Option<&Split> {
     node.split.as_ref()

@@ -11,8 +11,12 @@
 //!   `default_left` set; nodes are renumbered breadth-first so XGBoost's left child keeps
 //!   the smaller id, as its TreeSHAP expects), so unlisted codes, like Sapwood's unseen levels, take the default
 //!   way. Codes are indices into the level lists written in the learner attribute
-//!   `sapwood_categories` (JSON `{feature: [level, ...]}`); feature types are `c`, so the
-//!   data needs `enable_categorical=True`, codes as values and levels not listed as NaN.
+//!   `sapwood_categories` (JSON `{feature: [level, ...]}`) and in XGBoost 3.x's category
+//!   container (`cats`), with which XGBoost re-codes a pandas frame's categories itself
+//!   (in any order; a level training never saw is refused by XGBoost). Levels that are not
+//!   all ASCII get no container (XGBoost 3.2 cuts such strings by characters, not bytes):
+//!   a frame must then list the model's levels in its order. Feature types are `c`, so the
+//!   data needs `enable_categorical=True`.
 //!   A split sending every level the default way (XGBoost has no empty category list) is
 //!   written as the numeric `x < +inf` with the default child on the left.
 //! * Base margin: folded into the first tree of each group (see [`super`]); `base_score` is
@@ -26,6 +30,48 @@ use crate::error::Result;
 use crate::model::Model;
 use crate::objective::ObjectiveKind;
 use crate::tree::Tree;
+
+/// XGBoost's dtype code of 64-bit integer categories in its category container.
+const XGB_INT64: i64 = 15;
+
+/// The levels of every feature (None: numeric) as XGBoost 3.x's category container
+/// (`cats`): with it XGBoost re-codes a pandas frame's categories to the codes the trees
+/// use, whatever their order, and refuses a level training never saw. Levels that are all
+/// integers are written as 64-bit integers (pandas' integer categories), others as UTF-8
+/// strings; `sorted_idx` orders each feature's levels as XGBoost looks them up (integers
+/// by value, strings bytewise with bytes read as signed, as XGBoost's own files have them).
+fn category_container(levels: &[Option<&[String]>]) -> Value {
+    let mut enc = Vec::new();
+    let mut segments = vec![0usize];
+    let mut sorted_idx: Vec<usize> = Vec::new();
+    for l in levels {
+        let l = l.unwrap_or(&[]);
+        let mut order: Vec<usize> = (0..l.len()).collect();
+        match super::integer_levels(l) {
+            Some(ints) => {
+                order.sort_by_key(|&i| ints[i]);
+                enc.push(json!({ "type": XGB_INT64, "values": ints }));
+            }
+            None => {
+                let signed = |s: &str| s.bytes().map(|b| b as i8).collect::<Vec<i8>>();
+                order.sort_by(|&a, &b| signed(&l[a]).cmp(&signed(&l[b])));
+                let mut offsets = Vec::with_capacity(l.len() + 1);
+                let mut values: Vec<i8> = Vec::new();
+                if !l.is_empty() {
+                    offsets.push(0usize);
+                }
+                for v in l {
+                    values.extend(signed(v));
+                    offsets.push(values.len());
+                }
+                enc.push(json!({ "offsets": offsets, "values": values }));
+            }
+        }
+        segments.push(segments.last().copied().unwrap_or(0) + l.len());
+        sorted_idx.extend(order);
+    }
+    json!({ "enc": enc, "feature_segments": segments, "sorted_idx": sorted_idx })
+}
 
 /// XGBoost's parent of the root.
 const NO_PARENT: i64 = 2_147_483_647;
@@ -266,21 +312,32 @@ pub fn to_json(model: &Model) -> Result<String> {
     if let Some(b) = model.best_iteration {
         attributes.insert("best_iteration".into(), Value::String(b.to_string()));
     }
+    let mut booster_model = json!({
+        "gbtree_model_param": {
+            "num_parallel_tree": "1",
+            "num_trees": trees.len().to_string(),
+        },
+        "iteration_indptr": iteration_indptr,
+        "tree_info": tree_info,
+        "trees": tree_values,
+    });
+    // XGBoost 3.2 slices non-ASCII category strings by characters rather than bytes (its
+    // own models then mispredict on reordered categories), so such levels get no container
+    // and a frame must list them in the model's order
+    let ascii = levels
+        .iter()
+        .flatten()
+        .all(|l| l.iter().all(|v| v.is_ascii()));
+    if levels.iter().any(Option::is_some) && ascii {
+        booster_model["cats"] = category_container(&levels);
+    }
     let file = json!({
         "learner": {
             "attributes": attributes,
             "feature_names": model.feature_names,
             "feature_types": feature_types,
             "gradient_booster": {
-                "model": {
-                    "gbtree_model_param": {
-                        "num_parallel_tree": "1",
-                        "num_trees": trees.len().to_string(),
-                    },
-                    "iteration_indptr": iteration_indptr,
-                    "tree_info": tree_info,
-                    "trees": tree_values,
-                },
+                "model": booster_model,
                 "name": "gbtree",
             },
             "learner_model_param": {
