@@ -182,10 +182,23 @@ struct AlphaReading {
     bare: Option<String>,
     /// The L1 penalty given by an unambiguous name (`reg_alpha`, `lambda_l1`).
     l1: Option<String>,
-    /// The latest of those two: the L1 penalty where `alpha` means it too.
-    latest: Option<String>,
+    /// Whether the bare `alpha` came after the L1 penalty's other names (where `alpha` is
+    /// the L1 penalty too, the later one holds).
+    bare_is_latest: bool,
     /// The parameters given by their own names (`quantile_alpha`, `huber_slope`).
     own: Vec<&'static str>,
+    /// What the parameters a bare `alpha` was written into held before: restored when a
+    /// later setting changes its reading, so nothing else given (or continued from a model)
+    /// is lost.
+    undo: Option<Undo>,
+}
+
+/// The parameters a bare `alpha` may be written into, as they were before.
+#[derive(Debug, Clone, PartialEq)]
+struct Undo {
+    alpha: f64,
+    quantile_alpha: Vec<f64>,
+    huber_slope: f64,
 }
 
 impl Settings {
@@ -194,12 +207,13 @@ impl Settings {
         let value = value.trim();
         match canonical(key)? {
             Setting::Param("alpha") => {
-                if key.trim().replace('-', "_") == "alpha" {
+                let bare = key.trim().replace('-', "_") == "alpha";
+                if bare {
                     self.alpha.bare = Some(value.to_string());
                 } else {
                     self.alpha.l1 = Some(value.to_string());
                 }
-                self.alpha.latest = Some(value.to_string());
+                self.alpha.bare_is_latest = bare;
                 self.read_alpha()
             }
             Setting::Param("objective") => {
@@ -208,39 +222,44 @@ impl Settings {
                 self.read_alpha()
             }
             Setting::Param(name) => {
-                self.params.set_canonical(name, value)?;
                 if LIGHTGBM_ALPHA.iter().any(|(_, p)| *p == name) {
+                    // set after any undo of a bare alpha, so that it is not undone
                     self.alpha.own.push(name);
                     self.read_alpha()?;
                 }
-                Ok(())
+                self.params.set_canonical(name, value)
             }
             Setting::Run(_) => self.run.set(key, value),
         }
     }
 
-    /// Applies `alpha` as the objective's spelling says (see [`AlphaReading`]); a bare
-    /// `alpha` given beside the parameter it would stand for is refused, naming both.
+    /// Applies a bare `alpha` as the objective's spelling says (see [`AlphaReading`]),
+    /// first undoing what it was written into under an earlier reading; a bare `alpha`
+    /// given beside the parameter it would stand for is refused, naming both.
     fn read_alpha(&mut self) -> Result<()> {
+        if let Some(u) = self.alpha.undo.take() {
+            self.params.alpha = u.alpha;
+            self.params.quantile_alpha = u.quantile_alpha;
+            self.params.huber_slope = u.huber_slope;
+        }
         let r = self.alpha.clone();
+        let Some(v) = &r.bare else {
+            return match &r.l1 {
+                Some(l1) => self.params.set_canonical("alpha", l1),
+                None => Ok(()),
+            };
+        };
         let lightgbm = r
             .objective
             .as_deref()
             .and_then(|o| LIGHTGBM_ALPHA.iter().find(|(name, _)| *name == o));
-        let defaults = Params::default();
-        // what a bare `alpha` may have set under another reading goes back to its default
-        for (_, own) in LIGHTGBM_ALPHA {
-            if !r.own.contains(own) && lightgbm.is_none_or(|(_, p)| p != own) {
-                match *own {
-                    "quantile_alpha" => {
-                        self.params.quantile_alpha = defaults.quantile_alpha.clone()
-                    }
-                    _ => self.params.huber_slope = defaults.huber_slope,
-                }
-            }
-        }
-        match (lightgbm, &r.bare) {
-            (Some(&(objective, own)), Some(v)) => {
+        let before = Undo {
+            alpha: self.params.alpha,
+            quantile_alpha: self.params.quantile_alpha.clone(),
+            huber_slope: self.params.huber_slope,
+        };
+        match lightgbm {
+            Some(&(objective, own)) => {
                 if r.own.contains(&own) {
                     return Err(Error::param(
                         "alpha",
@@ -251,19 +270,22 @@ impl Settings {
                         ),
                     ));
                 }
+                self.alpha.undo = Some(before);
                 self.params.set_canonical(own, v)?;
-                match &r.l1 {
-                    Some(l1) => self.params.set_canonical("alpha", l1),
-                    None => {
-                        self.params.alpha = defaults.alpha;
-                        Ok(())
-                    }
+                if let Some(l1) = &r.l1 {
+                    self.params.set_canonical("alpha", l1)?;
                 }
+                Ok(())
             }
-            _ => match &r.latest {
-                Some(v) => self.params.set_canonical("alpha", v),
-                None => Ok(()),
-            },
+            None => {
+                self.alpha.undo = Some(before);
+                let l1 = if r.bare_is_latest {
+                    Some(v)
+                } else {
+                    r.l1.as_ref()
+                };
+                self.params.set_canonical("alpha", l1.unwrap_or(v))
+            }
         }
     }
 
@@ -317,6 +339,13 @@ mod tests {
         // XGBoost's spellings: alpha is the L1 penalty, the latest name given winning
         let p = of(&[("objective", "reg:quantileerror"), ("alpha", "0.9")]).unwrap();
         assert_eq!((p.quantile_alpha.clone(), p.alpha), (vec![0.5], 0.9));
+        for name in ["reg_alpha", "lambda_l1"] {
+            assert_eq!(of(&[(name, "4")]).unwrap().alpha, 4.0);
+            assert_eq!(
+                of(&[("objective", "quantile"), (name, "4")]).unwrap().alpha,
+                4.0
+            );
+        }
         let p = of(&[("alpha", "1"), ("reg_alpha", "2")]).unwrap();
         assert_eq!(p.alpha, 2.0);
         let p = of(&[("reg_alpha", "2"), ("alpha", "1")]).unwrap();
@@ -329,6 +358,26 @@ mod tests {
         ])
         .unwrap();
         assert_eq!((p.quantile_alpha.clone(), p.alpha), (vec![0.5], 0.9));
+        // what a model being continued holds is kept: only what a bare alpha wrote moves
+        let mut s = Settings::default();
+        s.params.quantile_alpha = vec![0.9];
+        s.params.alpha = 2.0;
+        s.set("objective", "reg:quantileerror").unwrap();
+        assert_eq!(
+            (s.params.quantile_alpha.clone(), s.params.alpha),
+            (vec![0.9], 2.0)
+        );
+        s.set("objective", "quantile").unwrap();
+        s.set("alpha", "0.3").unwrap();
+        assert_eq!(
+            (s.params.quantile_alpha.clone(), s.params.alpha),
+            (vec![0.3], 2.0)
+        );
+        s.set("objective", "reg:quantileerror").unwrap();
+        assert_eq!(
+            (s.params.quantile_alpha.clone(), s.params.alpha),
+            (vec![0.9], 0.3)
+        );
         // both readings at once: refused, naming both
         for pairs in [
             [
