@@ -374,12 +374,14 @@ def _check_num_leaves_alone(out: Normalised) -> None:
     if name != "num_leaves" or out.value("grow_policy") not in (None, "depthwise"):
         return
     depth = out.value("max_depth")
+    to = "with no depth limit" if depth in ("0", "-1") else (
+        f"to max_depth={depth if depth is not None else 6}"
+    )
     warn_once(
         "num_leaves",
         f"`num_leaves={out.value('max_leaves')}` only bounds the leaves: Sapwood grows trees "
-        f"depth-wise to max_depth={depth if depth is not None else 6}, where LightGBM grows "
-        "them leaf-wise with no depth limit; for LightGBM's trees set "
-        "grow_policy=\"lossguide\" (and max_depth=-1)",
+        f"depth-wise {to}, where LightGBM grows them leaf-wise with no depth limit; for "
+        "LightGBM's trees set grow_policy=\"lossguide\" (and max_depth=-1)",
     )
 
 

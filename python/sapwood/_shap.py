@@ -71,12 +71,14 @@ def shap_model(model: Any, iteration_range: Optional[tuple[int, int]] = None) ->
     base = json.loads(booster.to_json())["base_margin"]
     nodes = booster._model.tree_nodes()
     tree_of = np.asarray(nodes["tree"], dtype=np.int64)
+    node_of = np.asarray(nodes["node"], dtype=np.int64)
+    # every node once, by (tree, node): each tree is then one slice
+    by_tree = np.lexsort((node_of, tree_of))
+    bounds = np.searchsorted(tree_of[by_tree], np.arange(tree_of.max(initial=-1) + 2))
     first, last = start * k, end * k
     trees = []
     for t in range(first, last):
-        rows = np.flatnonzero(tree_of == t)
-        node = np.asarray(nodes["node"], dtype=np.int64)[rows]
-        order = rows[np.argsort(node)]
+        order = by_tree[bounds[t]:bounds[t + 1]]
         cats = [nodes["categories"][i] for i in order]
         if any(c is not None for c in cats):
             raise ParameterError(

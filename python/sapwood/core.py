@@ -1485,10 +1485,10 @@ def train(
     if run.active:
         native = run.finish(native)
     booster = Booster._wrap(_with_input_types(native, dtrain))
-    if announce and early_stopping_rounds is not None:
-        _announce_best(booster, int(early_stopping_rounds))
     if run.active:
         booster._custom_history = run.history
+    if announce and early_stopping_rounds is not None:
+        _announce_best(booster, int(early_stopping_rounds))
     if evals_result is not None:
         evals_result.clear()
         evals_result.update(booster.evals_result())

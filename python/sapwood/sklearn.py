@@ -311,15 +311,20 @@ class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
             base_margin=base_margin,
         )
 
-    def _contributions(self, X: Any) -> npt.NDArray[np.float32]:
+    def _contributions(
+        self, X: Any, iteration_range: Optional[tuple[int, int]] = None
+    ) -> npt.NDArray[np.float32]:
         """SHAP contributions as LightGBM's ``predict(X, pred_contrib=True)`` lays them
-        out: ``(n, (features + 1) * groups)``, each group's bias after its features."""
+        out: ``(n, (features + 1) * groups)``, each group's bias after its features; of
+        the rounds ``iteration_range``, by default the best iteration's."""
         check_is_fitted(self, "_Booster")
         X = self._check_X(X, reset=False)
         booster: Booster = self._Booster
         booster.set_param({"nthread": _threads(self.n_jobs)})
         best = booster.best_iteration
-        rounds = None if best is None else (0, best + 1)
+        rounds = iteration_range
+        if rounds is None and best is not None:
+            rounds = (0, best + 1)
         c = booster.predict(X, pred_contribs=True, iteration_range=rounds)
         return c.reshape(c.shape[0], -1)
 
@@ -329,23 +334,24 @@ class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
         num_iteration: Optional[int],
         start_iteration: int,
     ) -> Optional[tuple[int, int]]:
-        """LightGBM's ``start_iteration``/``num_iteration`` as XGBoost's ``iteration_range``
-        (``num_iteration`` None or <= 0: to the best iteration, else the last, as LightGBM)."""
-        if num_iteration is None and not start_iteration:
+        """LightGBM's ``start_iteration``/``num_iteration`` as XGBoost's ``iteration_range``,
+        by LightGBM's rules: ``num_iteration`` None uses the best iteration when there is
+        one and ``start_iteration`` is 0, else every round from ``start_iteration``; 0 or
+        less uses every round from ``start_iteration``."""
+        start = max(int(start_iteration or 0), 0)
+        if num_iteration is None and start == 0:
             return iteration_range
         if iteration_range is not None:
             raise ParameterError(
                 "invalid parameter `num_iteration`: given with `iteration_range`, which says "
                 "the same (XGBoost's name); give one"
             )
-        booster = self.get_booster()
-        start = int(start_iteration or 0)
+        rounds = self.get_booster().num_boosted_rounds()
         if num_iteration is None or int(num_iteration) <= 0:
-            best = booster.best_iteration
-            end = booster.num_boosted_rounds() if best is None else best + 1
+            end = rounds
         else:
             end = start + int(num_iteration)
-        return (start, min(end, booster.num_boosted_rounds()))
+        return (min(start, rounds), min(end, rounds))
 
     def apply(
         self, X: Any, iteration_range: Optional[tuple[int, int]] = None
@@ -376,6 +382,11 @@ class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
         booster = Booster(model_file=fname)
         self._Booster = booster
         self.n_features_in_ = booster.num_features()
+        names = list(booster.feature_names)
+        if names != [f"f{i}" for i in range(len(names))]:
+            self.feature_names_in_ = np.asarray(names, dtype=object)
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
         self.evals_result_ = _with_lightgbm_keys({})
         self._loaded(booster)
         return self
@@ -839,7 +850,7 @@ class SapwoodRegressor(RegressorMixin, _SapwoodModel):  # type: ignore[misc]
         if pred_leaf:
             return self.apply(X, iteration_range)
         if pred_contrib:
-            return self._contributions(X)
+            return self._contributions(X, iteration_range)
         return self._raw_predict(X, output_margin, iteration_range, base_margin)
 
 
@@ -1135,7 +1146,7 @@ class SapwoodClassifier(ClassifierMixin, _SapwoodModel):  # type: ignore[misc]
         if pred_leaf:
             return self.apply(X, iteration_range)
         if pred_contrib:
-            return self._contributions(X)
+            return self._contributions(X, iteration_range)
         if output_margin:
             return self._raw_predict(
                 X, output_margin=True, iteration_range=iteration_range, base_margin=base_margin
@@ -1327,7 +1338,7 @@ class SapwoodRanker(_SapwoodModel):
         params.append(("objective", objective))
         if eval_at is not None:
             params.append(("eval_at", [eval_at] if isinstance(eval_at, int) else list(eval_at)))
-        eval_set = list(eval_set or ())
+        eval_set = list(_eval_xy(eval_set, eval_X, eval_y) or ())
         if eval_group is None:
             # a DataFrame's `qid` column gives an evaluation set's queries, as in training
             qids = list(eval_qid) if eval_qid is not None else [None] * len(eval_set)
@@ -1337,7 +1348,6 @@ class SapwoodRanker(_SapwoodModel):
                     eval_set[i] = (Xe, pair[1])
             if any(q is not None for q in qids):
                 eval_qid = qids
-        eval_set = _eval_xy(eval_set, eval_X, eval_y)
         args = _FitArgs(
             eval_set or None, eval_sample_weight, sample_weight_eval_set, eval_names,
             eval_metric, early_stopping_rounds, verbose, callbacks, base_margin, init_score,
@@ -1381,8 +1391,9 @@ class SapwoodRanker(_SapwoodModel):
         pred_leaf : bool, default False
             The leaf each row reaches in each tree instead (as :meth:`apply`).
         num_iteration : int, optional
-            LightGBM's rounds to use, from ``start_iteration`` (None or <= 0: to the best
-            iteration, else the last); give this or ``iteration_range``.
+            LightGBM's rounds to use, from ``start_iteration`` (None: the best iteration if
+            any and ``start_iteration`` is 0; <= 0: every round); give this or
+            ``iteration_range``.
         start_iteration : int, default 0
             LightGBM's first round to use.
 
@@ -1391,11 +1402,11 @@ class SapwoodRanker(_SapwoodModel):
         numpy.ndarray
             float32 scores, shape ``(n,)`` (``(n, features + 1)`` with ``pred_contrib``).
         """
+        X, _ = _qid_column(X, None)
         output_margin = output_margin or raw_score
         iteration_range = self._rounds(iteration_range, num_iteration, start_iteration)
         if pred_leaf:
             return self.apply(X, iteration_range)
-        X, _ = _qid_column(X, None)
         if pred_contrib:
-            return self._contributions(X)
+            return self._contributions(X, iteration_range)
         return self._raw_predict(X, output_margin, iteration_range, base_margin)

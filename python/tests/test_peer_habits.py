@@ -400,6 +400,25 @@ def test_lightgbm_evaluation_code_runs_unchanged(capsys: pytest.CaptureFixture[s
     assert "valid_0" in lines[False] and "binary_logloss" in lines[False], lines
     best = ours.get_booster().best_iteration
     assert f"[{best + 1}]\tvalidation_0's logloss: " in lines[True], lines
+    # LightGBM's rounds after early stopping: num_iteration None is the best iteration,
+    # <= 0 every round, and start_iteration alone every round from there (LightGBM keeps
+    # only the rounds up to the best, so there "every round" is the best iteration)
+    for model in (peer, ours):
+        best = model.predict(Xv, raw_score=True)
+        every = model.predict(Xv, raw_score=True, num_iteration=-1)
+        later = model.predict(Xv, raw_score=True, start_iteration=3)
+        assert not np.allclose(later, every)
+        assert np.allclose(best, every) == (model is peer)
+    full = ours.get_booster().predict(Xv, output_margin=True)
+    np.testing.assert_array_equal(ours.predict(Xv, raw_score=True, num_iteration=-1), full)
+    np.testing.assert_array_equal(
+        ours.predict(Xv, raw_score=True, start_iteration=3),
+        ours.get_booster().predict(Xv, output_margin=True,
+                                   iteration_range=(3, ours.get_booster().num_boosted_rounds())))
+    # pred_contrib follows the rounds asked for too
+    contrib = ours.predict(Xv, pred_contrib=True, num_iteration=4)
+    np.testing.assert_allclose(contrib.sum(axis=1),
+                               ours.predict(Xv, raw_score=True, num_iteration=4), atol=1e-5)
     # one set without the tuple, and the two spellings together refused
     ours.fit(Xt, yt, eval_X=Xv, eval_y=yv)
     assert list(ours.evals_result_) == ["validation_0"]
@@ -407,6 +426,15 @@ def test_lightgbm_evaluation_code_runs_unchanged(capsys: pytest.CaptureFixture[s
         ours.fit(Xt, yt, eval_X=Xv, eval_y=yv, eval_set=[(Xv, yv)])
     with pytest.raises(sapwood.ParameterError, match="`eval_X`: given without `eval_y`"):
         ours.fit(Xt, yt, eval_X=Xv)
+    # the ranker takes them too, a frame's qid column giving the evaluation queries
+    from sapwood import SapwoodRanker
+
+    frame = pd.DataFrame(X[:, :5], columns=[f"c{i}" for i in range(5)])
+    frame["qid"] = np.arange(len(X)) // 20
+    rt, rv = frame.iloc[:400], frame.iloc[400:]
+    ranker = SapwoodRanker(n_estimators=5).fit(rt, y[:400], eval_X=(rv,), eval_y=(y[400:],))
+    assert len(ranker.evals_result_["valid_0"]["ndcg"]) == 5
+    assert ranker.predict(rv, pred_leaf=True).shape == (len(rv), 5)
 
 
 def test_estimator_methods_of_both_peers(tmp_path: Path) -> None:
@@ -429,6 +457,7 @@ def test_estimator_methods_of_both_peers(tmp_path: Path) -> None:
         np.testing.assert_array_equal(back.predict_proba(X), model.predict_proba(X))
         np.testing.assert_array_equal(back.predict(X), model.predict(X))
         np.testing.assert_array_equal(back.classes_, [0, 1])
+        assert not hasattr(back, "feature_names_in_")
         assert model.apply(X).shape == (len(X), 12)
     np.testing.assert_array_equal(ours.apply(X), booster.predict(X, pred_leaf=True))
     reg = SapwoodRegressor(n_estimators=5).fit(X, y.astype(float))

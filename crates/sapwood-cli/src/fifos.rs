@@ -1,8 +1,9 @@
 //! Outputs that are FIFOs (named pipes). Opening one for writing waits for a reader, in a
 //! call that a signal does not end (the handlers restart system calls, so that exchanges are
-//! never broken by one). So a command first waits here for each FIFO output's reader, where
-//! Ctrl-C or SIGTERM ends the wait, and holds its end open until the command ends: the
-//! output's own opening then finds the reader at once.
+//! never broken by one). So just before writing an output, a command waits here for its
+//! reader if it is a FIFO, where Ctrl-C or SIGTERM ends the wait, and holds an end open
+//! until that output is written: the output's own opening then finds the reader at once,
+//! and dropping the [`Reader`] afterwards lets the reader see the end of its input.
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
@@ -16,48 +17,40 @@ use crate::Interrupted;
 /// How often the wait looks for a reader and for a signal.
 const POLL: Duration = Duration::from_millis(20);
 
-/// The FIFO outputs' write ends, held open while the command runs.
+/// A FIFO output's write end, held open until the output is written (then dropped).
 #[derive(Debug, Default)]
-pub struct Readers {
-    /// Held, never used: closing them would end the readers' input early.
-    _ends: Vec<File>,
+pub struct Reader {
+    /// Held, never used: it keeps the reader connected while the output opens its own end.
+    _end: Option<File>,
 }
 
-/// Waits until each FIFO among `outputs` (links followed) has a reader, or a signal
-/// arrives (an [`Interrupted`] error). Other outputs are left alone.
-pub fn await_readers(outputs: &[&Path]) -> anyhow::Result<Readers> {
-    let mut held = Vec::new();
-    for &path in outputs {
-        let Ok(OutputTarget::WriteThrough(dest)) = sapwood::output_target(path) else {
-            continue;
-        };
-        let is_fifo = std::fs::metadata(&dest).is_ok_and(|m| m.file_type().is_fifo());
-        if !is_fifo {
-            continue;
-        }
-        let mut said = false;
-        loop {
-            // without a reader, a non-blocking open fails at once (ENXIO) instead of waiting
-            match OpenOptions::new()
-                .write(true)
-                .custom_flags(libc::O_NONBLOCK)
-                .open(&dest)
-            {
-                Ok(f) => {
-                    held.push(f);
-                    break;
+/// Waits until `output` (links followed), if it is a FIFO, has a reader, or a signal
+/// arrives (an [`Interrupted`] error). Any other output is left alone.
+pub fn await_reader(output: &Path) -> anyhow::Result<Reader> {
+    let Ok(OutputTarget::WriteThrough(dest)) = sapwood::output_target(output) else {
+        return Ok(Reader::default());
+    };
+    if !std::fs::metadata(&dest).is_ok_and(|m| m.file_type().is_fifo()) {
+        return Ok(Reader::default());
+    }
+    let mut said = false;
+    loop {
+        // without a reader, a non-blocking open fails at once (ENXIO) instead of waiting
+        match OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&dest)
+        {
+            Ok(f) => return Ok(Reader { _end: Some(f) }),
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+                if !said {
+                    eprintln!("waiting for a reader of the FIFO {}", output.display());
+                    said = true;
                 }
-                Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
-                    if !said {
-                        eprintln!("waiting for a reader of the FIFO {}", path.display());
-                        said = true;
-                    }
-                    Interrupted::check()?;
-                    std::thread::sleep(POLL);
-                }
-                Err(e) => return Err(anyhow::Error::new(e).context(format!("{}", path.display()))),
+                Interrupted::check()?;
+                std::thread::sleep(POLL);
             }
+            Err(e) => return Err(anyhow::Error::new(e).context(format!("{}", output.display()))),
         }
     }
-    Ok(Readers { _ends: held })
 }

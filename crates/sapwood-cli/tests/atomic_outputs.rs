@@ -458,6 +458,41 @@ fn a_signal_ends_the_wait_for_a_fifo_reader() {
             ],
         ),
     ];
+    // readers that come one after another: the output is written and let go (its reader
+    // sees the end) before the summary's reader is awaited
+    let summary = t.path().join("summary.fifo");
+    mkfifo(&summary);
+    let mut child = std::process::Command::new(&bin)
+        .args(["predict", "--model"])
+        .arg(&model)
+        .arg("--data")
+        .arg(&data)
+        .arg("--out")
+        .arg(&fifo)
+        .arg("--summary")
+        .arg(&summary)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (fifo2, summary2) = (fifo.clone(), summary.clone());
+    let readers = std::thread::spawn(move || {
+        let out = std::fs::read(&fifo2).unwrap();
+        let summary = std::fs::read_to_string(&summary2).unwrap();
+        (out, summary)
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !readers.is_finished() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("the summary's reader never got it: the output's reader saw no end");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let (out, summary_text) = readers.join().unwrap();
+    assert!(out.starts_with(b"PAR1") && out.ends_with(b"PAR1"));
+    assert!(summary_text.contains("\"rows\""), "{summary_text}");
+    assert!(child.wait().unwrap().success());
+    std::fs::remove_file(&summary).unwrap();
     for (what, args) in commands {
         for (signal, code) in [("-INT", 130), ("-TERM", 143)] {
             let mut child = std::process::Command::new(&bin)

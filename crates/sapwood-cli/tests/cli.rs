@@ -498,13 +498,24 @@ fn a_signal_while_reading_or_predicting_stops_cleanly() {
     assert!(!m3.exists());
     std::fs::remove_file(&csv).unwrap();
     // inside a batch: SHAP values of a large model take seconds per thousand rows, so a
-    // signal is heard between slices of a batch, not after the whole of it
+    // signal is heard between slices of a batch, not after the whole of it. Trees of depth
+    // 10 make a slice a few hundred rows, so slice 2 lies inside the first batch (row
+    // groups of 1,000 rows)
     let data = repo().join("datasets/synthetic/train.parquet");
+    let deep = t.path().join("deep.json");
+    sapwood()
+        .args(["train", "--quiet", "--rounds", "20", "--max-depth", "10"])
+        .args(["--label", "y", "--data"])
+        .arg(&data)
+        .arg("--model")
+        .arg(&deep)
+        .assert()
+        .success();
     let p = out_dir.join("p.parquet");
     let out = sapwood()
         .env("SAPWOOD_TEST_RAISE_AT_SLICE", "2")
         .args(["predict", "--contributions", "--model"])
-        .arg(&model)
+        .arg(&deep)
         .arg("--data")
         .arg(&data)
         .arg("--out")

@@ -15,7 +15,7 @@ pub fn run(a: ExportArgs) -> Result<()> {
     let booster = Booster::load(&a.model)?;
     let model = booster.model();
     let rounds = check_rounds(a.rounds, model)?.unwrap_or_else(|| model.default_rounds());
-    let _readers = crate::fifos::await_readers(&[a.out.as_path()])?;
+    let reader = crate::fifos::await_reader(&a.out)?;
     booster
         .export_rounds(format, rounds, &a.out)
         .with_context(|| {
@@ -26,6 +26,7 @@ pub fn run(a: ExportArgs) -> Result<()> {
                 a.out.display()
             )
         })?;
+    drop(reader);
     let total = model.num_rounds();
     let written = rounds;
     let which = match (a.rounds, model.best_iteration) {

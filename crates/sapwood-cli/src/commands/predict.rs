@@ -307,13 +307,12 @@ pub fn run(a: PredictArgs) -> Result<()> {
     check_parquet_name(&a.out)?;
     sapwood::check_writable(&a.out)?;
     sapwood::remove_stale_temporaries(&a.out);
-    let mut files = vec![a.out.as_path()];
-    files.extend(a.summary.as_deref());
-    let _readers = crate::fifos::await_readers(&files)?;
     let objective = model.objective();
     let k = model.groups;
     let names = class_names(model);
     let mut writer: Option<PredictionWriter> = None;
+    // a FIFO's reader, awaited just before the output opens and let go once it is written
+    let mut out_reader: Option<crate::fifos::Reader> = None;
     let mut rows = 0usize;
     let mut slices = 0usize;
     let mut time = Stages::default();
@@ -356,6 +355,7 @@ pub fn run(a: PredictArgs) -> Result<()> {
                 .map(|(n, a)| (n.clone(), a.data_type().clone()))
                 .collect();
             fields.extend(outputs.iter().cloned());
+            out_reader = Some(crate::fifos::await_reader(&a.out)?);
             writer = Some(PredictionWriter::create(&a.out, &fields)?);
         }
         if k == 1 {
@@ -431,11 +431,13 @@ pub fn run(a: PredictArgs) -> Result<()> {
                 a.keep.iter().map(|n| (n.clone(), DataType::Utf8)).collect();
             let mut fields = kept;
             fields.extend(outputs.iter().cloned());
+            out_reader = Some(crate::fifos::await_reader(&a.out)?);
             PredictionWriter::create(&a.out, &fields)?
         }
     };
     let finish_start = Instant::now();
     writer.finish()?;
+    drop(out_reader);
     time.write += finish_start.elapsed();
     // reading is what the stream took beyond the batches' own work
     time.read = streamed.saturating_sub(time.batches);
@@ -466,6 +468,7 @@ pub fn run(a: PredictArgs) -> Result<()> {
             "peak_memory_mib": super::peak_memory_mib(),
         });
         sapwood::remove_stale_temporaries(path);
+        let _reader = crate::fifos::await_reader(path)?;
         sapwood::write_atomic(path, serde_json::to_string_pretty(&summary)?.as_bytes())?;
     }
     Ok(())

@@ -77,6 +77,11 @@ fn settings_of(a: &TrainArgs, init: Option<&Booster>) -> Result<Settings> {
 /// setting it reports the error).
 fn canonical(key: &str) -> Option<&'static str> {
     let k = key.trim().replace('-', "_");
+    if k == "alpha" {
+        // beside LightGBM's `quantile` and `huber` a bare `alpha` is not the L1 penalty,
+        // so it may stand beside `reg_alpha` (the engine's settings read it)
+        return Some("alpha (bare)");
+    }
     PARAM_NAMES
         .iter()
         .chain(RUN_OPTION_NAMES)
@@ -436,9 +441,11 @@ fn write_outputs(
     let types = crate::input::input_types(&a.data, booster.model())?;
     booster.set_input_types(types)?;
     sapwood::remove_stale_temporaries(&a.model);
+    let reader = crate::fifos::await_reader(&a.model)?;
     booster
         .save(&a.model)
         .with_context(|| format!("writing the model to {}", a.model.display()))?;
+    drop(reader);
     let comm = booster.comm_stats();
     if booster.interrupted() {
         eprintln!(
@@ -527,6 +534,7 @@ fn write_outputs(
         });
         sapwood::remove_stale_temporaries(path);
         let text = serde_json::to_string_pretty(&summary)?;
+        let _reader = crate::fifos::await_reader(path)?;
         sapwood::write_atomic(path, text.as_bytes())?;
     }
     Ok(())
@@ -552,11 +560,6 @@ pub fn run(a: TrainArgs) -> Result<()> {
     match settings.run.collective {
         CollectiveKind::InProcess => {
             check_no_tcp_flags(&a)?;
-            // (a distributed job's ranks learn which of them writes only once they meet)
-            let mut outputs = vec![a.model.as_path()];
-            outputs.extend(a.summary.as_deref());
-            outputs.extend(a.checkpoint.as_deref());
-            let _readers = crate::fifos::await_readers(&outputs)?;
             run_local(a, settings, init)
         }
         CollectiveKind::Mpi => {

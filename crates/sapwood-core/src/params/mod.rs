@@ -450,6 +450,8 @@ impl Params {
     /// Sets one parameter from text, by its name or an XGBoost/LightGBM alias
     /// (`eta`, `reg_lambda`, `num_leaves`, `n_estimators`, ...). An unknown name is an
     /// error suggesting the closest known one; a run option's name is an error saying so.
+    /// `alpha` is always the L1 penalty here: [`Settings::set`](super::Settings::set) reads
+    /// it as LightGBM does beside the objectives `quantile` and `huber`.
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
         match canonical(key)? {
             Setting::Param(name) => self.set_canonical(name, value.trim()),

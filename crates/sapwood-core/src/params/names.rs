@@ -193,12 +193,15 @@ struct AlphaReading {
     undo: Option<Undo>,
 }
 
-/// The parameters a bare `alpha` may be written into, as they were before.
+/// The one parameter a bare `alpha` was written into, as it was before.
 #[derive(Debug, Clone, PartialEq)]
-struct Undo {
-    alpha: f64,
-    quantile_alpha: Vec<f64>,
-    huber_slope: f64,
+enum Undo {
+    /// The L1 penalty (XGBoost's reading).
+    Alpha(f64),
+    /// `quantile_alpha` (beside LightGBM's `quantile`).
+    QuantileAlpha(Vec<f64>),
+    /// `huber_slope` (beside LightGBM's `huber`).
+    HuberSlope(f64),
 }
 
 impl Settings {
@@ -223,7 +226,7 @@ impl Settings {
             }
             Setting::Param(name) => {
                 if LIGHTGBM_ALPHA.iter().any(|(_, p)| *p == name) {
-                    // set after any undo of a bare alpha, so that it is not undone
+                    // a bare alpha written into this parameter is refused now (both given)
                     self.alpha.own.push(name);
                     self.read_alpha()?;
                 }
@@ -237,10 +240,11 @@ impl Settings {
     /// first undoing what it was written into under an earlier reading; a bare `alpha`
     /// given beside the parameter it would stand for is refused, naming both.
     fn read_alpha(&mut self) -> Result<()> {
-        if let Some(u) = self.alpha.undo.take() {
-            self.params.alpha = u.alpha;
-            self.params.quantile_alpha = u.quantile_alpha;
-            self.params.huber_slope = u.huber_slope;
+        match self.alpha.undo.take() {
+            Some(Undo::Alpha(v)) => self.params.alpha = v,
+            Some(Undo::QuantileAlpha(v)) => self.params.quantile_alpha = v,
+            Some(Undo::HuberSlope(v)) => self.params.huber_slope = v,
+            None => {}
         }
         let r = self.alpha.clone();
         let Some(v) = &r.bare else {
@@ -253,11 +257,6 @@ impl Settings {
             .objective
             .as_deref()
             .and_then(|o| LIGHTGBM_ALPHA.iter().find(|(name, _)| *name == o));
-        let before = Undo {
-            alpha: self.params.alpha,
-            quantile_alpha: self.params.quantile_alpha.clone(),
-            huber_slope: self.params.huber_slope,
-        };
         match lightgbm {
             Some(&(objective, own)) => {
                 if r.own.contains(&own) {
@@ -270,7 +269,10 @@ impl Settings {
                         ),
                     ));
                 }
-                self.alpha.undo = Some(before);
+                self.alpha.undo = Some(match own {
+                    "quantile_alpha" => Undo::QuantileAlpha(self.params.quantile_alpha.clone()),
+                    _ => Undo::HuberSlope(self.params.huber_slope),
+                });
                 self.params.set_canonical(own, v)?;
                 if let Some(l1) = &r.l1 {
                     self.params.set_canonical("alpha", l1)?;
@@ -278,7 +280,7 @@ impl Settings {
                 Ok(())
             }
             None => {
-                self.alpha.undo = Some(before);
+                self.alpha.undo = Some(Undo::Alpha(self.params.alpha));
                 let l1 = if r.bare_is_latest {
                     Some(v)
                 } else {
@@ -377,6 +379,25 @@ mod tests {
         assert_eq!(
             (s.params.quantile_alpha.clone(), s.params.alpha),
             (vec![0.9], 0.3)
+        );
+        // a parameter given by its own name after a bare alpha keeps its value
+        let p = of(&[
+            ("alpha", "0.5"),
+            ("quantile_alpha", "0.1"),
+            ("objective", "reg:quantileerror"),
+        ])
+        .unwrap();
+        assert_eq!((p.quantile_alpha.clone(), p.alpha), (vec![0.1], 0.5));
+        let p = of(&[
+            ("objective", "quantile"),
+            ("alpha", "0.9"),
+            ("huber_slope", "2"),
+            ("reg_alpha", "1"),
+        ])
+        .unwrap();
+        assert_eq!(
+            (p.quantile_alpha.clone(), p.huber_slope, p.alpha),
+            (vec![0.9], 2.0, 1.0)
         );
         // both readings at once: refused, naming both
         for pairs in [
