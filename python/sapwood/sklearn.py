@@ -291,6 +291,20 @@ class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
         )
         self.evals_result_ = _with_lightgbm_keys(result)
 
+    def _predicting(
+        self, X: Any, iteration_range: Optional[tuple[int, int]]
+    ) -> tuple[Any, Booster, Optional[tuple[int, int]]]:
+        """What every prediction starts with: ``X`` checked, the booster set to the
+        estimator's ``n_jobs`` (as both peers' estimators predict), and the rounds, by
+        default the best iteration after early stopping (XGBoost's estimators' rule)."""
+        check_is_fitted(self, "_Booster")
+        X = self._check_X(X, reset=False)
+        booster: Booster = self._Booster
+        booster.set_param({"nthread": _threads(self.n_jobs)})
+        if iteration_range is None and booster.best_iteration is not None:
+            iteration_range = (0, booster.best_iteration + 1)
+        return X, booster, iteration_range
+
     def _raw_predict(
         self,
         X: Any,
@@ -298,14 +312,7 @@ class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
         iteration_range: Optional[tuple[int, int]] = None,
         base_margin: Any = None,
     ) -> npt.NDArray[np.float32]:
-        check_is_fitted(self, "_Booster")
-        X = self._check_X(X, reset=False)
-        booster: Booster = self._Booster
-        # the estimator's n_jobs, as both peers' estimators predict with it
-        booster.set_param({"nthread": _threads(self.n_jobs)})
-        if iteration_range is None and booster.best_iteration is not None:
-            # XGBoost's estimators predict with the best iteration after early stopping
-            iteration_range = (0, booster.best_iteration + 1)
+        X, booster, iteration_range = self._predicting(X, iteration_range)
         return booster.predict(
             X, output_margin=output_margin, iteration_range=iteration_range,
             base_margin=base_margin,
@@ -317,14 +324,7 @@ class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
         """SHAP contributions as LightGBM's ``predict(X, pred_contrib=True)`` lays them
         out: ``(n, (features + 1) * groups)``, each group's bias after its features; of
         the rounds ``iteration_range``, by default the best iteration's."""
-        check_is_fitted(self, "_Booster")
-        X = self._check_X(X, reset=False)
-        booster: Booster = self._Booster
-        booster.set_param({"nthread": _threads(self.n_jobs)})
-        best = booster.best_iteration
-        rounds = iteration_range
-        if rounds is None and best is not None:
-            rounds = (0, best + 1)
+        X, booster, rounds = self._predicting(X, iteration_range)
         c = booster.predict(X, pred_contribs=True, iteration_range=rounds)
         return c.reshape(c.shape[0], -1)
 
@@ -359,12 +359,7 @@ class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
         """The leaf each row reaches in each tree, ``(n, trees)`` (XGBoost's ``apply``;
         LightGBM's ``predict(X, pred_leaf=True)``); after early stopping the trees up to
         the best iteration unless ``iteration_range`` says otherwise."""
-        check_is_fitted(self, "_Booster")
-        X = self._check_X(X, reset=False)
-        booster: Booster = self._Booster
-        booster.set_param({"nthread": _threads(self.n_jobs)})
-        if iteration_range is None and booster.best_iteration is not None:
-            iteration_range = (0, booster.best_iteration + 1)
+        X, booster, iteration_range = self._predicting(X, iteration_range)
         leaves: npt.NDArray[Any] = booster.predict(
             X, pred_leaf=True, iteration_range=iteration_range
         )
