@@ -27,6 +27,7 @@ const SPARSE: u8 = 2;
 const BITMAP: u8 = 3;
 const GROUPS: u8 = 6;
 
+mod group_choice;
 #[cfg(target_arch = "x86_64")]
 mod group_lanes;
 mod groups;
@@ -222,7 +223,7 @@ pub fn encode(values: &[i64], bound: u64, codec: CommCodec) -> Vec<u8> {
 /// is not almost all zero): the reference the device encoders are tested against.
 pub fn encode_groups(values: &[i64]) -> Vec<u8> {
     let mut out = Vec::new();
-    groups::encode(values, &mut out);
+    group_choice::encode(values, &mut out);
     out
 }
 
@@ -295,7 +296,7 @@ impl Encoder {
             }
             CommCodec::Auto => {
                 out.push(GROUPS);
-                let nnz = groups::encode(values, &mut out);
+                let nnz = group_choice::encode(values, &mut out);
                 // a block almost all zero costs the groups a byte per 32 bins; pairs may
                 // be less
                 if nnz * 8 < values.len() {
@@ -529,7 +530,7 @@ fn decode_with<const ADD: bool>(bytes: &[u8], dst: &mut [i64]) -> Result<()> {
             unpack_bytes::<ADD>(words, w, dst);
             Ok(())
         }
-        GROUPS => groups::decode::<ADD>(rest, dst),
+        GROUPS => group_choice::decode::<ADD>(rest, dst),
         SPARSE => {
             let nnz = r.varint()? as usize;
             let shift = r.u8()? as u32;
@@ -626,7 +627,7 @@ mod tests {
                 "groups",
                 with(&|o| {
                     o.push(GROUPS);
-                    groups::encode(values, o);
+                    group_choice::encode(values, o);
                 }),
             ),
         ]

@@ -6,6 +6,8 @@ use std::str::FromStr;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::error::{Error, Result};
+pub use crate::link::{argmax, sigmoid, softmax};
+pub use crate::objective::MetricConstants;
 use crate::objective::{Objective, ObjectiveKind};
 
 /// A metric's number parameter (the `1.5` of `tweedie-nloglik@1.5`), as f32 bits so that
@@ -383,25 +385,15 @@ impl Metric {
     }
 }
 
-/// The objective constants metrics read.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct MetricConstants {
-    /// `quantile_alpha`.
-    pub quantile_alpha: f64,
-    /// `huber_slope`.
-    pub huber_slope: f64,
-    /// `tweedie_variance_power`.
-    pub tweedie_variance_power: f64,
-}
-
-impl Default for MetricConstants {
-    fn default() -> Self {
-        MetricConstants {
-            quantile_alpha: 0.5,
-            huber_slope: 1.0,
-            tweedie_variance_power: 1.5,
-        }
-    }
+/// One metric on one evaluation set after one round.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EvalResult {
+    /// The evaluation set's name.
+    pub dataset: String,
+    /// The metric.
+    pub metric: Metric,
+    /// Its value.
+    pub value: f64,
 }
 
 impl fmt::Display for Metric {
@@ -494,37 +486,6 @@ pub fn ln_gamma(x: f64) -> f64 {
     let z = 1.0 / (x * x);
     let series = (1.0 / 12.0 - z * (1.0 / 360.0 - z * (1.0 / 1260.0 - z / 1680.0))) / x;
     shift + (x - 0.5) * x.ln() - x + 0.5 * (2.0 * std::f64::consts::PI).ln() + series
-}
-
-/// The logistic function in f64, for outputs and metrics.
-pub fn sigmoid(x: f64) -> f64 {
-    1.0 / (1.0 + (-x).exp())
-}
-
-/// Softmax of `margins` into `out`, in f64, for outputs and metrics.
-pub fn softmax(margins: &[f32], out: &mut [f64]) {
-    let max = margins
-        .iter()
-        .fold(f64::NEG_INFINITY, |m, &v| m.max(v as f64));
-    let mut sum = 0.0;
-    for (o, &m) in out.iter_mut().zip(margins) {
-        *o = (m as f64 - max).exp();
-        sum += *o;
-    }
-    for o in out.iter_mut() {
-        *o /= sum;
-    }
-}
-
-/// Index of the largest value; the first one on ties.
-pub fn argmax(values: &[f32]) -> usize {
-    let mut best = 0;
-    for (i, &v) in values.iter().enumerate() {
-        if v > values[best] {
-            best = i;
-        }
-    }
-    best
 }
 
 /// Weighted area under the ROC curve; tied scores count half.

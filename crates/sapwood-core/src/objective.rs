@@ -15,7 +15,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::detmath;
 use crate::error::{Error, Result};
-use crate::params::PairMethodKind;
 
 /// The loss being minimised.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -566,8 +565,8 @@ impl Objective {
 
     /// The constants metrics read for output `group` (the metric's defaults where the loss
     /// has none).
-    pub fn metric_constants(&self, group: usize) -> crate::metric::MetricConstants {
-        let mut c = crate::metric::MetricConstants::default();
+    pub fn metric_constants(&self, group: usize) -> MetricConstants {
+        let mut c = MetricConstants::default();
         let LossConstants { c0, c1 } = self.constants;
         match self.kind {
             ObjectiveKind::QuantileError => c.quantile_alpha = self.quantile_alpha[group],
@@ -823,12 +822,12 @@ impl Objective {
         match self.kind {
             ObjectiveKind::Logistic => margins
                 .iter()
-                .map(|&m| crate::metric::sigmoid(m as f64) as f32)
+                .map(|&m| crate::link::sigmoid(m as f64) as f32)
                 .collect(),
             ObjectiveKind::Softprob => self.class_probabilities(margins),
             ObjectiveKind::Softmax => margins
                 .chunks_exact(self.groups)
-                .map(|row| crate::metric::argmax(row) as f32)
+                .map(|row| crate::link::argmax(row) as f32)
                 .collect(),
             k if k.has_log_link() => margins.iter().map(|&m| (m as f64).exp() as f32).collect(),
             _ => margins.to_vec(),
@@ -841,7 +840,7 @@ impl Objective {
         let mut p = vec![0.0f64; k];
         let mut out = Vec::with_capacity(margins.len());
         for row in margins.chunks_exact(k) {
-            crate::metric::softmax(row, &mut p);
+            crate::link::softmax(row, &mut p);
             out.extend(p.iter().map(|&v| v as f32));
         }
         out
@@ -932,6 +931,39 @@ impl ObjectiveParams {
     }
 }
 
+/// The objective constants metrics read.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MetricConstants {
+    /// `quantile_alpha`.
+    pub quantile_alpha: f64,
+    /// `huber_slope`.
+    pub huber_slope: f64,
+    /// `tweedie_variance_power`.
+    pub tweedie_variance_power: f64,
+}
+
+impl Default for MetricConstants {
+    fn default() -> Self {
+        MetricConstants {
+            quantile_alpha: 0.5,
+            huber_slope: 1.0,
+            tweedie_variance_power: 1.5,
+        }
+    }
+}
+
+/// How LambdaMART chooses the pairs of a query (`lambdarank_pair_method`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum PairMethodKind {
+    /// Pairs with a document among the model's top `lambdarank_num_pair_per_sample`.
+    #[default]
+    #[serde(rename = "topk")]
+    TopK,
+    /// `lambdarank_num_pair_per_sample` random pairs per document (hash-keyed).
+    #[serde(rename = "mean")]
+    Mean,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1015,7 +1047,7 @@ mod tests {
         let (mut g, mut h) = ([0f32; 3], [0f32; 3]);
         obj.gradient(&m, 2.0, 1.0, &mut g, &mut h);
         let mut p = [0f64; 3];
-        crate::metric::softmax(&m, &mut p);
+        crate::link::softmax(&m, &mut p);
         for c in 0..3 {
             let t = if c == 2 { 1.0 } else { 0.0 };
             assert!((g[c] as f64 - (p[c] - t)).abs() < 1e-6);

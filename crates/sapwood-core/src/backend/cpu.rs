@@ -7,7 +7,7 @@ use rayon::prelude::*;
 
 use super::kernel::{self, BinValue, HistValue};
 use super::shard::{self, NodeSpans, ShardLimits};
-use super::{HistBackend, NodeSplit, ShardData, TreeSetup};
+use super::{BackendFactory, HistBackend, NodeSplit, ShardData, TreeSetup};
 use crate::data::binned::{BinnedMatrix, Bins, BinsRef};
 use crate::detmath::pow2;
 use crate::error::Result;
@@ -1121,6 +1121,16 @@ impl HistBackend for CpuBackend {
 
     fn margins(&self) -> Result<Vec<f32>> {
         Ok(self.margins.clone())
+    }
+}
+
+/// Builds CPU backends.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CpuFactory;
+
+impl BackendFactory for CpuFactory {
+    fn create(&self, s: ShardData) -> Result<Box<dyn HistBackend>> {
+        Ok(Box::new(CpuBackend::new(s)?))
     }
 }
 

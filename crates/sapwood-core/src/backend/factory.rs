@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::{CpuBackend, HistBackend};
+use super::HistBackend;
 use crate::data::binned::BinnedMatrix;
 use crate::error::{Error, Result};
 use crate::objective::{ftz, Objective};
@@ -52,14 +52,4 @@ impl ShardData {
 pub trait BackendFactory: Send + Sync {
     /// A backend holding `shard`.
     fn create(&self, shard: ShardData) -> Result<Box<dyn HistBackend>>;
-}
-
-/// Builds CPU backends.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct CpuFactory;
-
-impl BackendFactory for CpuFactory {
-    fn create(&self, s: ShardData) -> Result<Box<dyn HistBackend>> {
-        Ok(Box::new(CpuBackend::new(s)?))
-    }
 }

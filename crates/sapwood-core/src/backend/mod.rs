@@ -17,8 +17,8 @@ pub mod gpu_layout;
 mod kernel;
 pub mod shard;
 
-pub use cpu::CpuBackend;
-pub use factory::{BackendFactory, CpuFactory, ShardData};
+pub use cpu::{CpuBackend, CpuFactory};
+pub use factory::{BackendFactory, ShardData};
 pub(crate) use kernel::BinValue;
 
 use crate::error::Result;

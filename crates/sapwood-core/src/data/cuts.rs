@@ -21,7 +21,7 @@ pub enum FeatureCuts {
     /// A real-valued feature: value v falls in bin 1 + #{t in thresholds : t < v}.
     Numeric {
         /// Strictly increasing split points.
-        #[serde(with = "crate::model::floats")]
+        #[serde(with = "crate::floats")]
         thresholds: Vec<f32>,
     },
     /// A categorical feature: each kept level has its own bin, rare levels share one.

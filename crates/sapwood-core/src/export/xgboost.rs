@@ -273,13 +273,13 @@ pub fn to_json(model: &Model) -> Result<String> {
             json!({"name": name, "lambdarank_param": {
                 "lambdarank_num_pair_per_sample": p.lambdarank_num_pair_per_sample
                     .unwrap_or(match p.lambdarank_pair_method {
-                        crate::params::PairMethodKind::TopK => 32,
-                        crate::params::PairMethodKind::Mean => 1,
+                        crate::objective::PairMethodKind::TopK => 32,
+                        crate::objective::PairMethodKind::Mean => 1,
                     })
                     .to_string(),
                 "lambdarank_pair_method": match p.lambdarank_pair_method {
-                    crate::params::PairMethodKind::TopK => "topk",
-                    crate::params::PairMethodKind::Mean => "mean",
+                    crate::objective::PairMethodKind::TopK => "topk",
+                    crate::objective::PairMethodKind::Mean => "mean",
                 },
                 "ndcg_exp_gain": if p.ndcg_exp_gain { "1" } else { "0" },
                 "lambdarank_normalization": if p.lambdarank_normalization { "1" } else { "0" },

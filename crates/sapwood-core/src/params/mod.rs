@@ -8,15 +8,17 @@
 mod constraints;
 mod names;
 mod run;
+mod settings;
 
 pub use constraints::{
     parse_interactions, parse_weights, resolve_interactions, FeatureRef, MonotoneConstraints,
     MonotoneMethod,
 };
-pub use names::{Settings, PARAM_NAMES, RUN_OPTION_NAMES};
+pub use names::{PARAM_NAMES, RUN_OPTION_NAMES};
 pub use run::{
     parse_devices, CollectiveKind, CommCodec, Device, DeviceIndices, RunOptions, MAX_DEVICES,
 };
+pub use settings::Settings;
 
 use std::str::FromStr;
 
@@ -24,6 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::metric::Metric;
+pub use crate::objective::PairMethodKind;
 use crate::objective::{Objective, ObjectiveKind, ObjectiveParams};
 use names::{canonical, num, opt, Setting};
 
@@ -248,17 +251,6 @@ mod one_or_many {
     }
 }
 
-/// How LambdaMART chooses the pairs of a query (`lambdarank_pair_method`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-pub enum PairMethodKind {
-    /// Pairs with a document among the model's top `lambdarank_num_pair_per_sample`.
-    #[default]
-    #[serde(rename = "topk")]
-    TopK,
-    /// `lambdarank_num_pair_per_sample` random pairs per document (hash-keyed).
-    #[serde(rename = "mean")]
-    Mean,
-}
 fn is_one(v: &f64) -> bool {
     *v == 1.0
 }

@@ -11,10 +11,10 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use super::observer::EvalResult;
 use crate::collective::Collective;
 use crate::data::cuts::Cuts;
 use crate::error::{Error, Result};
+use crate::metric::EvalResult;
 use crate::metric::Metric;
 use crate::model::Model;
 use crate::params::Params;

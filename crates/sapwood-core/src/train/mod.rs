@@ -3,6 +3,8 @@
 //! - [`observer`]: per-round reports and the stop signal front ends use;
 //! - [`agree`]: what workers agree on before boosting (rows, cuts, classes, base margin);
 //! - [`mod@boost`]: the boosting loop around the grower;
+//! - [`host`]: gradients the host computes itself and the rows it keeps for them;
+//! - [`quantile`]: the leaf refit of quantile losses;
 //! - [`checkpoint`]: a run's state at the end of a round, to continue to the same bytes,
 //!   and the continuation of a saved model (XGBoost's `xgb_model`) built on it.
 //!
@@ -11,6 +13,7 @@
 pub mod agree;
 pub mod boost;
 pub mod checkpoint;
+pub mod host;
 pub mod observer;
 pub mod quantile;
 
@@ -27,14 +30,14 @@ use crate::objective::{Objective, ObjectiveKind};
 use crate::params::Params;
 use crate::rank::Queries;
 
+pub use crate::metric::EvalResult;
 pub use agree::{
     agree_cuts, agree_job, agree_num_class, base_margin, exact_sum, total_rows, JobFacts,
 };
-pub use boost::{boost, sample_features, BoostOutcome, BoostSetup, EvalSet, HostRows};
+pub use boost::{boost, sample_features, BoostOutcome, BoostSetup, EvalSet};
 pub use checkpoint::{continued_params, Checkpoint};
-pub use observer::{
-    Control, CustomEval, EvalMargins, EvalResult, Quiet, RoundReport, TrainObserver,
-};
+pub use host::HostRows;
+pub use observer::{Control, CustomEval, EvalMargins, Quiet, RoundReport, TrainObserver};
 
 /// This worker's rows of a training job.
 pub struct Shard<'a> {
@@ -524,7 +527,7 @@ pub fn train_binned(
         resume: resume.as_ref(),
         rows: host_copy
             .as_ref()
-            .map(|(binned, labels, weights)| boost::HostRows {
+            .map(|(binned, labels, weights)| HostRows {
                 binned,
                 labels,
                 weights: weights.as_deref(),

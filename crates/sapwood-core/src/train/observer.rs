@@ -4,18 +4,7 @@
 use super::checkpoint::Checkpoint;
 use crate::collective::CommStats;
 use crate::error::Result;
-use crate::metric::Metric;
-
-/// One metric on one evaluation set after one round.
-#[derive(Debug, Clone, PartialEq)]
-pub struct EvalResult {
-    /// The evaluation set's name.
-    pub dataset: String,
-    /// The metric.
-    pub metric: Metric,
-    /// Its value.
-    pub value: f64,
-}
+use crate::metric::EvalResult;
 
 /// A metric the front end computes itself on the evaluation sets' margins (a Python
 /// `custom_metric` or `feval`), after the built-in ones.

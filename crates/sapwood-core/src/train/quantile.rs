@@ -15,7 +15,7 @@ use crate::objective::ftz;
 use crate::quantise::{exact_shift, quantise_exact, EXACT_SUM_BITS};
 use crate::tree::Tree;
 
-use super::boost::HostRows;
+use super::host::HostRows;
 
 /// Bits selected per pass.
 const RADIX_BITS: u32 = 8;
