@@ -1,6 +1,6 @@
 //! [`RingCollective`]: the engine's `Collective` over any transport, with exact codecs.
 
-use sapwood_core::collective::{Collective, CommStats};
+use sapwood_core::collective::{Collective, CommStats, DeviceExchange};
 use sapwood_core::params::CommCodec;
 use sapwood_core::Result;
 
@@ -240,39 +240,6 @@ impl<T: Transport> Collective for RingCollective<T> {
         self.timed(|c| c.sum_blocks(data, blocks, bound))
     }
 
-    fn packed_widths(&self, bounds: &[u64]) -> Option<Vec<u32>> {
-        (self.enc.codec() == CommCodec::Packed && self.t.size() > 1 && self.t.sums_natively())
-            .then(|| bounds.iter().map(|&b| lane_width(b)).collect())
-    }
-
-    fn allreduce_packed(
-        &mut self,
-        words: Vec<i64>,
-        widths: &[u32],
-        segment: usize,
-        out: &mut [i64],
-    ) -> Result<()> {
-        self.timed(|c| {
-            c.stats.allreduce_calls += 1;
-            c.stats.device_encoded += 1;
-            c.sum_words(words, widths, segment, out)
-        })
-    }
-
-    fn takes_encoded_blocks(&self) -> bool {
-        // `auto` sends the group encoding, which a device makes byte for byte
-        self.enc.codec() == CommCodec::Auto && self.t.size() > 1
-    }
-
-    fn reduce_scatter_encoded(
-        &mut self,
-        own: &mut [i64],
-        lens: &[usize],
-        encoded: Vec<Vec<u8>>,
-    ) -> Result<()> {
-        self.timed(|c| c.sum_encoded_blocks(own, lens, encoded))
-    }
-
     fn allreduce_max(&mut self, data: &mut [u64]) -> Result<()> {
         self.timed(|c| c.max_all(data))
     }
@@ -295,5 +262,44 @@ impl<T: Transport> Collective for RingCollective<T> {
 
     fn overlap(&self) -> bool {
         self.overlap
+    }
+
+    fn device_exchange(&mut self) -> Option<&mut dyn DeviceExchange> {
+        Some(self)
+    }
+}
+
+impl<T: Transport> DeviceExchange for RingCollective<T> {
+    fn packed_widths(&mut self, bounds: &[u64]) -> Option<Vec<u32>> {
+        (self.enc.codec() == CommCodec::Packed && self.t.size() > 1 && self.t.sums_natively())
+            .then(|| bounds.iter().map(|&b| lane_width(b)).collect())
+    }
+
+    fn allreduce_packed(
+        &mut self,
+        words: Vec<i64>,
+        widths: &[u32],
+        segment: usize,
+        out: &mut [i64],
+    ) -> Result<()> {
+        self.timed(|c| {
+            c.stats.allreduce_calls += 1;
+            c.stats.device_encoded += 1;
+            c.sum_words(words, widths, segment, out)
+        })
+    }
+
+    fn takes_encoded_blocks(&mut self) -> bool {
+        // `auto` sends the group encoding, which a device makes byte for byte
+        self.enc.codec() == CommCodec::Auto && self.t.size() > 1
+    }
+
+    fn reduce_scatter_encoded(
+        &mut self,
+        own: &mut [i64],
+        lens: &[usize],
+        encoded: Vec<Vec<u8>>,
+    ) -> Result<()> {
+        self.timed(|c| c.sum_encoded_blocks(own, lens, encoded))
     }
 }

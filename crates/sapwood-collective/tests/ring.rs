@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
 use sapwood_collective::{in_process, RingCollective, Transport};
-use sapwood_core::collective::{Collective, SingleWorker};
+use sapwood_core::collective::{Collective, DeviceExchange, SingleWorker};
 use sapwood_core::data::cuts::{CutSample, Cuts};
 use sapwood_core::data::matrix::{Column, FeatureMatrix};
 use sapwood_core::params::{CommCodec, Params};
@@ -77,7 +77,7 @@ proptest! {
                     })
                     .collect();
                 let mut own = v[blocks[r].clone()].to_vec();
-                c.reduce_scatter_encoded(&mut own, &lens, messages).unwrap();
+                exchange(c).reduce_scatter_encoded(&mut own, &lens, messages).unwrap();
                 (r, own, c.stats())
             });
             for (r, own, stats) in encoded {
@@ -90,13 +90,20 @@ proptest! {
     }
 }
 
+/// The ring's exchange of device-encoded histograms, which it always has.
+fn exchange(c: &mut dyn Collective) -> &mut dyn DeviceExchange {
+    c.device_exchange()
+        .expect("the ring collective takes device-encoded histograms")
+}
+
 #[test]
 fn a_device_encoded_reduce_scatter_refuses_blocks_that_do_not_match() {
     let out = on_workers(2, CommCodec::Auto, |c| {
-        assert!(c.takes_encoded_blocks());
+        assert!(exchange(c).takes_encoded_blocks());
         let mut own = vec![0i64; 3];
         // three blocks for two workers
-        c.reduce_scatter_encoded(&mut own, &[3, 3, 3], vec![Vec::new(); 3])
+        exchange(c)
+            .reduce_scatter_encoded(&mut own, &[3, 3, 3], vec![Vec::new(); 3])
             .unwrap_err()
             .to_string()
     });
@@ -104,8 +111,8 @@ fn a_device_encoded_reduce_scatter_refuses_blocks_that_do_not_match() {
         assert!(e.contains("3 blocks") && e.contains("2 workers"), "{e}");
     }
     // a codec other than auto, or one worker, takes no device-encoded blocks
-    assert!(!on_workers(2, CommCodec::Packed, |c| c.takes_encoded_blocks())[0]);
-    assert!(!on_workers(1, CommCodec::Auto, |c| c.takes_encoded_blocks())[0]);
+    assert!(!on_workers(2, CommCodec::Packed, |c| exchange(c).takes_encoded_blocks())[0]);
+    assert!(!on_workers(1, CommCodec::Auto, |c| exchange(c).takes_encoded_blocks())[0]);
 }
 
 #[test]

@@ -115,50 +115,10 @@ pub trait Collective: Send {
         self.allreduce_sum(data, bound)
     }
 
-    /// Whether [`Collective::reduce_scatter_encoded`] takes blocks a device group-encoded
-    /// (the `auto` codec over a transport of bytes): the grower then asks the backend for
-    /// them.
-    fn takes_encoded_blocks(&self) -> bool {
-        false
-    }
-
-    /// [`Collective::reduce_scatter`] where this worker holds its own block's values in
-    /// `own` and its share of every other block `b` only as the group encoding a device
-    /// made of it (`encoded[b]`, the bytes after the tag; empty for its own); `lens[b]` is
-    /// block b's number of values. Afterwards `own` is the global sum of this worker's block.
-    fn reduce_scatter_encoded(
-        &mut self,
-        own: &mut [i64],
-        lens: &[usize],
-        encoded: Vec<Vec<u8>>,
-    ) -> Result<()> {
-        let _ = (own, lens, encoded);
-        Err(crate::error::Error::Collective(
-            "this collective takes no device-encoded blocks".into(),
-        ))
-    }
-
-    /// The lane widths at which this collective takes segments bounded by `bounds` already
-    /// packed (the `packed` codec over a transport that sums 64-bit words itself), so that a
-    /// backend packs them on its device; `None` where it packs on the host.
-    fn packed_widths(&self, bounds: &[u64]) -> Option<Vec<u32>> {
-        let _ = bounds;
+    /// This transport's exchange of histograms a device encoded, where it has one (see
+    /// [`DeviceExchange`]); `None`, the default, has the host encode them.
+    fn device_exchange(&mut self) -> Option<&mut dyn DeviceExchange> {
         None
-    }
-
-    /// Sums `words` over workers (segments of `segment` values, segment i packed at
-    /// `widths[i]` as [`Collective::packed_widths`] gave) and unpacks the sums into `out`.
-    fn allreduce_packed(
-        &mut self,
-        words: Vec<i64>,
-        widths: &[u32],
-        segment: usize,
-        out: &mut [i64],
-    ) -> Result<()> {
-        let _ = (words, widths, segment, out);
-        Err(crate::error::Error::Collective(
-            "this collective takes no packed words".into(),
-        ))
     }
 
     /// Element-wise maximum over workers, in place.
@@ -194,6 +154,44 @@ pub trait Collective: Send {
     fn overlap(&self) -> bool {
         false
     }
+}
+
+/// The exchanges of histograms a GPU backend already encoded on its device, which only
+/// transports whose wire a device can write offer (through
+/// [`Collective::device_exchange`]): blocks in the `auto` codec's group encoding, words
+/// packed at the `packed` codec's lane widths. The sums are those of
+/// [`Collective::reduce_scatter`] and [`Collective::allreduce_segments`], byte for byte.
+pub trait DeviceExchange {
+    /// Whether [`DeviceExchange::reduce_scatter_encoded`] takes blocks a device group-encoded
+    /// (the `auto` codec over a transport of bytes): the grower then asks the backend for
+    /// them.
+    fn takes_encoded_blocks(&mut self) -> bool;
+
+    /// [`Collective::reduce_scatter`] where this worker holds its own block's values in
+    /// `own` and its share of every other block `b` only as the group encoding a device
+    /// made of it (`encoded[b]`, the bytes after the tag; empty for its own); `lens[b]` is
+    /// block b's number of values. Afterwards `own` is the global sum of this worker's block.
+    fn reduce_scatter_encoded(
+        &mut self,
+        own: &mut [i64],
+        lens: &[usize],
+        encoded: Vec<Vec<u8>>,
+    ) -> Result<()>;
+
+    /// The lane widths at which this collective takes segments bounded by `bounds` already
+    /// packed (the `packed` codec over a transport that sums 64-bit words itself), so that a
+    /// backend packs them on its device; `None` where it packs on the host.
+    fn packed_widths(&mut self, bounds: &[u64]) -> Option<Vec<u32>>;
+
+    /// Sums `words` over workers (segments of `segment` values, segment i packed at
+    /// `widths[i]` as [`DeviceExchange::packed_widths`] gave) and unpacks the sums into `out`.
+    fn allreduce_packed(
+        &mut self,
+        words: Vec<i64>,
+        widths: &[u32],
+        segment: usize,
+        out: &mut [i64],
+    ) -> Result<()>;
 }
 
 /// The collective of a job with one worker: every operation is the identity.

@@ -7,7 +7,7 @@
 //! lane i weighted by 2^(w·i)), with one `ncclUint64` all-reduce on the GPU (unsigned, so
 //! that wrap-around, which the codec's arithmetic relies on, is defined). NCCL therefore
 //! moves the compressed words, `64 / lane_width(bound)` values per 8 bytes. The collective
-//! offers those widths to the grower ([`Collective::packed_widths`]), so the backend packs
+//! offers those widths to the grower ([`DeviceExchange::packed_widths`]), so the backend packs
 //! each level's histograms on the device with its `pack` kernel and only the packed words
 //! cross to the host; the sum runs on a communication stream of the rank's own, so with
 //! `comm_overlap` one chunk's sum overlaps the next chunk's build on the compute stream.
@@ -32,7 +32,7 @@ use std::sync::Arc;
 use cudarc::driver::{CudaStream, DevicePtrMut};
 use cudarc::nccl::result as nccl;
 use cudarc::nccl::sys;
-use sapwood_core::collective::{Collective, CommStats};
+use sapwood_core::collective::{Collective, CommStats, DeviceExchange};
 use sapwood_core::error::{Error, Result};
 
 use sapwood_collective::codec::{
@@ -182,6 +182,15 @@ impl NcclCollective {
     }
 
     /// A collective that sums through `host` alone, saying `why` (ranks sharing a GPU).
+    /// The host collective's exchange of device-encoded histograms, which the grower only
+    /// asks for where [`DeviceExchange::takes_encoded_blocks`] or
+    /// [`DeviceExchange::packed_widths`] offered it.
+    fn host_exchange(&mut self) -> Result<&mut dyn DeviceExchange> {
+        self.host.device_exchange().ok_or_else(|| {
+            Error::Collective("the host collective takes no device-encoded histograms".into())
+        })
+    }
+
     fn on_host(host: Box<dyn Collective>, why: String) -> Self {
         NcclCollective {
             host,
@@ -297,60 +306,6 @@ impl Collective for NcclCollective {
         self.allreduce_sum(data, bound)
     }
 
-    fn takes_encoded_blocks(&self) -> bool {
-        // NCCL sums words, not bytes; the host collective may take encoded blocks
-        self.comm.is_none() && self.host.takes_encoded_blocks()
-    }
-
-    fn reduce_scatter_encoded(
-        &mut self,
-        own: &mut [i64],
-        lens: &[usize],
-        encoded: Vec<Vec<u8>>,
-    ) -> Result<()> {
-        self.host.reduce_scatter_encoded(own, lens, encoded)
-    }
-
-    fn packed_widths(&self, bounds: &[u64]) -> Option<Vec<u32>> {
-        match &self.comm {
-            None => self.host.packed_widths(bounds),
-            Some(_) if self.host.world_size() < 2 => None,
-            // each node at the width its bound proves (64: the values themselves)
-            Some(_) => Some(
-                bounds
-                    .iter()
-                    .map(|&b| if self.packed { lane_width(b) } else { 64 })
-                    .collect(),
-            ),
-        }
-    }
-
-    fn allreduce_packed(
-        &mut self,
-        words: Vec<i64>,
-        widths: &[u32],
-        segment: usize,
-        out: &mut [i64],
-    ) -> Result<()> {
-        let Some(c) = &self.comm else {
-            return self.host.allreduce_packed(words, widths, segment, out);
-        };
-        check_segments(words.len(), widths, segment, out.len())?;
-        if words.is_empty() {
-            return Ok(());
-        }
-        let start = std::time::Instant::now();
-        let n = words.len();
-        let summed = Self::nccl_words(c, words)?;
-        unpack_segments(&summed, widths, segment, out);
-        self.stats.busy_nanos += start.elapsed().as_nanos() as u64;
-        self.count(n, out.len());
-        // packed on the device: the histograms reached the host only packed
-        self.stats.blocks.packed += 1;
-        self.stats.device_encoded += 1;
-        Ok(())
-    }
-
     fn overlap(&self) -> bool {
         // the sums run on a stream of their own (or on the host collective)
         self.host.overlap()
@@ -372,6 +327,10 @@ impl Collective for NcclCollective {
         self.host.broadcast(data, root)
     }
 
+    fn device_exchange(&mut self) -> Option<&mut dyn DeviceExchange> {
+        Some(self)
+    }
+
     fn stats(&self) -> CommStats {
         let h = self.host.stats();
         CommStats {
@@ -382,6 +341,69 @@ impl Collective for NcclCollective {
             device_encoded: h.device_encoded + self.stats.device_encoded,
             busy_nanos: h.busy_nanos + self.stats.busy_nanos,
         }
+    }
+}
+
+impl DeviceExchange for NcclCollective {
+    fn takes_encoded_blocks(&mut self) -> bool {
+        // NCCL sums words, not bytes; the host collective may take encoded blocks
+        self.comm.is_none()
+            && self
+                .host
+                .device_exchange()
+                .is_some_and(|h| h.takes_encoded_blocks())
+    }
+
+    fn reduce_scatter_encoded(
+        &mut self,
+        own: &mut [i64],
+        lens: &[usize],
+        encoded: Vec<Vec<u8>>,
+    ) -> Result<()> {
+        self.host_exchange()?
+            .reduce_scatter_encoded(own, lens, encoded)
+    }
+
+    fn packed_widths(&mut self, bounds: &[u64]) -> Option<Vec<u32>> {
+        match &self.comm {
+            None => self.host.device_exchange()?.packed_widths(bounds),
+            Some(_) if self.host.world_size() < 2 => None,
+            // each node at the width its bound proves (64: the values themselves)
+            Some(_) => Some(
+                bounds
+                    .iter()
+                    .map(|&b| if self.packed { lane_width(b) } else { 64 })
+                    .collect(),
+            ),
+        }
+    }
+
+    fn allreduce_packed(
+        &mut self,
+        words: Vec<i64>,
+        widths: &[u32],
+        segment: usize,
+        out: &mut [i64],
+    ) -> Result<()> {
+        let Some(c) = &self.comm else {
+            return self
+                .host_exchange()?
+                .allreduce_packed(words, widths, segment, out);
+        };
+        check_segments(words.len(), widths, segment, out.len())?;
+        if words.is_empty() {
+            return Ok(());
+        }
+        let start = std::time::Instant::now();
+        let n = words.len();
+        let summed = Self::nccl_words(c, words)?;
+        unpack_segments(&summed, widths, segment, out);
+        self.stats.busy_nanos += start.elapsed().as_nanos() as u64;
+        self.count(n, out.len());
+        // packed on the device: the histograms reached the host only packed
+        self.stats.blocks.packed += 1;
+        self.stats.device_encoded += 1;
+        Ok(())
     }
 }
 
@@ -406,31 +428,6 @@ mod tests {
         fn allreduce_sum(&mut self, _data: &mut [i64], _bound: u64) -> Result<()> {
             Ok(())
         }
-        fn takes_encoded_blocks(&self) -> bool {
-            true
-        }
-        fn reduce_scatter_encoded(
-            &mut self,
-            _own: &mut [i64],
-            _lens: &[usize],
-            _encoded: Vec<Vec<u8>>,
-        ) -> Result<()> {
-            self.calls.fetch_add(1, Ordering::Relaxed);
-            Ok(())
-        }
-        fn packed_widths(&self, bounds: &[u64]) -> Option<Vec<u32>> {
-            Some(bounds.iter().map(|&b| lane_width(b)).collect())
-        }
-        fn allreduce_packed(
-            &mut self,
-            _words: Vec<i64>,
-            _widths: &[u32],
-            _segment: usize,
-            _out: &mut [i64],
-        ) -> Result<()> {
-            self.calls.fetch_add(10, Ordering::Relaxed);
-            Ok(())
-        }
         fn allreduce_max(&mut self, _data: &mut [u64]) -> Result<()> {
             Ok(())
         }
@@ -442,6 +439,37 @@ mod tests {
         }
         fn overlap(&self) -> bool {
             true
+        }
+        fn device_exchange(&mut self) -> Option<&mut dyn DeviceExchange> {
+            Some(self)
+        }
+    }
+
+    impl DeviceExchange for Host {
+        fn takes_encoded_blocks(&mut self) -> bool {
+            true
+        }
+        fn reduce_scatter_encoded(
+            &mut self,
+            _own: &mut [i64],
+            _lens: &[usize],
+            _encoded: Vec<Vec<u8>>,
+        ) -> Result<()> {
+            self.calls.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        }
+        fn packed_widths(&mut self, bounds: &[u64]) -> Option<Vec<u32>> {
+            Some(bounds.iter().map(|&b| lane_width(b)).collect())
+        }
+        fn allreduce_packed(
+            &mut self,
+            _words: Vec<i64>,
+            _widths: &[u32],
+            _segment: usize,
+            _out: &mut [i64],
+        ) -> Result<()> {
+            self.calls.fetch_add(10, Ordering::Relaxed);
+            Ok(())
         }
     }
 

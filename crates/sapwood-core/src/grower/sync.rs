@@ -11,7 +11,7 @@ use std::ops::Range;
 
 use crate::collective::Collective;
 use crate::data::cuts::Cuts;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::hist::HistBin;
 use crate::split::{pick, BinSet, SplitCandidate, SplitRule};
 use crate::wire::{ByteReader, PutBytes};
@@ -96,19 +96,15 @@ impl<'c> HistSync<'c> {
     /// per node): each worker's block when it is reduce-scattered and the collective takes
     /// group-encoded blocks, or every node packed at its lane width when the collective sums
     /// packed words as they are; `None` where the host encodes.
-    pub fn device_plan(&self, bounds: &[u64]) -> Option<DevicePlan> {
+    pub fn device_plan(&mut self, bounds: &[u64]) -> Option<DevicePlan> {
+        let own = self.collective.rank();
+        let exchange = self.collective.device_exchange()?;
         match self.scope {
-            Scope::OwnBlock => self
-                .collective
-                .takes_encoded_blocks()
-                .then(|| DevicePlan::Blocks {
-                    blocks: self.blocks.clone(),
-                    own: self.collective.rank(),
-                }),
-            Scope::Whole => self
-                .collective
-                .packed_widths(bounds)
-                .map(DevicePlan::Packed),
+            Scope::OwnBlock => exchange.takes_encoded_blocks().then(|| DevicePlan::Blocks {
+                blocks: self.blocks.clone(),
+                own,
+            }),
+            Scope::Whole => exchange.packed_widths(bounds).map(DevicePlan::Packed),
         }
     }
 
@@ -137,15 +133,17 @@ impl<'c> HistSync<'c> {
         nodes: usize,
         encoded: Encoded,
     ) -> Result<()> {
+        let own = self.blocks[self.collective.rank()].clone();
+        let exchange = self.collective.device_exchange().ok_or_else(|| {
+            Error::Collective(
+                "histograms encoded on the device for a collective that takes none".into(),
+            )
+        })?;
         match encoded {
-            Encoded::Packed { words, widths } => self.collective.allreduce_packed(
-                words,
-                &widths,
-                2 * width,
-                hists.as_flattened_mut(),
-            ),
+            Encoded::Packed { words, widths } => {
+                exchange.allreduce_packed(words, &widths, 2 * width, hists.as_flattened_mut())
+            }
             Encoded::Blocks(messages) => {
-                let own = self.blocks[self.collective.rank()].clone();
                 let mut mine = Vec::with_capacity(2 * nodes * own.len());
                 for n in 0..nodes {
                     mine.extend_from_slice(
@@ -153,8 +151,7 @@ impl<'c> HistSync<'c> {
                     );
                 }
                 let lens: Vec<usize> = self.blocks.iter().map(|b| 2 * nodes * b.len()).collect();
-                self.collective
-                    .reduce_scatter_encoded(&mut mine, &lens, messages)?;
+                exchange.reduce_scatter_encoded(&mut mine, &lens, messages)?;
                 for (n, part) in mine.chunks_exact(2 * own.len().max(1)).enumerate() {
                     hists[n * width + own.start..n * width + own.end]
                         .as_flattened_mut()
