@@ -4,20 +4,18 @@
 //! single-process training saves for all the rows in rank order, byte for byte.
 
 use std::net::IpAddr;
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use pyo3::prelude::*;
 use sapwood::collective::tcp::{TcpConfig, TcpTransport};
 use sapwood::collective::RingCollective;
-use sapwood::{Booster, Dataset, DatasetShard, Settings};
+use sapwood::{Booster, Dataset, Rows, Settings, TrainJob};
 
 use crate::booster::NativeBooster;
 use crate::data::NativeData;
-use crate::errors::{guarded, panic_message, Kind, OrRaise};
-use crate::training::{Checkpointing, Observer, SIGNAL_POLL};
+use crate::errors::{guarded, Kind};
+use crate::training::{interruptibly, Checkpointing, Observer, Outcome};
 
 /// Where this rank's rows sit among the job's, and how it reaches the other ranks.
 struct Rank<'a> {
@@ -26,10 +24,6 @@ struct Rank<'a> {
     n_total: u64,
     callback: Option<&'a Py<PyAny>>,
 }
-
-/// What the training thread hands back: the booster, and an exception a Python
-/// callback raised.
-type Outcome = (sapwood::Result<Booster>, Option<PyErr>);
 
 /// Joins the job, then trains this rank's rows.
 fn train_rank(
@@ -51,26 +45,19 @@ fn train_rank(
     let booster = TcpTransport::connect(&rank.config).and_then(|transport| {
         let mut collective = RingCollective::new(transport, settings.run.comm_codec)
             .with_overlap(settings.run.comm_overlap);
-        let shard = DatasetShard {
-            local: train,
-            row_offset: rank.row_offset,
-            n_total: rank.n_total,
-        };
-        Booster::train_dataset_shard(
-            &settings.params,
-            &settings.run,
-            shard,
-            evals,
+        let rows = Rows::Columns { train, evals };
+        let job = TrainJob::new(&settings.params, &settings.run, rows).on_rank(
             &mut collective,
-            &mut observer,
-        )
+            rank.row_offset,
+            rank.n_total,
+        );
+        Booster::fit(job, &mut observer)
     });
     (booster, observer.error)
 }
 
-/// Trains on a worker thread while this thread waits with the GIL released, checking for
-/// signals every [`SIGNAL_POLL`] (as `training::train` does): Ctrl-C asks to stop after
-/// the current round and its `KeyboardInterrupt` is raised. Only rank 0 decides to stop.
+/// Trains this rank with Ctrl-C heard (see [`interruptibly`]); only rank 0 decides to
+/// stop.
 fn train_rank_interruptibly(
     py: Python<'_>,
     settings: &Settings,
@@ -78,50 +65,7 @@ fn train_rank_interruptibly(
     train: &Dataset<'_>,
     evals: &[(&str, &Dataset<'_>)],
 ) -> PyResult<Booster> {
-    let stop = AtomicBool::new(false);
-    let (result, interrupt) = py.detach(|| {
-        let (sender, receiver) = mpsc::channel::<std::thread::Result<Outcome>>();
-        std::thread::scope(|scope| {
-            let stop = &stop;
-            scope.spawn(move || {
-                let outcome = catch_unwind(AssertUnwindSafe(|| {
-                    train_rank(settings, rank, train, evals, stop)
-                }));
-                // The receiver only goes away after this thread is joined.
-                let _ = sender.send(outcome);
-            });
-            let mut interrupt: Option<PyErr> = None;
-            loop {
-                match receiver.recv_timeout(SIGNAL_POLL) {
-                    Ok(outcome) => return (outcome, interrupt),
-                    Err(mpsc::RecvTimeoutError::Timeout) => {
-                        if interrupt.is_none() {
-                            if let Err(e) = Python::attach(|py| py.check_signals()) {
-                                stop.store(true, Ordering::Relaxed);
-                                interrupt = Some(e);
-                            }
-                        }
-                    }
-                    Err(mpsc::RecvTimeoutError::Disconnected) => {
-                        let lost: Box<dyn std::any::Any + Send> =
-                            Box::new("the training thread vanished");
-                        return (Err(lost), interrupt);
-                    }
-                }
-            }
-        })
-    });
-    if let Some(e) = interrupt {
-        return Err(e);
-    }
-    match result {
-        Ok((_, Some(callback_error))) => Err(callback_error),
-        Ok((booster, None)) => booster.or_raise(),
-        Err(payload) => Err(Kind::Internal.err(format!(
-            "internal error (please report it): {}",
-            panic_message(payload.as_ref())
-        ))),
-    }
+    interruptibly(py, |stop| train_rank(settings, rank, train, evals, stop))
 }
 
 /// The longest wait for a peer, from seconds.

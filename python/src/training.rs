@@ -11,8 +11,8 @@ use pyo3::prelude::*;
 use std::path::PathBuf;
 
 use sapwood::{
-    Booster, Checkpoint, Control, CustomEval, Dataset, EvalMargins, RoundReport, Settings,
-    TrainObserver,
+    Booster, Checkpoint, Control, CustomEval, Dataset, EvalMargins, RoundReport, Rows, Settings,
+    TrainJob, TrainObserver,
 };
 
 use crate::booster::NativeBooster;
@@ -207,64 +207,26 @@ impl TrainObserver for Observer<'_> {
     }
 }
 
-type Outcome = (sapwood::Result<Booster>, Option<PyErr>);
+/// What the training thread hands back: the booster, and an exception a Python callback
+/// raised.
+pub(crate) type Outcome = (sapwood::Result<Booster>, Option<PyErr>);
 
-/// Trains on a worker thread; this thread waits with the GIL released and checks for
-/// signals every [`SIGNAL_POLL`]. A signal (Ctrl-C) sets the stop flag, so training ends
-/// after the current round, and its exception (`KeyboardInterrupt`) is raised.
-/// The Python side of a run: callbacks, the model to continue, custom objective and metric.
-struct Hooks<'a> {
-    callback: Option<&'a Py<PyAny>>,
-    checkpoints: &'a Checkpointing,
-    init: Option<&'a Booster>,
-    objective: Option<&'a Py<PyAny>>,
-    metric: Option<&'a Py<PyAny>>,
-}
-
-fn train_interruptibly(
-    py: Python<'_>,
-    settings: &Settings,
-    train: &Dataset<'_>,
-    evals: &[(&str, &Dataset<'_>)],
-    hooks: &Hooks<'_>,
-) -> PyResult<Booster> {
+/// Runs `work` (which trains, stopping after the round where its flag is set) on a worker
+/// thread; this thread waits with the GIL released and checks for signals every
+/// [`SIGNAL_POLL`]. A signal (Ctrl-C) sets the flag, so training ends after the current
+/// round, and its exception (`KeyboardInterrupt`) is raised; so is a callback's exception,
+/// in place of the booster.
+pub(crate) fn interruptibly<F>(py: Python<'_>, work: F) -> PyResult<Booster>
+where
+    F: FnOnce(&AtomicBool) -> Outcome + Send,
+{
     let stop = AtomicBool::new(false);
     let (result, interrupt) = py.detach(|| {
         let (sender, receiver) = mpsc::channel::<std::thread::Result<Outcome>>();
         std::thread::scope(|scope| {
             let stop = &stop;
             scope.spawn(move || {
-                let outcome = catch_unwind(AssertUnwindSafe(|| {
-                    let mut observer = Observer {
-                        callback: hooks.callback,
-                        stop,
-                        checkpoints: hooks.checkpoints,
-                        objective: hooks.objective,
-                        metric: hooks.metric.map(|callable| CustomMetric {
-                            callable,
-                            sets: Vec::new(),
-                        }),
-                        error: None,
-                    };
-                    let booster = match hooks.init {
-                        Some(init) => Booster::train_from_model(
-                            &settings.params,
-                            &settings.run,
-                            init,
-                            train,
-                            evals,
-                            &mut observer,
-                        ),
-                        None => Booster::train_with(
-                            &settings.params,
-                            &settings.run,
-                            train,
-                            evals,
-                            &mut observer,
-                        ),
-                    };
-                    (booster, observer.error)
-                }));
+                let outcome = catch_unwind(AssertUnwindSafe(|| work(stop)));
                 // The receiver only goes away after this thread is joined.
                 let _ = sender.send(outcome);
             });
@@ -300,6 +262,41 @@ fn train_interruptibly(
             panic_message(payload.as_ref())
         ))),
     }
+}
+
+/// The Python side of a run: callbacks, the model to continue, custom objective and metric.
+struct Hooks<'a> {
+    callback: Option<&'a Py<PyAny>>,
+    checkpoints: &'a Checkpointing,
+    init: Option<&'a Booster>,
+    objective: Option<&'a Py<PyAny>>,
+    metric: Option<&'a Py<PyAny>>,
+}
+
+/// Trains in this process (see [`interruptibly`]).
+fn train_interruptibly(
+    py: Python<'_>,
+    settings: &Settings,
+    train: &Dataset<'_>,
+    evals: &[(&str, &Dataset<'_>)],
+    hooks: &Hooks<'_>,
+) -> PyResult<Booster> {
+    interruptibly(py, |stop| {
+        let mut observer = Observer {
+            callback: hooks.callback,
+            stop,
+            checkpoints: hooks.checkpoints,
+            objective: hooks.objective,
+            metric: hooks.metric.map(|callable| CustomMetric {
+                callable,
+                sets: Vec::new(),
+            }),
+            error: None,
+        };
+        let rows = Rows::Columns { train, evals };
+        let job = TrainJob::new(&settings.params, &settings.run, rows).continuing(hooks.init);
+        (Booster::fit(job, &mut observer), observer.error)
+    })
 }
 
 /// Trains a booster. `params` are `(name, value)` text pairs; `evals` are named

@@ -1,17 +1,21 @@
 #![doc = include_str!("../../../README.md")]
 
 mod booster;
+mod checks;
 mod dataset;
+mod fit;
+mod in_process;
+mod job;
 mod labels;
+mod pool;
+mod rank;
 mod schema;
 mod stream;
 
 pub use booster::ExportFormat;
-pub use booster::{
-    Booster, DatasetShard, Importance, Output, PredictOptions, Predictions, RankShard, RunRecord,
-    TrainStart,
-};
+pub use booster::{Booster, Importance, Output, PredictOptions, Predictions, RunRecord};
 pub use dataset::{Dataset, DatasetBuilder, Label};
+pub use job::{Rows, TrainJob, Workers};
 pub use labels::{
     encode as encode_labels, encode_with as encode_labels_with, global_classes,
     Encoded as EncodedLabels,

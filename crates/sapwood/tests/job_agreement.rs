@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use sapwood::collective::{in_process, RingCollective};
 use sapwood::{
-    Booster, CommCodec, Dataset, DatasetShard, ObjectiveKind, Params, Quiet, Result, RunOptions,
+    Booster, CommCodec, Dataset, ObjectiveKind, Params, Quiet, Result, Rows, RunOptions, TrainJob,
 };
 
 const N: usize = 600;
@@ -56,14 +56,13 @@ fn two_workers(change: impl Fn(&mut Params, &mut bool, &mut bool) + Sync) -> Vec
                     let offset = rows.start as u64;
                     let local = data(rows, weights, rename);
                     let mut c = RingCollective::new(t, CommCodec::default());
-                    let shard = DatasetShard {
-                        local: &local,
-                        row_offset: offset,
-                        n_total: N as u64,
-                    };
                     let run = RunOptions::default();
-                    Booster::train_dataset_shard(&p, &run, shard, &[], &mut c, &mut Quiet)
-                        .map(|b| b.to_json())
+                    let rows = Rows::Columns {
+                        train: &local,
+                        evals: &[],
+                    };
+                    let job = TrainJob::new(&p, &run, rows).on_rank(&mut c, offset, N as u64);
+                    Booster::fit(job, &mut Quiet).map(|b| b.to_json())
                 })
             })
             .collect();

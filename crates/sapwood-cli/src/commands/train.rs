@@ -5,8 +5,8 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use sapwood::{
-    BinnedDataset, Booster, Collective, CollectiveKind, CutPass, Label, Params, RunOptions,
-    Settings, SingleWorker, TrainStart, PARAM_NAMES, RUN_OPTION_NAMES,
+    BinnedDataset, Booster, Collective, CollectiveKind, CutPass, Label, Params, Rows, RunOptions,
+    Settings, SingleWorker, TrainJob, PARAM_NAMES, RUN_OPTION_NAMES,
 };
 use sapwood_io::ReadOptions;
 use serde_json::json;
@@ -560,7 +560,12 @@ pub fn run(a: TrainArgs) -> Result<()> {
     match settings.run.collective {
         CollectiveKind::InProcess => {
             check_no_tcp_flags(&a)?;
-            run_local(a, settings, init)
+            if train_job(&a, settings, init.as_ref(), None)? {
+                // saved: now end like an interrupted program does (exit code 130, or 143
+                // for SIGTERM)
+                return Err(Interrupted::training().into());
+            }
+            Ok(())
         }
         CollectiveKind::Mpi => {
             check_no_tcp_flags(&a)?;
@@ -639,7 +644,7 @@ fn run_mpi(a: TrainArgs, settings: Settings, init: Option<Booster>) -> Result<()
     let rank = transport.rank();
     let mut coll = RingCollective::new(transport, settings.run.comm_codec)
         .with_overlap(settings.run.comm_overlap);
-    match train_rank(&a, settings, init.as_ref(), &mut coll) {
+    match train_job(&a, settings, init.as_ref(), Some(&mut coll)) {
         Ok(interrupted) => {
             if interrupted {
                 return Err(Interrupted::training().into());
@@ -740,7 +745,7 @@ fn run_tcp(a: TrainArgs, settings: Settings, init: Option<Booster>) -> Result<()
     let mut coll = RingCollective::new(transport, settings.run.comm_codec)
         .with_overlap(settings.run.comm_overlap);
     // on an error the connections close as `coll` drops, so every peer fails at once
-    let interrupted = train_rank(&a, settings, init.as_ref(), &mut coll)
+    let interrupted = train_job(&a, settings, init.as_ref(), Some(&mut coll))
         .with_context(|| format!("rank {rank}"))?;
     if interrupted {
         return Err(anyhow::Error::new(Interrupted::training()).context(format!("rank {rank}")));
@@ -792,22 +797,34 @@ fn agree_on_the_job(
     Ok(())
 }
 
-/// One rank of a distributed job (MPI or TCP): reads its own rows, trains with the
-/// others, and on rank 0 writes the outputs. Returns whether training was interrupted.
-fn train_rank(
+/// Trains on this process's rows and, on rank 0, writes the outputs; returns whether
+/// training was interrupted. Alone (`ranks` is `None`) the process reads the whole file and
+/// trains `--workers` in-process workers; as one rank of a distributed job (MPI or TCP) it
+/// first checks that every rank runs the same job, then reads only its own rows.
+fn train_job(
     a: &TrainArgs,
     settings: Settings,
     init: Option<&Booster>,
-    coll: &mut dyn Collective,
+    ranks: Option<&mut dyn Collective>,
 ) -> Result<bool> {
     let Settings { params, run, .. } = settings;
     check_column_roles(a, &params)?;
+    let distributed = ranks.is_some();
+    let mut alone = SingleWorker;
+    let coll: &mut dyn Collective = match ranks {
+        Some(c) => c,
+        None => &mut alone,
+    };
     let (rank, size) = (coll.rank(), coll.world_size());
     let load_start = Instant::now();
     let opts = read_options(a);
     let source = Source::open(&a.data, &opts)?;
-    agree_on_the_job(a, &params, &run, &source, init, coll)?;
-    let shard = source.shard(rank, size);
+    let shard = if distributed {
+        agree_on_the_job(a, &params, &run, &source, init, coll)?;
+        source.shard(rank, size)
+    } else {
+        Shard::whole(source.num_rows())
+    };
     let (local, base_margin, query_ends) = bin_source(
         &source,
         &a.data,
@@ -819,76 +836,41 @@ fn train_rank(
         &a.base_margin,
         a.columns.group.as_deref(),
     )?;
-    if !a.quiet {
-        // every rank reads only its own rows (whole row groups for Parquet): say which,
-        // counted from what was binned, so a run and its tests can see it; one write,
-        // so the ranks' lines do not interleave in mpirun's output
-        let line = format!(
-            "rank {rank} of {size}: read {} rows ({}..{} of {}, row groups {:?})\n",
-            local.n_rows(),
-            shard.rows.start,
-            shard.rows.end,
-            source.num_rows(),
-            shard.row_groups.as_deref().unwrap_or_default(),
-        );
-        eprint!("{line}");
-    }
-    if let Some(g) = &a.columns.group {
-        check_queries_whole(&a.data, g, query_ends, coll)?;
-    }
-    // a continued model's classes give the class codes its trees learned
-    let classes = match init.and_then(|b| b.classes()) {
-        Some(c) => Some(c.to_vec()),
-        None => sapwood::global_classes(
-            params.objective,
-            local.label().expect("labels were read"),
-            coll,
-        )?,
-    };
-    let mut valid = Vec::new();
-    if rank == 0 {
-        for v in &a.valid {
-            let name = v
-                .file_stem()
-                .map_or("valid".into(), |s| s.to_string_lossy().into_owned());
-            let (d, _) = bin_file(
-                v,
-                &valid_options(a),
-                &params,
-                CutsFrom::Like(&local),
-                &[],
-                a.columns.group.as_deref(),
-            )?;
-            valid.push((name, d));
+    if distributed {
+        note_rank_rows(a, rank, size, &local, &shard, &source);
+        if let Some(g) = &a.columns.group {
+            check_queries_whole(&a.data, g, query_ends, coll)?;
         }
     }
+    let valid = if rank == 0 {
+        valid_sets(a, &params, &local)?
+    } else {
+        Vec::new()
+    };
     let load_seconds = load_start.elapsed().as_secs_f64();
     note_loading_peak();
     let evals: Vec<(&str, &BinnedDataset)> = valid.iter().map(|(n, d)| (n.as_str(), d)).collect();
     let mut progress = Progress::new(params.num_rounds, a.quiet || rank != 0);
     let start = Instant::now();
-    let rank_shard = sapwood::RankShard {
-        local: &local,
-        row_offset: shard.rows.start,
-        n_total: source.num_rows(),
-        classes,
-        start: TrainStart {
-            init_model: init,
-            base_margin: base_margin.as_deref(),
-        },
+    let rows = Rows::Binned {
+        train: &local,
+        evals: &evals,
+        base_margin: base_margin.as_deref(),
     };
+    let mut job = TrainJob::new(&params, &run, rows).continuing(init);
+    if distributed {
+        job = job.on_rank(coll, shard.rows.start, source.num_rows());
+    }
     let mut observer = checkpoints_of(a, &mut progress);
-    let trained = Booster::train_shard(&params, &run, rank_shard, &evals, coll, &mut observer);
+    let trained = Booster::fit(job, &mut observer);
     progress.finish();
     let mut booster = trained.map_err(|e| name_file(e, a))?;
     if rank == 0 {
-        let run = RunOptions {
-            workers: size,
-            ..run
-        };
+        // a distributed job's workers are its ranks
+        let workers = if distributed { size } else { run.workers };
         write_outputs(
             a,
-            &run,
+            &RunOptions { workers, ..run },
             &mut booster,
             source.num_rows() as usize,
             local.names().len(),
@@ -899,19 +881,37 @@ fn train_rank(
     Ok(booster.interrupted())
 }
 
-fn run_local(a: TrainArgs, settings: Settings, init: Option<Booster>) -> Result<()> {
-    let Settings { params, run, .. } = settings;
-    check_column_roles(&a, &params)?;
-    let load_start = Instant::now();
-    let opts = read_options(&a);
-    let (train, base_margin) = bin_file(
-        &a.data,
-        &opts,
-        &params,
-        training_cuts(init.as_ref()),
-        &a.base_margin,
-        a.columns.group.as_deref(),
-    )?;
+/// Says which rows a rank read (whole row groups for Parquet), counted from what was
+/// binned, so a run and its tests can see it; one write, so the ranks' lines do not
+/// interleave in mpirun's output.
+fn note_rank_rows(
+    a: &TrainArgs,
+    rank: usize,
+    size: usize,
+    local: &BinnedDataset,
+    shard: &Shard,
+    source: &Source,
+) {
+    if a.quiet {
+        return;
+    }
+    let line = format!(
+        "rank {rank} of {size}: read {} rows ({}..{} of {}, row groups {:?})\n",
+        local.n_rows(),
+        shard.rows.start,
+        shard.rows.end,
+        source.num_rows(),
+        shard.row_groups.as_deref().unwrap_or_default(),
+    );
+    eprint!("{line}");
+}
+
+/// The `--valid` files, named by their stems and binned with the training rows' cuts.
+fn valid_sets(
+    a: &TrainArgs,
+    params: &Params,
+    train: &BinnedDataset,
+) -> Result<Vec<(String, BinnedDataset)>> {
     let mut valid = Vec::new();
     for v in &a.valid {
         let name = v
@@ -919,40 +919,13 @@ fn run_local(a: TrainArgs, settings: Settings, init: Option<Booster>) -> Result<
             .map_or("valid".into(), |s| s.to_string_lossy().into_owned());
         let (d, _) = bin_file(
             v,
-            &valid_options(&a),
-            &params,
-            CutsFrom::Like(&train),
+            &valid_options(a),
+            params,
+            CutsFrom::Like(train),
             &[],
             a.columns.group.as_deref(),
         )?;
         valid.push((name, d));
     }
-    let load_seconds = load_start.elapsed().as_secs_f64();
-    note_loading_peak();
-    let mut progress = Progress::new(params.num_rounds, a.quiet);
-    let train_start = Instant::now();
-    let evals: Vec<(&str, &BinnedDataset)> = valid.iter().map(|(n, d)| (n.as_str(), d)).collect();
-    let mut observer = checkpoints_of(&a, &mut progress);
-    let start = TrainStart {
-        init_model: init.as_ref(),
-        base_margin: base_margin.as_deref(),
-    };
-    let result = Booster::train_binned_from(&params, &run, &train, &evals, start, &mut observer);
-    progress.finish();
-    let mut booster = result.map_err(|e| name_file(e, &a))?;
-    let train_seconds = train_start.elapsed().as_secs_f64();
-    write_outputs(
-        &a,
-        &run,
-        &mut booster,
-        train.n_rows(),
-        train.names().len(),
-        load_seconds,
-        train_seconds,
-    )?;
-    if booster.interrupted() {
-        // saved: now end like an interrupted program does (exit code 130, or 143 for SIGTERM)
-        return Err(Interrupted::training().into());
-    }
-    Ok(())
+    Ok(valid)
 }

@@ -1,0 +1,309 @@
+//! Training one rank of a distributed job (MPI, TCP ranks, Dask, Spark): the ranks agree
+//! that they run the same job, on the cuts and the classes, then train through the job's
+//! collective.
+
+use sapwood_core::collective::Collective;
+use sapwood_core::params::{Params, RunOptions};
+use sapwood_core::train::{self, BinnedJob, BinnedShard, TrainObserver};
+
+use crate::booster::{Booster, RunRecord};
+use crate::checks::{
+    binned_eval_set, check_init_objective, check_param_combinations, check_train_margins,
+};
+use crate::dataset::Dataset;
+use crate::job::Rows;
+use crate::labels;
+use crate::pool::{factory, in_pool, Recording};
+use crate::stream::BinnedDataset;
+use crate::{Error, Result};
+
+/// What a rank's part of a job is, besides its rows and its collective.
+#[derive(Clone, Copy)]
+pub(crate) struct Part<'a> {
+    /// What defines the model.
+    pub params: &'a Params,
+    /// How the job runs.
+    pub run: &'a RunOptions,
+    /// The model every rank continues.
+    pub init: Option<&'a Booster>,
+    /// Global index of this rank's first row.
+    pub row_offset: u64,
+    /// Rows over all ranks.
+    pub n_total: u64,
+}
+
+/// Runs this rank's part of a job.
+pub(crate) fn fit(
+    part: Part<'_>,
+    rows: Rows<'_>,
+    collective: &mut dyn Collective,
+    observer: &mut dyn TrainObserver,
+) -> Result<Booster> {
+    match rows {
+        Rows::Columns { train, evals } => columns(part, train, evals, collective, observer),
+        Rows::Binned {
+            train,
+            evals,
+            base_margin,
+        } => binned(part, train, evals, base_margin, collective, observer),
+    }
+}
+
+/// Trains this rank's columns: the ranks agree on the cuts (or take the continued model's),
+/// each bins its own rows and evaluation sets, then trains as [`binned`] does.
+fn columns(
+    part: Part<'_>,
+    local: &Dataset<'_>,
+    evals: &[(&str, &Dataset<'_>)],
+    collective: &mut dyn Collective,
+    observer: &mut dyn TrainObserver,
+) -> Result<Booster> {
+    let Part {
+        params,
+        run,
+        init,
+        row_offset,
+        n_total,
+    } = part;
+    params.validate()?;
+    let kinds: Vec<bool> = local
+        .features
+        .columns()
+        .iter()
+        .map(|c| c.is_categorical())
+        .collect();
+    let facts = job_facts(
+        params,
+        run,
+        local.features.names(),
+        &kinds,
+        [
+            local.weight.is_some(),
+            local.queries.is_some(),
+            local.base_margin.is_some(),
+        ],
+        n_total,
+    );
+    train::agree_job(&facts, collective)?;
+    check_shard_ranges(row_offset, local.n_rows() as u64, n_total, collective)?;
+    let mut pass = match init {
+        Some(b) => b.bin_pass(),
+        None => {
+            let mut cut = crate::CutPass::for_shard(params, n_total, row_offset);
+            cut.push(&local.features, local.weight.as_deref())?;
+            cut.finish_with(collective)?
+        }
+    };
+    pass.push(&local.features, local.label.clone(), local.weight.clone())?;
+    let mut rows = pass.finish()?;
+    rows.queries = local.queries.clone();
+    let mut binned_evals = Vec::new();
+    if collective.rank() == 0 {
+        for (name, d) in evals {
+            if d.base_margin.is_some() {
+                return Err(Error::InDataset {
+                    dataset: format!("evaluation set `{name}`"),
+                    source: Box::new(Error::EmptyData(
+                        "base margins of evaluation sets are not supported in \
+                         distributed training"
+                            .into(),
+                    )),
+                });
+            }
+            let mut pass = rows.bin_like();
+            pass.push(&d.features, d.label.clone(), d.weight.clone())
+                .map_err(|source| Error::InDataset {
+                    dataset: format!("evaluation set `{name}`"),
+                    source: Box::new(source),
+                })?;
+            let mut b = pass.finish()?;
+            b.queries = d.queries.clone();
+            binned_evals.push((name.to_string(), b));
+        }
+    }
+    let eval_refs: Vec<(&str, &BinnedDataset)> =
+        binned_evals.iter().map(|(n, d)| (n.as_str(), d)).collect();
+    binned(
+        part,
+        &rows,
+        &eval_refs,
+        local.base_margin.as_deref(),
+        collective,
+        observer,
+    )
+}
+
+/// Trains this rank's rows binned with cuts every rank agreed on (or the continued model's).
+fn binned(
+    part: Part<'_>,
+    local: &BinnedDataset,
+    evals: &[(&str, &BinnedDataset)],
+    base_margin: Option<&[f32]>,
+    collective: &mut dyn Collective,
+    observer: &mut dyn TrainObserver,
+) -> Result<Booster> {
+    let Part {
+        params,
+        run,
+        init,
+        row_offset,
+        n_total,
+    } = part;
+    params.validate()?;
+    run.validate()?;
+    check_param_combinations(params)?;
+    let init = init.map(Booster::model);
+    let kinds: Vec<bool> = (0..local.cuts.n_features())
+        .map(|j| local.cuts.feature(j).is_categorical())
+        .collect();
+    let mut facts = job_facts(
+        params,
+        run,
+        &local.names,
+        &kinds,
+        [
+            local.weight.is_some(),
+            local.queries.is_some(),
+            base_margin.is_some(),
+        ],
+        n_total,
+    );
+    if let Some(m) = init {
+        facts.push_digest("the model to continue", m.to_json().as_bytes());
+    }
+    train::agree_job(&facts, collective)?;
+    check_shard_ranges(row_offset, local.n_rows() as u64, n_total, collective)?;
+    if let Some(m) = init {
+        check_init_objective(params, m)?;
+    }
+    let label = local
+        .label
+        .as_ref()
+        .ok_or_else(|| Error::EmptyData("the training shard has no label".into()))?;
+    // a continued model's classes give the class codes its trees learned
+    let classes = match init.and_then(|m| m.classes.as_deref()) {
+        Some(c) => Some(c.to_vec()),
+        None => labels::global_classes(params.objective, label, collective)?,
+    };
+    let mut params = params.clone();
+    if let (Some(c), true) = (&classes, params.objective.is_multiclass()) {
+        params.num_class = Some(c.len());
+    }
+    let encoded = labels::Encoded {
+        values: labels::encode_with(params.objective, label, classes.as_deref())?,
+        classes,
+    };
+    let mut eval_sets = Vec::new();
+    if collective.rank() == 0 {
+        for (name, d) in evals {
+            eval_sets.push(binned_eval_set(&params, name, d, &encoded)?);
+        }
+    }
+    if let Some(m) = base_margin {
+        check_train_margins(m, local.n_rows(), &params)?;
+    }
+    let shard = BinnedShard {
+        binned: local.binned.clone(),
+        labels: encoded.values,
+        weights: local.weight.clone(),
+        base_margin: base_margin.map(<[f32]>::to_vec),
+        row_offset,
+        queries: local.queries.clone(),
+    };
+    let chosen = factory(run, collective.rank(), collective.world_size())?;
+    let factory = Recording::new(chosen.as_ref());
+    let job = BinnedJob {
+        feature_names: local.names.clone(),
+        cuts: local.cuts.clone(),
+        shard,
+        n_total,
+        evals: eval_sets,
+        resume: observer.resume_from()?,
+        init_model: init.cloned(),
+    };
+    let (trained, threads) = in_pool(run.threads, || {
+        train::train_binned(&params, job, collective, &factory, observer)
+    })?;
+    let record = RunRecord {
+        threads: vec![threads],
+        comm: vec![trained.comm],
+        backends: factory.names(),
+    };
+    Ok(Booster::finish(trained, encoded.classes, record))
+}
+
+/// What every worker of a distributed job must share ([`train::agree_job`]): the
+/// parameters and the wire's run options, the features (names and kinds), which optional
+/// columns (weights, query groups, base margins) are given, and the rows over all workers.
+fn job_facts(
+    params: &Params,
+    run: &RunOptions,
+    names: &[String],
+    categorical: &[bool],
+    [weights, groups, base_margin]: [bool; 3],
+    n_total: u64,
+) -> train::JobFacts {
+    let mut facts = train::JobFacts::of_params(params, run);
+    let features: Vec<String> = names
+        .iter()
+        .zip(categorical)
+        .map(|(n, &c)| format!("{n}{}", if c { " (categorical)" } else { "" }))
+        .collect();
+    facts.push("features", features.join(", "));
+    let given = |b: bool| if b { "given" } else { "not given" };
+    facts.push("sample weights", given(weights));
+    facts.push("query groups", given(groups));
+    facts.push("base margins", given(base_margin));
+    facts.push("rows over all workers", n_total.to_string());
+    facts
+}
+
+/// Checks that the workers' row ranges follow one another in rank order and cover
+/// `0..n_total`: a shard given the wrong offset would sample and hash the wrong rows.
+fn check_shard_ranges(
+    row_offset: u64,
+    n_rows: u64,
+    n_total: u64,
+    collective: &mut dyn Collective,
+) -> Result<()> {
+    let mine = [
+        row_offset.to_le_bytes(),
+        n_rows.to_le_bytes(),
+        n_total.to_le_bytes(),
+    ]
+    .concat();
+    let mut next = 0u64;
+    for (rank, part) in collective.allgather(&mine)?.iter().enumerate() {
+        let word = |i: usize| {
+            part.get(8 * i..8 * i + 8)
+                .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+        };
+        let (Some(offset), Some(rows), Some(total)) = (word(0), word(1), word(2)) else {
+            return Err(Error::Collective(format!(
+                "worker {rank} sent a malformed row range"
+            )));
+        };
+        if total != n_total {
+            return Err(Error::Collective(format!(
+                "workers disagree on the number of rows: {n_total} here, {total} on worker {rank}"
+            )));
+        }
+        if rows == 0 {
+            // a rank without rows holds no range: its offset says nothing
+            continue;
+        }
+        if offset != next {
+            return Err(Error::Collective(format!(
+                "worker {rank}'s rows start at {offset}, but the workers before it hold rows \
+                 0..{next}: each worker's rows must follow the previous worker's"
+            )));
+        }
+        next = offset + rows;
+    }
+    if next != n_total {
+        return Err(Error::Collective(format!(
+            "the workers hold {next} rows, but n_total is {n_total}"
+        )));
+    }
+    Ok(())
+}
