@@ -18,34 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Once;
 use std::time::{Duration, Instant};
 
-/// A small, fast, seeded generator (splitmix64) for mutations.
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    /// A generator from `seed`.
-    pub fn new(seed: u64) -> Self {
-        Rng(seed ^ 0x9e37_79b9_7f4a_7c15)
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A number in `0..n` (0 when `n` is 0).
-    pub fn below(&mut self, n: usize) -> usize {
-        if n == 0 {
-            0
-        } else {
-            (self.next_u64() % n as u64) as usize
-        }
-    }
-}
+pub use sapwood_testkit::Rng;
 
 /// Byte values that often sit on a decoder's boundaries.
 const INTERESTING: [u8; 10] = [0, 1, 2, 0x7f, 0x80, 0xff, b'0', b'-', b'"', b','];
@@ -53,57 +26,57 @@ const INTERESTING: [u8; 10] = [0, 1, 2, 0x7f, 0x80, 0xff, b'0', b'-', b'"', b','
 /// One to four stacked mutations of `input`, with `corpus` as splice material.
 pub fn mutate(rng: &mut Rng, input: &[u8], corpus: &[Vec<u8>]) -> Vec<u8> {
     let mut v = input.to_vec();
-    for _ in 0..1 + rng.below(4) {
+    for _ in 0..1 + rng.index(4) {
         let n = v.len();
-        match rng.below(9) {
+        match rng.index(9) {
             0 if n > 0 => {
-                let i = rng.below(n);
-                v[i] ^= 1 << rng.below(8);
+                let i = rng.index(n);
+                v[i] ^= 1 << rng.index(8);
             }
             1 if n > 0 => {
-                let i = rng.below(n);
-                v[i] = INTERESTING[rng.below(INTERESTING.len())];
+                let i = rng.index(n);
+                v[i] = INTERESTING[rng.index(INTERESTING.len())];
             }
             2 if n >= 8 => {
                 // an extreme little-endian integer where a length or count may be
-                let i = rng.below(n - 7);
-                let x: u64 = [0, u64::MAX, u32::MAX as u64, 1 << 63, 0x8000_0000][rng.below(5)];
+                let i = rng.index(n - 7);
+                let x: u64 = [0, u64::MAX, u32::MAX as u64, 1 << 63, 0x8000_0000][rng.index(5)];
                 v[i..i + 8].copy_from_slice(&x.to_le_bytes());
             }
             3 if n > 0 => {
-                let at = rng.below(n);
-                let len = 1 + rng.below((n - at).min(64));
+                let at = rng.index(n);
+                let len = 1 + rng.index((n - at).min(64));
                 v.drain(at..at + len);
             }
             4 => {
-                let at = rng.below(n + 1);
-                let bytes: Vec<u8> = (0..1 + rng.below(16))
+                let at = rng.index(n + 1);
+                let bytes: Vec<u8> = (0..1 + rng.index(16))
                     .map(|_| rng.next_u64() as u8)
                     .collect();
                 v.splice(at..at, bytes);
             }
             5 if n > 0 => {
-                let from = rng.below(n);
-                let len = 1 + rng.below((n - from).min(256));
+                let from = rng.index(n);
+                let len = 1 + rng.index((n - from).min(256));
                 let chunk = v[from..from + len].to_vec();
-                let at = rng.below(n + 1);
+                let at = rng.index(n + 1);
                 v.splice(at..at, chunk);
             }
-            6 if n > 0 => v.truncate(rng.below(n)),
+            6 if n > 0 => v.truncate(rng.index(n)),
             7 if !corpus.is_empty() => {
-                let other = &corpus[rng.below(corpus.len())];
+                let other = &corpus[rng.index(corpus.len())];
                 if !other.is_empty() {
-                    let from = rng.below(other.len());
-                    let len = 1 + rng.below((other.len() - from).min(256));
-                    let at = rng.below(n + 1);
+                    let from = rng.index(other.len());
+                    let len = 1 + rng.index((other.len() - from).min(256));
+                    let at = rng.index(n + 1);
                     let end = (at + len).min(n);
                     v.splice(at..end, other[from..from + len].iter().copied());
                 }
             }
             _ if n > 0 => {
                 // a decimal digit changed: reaches number parsers in text formats
-                let i = rng.below(n);
-                v[i] = b'0' + rng.below(10) as u8;
+                let i = rng.index(n);
+                v[i] = b'0' + rng.index(10) as u8;
             }
             _ => v.push(rng.next_u64() as u8),
         }
@@ -245,7 +218,7 @@ pub fn fuzz(name: &str, corpus: &[Vec<u8>], target: impl Fn(&[u8])) -> Report {
     QUIET.call_once(|| std::panic::set_hook(Box::new(|_| {})));
     let deadline = Instant::now() + budget();
     let seed = seed();
-    let mut rng = Rng::new(seed ^ fnv64(name.as_bytes()));
+    let mut rng = Rng::seeded(seed ^ fnv64(name.as_bytes()));
     let watchdog = Watchdog::start(name, seed);
     let mut runs = 0u64;
     let mut check = |input: &[u8], origin: &str| {
@@ -274,7 +247,7 @@ pub fn fuzz(name: &str, corpus: &[Vec<u8>], target: impl Fn(&[u8])) -> Report {
     }
     let start = Instant::now();
     while Instant::now() < deadline {
-        let base = &corpus[rng.below(corpus.len())];
+        let base = &corpus[rng.index(corpus.len())];
         let m = mutate(&mut rng, base, corpus);
         check(&m, "a mutant");
     }
@@ -317,7 +290,7 @@ mod tests {
     #[test]
     fn mutation_is_seeded_and_changes_inputs() {
         let corpus = vec![b"hello, world".to_vec(), vec![0u8; 40]];
-        let (mut a, mut b) = (Rng::new(1), Rng::new(1));
+        let (mut a, mut b) = (Rng::seeded(1), Rng::seeded(1));
         let mut changed = 0;
         for i in 0..200 {
             let x = mutate(&mut a, &corpus[i % 2], &corpus);

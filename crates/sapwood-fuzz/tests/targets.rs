@@ -40,9 +40,9 @@ fn model_files() {
 /// A histogram-like block: runs of zeros, small and large values of both signs.
 fn block(rng: &mut Rng, len: usize) -> Vec<i64> {
     (0..len)
-        .map(|i| match (i / 7 + rng.below(3)) % 4 {
+        .map(|i| match (i / 7 + rng.index(3)) % 4 {
             0 => 0,
-            1 => rng.below(100) as i64 - 50,
+            1 => rng.index(100) as i64 - 50,
             2 => (rng.next_u64() >> 20) as i64,
             _ => -((rng.next_u64() >> 3) as i64),
         })
@@ -51,7 +51,7 @@ fn block(rng: &mut Rng, len: usize) -> Vec<i64> {
 
 #[test]
 fn histogram_messages() {
-    let mut rng = Rng::new(3);
+    let mut rng = Rng::seeded(3);
     let mut corpus = Vec::new();
     for len in [1usize, 7, 32, 33, 100, 513] {
         let values = block(&mut rng, len);
