@@ -15,6 +15,9 @@ cd "$(dirname "$0")/../.."
 out="${1:?usage: run.sh OUT [KIT]}"
 kit="${2:-.gpu-kit}"
 mkdir -p "$out"
+if [ ! -x "$kit/bin/sapwood" ] && [ -f "$kit/payload.tar.xz" ]; then
+    tar -C "$kit" -xJf "$kit/payload.tar.xz"
+fi
 [ -x "$kit/bin/sapwood" ] || { echo "run: no kit in $kit: run bench/gpu/pack.sh first" >&2; exit 1; }
 
 # NVRTC and NCCL ship in the nvidia-* Python packages; cudarc looks for libnccl.so
@@ -31,8 +34,9 @@ for sp in $(python3 -c 'import site, sys; print(" ".join(site.getsitepackages() 
 done
 export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
-# wgpu needs a Vulkan loader; NVIDIA's ICD comes with the driver
-if ! ldconfig -p 2>/dev/null | grep -q libvulkan.so.1; then
+# wgpu needs a Vulkan loader, and NVIDIA's ICD (it comes with the driver) libglvnd's dispatch
+if ! ldconfig -p 2>/dev/null | grep -q libvulkan.so.1 ||
+        ! ldconfig -p 2>/dev/null | grep -q libGLdispatch.so.0; then
     for deb in "$kit"/debs/*.deb; do
         [ -f "$deb" ] && dpkg -x "$deb" / 2>/dev/null
     done
@@ -43,6 +47,8 @@ for icd in /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/share/vulka
         export VK_DRIVER_FILES="$icd"
     fi
 done
+
+echo "run: Vulkan driver file ${VK_DRIVER_FILES:-none found}; loader $(ldconfig -p 2>/dev/null | grep -c 'libvulkan.so.1\|libGLdispatch.so.0') of 2 libraries" >&2
 
 export PYTHONUNBUFFERED=1
 exec python3 bench/gpu/kit.py --kit "$kit" --out "$out"
