@@ -257,42 +257,15 @@ fn check_base_margin_columns(columns: &[String], model: &Model) -> Result<()> {
 /// Runs `sapwood predict`.
 pub fn run(a: PredictArgs) -> Result<()> {
     let start = Instant::now();
-    check_not_input(
-        &a.out,
-        &[("--data file", &a.data), ("--model file", &a.model)],
-        "--out",
-    )?;
-    if let Some(s) = &a.summary {
-        let inputs = [
-            ("--data file", a.data.as_path()),
-            ("--model file", a.model.as_path()),
-            ("--out file", a.out.as_path()),
-        ];
-        check_not_input(s, &inputs, "--summary")?;
-        sapwood::check_writable(s)?;
-    }
+    check_output_paths(&a)?;
     let booster = Booster::load(&a.model)?;
     let model = booster.model();
     let rounds = check_rounds(a.rounds, model)?;
     let used = rounds.unwrap_or_else(|| model.default_rounds());
     let outputs = output_fields(model, &a, used);
     check_keep(&a.keep, &outputs)?;
-    // a kept column that is also a feature is read as a feature and copied out
-    let (copies, keep): (Vec<String>, Vec<String>) = a
-        .keep
-        .iter()
-        .cloned()
-        .partition(|k| model.feature_names.contains(k));
     check_base_margin_columns(&a.base_margin, model)?;
-    // base-margin columns are read beside the features, never as features
-    let mut keep = keep;
-    keep.extend(
-        a.base_margin
-            .iter()
-            .filter(|c| !keep.contains(c))
-            .cloned()
-            .collect::<Vec<_>>(),
-    );
+    let (copies, keep) = columns_beside_features(&a, model);
     let opts = ReadOptions {
         features: model.feature_names.clone(),
         categorical: categorical_features(model),
@@ -340,13 +313,8 @@ pub fn run(a: PredictArgs) -> Result<()> {
         let kept: Vec<(String, ArrayRef)> = a
             .keep
             .iter()
-            .filter_map(|name| {
-                t.kept
-                    .iter()
-                    .chain(&copied)
-                    .find(|(n, _)| n == name)
-                    .cloned()
-            })
+            .filter_map(|name| t.kept.iter().chain(&copied).find(|(n, _)| n == name))
+            .cloned()
             .collect();
         let mut arrays: Vec<ArrayRef> = kept.iter().map(|(_, a)| a.clone()).collect();
         if writer.is_none() {
@@ -358,60 +326,14 @@ pub fn run(a: PredictArgs) -> Result<()> {
             out_reader = Some(crate::fifos::await_reader(&a.out)?);
             writer = Some(PredictionWriter::create(&a.out, &fields)?);
         }
-        if k == 1 {
-            let v = if a.raw {
-                margins
-            } else {
-                objective.transform(&margins)
-            };
-            arrays.push(Arc::new(Float32Array::from(v)));
-        } else if is_multi_output(model) {
-            // identity link: margins are the predicted quantiles (or custom outputs)
-            for q in 0..k {
-                arrays.push(Arc::new(Float32Array::from_iter_values(
-                    (0..n).map(|i| margins[i * k + q]),
-                )));
-            }
-        } else {
-            let values = if a.raw {
-                margins.clone()
-            } else {
-                // the class column holds multi:softmax's prediction; these its probabilities
-                objective.class_probabilities(&margins)
-            };
-            let best: Vec<usize> = margins.chunks_exact(k).map(sapwood::argmax).collect();
-            arrays.push(labels_array(model, &names, &best));
-            for c in 0..k {
-                arrays.push(Arc::new(Float32Array::from_iter_values(
-                    (0..n).map(|i| values[i * k + c]),
-                )));
-            }
-        }
+        arrays.extend(value_columns(model, &names, margins, a.raw));
         let explain_start = Instant::now();
         if a.contributions {
-            let mut c = contributions(model, &binned, used, &mut slices)?;
-            let side = model.feature_names.len() + 1;
-            let width = k * side;
-            if let Some(b) = &base {
-                // the bias holds the base margin: move it to the row's own
-                for (i, chunk) in c.chunks_mut(side).enumerate() {
-                    chunk[side - 1] += b[i] as f64 - model.base_margin[i % k] as f64;
-                }
-            }
-            for j in 0..width {
-                arrays.push(Arc::new(Float32Array::from_iter_values(
-                    (0..n).map(|i| c[i * width + j] as f32),
-                )));
-            }
+            let c = contributions(model, &binned, used, &mut slices)?;
+            arrays.extend(contribution_columns(model, c, base.as_deref()));
         }
         if a.leaf {
-            let trees = used * k;
-            let l = sapwood::explain::leaf_indices(model, &binned, used);
-            for t in 0..trees {
-                arrays.push(Arc::new(Int64Array::from_iter_values(
-                    (0..n).map(|i| l[i * trees + t] as i64),
-                )));
-            }
+            arrays.extend(leaf_columns(model, &binned, used));
         }
         let write_start = Instant::now();
         time.explain += write_start - explain_start;
@@ -450,27 +372,143 @@ pub fn run(a: PredictArgs) -> Result<()> {
     };
     eprintln!("wrote {what} for {rows} rows to {}", a.out.display());
     if let Some(path) = &a.summary {
-        let secs = |d: Duration| d.as_secs_f64();
-        let summary = json!({
-            "rows": rows,
-            "rounds": used,
-            "trees": used * k,
-            "seconds": {
-                "total": secs(start.elapsed()),
-                "read": secs(time.read),
-                "bin": secs(time.bin),
-                "predict": secs(time.predict),
-                "transform": secs(time.transform),
-                "explain": secs(time.explain),
-                "write": secs(time.write),
-            },
-            "predict_rows_per_second": rows as f64 / secs(time.predict).max(1e-9),
-            "peak_memory_mib": super::peak_memory_mib(),
-        });
-        sapwood::remove_stale_temporaries(path);
-        let _reader = crate::fifos::await_reader(path)?;
-        sapwood::write_atomic(path, serde_json::to_string_pretty(&summary)?.as_bytes())?;
+        let counts = [rows, used, used * k];
+        write_summary(path, counts, start.elapsed(), &time)?;
     }
+    Ok(())
+}
+
+/// The columns read besides the features: kept columns that are features (read as
+/// features and copied out), and the other kept and base-margin columns (never read as
+/// features).
+fn columns_beside_features(a: &PredictArgs, model: &Model) -> (Vec<String>, Vec<String>) {
+    let (copies, mut keep): (Vec<String>, Vec<String>) = a
+        .keep
+        .iter()
+        .cloned()
+        .partition(|k| model.feature_names.contains(k));
+    for c in &a.base_margin {
+        if !keep.contains(c) {
+            keep.push(c.clone());
+        }
+    }
+    (copies, keep)
+}
+
+/// Refuses an output (`--out`, `--summary`) that is one of the inputs, and a summary that
+/// cannot be written, before any work.
+fn check_output_paths(a: &PredictArgs) -> Result<()> {
+    check_not_input(
+        &a.out,
+        &[("--data file", &a.data), ("--model file", &a.model)],
+        "--out",
+    )?;
+    if let Some(s) = &a.summary {
+        let inputs = [
+            ("--data file", a.data.as_path()),
+            ("--model file", a.model.as_path()),
+            ("--out file", a.out.as_path()),
+        ];
+        check_not_input(s, &inputs, "--summary")?;
+        sapwood::check_writable(s)?;
+    }
+    Ok(())
+}
+
+/// The prediction columns of a batch's margins: one value per row (transformed unless
+/// `raw`), the quantiles of a multi-output model, or a class column and one probability (or
+/// margin) column per class.
+fn value_columns(model: &Model, names: &[String], margins: Vec<f32>, raw: bool) -> Vec<ArrayRef> {
+    let (objective, k) = (model.objective(), model.groups);
+    let n = margins.len() / k.max(1);
+    let column = |values: &[f32], j: usize| -> ArrayRef {
+        Arc::new(Float32Array::from_iter_values(
+            (0..n).map(|i| values[i * k + j]),
+        ))
+    };
+    if k == 1 {
+        let v = if raw {
+            margins
+        } else {
+            objective.transform(&margins)
+        };
+        return vec![Arc::new(Float32Array::from(v))];
+    }
+    if is_multi_output(model) {
+        // identity link: margins are the predicted quantiles (or custom outputs)
+        return (0..k).map(|q| column(&margins, q)).collect();
+    }
+    let values = if raw {
+        margins.clone()
+    } else {
+        // the class column holds multi:softmax's prediction; these its probabilities
+        objective.class_probabilities(&margins)
+    };
+    let best: Vec<usize> = margins.chunks_exact(k).map(sapwood::argmax).collect();
+    let mut arrays = vec![labels_array(model, names, &best)];
+    arrays.extend((0..k).map(|c| column(&values, c)));
+    arrays
+}
+
+/// One column per output group and feature (then the bias) of SHAP contributions; with
+/// row base margins, the bias holds the row's own rather than the model's.
+fn contribution_columns(model: &Model, mut c: Vec<f64>, base: Option<&[f32]>) -> Vec<ArrayRef> {
+    let k = model.groups;
+    let side = model.feature_names.len() + 1;
+    let width = k * side;
+    if let Some(b) = base {
+        for (i, chunk) in c.chunks_mut(side).enumerate() {
+            chunk[side - 1] += b[i] as f64 - model.base_margin[i % k] as f64;
+        }
+    }
+    let n = c.len() / width.max(1);
+    (0..width)
+        .map(|j| -> ArrayRef {
+            Arc::new(Float32Array::from_iter_values(
+                (0..n).map(|i| c[i * width + j] as f32),
+            ))
+        })
+        .collect()
+}
+
+/// One column per tree of each row's leaf index.
+fn leaf_columns(model: &Model, binned: &sapwood::BinnedMatrix, rounds: usize) -> Vec<ArrayRef> {
+    let trees = rounds * model.groups;
+    let n = binned.n_rows();
+    let l = sapwood::explain::leaf_indices(model, binned, rounds);
+    (0..trees)
+        .map(|t| -> ArrayRef {
+            Arc::new(Int64Array::from_iter_values(
+                (0..n).map(|i| l[i * trees + t] as i64),
+            ))
+        })
+        .collect()
+}
+
+/// Writes `--summary`: rows, rounds and trees (`counts`), each stage's seconds, the
+/// prediction rate and the peak memory.
+fn write_summary(path: &Path, counts: [usize; 3], total: Duration, time: &Stages) -> Result<()> {
+    let [rows, rounds, trees] = counts;
+    let secs = |d: Duration| d.as_secs_f64();
+    let summary = json!({
+        "rows": rows,
+        "rounds": rounds,
+        "trees": trees,
+        "seconds": {
+            "total": secs(total),
+            "read": secs(time.read),
+            "bin": secs(time.bin),
+            "predict": secs(time.predict),
+            "transform": secs(time.transform),
+            "explain": secs(time.explain),
+            "write": secs(time.write),
+        },
+        "predict_rows_per_second": rows as f64 / secs(time.predict).max(1e-9),
+        "peak_memory_mib": super::peak_memory_mib(),
+    });
+    sapwood::remove_stale_temporaries(path);
+    let _reader = crate::fifos::await_reader(path)?;
+    sapwood::write_atomic(path, serde_json::to_string_pretty(&summary)?.as_bytes())?;
     Ok(())
 }
 

@@ -29,6 +29,7 @@ use super::{check, level_lists, route, split_of, trees_with_base, Route};
 use crate::error::Result;
 use crate::model::Model;
 use crate::objective::ObjectiveKind;
+use crate::params::Params;
 use crate::tree::Tree;
 
 /// XGBoost's dtype code of 64-bit integer categories in its category container.
@@ -214,12 +215,76 @@ pub fn to_json(model: &Model) -> Result<String> {
     let rounds = trees.len() / k;
     let iteration_indptr: Vec<usize> = (0..=rounds).map(|r| r * k).collect();
     let tree_info: Vec<usize> = (0..trees.len()).map(|t| t % k).collect();
-    // base_score is in output space: the value whose margin is 0 (the base margin is folded
-    // into the first trees)
-    let p = &model.params;
+    let (objective, base_score, num_class) = objective_json(&model.params, k)?;
+    let levels = level_lists(model);
+    let feature_types: Vec<&str> = levels
+        .iter()
+        .map(|l| if l.is_some() { "c" } else { "q" })
+        .collect();
+    let mut categories = Map::new();
+    for (name, l) in model.feature_names.iter().zip(&levels) {
+        if let Some(l) = l {
+            categories.insert(name.clone(), json!(l));
+        }
+    }
+    let mut attributes = Map::new();
+    attributes.insert(
+        "sapwood_categories".into(),
+        Value::String(Value::Object(categories).to_string()),
+    );
+    if let Some(b) = model.best_iteration {
+        attributes.insert("best_iteration".into(), Value::String(b.to_string()));
+    }
+    let mut booster_model = json!({
+        "gbtree_model_param": {
+            "num_parallel_tree": "1",
+            "num_trees": trees.len().to_string(),
+        },
+        "iteration_indptr": iteration_indptr,
+        "tree_info": tree_info,
+        "trees": tree_values,
+    });
+    // XGBoost 3.2 slices non-ASCII category strings by characters rather than bytes (its
+    // own models then mispredict on reordered categories), so such levels get no container
+    // and a frame must list them in the model's order
+    let ascii = levels
+        .iter()
+        .flatten()
+        .all(|l| l.iter().all(|v| v.is_ascii()));
+    if levels.iter().any(Option::is_some) && ascii {
+        booster_model["cats"] = category_container(&levels);
+    }
+    let file = json!({
+        "learner": {
+            "attributes": attributes,
+            "feature_names": model.feature_names,
+            "feature_types": feature_types,
+            "gradient_booster": {
+                "model": booster_model,
+                "name": "gbtree",
+            },
+            "learner_model_param": {
+                "base_score": base_score,
+                "boost_from_average": "0",
+                "num_class": num_class.to_string(),
+                "num_feature": model.feature_names.len().to_string(),
+                // one target per quantile of a multi-quantile model
+                "num_target": (if num_class == 0 { k } else { 1 }).to_string(),
+            },
+            "objective": objective,
+        },
+        "version": [3, 0, 0],
+    });
+    Ok(file.to_string())
+}
+
+/// XGBoost's objective section, `base_score` and `num_class` for a model's parameters.
+/// `base_score` is in output space: the value whose margin is 0 (the base margin is folded
+/// into the first trees).
+fn objective_json(p: &Params, k: usize) -> Result<(Value, String, usize)> {
     let name = p.objective.name();
     let reg_loss = json!({"scale_pos_weight": "1"});
-    let (objective, base_score, num_class) = match p.objective {
+    Ok(match p.objective {
         ObjectiveKind::SquaredError
         | ObjectiveKind::AbsoluteError
         | ObjectiveKind::Gamma
@@ -292,65 +357,5 @@ pub fn to_json(model: &Model) -> Result<String> {
         ),
         // XGBoost has no Huber loss of LightGBM's kind
         other => return Err(super::unsupported_objective(other, "XGBoost")),
-    };
-    let levels = level_lists(model);
-    let feature_types: Vec<&str> = levels
-        .iter()
-        .map(|l| if l.is_some() { "c" } else { "q" })
-        .collect();
-    let mut categories = Map::new();
-    for (name, l) in model.feature_names.iter().zip(&levels) {
-        if let Some(l) = l {
-            categories.insert(name.clone(), json!(l));
-        }
-    }
-    let mut attributes = Map::new();
-    attributes.insert(
-        "sapwood_categories".into(),
-        Value::String(Value::Object(categories).to_string()),
-    );
-    if let Some(b) = model.best_iteration {
-        attributes.insert("best_iteration".into(), Value::String(b.to_string()));
-    }
-    let mut booster_model = json!({
-        "gbtree_model_param": {
-            "num_parallel_tree": "1",
-            "num_trees": trees.len().to_string(),
-        },
-        "iteration_indptr": iteration_indptr,
-        "tree_info": tree_info,
-        "trees": tree_values,
-    });
-    // XGBoost 3.2 slices non-ASCII category strings by characters rather than bytes (its
-    // own models then mispredict on reordered categories), so such levels get no container
-    // and a frame must list them in the model's order
-    let ascii = levels
-        .iter()
-        .flatten()
-        .all(|l| l.iter().all(|v| v.is_ascii()));
-    if levels.iter().any(Option::is_some) && ascii {
-        booster_model["cats"] = category_container(&levels);
-    }
-    let file = json!({
-        "learner": {
-            "attributes": attributes,
-            "feature_names": model.feature_names,
-            "feature_types": feature_types,
-            "gradient_booster": {
-                "model": booster_model,
-                "name": "gbtree",
-            },
-            "learner_model_param": {
-                "base_score": base_score,
-                "boost_from_average": "0",
-                "num_class": num_class.to_string(),
-                "num_feature": model.feature_names.len().to_string(),
-                // one target per quantile of a multi-quantile model
-                "num_target": (if num_class == 0 { k } else { 1 }).to_string(),
-            },
-            "objective": objective,
-        },
-        "version": [3, 0, 0],
-    });
-    Ok(file.to_string())
+    })
 }

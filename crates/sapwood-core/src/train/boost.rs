@@ -8,7 +8,7 @@ use rayon::prelude::*;
 
 use super::checkpoint::Checkpoint;
 use super::host::{host_gradients, HostRows};
-use super::observer::{Control, EvalMargins, RoundReport, TrainObserver};
+use super::observer::{Control, CustomEval, EvalMargins, RoundReport, TrainObserver};
 use super::quantile::refit_leaves;
 use crate::backend::{HistBackend, TreeSetup};
 use crate::collective::{Collective, CommStats};
@@ -23,6 +23,7 @@ use crate::hash::{HashKey, SampleRate, Stream};
 use crate::metric::Metric;
 use crate::model::Model;
 use crate::objective::{ftz, Objective};
+use crate::params::Params;
 use crate::quantise::{GroupScales, Scale};
 use crate::rank::Queries;
 use crate::split::SplitParams;
@@ -207,61 +208,29 @@ pub fn boost(
         start_bound,
         data,
     } = *setup;
-    let (params, cuts, base_margin) = (&skeleton.params, &skeleton.cuts, &skeleton.base_margin);
+    let (params, base_margin) = (&skeleton.params, &skeleton.base_margin);
     let start = Instant::now();
     let k = objective.groups();
-    for e in evals.iter_mut() {
-        let n = e.binned.n_rows();
-        e.margins = match &e.base_margin {
-            Some(m) if m.len() == n * k => m.iter().map(|&v| ftz(v)).collect(),
-            Some(m) => {
-                return Err(Error::LengthMismatch {
-                    column: format!("`{}` base margin", e.name),
-                    got: m.len(),
-                    expected: n * k,
-                })
-            }
-            None => (0..n).flat_map(|_| base_margin.iter().copied()).collect(),
-        };
-    }
-    let cfg = GrowerConfig {
-        cuts,
-        split: SplitParams::from_params(params),
-        policy: params.grow_policy,
-        max_depth: params.max_depth,
-        max_leaves: params.max_leaves,
-        learning_rate: params.learning_rate,
-        n_total,
-        rules: TreeRules::from_params(params, &skeleton.feature_names, cuts)?,
-    };
+    start_eval_margins(evals, base_margin, k)?;
+    let cfg = grower_config(skeleton, n_total)?;
     let metrics = params.metrics();
-    let row_sample = SampleRate::new(params.subsample);
     // grown as rounds are made: a huge round count with early stopping reserves nothing
     let mut trees = Vec::new();
     let mut history = resume.map_or_else(Vec::new, |c| c.history.clone());
-    let mut best: Option<(usize, f64)> = resume.and_then(|c| c.best);
+    let mut stopping = EarlyStopping {
+        rounds: params.early_stopping_rounds,
+        best: resume.and_then(|c| c.best),
+    };
     let mut interrupted = false;
-    let watch = metrics.last().copied();
     let mut comm_rounds = Vec::new();
     let mut last_comm = collective.stats();
     let mut store = HistStore::new();
     // |margin| of any row is at most |base| plus the largest |leaf| of every tree so far
-    let mut margin_bound: Vec<f64> = base_margin
-        .iter()
-        .enumerate()
-        .map(|(g, m)| {
-            let row_bound = start_bound.map_or(0.0, |b| b[g]);
-            (*m as f64).abs().max(row_bound)
-        })
-        .collect();
+    let mut margin_bound = first_margin_bound(base_margin, start_bound);
     let first_round = resume.map_or(0, |c| c.rounds);
-    // a resumed run adds the checkpoint's trees to every margin exactly as training did
-    for (t, tree) in resume.iter().flat_map(|c| &c.model.trees).enumerate() {
-        let (round, group) = (t / k, t % k);
-        check_tree(tree, round, t, &mut margin_bound[group])?;
-        backend.update_margins(tree, group)?;
-        add_to_evals(evals, tree, group, k);
-        trees.push(tree.clone());
+    if let Some(c) = resume {
+        replay(&c.model.trees, k, &mut margin_bound, backend, evals)?;
+        trees.extend(c.model.trees.iter().cloned());
     }
     let every = observer.checkpoint_every();
     let custom = observer.has_custom_objective();
@@ -271,126 +240,39 @@ pub fn boost(
     let _warm = (backend.runs_on_pool() && collective.world_size() == 1 && !custom)
         .then(WarmPool::start)
         .flatten();
+    let round_trees = RoundTrees {
+        cfg: &cfg,
+        params,
+        objective,
+        rows: rows.as_ref(),
+        n_total,
+    };
     for round in first_round..params.num_rounds {
         let local = if custom || !objective.has_kernel() {
+            let seed = (params.seed, round);
             host_gradients(
                 objective,
                 rows.as_ref(),
                 backend,
                 observer,
                 collective,
-                (params.seed, round),
+                seed,
             )?
         } else {
             backend.compute_gradients()?
         };
-        let mut max: Vec<u64> = local
-            .iter()
-            .flat_map(|m| [m[0].to_bits() as u64, m[1].to_bits() as u64])
-            .collect();
-        collective.allreduce_max(&mut max)?;
-        // after the allreduce every worker sees the same maxima, so all stop together
-        for group in 0..k {
-            for (what, bits) in [
-                ("gradient", max[2 * group]),
-                ("hessian", max[2 * group + 1]),
-            ] {
-                let v = f32::from_bits(bits as u32);
-                if !v.is_finite() {
-                    return Err(Error::Diverged {
-                        round,
-                        tree: round * k + group,
-                        what: format!("the largest {what} of group {group} is {v}"),
-                    });
-                }
-            }
-        }
-        for group in 0..k {
-            let scales = GroupScales {
-                grad: Scale::agree(
-                    f32::from_bits(max[2 * group] as u32),
-                    n_total,
-                    params.quantisation,
-                ),
-                hess: Scale::agree(
-                    f32::from_bits(max[2 * group + 1] as u32),
-                    n_total,
-                    params.quantisation,
-                ),
-            };
-            let tree_index = (round * k + group) as u32;
-            let setup = TreeSetup {
-                tree_index,
-                group,
-                seed: params.seed,
-                row_sample,
-                scales,
-            };
-            let features = sample_features(
-                cuts.n_features(),
-                params.colsample_bytree,
-                &params.feature_weights,
-                params.seed,
-                tree_index,
-            );
-            let mut tree = grow_tree(&cfg, backend, collective, &setup, &features, &mut store)?;
-            if let (true, Some(rows)) = (objective.kind().refits_leaves(), &rows) {
-                // every group's margins before this round's trees are added
-                let margins = backend.margins()?;
-                refit_leaves(
-                    &mut tree,
-                    rows,
-                    &margins,
-                    group,
-                    k,
-                    objective.refit_quantile(group),
-                    params.learning_rate,
-                    n_total,
-                    collective,
-                )?;
-                // residual quantiles know nothing of monotone bounds
-                enforce_monotone(&mut tree, cuts, &cfg.rules);
-            }
-            check_tree(&tree, round, tree_index as usize, &mut margin_bound[group])?;
+        let max = agreed_maxima(&local, collective, round)?;
+        for (group, bound) in margin_bound.iter_mut().enumerate() {
+            let tree = round_trees.grow(round, group, &max, backend, collective, &mut store)?;
+            check_tree(&tree, round, round * k + group, bound)?;
             backend.update_margins(&tree, group)?;
             add_to_evals(evals, &tree, group, k);
             trees.push(tree);
         }
-        let results: Vec<EvalResult> = evals
-            .iter()
-            .flat_map(|e| metrics_of(e, objective, &metrics))
-            .collect();
-        let custom = if collective.rank() == 0 && !evals.is_empty() {
-            let sets: Vec<EvalMargins<'_>> = evals
-                .iter()
-                .map(|e| EvalMargins {
-                    name: &e.name,
-                    margins: &e.margins,
-                    groups: k,
-                })
-                .collect();
-            observer.custom_metrics(round, &sets)?
-        } else {
-            Vec::new()
-        };
-        // the last metric reported: the observer's own, else the last built-in one
-        let watched = match custom.last() {
-            Some(c) => Some((c.value, c.higher_is_better)),
-            None => watch
-                .zip(results.last())
-                .map(|(m, r)| (r.value, m.higher_is_better())),
-        };
-        let mut stop = false;
-        if let (Some(esr), Some((value, higher))) = (params.early_stopping_rounds, watched) {
-            let better = |a: f64, b: f64| if higher { a > b } else { a < b };
-            match best {
-                Some((_, v)) if !better(value, v) => {}
-                _ => best = Some((round, value)),
-            }
-            if let Some((r, _)) = best {
-                stop = round - r >= esr;
-            }
-        }
+        let on_rank0 = collective.rank() == 0;
+        let (results, custom, watched) =
+            round_metrics(evals, objective, &metrics, round, on_rank0, observer)?;
+        let mut stop = stopping.update(round, watched);
         let report = RoundReport {
             round,
             num_rounds: params.num_rounds,
@@ -407,14 +289,7 @@ pub fn boost(
         let now = collective.stats();
         comm_rounds.push(now.since(&last_comm));
         last_comm = now;
-        if collective.world_size() > 1 {
-            // any worker may stop the job: rank 0 by early stopping, any rank by its
-            // observer (a signal to that rank's process); the largest wish wins
-            let mut flag = [if interrupted { 2 } else { u64::from(stop) }];
-            collective.allreduce_max(&mut flag)?;
-            stop = flag[0] > 0;
-            interrupted = flag[0] == 2;
-        }
+        (stop, interrupted) = agree_on_stopping(stop, interrupted, collective)?;
         // an interrupted run keeps its state to resume from, as a checkpoint of this round
         let due = (round + 1) % every.max(1) == 0 || (interrupted && !trees.is_empty());
         if every > 0 && due && collective.rank() == 0 {
@@ -424,7 +299,7 @@ pub fn boost(
                     ..skeleton.clone()
                 },
                 rounds: round + 1,
-                best,
+                best: stopping.best,
                 history: history.clone(),
                 data,
             })?;
@@ -435,13 +310,258 @@ pub fn boost(
     }
     Ok(BoostOutcome {
         trees,
-        best_iteration: if params.early_stopping_rounds.is_some() {
-            best.map(|(r, _)| r)
-        } else {
-            None
-        },
+        best_iteration: stopping.best_round(),
         history,
         interrupted,
         comm_rounds,
     })
+}
+
+/// The grower's settings for every tree of the job.
+fn grower_config(skeleton: &Model, n_total: u64) -> Result<GrowerConfig<'_>> {
+    let (params, cuts) = (&skeleton.params, &skeleton.cuts);
+    Ok(GrowerConfig {
+        cuts,
+        split: SplitParams::from_params(params),
+        policy: params.grow_policy,
+        max_depth: params.max_depth,
+        max_leaves: params.max_leaves,
+        learning_rate: params.learning_rate,
+        n_total,
+        rules: TreeRules::from_params(params, &skeleton.feature_names, cuts)?,
+    })
+}
+
+/// |margin| of any row before the first tree, per output group: at most |base| plus the
+/// largest |leaf| of every tree so far, starting from the largest row base margin.
+fn first_margin_bound(base_margin: &[f32], start_bound: Option<&[f64]>) -> Vec<f64> {
+    base_margin
+        .iter()
+        .enumerate()
+        .map(|(g, m)| {
+            let row_bound = start_bound.map_or(0.0, |b| b[g]);
+            (*m as f64).abs().max(row_bound)
+        })
+        .collect()
+}
+
+/// Adds a resumed run's trees to every margin exactly as training did.
+fn replay(
+    trees: &[Tree],
+    k: usize,
+    margin_bound: &mut [f64],
+    backend: &mut dyn HistBackend,
+    evals: &mut [EvalSet],
+) -> Result<()> {
+    for (t, tree) in trees.iter().enumerate() {
+        let (round, group) = (t / k, t % k);
+        check_tree(tree, round, t, &mut margin_bound[group])?;
+        backend.update_margins(tree, group)?;
+        add_to_evals(evals, tree, group, k);
+    }
+    Ok(())
+}
+
+/// A round's metrics of every evaluation set: the built-in ones, the observer's own (rank
+/// 0), and the value early stopping watches with whether higher is better (the last metric
+/// reported: the observer's own, else the last built-in one).
+type RoundMetrics = (Vec<EvalResult>, Vec<CustomEval>, Option<(f64, bool)>);
+
+/// Evaluates a round's metrics (see [`RoundMetrics`]).
+fn round_metrics(
+    evals: &[EvalSet],
+    objective: &Objective,
+    metrics: &[Metric],
+    round: usize,
+    on_rank0: bool,
+    observer: &mut dyn TrainObserver,
+) -> Result<RoundMetrics> {
+    let results: Vec<EvalResult> = evals
+        .iter()
+        .flat_map(|e| metrics_of(e, objective, metrics))
+        .collect();
+    let custom = if on_rank0 && !evals.is_empty() {
+        let sets: Vec<EvalMargins<'_>> = evals
+            .iter()
+            .map(|e| EvalMargins {
+                name: &e.name,
+                margins: &e.margins,
+                groups: objective.groups(),
+            })
+            .collect();
+        observer.custom_metrics(round, &sets)?
+    } else {
+        Vec::new()
+    };
+    let watched = match custom.last() {
+        Some(c) => Some((c.value, c.higher_is_better)),
+        None => metrics
+            .last()
+            .zip(results.last())
+            .map(|(m, r)| (r.value, m.higher_is_better())),
+    };
+    Ok((results, custom, watched))
+}
+
+/// Every evaluation set's margins before the first tree: its own base margins, else the
+/// model's.
+fn start_eval_margins(evals: &mut [EvalSet], base_margin: &[f32], k: usize) -> Result<()> {
+    for e in evals.iter_mut() {
+        let n = e.binned.n_rows();
+        e.margins = match &e.base_margin {
+            Some(m) if m.len() == n * k => m.iter().map(|&v| ftz(v)).collect(),
+            Some(m) => {
+                return Err(Error::LengthMismatch {
+                    column: format!("`{}` base margin", e.name),
+                    got: m.len(),
+                    expected: n * k,
+                })
+            }
+            None => (0..n).flat_map(|_| base_margin.iter().copied()).collect(),
+        };
+    }
+    Ok(())
+}
+
+/// The largest |gradient| and |hessian| of every group over all workers (as f32 bits,
+/// gradient then hessian per group); an error where one is not finite. After the allreduce
+/// every worker sees the same maxima, so all stop together.
+fn agreed_maxima(
+    local: &[[f32; 2]],
+    collective: &mut dyn Collective,
+    round: usize,
+) -> Result<Vec<u64>> {
+    let mut max: Vec<u64> = local
+        .iter()
+        .flat_map(|m| [m[0].to_bits() as u64, m[1].to_bits() as u64])
+        .collect();
+    collective.allreduce_max(&mut max)?;
+    let k = local.len();
+    for group in 0..k {
+        for (what, bits) in [
+            ("gradient", max[2 * group]),
+            ("hessian", max[2 * group + 1]),
+        ] {
+            let v = f32::from_bits(bits as u32);
+            if !v.is_finite() {
+                return Err(Error::Diverged {
+                    round,
+                    tree: round * k + group,
+                    what: format!("the largest {what} of group {group} is {v}"),
+                });
+            }
+        }
+    }
+    Ok(max)
+}
+
+/// What growing each round's trees needs besides the backend, the collective and the store.
+struct RoundTrees<'a> {
+    cfg: &'a GrowerConfig<'a>,
+    params: &'a Params,
+    objective: &'a Objective,
+    rows: Option<&'a HostRows<'a>>,
+    n_total: u64,
+}
+
+impl RoundTrees<'_> {
+    /// Grows the tree of `group` in `round` with the scales every worker agreed on from
+    /// `max` (see [`agreed_maxima`]); quantile objectives refit its leaves.
+    fn grow(
+        &self,
+        round: usize,
+        group: usize,
+        max: &[u64],
+        backend: &mut dyn HistBackend,
+        collective: &mut dyn Collective,
+        store: &mut HistStore,
+    ) -> Result<Tree> {
+        let (cfg, p) = (self.cfg, self.params);
+        let k = self.objective.groups();
+        let scale =
+            |bits: u64| Scale::agree(f32::from_bits(bits as u32), self.n_total, p.quantisation);
+        let scales = GroupScales {
+            grad: scale(max[2 * group]),
+            hess: scale(max[2 * group + 1]),
+        };
+        let tree_index = (round * k + group) as u32;
+        let setup = TreeSetup {
+            tree_index,
+            group,
+            seed: p.seed,
+            row_sample: SampleRate::new(p.subsample),
+            scales,
+        };
+        let features = sample_features(
+            cfg.cuts.n_features(),
+            p.colsample_bytree,
+            &p.feature_weights,
+            p.seed,
+            tree_index,
+        );
+        let mut tree = grow_tree(cfg, backend, collective, &setup, &features, store)?;
+        if let (true, Some(rows)) = (self.objective.kind().refits_leaves(), self.rows) {
+            // every group's margins before this round's trees are added
+            let margins = backend.margins()?;
+            refit_leaves(
+                &mut tree,
+                rows,
+                &margins,
+                group,
+                k,
+                self.objective.refit_quantile(group),
+                p.learning_rate,
+                self.n_total,
+                collective,
+            )?;
+            // residual quantiles know nothing of monotone bounds
+            enforce_monotone(&mut tree, cfg.cuts, &cfg.rules);
+        }
+        Ok(tree)
+    }
+}
+
+/// Early stopping's state: the best round so far and its value.
+struct EarlyStopping {
+    /// Rounds without improvement that stop training (`None`: never).
+    rounds: Option<usize>,
+    /// The best round and its value.
+    best: Option<(usize, f64)>,
+}
+
+impl EarlyStopping {
+    /// Records `round`'s watched value (and whether higher is better); whether training
+    /// should stop.
+    fn update(&mut self, round: usize, watched: Option<(f64, bool)>) -> bool {
+        let (Some(esr), Some((value, higher))) = (self.rounds, watched) else {
+            return false;
+        };
+        let better = |a: f64, b: f64| if higher { a > b } else { a < b };
+        match self.best {
+            Some((_, v)) if !better(value, v) => {}
+            _ => self.best = Some((round, value)),
+        }
+        self.best.is_some_and(|(r, _)| round - r >= esr)
+    }
+
+    /// The best round, where early stopping was asked for.
+    fn best_round(&self) -> Option<usize> {
+        self.rounds.and(self.best.map(|(r, _)| r))
+    }
+}
+
+/// Whether the job stops, and whether by an interruption: any worker may stop it (rank 0
+/// by early stopping, any rank by its observer, a signal to that rank's process); the
+/// largest wish wins.
+fn agree_on_stopping(
+    stop: bool,
+    interrupted: bool,
+    collective: &mut dyn Collective,
+) -> Result<(bool, bool)> {
+    if collective.world_size() <= 1 {
+        return Ok((stop, interrupted));
+    }
+    let mut flag = [if interrupted { 2 } else { u64::from(stop) }];
+    collective.allreduce_max(&mut flag)?;
+    Ok((flag[0] > 0, flag[0] == 2))
 }

@@ -368,42 +368,13 @@ pub fn train_binned(
     if n_total == 0 {
         return Err(Error::EmptyData("the training data has no rows".into()));
     }
-    let n_local = shard.binned.n_rows();
     let params = &match &init_model {
         Some(m) => checkpoint::continued_params(params, m, &feature_names, &cuts)?,
         None => params.clone(),
     };
     let num_class = agree_num_class(params, &shard.labels, collective)?;
     let objective = params.objective_with(num_class)?;
-    check_inputs(
-        &objective,
-        &shard.labels,
-        shard.weights.as_deref(),
-        n_local,
-        "training",
-        shard.row_offset as usize,
-    )?;
-    for e in &evals {
-        check_inputs(
-            &objective,
-            &e.labels,
-            e.weights.as_deref(),
-            e.binned.n_rows(),
-            &format!("`{}`", e.name),
-            0,
-        )
-        .map_err(|source| Error::InDataset {
-            dataset: format!("evaluation set `{}`", e.name),
-            source: Box::new(source),
-        })?;
-    }
-    if let Some(m) = &shard.base_margin {
-        check_row_margins(m, n_local, objective.groups(), shard.row_offset as usize)?;
-    }
-    check_queries(&objective, shard.queries.as_ref(), n_local, "training")?;
-    for e in &evals {
-        check_queries(&objective, e.queries.as_ref(), e.binned.n_rows(), &e.name)?;
-    }
+    check_binned_inputs(&objective, &shard, &evals)?;
     let base = match &init_model {
         // a continued model keeps the base margin its trees were grown on
         Some(m) => m.base_margin.clone(),
@@ -431,62 +402,13 @@ pub fn train_binned(
         label_name: None,
         input_types: None,
     };
-    // a continued model is a checkpoint of the longer job: its trees are replayed into
-    // the margins and training goes on from its last round
-    let resume = match (resume, &init_model) {
-        (Some(c), Some(init)) => {
-            c.check_continues(init)?;
-            Some(c)
-        }
-        (None, Some(init)) => Some(Checkpoint::of_model(init, &model)),
-        (resume, None) => resume,
-    };
-    // checkpoints carry a digest of the training rows, checked on resume; rank 0 alone
-    // knows whether it writes checkpoints, so the workers agree on computing it
-    let mut wants = [u64::from(
-        resume.is_some() || observer.checkpoint_every() > 0,
-    )];
-    if collective.world_size() > 1 {
-        collective.allreduce_max(&mut wants)?;
-    }
-    let data = if wants[0] == 1 {
-        let rows = checkpoint::DigestRows {
-            binned: &shard.binned,
-            labels: &shard.labels,
-            weights: shard.weights.as_deref(),
-            margins: shard.base_margin.as_deref(),
-            queries: shard.queries.as_ref(),
-            row_offset: shard.row_offset,
-        };
-        Some(checkpoint::data_digest(&rows, collective)?)
-    } else {
-        None
-    };
+    let resume = resume_of(resume, init_model.as_ref(), &model)?;
+    let data = rows_digest(&shard, resume.is_some(), observer, collective)?;
     if let Some(c) = &resume {
         c.check_matches(&model, data)?;
     }
-    // the divergence check starts from the largest row margin of every worker
-    let start_bound = match &shard.base_margin {
-        Some(m) => {
-            let k = objective.groups();
-            let mut max: Vec<u64> = (0..k)
-                .map(|g| {
-                    m.iter()
-                        .skip(g)
-                        .step_by(k)
-                        .fold(0.0f32, |a, v| a.max(v.abs()))
-                        .to_bits() as u64
-                })
-                .collect();
-            collective.allreduce_max(&mut max)?;
-            Some(
-                max.iter()
-                    .map(|&b| f32::from_bits(b as u32) as f64)
-                    .collect::<Vec<f64>>(),
-            )
-        }
-        None => None,
-    };
+    let k = objective.groups();
+    let start_bound = start_margin_bound(shard.base_margin.as_deref(), k, collective)?;
     let mut eval_sets = evals;
     // the leaf refit of quantile losses and losses without a kernel read rows on the host,
     // whatever the backend
@@ -497,18 +419,8 @@ pub fn train_binned(
             shard.weights.clone(),
         )
     });
+    let risk = rows_at_risk(&objective, &shard, collective)?;
     let queries = shard.queries;
-    // a Cox gradient sums over every row at risk, on whichever worker it lives
-    let risk = if objective.kind() == ObjectiveKind::Cox {
-        Some(crate::survival::GlobalRows::gather(
-            &shard.labels,
-            shard.weights.as_deref(),
-            shard.row_offset,
-            collective,
-        )?)
-    } else {
-        None
-    };
     let row_offset = shard.row_offset;
     let mut backend = factory.create(ShardData {
         binned: shard.binned,
@@ -554,4 +466,134 @@ pub fn train_binned(
         comm: collective.stats(),
         comm_rounds: outcome.comm_rounds,
     })
+}
+
+/// Checks the shard's and the evaluation sets' labels, weights, base margins and queries
+/// against the objective before any work.
+fn check_binned_inputs(
+    objective: &Objective,
+    shard: &BinnedShard,
+    evals: &[EvalSet],
+) -> Result<()> {
+    let n_local = shard.binned.n_rows();
+    check_inputs(
+        objective,
+        &shard.labels,
+        shard.weights.as_deref(),
+        n_local,
+        "training",
+        shard.row_offset as usize,
+    )?;
+    for e in evals {
+        check_inputs(
+            objective,
+            &e.labels,
+            e.weights.as_deref(),
+            e.binned.n_rows(),
+            &format!("`{}`", e.name),
+            0,
+        )
+        .map_err(|source| Error::InDataset {
+            dataset: format!("evaluation set `{}`", e.name),
+            source: Box::new(source),
+        })?;
+    }
+    if let Some(m) = &shard.base_margin {
+        check_row_margins(m, n_local, objective.groups(), shard.row_offset as usize)?;
+    }
+    check_queries(objective, shard.queries.as_ref(), n_local, "training")?;
+    for e in evals {
+        check_queries(objective, e.queries.as_ref(), e.binned.n_rows(), &e.name)?;
+    }
+    Ok(())
+}
+
+/// The checkpoint training resumes from: a continued model is a checkpoint of the longer
+/// job (its trees are replayed into the margins and training goes on from its last round).
+fn resume_of(
+    resume: Option<Checkpoint>,
+    init_model: Option<&Model>,
+    skeleton: &Model,
+) -> Result<Option<Checkpoint>> {
+    Ok(match (resume, init_model) {
+        (Some(c), Some(init)) => {
+            c.check_continues(init)?;
+            Some(c)
+        }
+        (None, Some(init)) => Some(Checkpoint::of_model(init, skeleton)),
+        (resume, None) => resume,
+    })
+}
+
+/// The digest of the training rows that checkpoints carry (checked on resume), where one
+/// is resumed from or written. Rank 0 alone knows whether it writes checkpoints, so the
+/// workers agree on computing it.
+fn rows_digest(
+    shard: &BinnedShard,
+    resuming: bool,
+    observer: &dyn TrainObserver,
+    collective: &mut dyn Collective,
+) -> Result<Option<u64>> {
+    let mut wants = [u64::from(resuming || observer.checkpoint_every() > 0)];
+    if collective.world_size() > 1 {
+        collective.allreduce_max(&mut wants)?;
+    }
+    if wants[0] != 1 {
+        return Ok(None);
+    }
+    let rows = checkpoint::DigestRows {
+        binned: &shard.binned,
+        labels: &shard.labels,
+        weights: shard.weights.as_deref(),
+        margins: shard.base_margin.as_deref(),
+        queries: shard.queries.as_ref(),
+        row_offset: shard.row_offset,
+    };
+    Ok(Some(checkpoint::data_digest(&rows, collective)?))
+}
+
+/// The largest |row base margin| of every output group over all workers: the divergence
+/// check starts from it.
+fn start_margin_bound(
+    margins: Option<&[f32]>,
+    k: usize,
+    collective: &mut dyn Collective,
+) -> Result<Option<Vec<f64>>> {
+    let Some(margins) = margins else {
+        return Ok(None);
+    };
+    let mut max: Vec<u64> = (0..k)
+        .map(|g| {
+            margins
+                .iter()
+                .skip(g)
+                .step_by(k)
+                .fold(0.0f32, |a, v| a.max(v.abs()))
+                .to_bits() as u64
+        })
+        .collect();
+    collective.allreduce_max(&mut max)?;
+    Ok(Some(
+        max.iter()
+            .map(|&b| f32::from_bits(b as u32) as f64)
+            .collect(),
+    ))
+}
+
+/// Every row at risk over all workers, for the Cox loss (its gradient sums over them, on
+/// whichever worker they live); `None` for other losses.
+fn rows_at_risk(
+    objective: &Objective,
+    shard: &BinnedShard,
+    collective: &mut dyn Collective,
+) -> Result<Option<crate::survival::GlobalRows>> {
+    if objective.kind() != ObjectiveKind::Cox {
+        return Ok(None);
+    }
+    Ok(Some(crate::survival::GlobalRows::gather(
+        &shard.labels,
+        shard.weights.as_deref(),
+        shard.row_offset,
+        collective,
+    )?))
 }
