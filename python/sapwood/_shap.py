@@ -15,14 +15,13 @@ from typing import Any, Optional
 import numpy as np
 
 from ._sapwood import ParameterError
+from .core import Booster
 
 
 def _booster_and_rounds(model: Any, iteration_range: Optional[tuple[int, int]]) -> Any:
     """The booster of ``model`` (a Booster or a fitted estimator) and the rounds to
     explain: ``iteration_range``, else what the model's ``predict`` uses (an estimator's
     best iteration after early stopping, a Booster's every round)."""
-    from .core import Booster
-
     if isinstance(model, Booster):
         booster = model
         default = (0, booster.num_boosted_rounds())

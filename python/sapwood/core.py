@@ -7,7 +7,7 @@ import os
 import sys
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Callable, NamedTuple, Optional, Protocol, Union
+from typing import Any, Callable, NamedTuple, Optional, Protocol, TypeVar, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -1187,21 +1187,150 @@ def _print_evaluation(period: int) -> Callback:
     return callback
 
 
-def _eval_pairs(evals: Any) -> list[tuple[Dataset, str]]:
+#: A dataset class of evaluation pairs (:class:`Dataset`, or ``sapwood.dask``'s).
+_D = TypeVar("_D")
+
+
+def _eval_pairs(evals: Any, kind: type[_D]) -> list[tuple[_D, str]]:
+    """``evals`` as ``(dataset, name)`` pairs of ``kind``, either way round in each pair."""
+    what = kind.__name__
     out = []
     for i, item in enumerate(evals or ()):
         if not isinstance(item, (tuple, list)) or len(item) != 2:
-            raise ParameterError(
-                "invalid parameter `evals`: expected (Dataset, name) pairs"
-            )
+            raise ParameterError(f"invalid parameter `evals`: expected ({what}, name) pairs")
         a, b = item
-        data, name = (a, b) if isinstance(a, Dataset) else (b, a)
-        if not isinstance(data, Dataset) or not isinstance(name, str):
+        data, name = (a, b) if isinstance(a, kind) else (b, a)
+        if not isinstance(data, kind) or not isinstance(name, str):
             raise ParameterError(
-                f"invalid parameter `evals`: item {i} is not a (Dataset, name) pair"
+                f"invalid parameter `evals`: item {i} is not a ({what}, name) pair"
             )
         out.append((data, name))
     return out
+
+
+def _with_rounds(
+    normalised: _params.Normalised, num_boost_round: int
+) -> tuple[list[tuple[str, str]], dict[str, str]]:
+    """The engine's parameters and the names the user gave them, with ``num_boost_round``
+    unless ``params`` gives the rounds (which then win over the argument)."""
+    pairs = normalised.pairs
+    user_names = normalised.user_names
+    if not any(canonical_param(k) == "num_rounds" for k, _ in pairs):
+        pairs.insert(0, ("num_boost_round", str(int(num_boost_round))))
+        user_names["num_rounds"] = "num_boost_round"
+    return pairs, user_names
+
+
+class _GivenCallbacks(NamedTuple):
+    """The ``callbacks`` of a training call, sorted out."""
+
+    #: The callbacks to call after every round.
+    run: list[Callback]
+    #: ``early_stopping_rounds``, from the argument or an :func:`early_stopping` callback.
+    stopping_rounds: Optional[int]
+    #: Whether an :func:`early_stopping` callback asked for LightGBM's closing lines.
+    announce: bool
+
+
+def _sort_callbacks(
+    callbacks: Optional[Sequence[Callback]], early_stopping_rounds: Optional[int]
+) -> _GivenCallbacks:
+    """``callbacks`` with :func:`early_stopping`'s taken out: the engine stops (so the best
+    iteration is kept), and its rounds must agree with ``early_stopping_rounds``."""
+    run: list[Callback] = []
+    announce = False
+    for cb in callbacks or ():
+        if isinstance(cb, _EarlyStopping):
+            announce = announce or cb.verbose
+            if early_stopping_rounds is not None and early_stopping_rounds != cb.stopping_rounds:
+                raise ParameterError(
+                    "invalid parameter `early_stopping_rounds`: given as "
+                    f"{early_stopping_rounds} and as early_stopping({cb.stopping_rounds})"
+                )
+            early_stopping_rounds = cb.stopping_rounds
+        elif not callable(cb):
+            raise ParameterError(
+                f"invalid parameter `callbacks`: {cb!r} is not callable; a callback takes a "
+                "sapwood.RoundInfo"
+            )
+        else:
+            run.append(cb)
+    return _GivenCallbacks(run, early_stopping_rounds, announce)
+
+
+def _with_stopping(
+    pairs: list[tuple[str, str]], user_names: dict[str, str], stopping_rounds: Optional[int]
+) -> list[tuple[str, str]]:
+    """``pairs`` with ``early_stopping_rounds`` set by the argument, which wins over
+    ``params``; errors then name the argument."""
+    if stopping_rounds is None:
+        return pairs
+    pairs = [(k, v) for k, v in pairs if canonical_param(k) != "early_stopping_rounds"]
+    pairs.append(("early_stopping_rounds", str(int(stopping_rounds))))
+    user_names["early_stopping_rounds"] = "early_stopping_rounds"
+    return pairs
+
+
+def _stopping_text(pairs: list[tuple[str, str]]) -> Optional[str]:
+    """The value of ``early_stopping_rounds`` in ``pairs``, None when it asks for none."""
+    text = next((v for k, v in pairs if canonical_param(k) == "early_stopping_rounds"), None)
+    return None if text is None or text in ("", "none", "null") else text
+
+
+def _require_evals(stopping: Union[int, str, None], evaluated: bool) -> None:
+    """Refuses early stopping (``stopping`` rounds, None for none) without an evaluation
+    set to watch."""
+    if stopping is not None and not evaluated:
+        raise ParameterError(
+            "invalid parameter `early_stopping_rounds`: early stopping needs at least one "
+            "evaluation set in `evals`"
+        )
+
+
+def _printing(verbose_eval: Union[bool, int], evaluated: bool) -> list[Callback]:
+    """The callback ``verbose_eval`` asks for (every round for True, every n rounds for an
+    int > 0), when there are metrics to print."""
+    if verbose_eval is True or (verbose_eval is not False and int(verbose_eval) > 0):
+        if evaluated:
+            return [_print_evaluation(1 if verbose_eval is True else int(verbose_eval))]
+    return []
+
+
+#: The engine's round callback: ``(round, num_rounds, metrics, elapsed) -> stop``.
+_RoundHook = Callable[[int, int, list[tuple[str, str, float]], float], bool]
+
+
+def _notify(
+    callbacks: Sequence[Callback],
+    round_: int,
+    num_rounds: int,
+    metrics: list[tuple[str, str, float]],
+    elapsed: float,
+) -> bool:
+    """Calls every callback with the round's :class:`RoundInfo` (each one, even after
+    another asked to stop); whether one asked to stop."""
+    evaluation: dict[str, dict[str, float]] = {}
+    for dataset, metric, value in metrics:
+        evaluation.setdefault(dataset, {})[metric] = value
+    info = RoundInfo(round_, num_rounds, evaluation, elapsed)
+    stop = False
+    for cb in callbacks:
+        if cb(info):
+            stop = True
+    return stop
+
+
+def _callback_hook(callbacks: list[Callback]) -> Optional[_RoundHook]:
+    """The engine's round callback calling ``callbacks`` with a :class:`RoundInfo`."""
+    if not callbacks:
+        return None
+
+    def hook(
+        round_: int, num_rounds: int, metrics: list[tuple[str, str, float]], elapsed: float
+    ) -> bool:
+        return _notify(callbacks, round_, num_rounds, metrics, elapsed)
+
+    return hook
 
 
 def train(
@@ -1387,112 +1516,99 @@ def train(
     if not isinstance(dtrain, Dataset):
         raise DataError("dtrain must be a sapwood.Dataset")
     normalised = _params.normalise(params)
-    pairs = normalised.pairs
-    user_names = normalised.user_names
-    if not any(canonical_param(k) == "num_rounds" for k, _ in pairs):
-        pairs.insert(0, ("num_boost_round", str(int(num_boost_round))))
-        user_names["num_rounds"] = "num_boost_round"
+    pairs, user_names = _with_rounds(normalised, num_boost_round)
     init = _init_booster(xgb_model, init_model)
+    objective_fn = _objective_setup(pairs, normalised, obj, init)
+    metrics = _custom_metrics(custom_metric, feval, normalised.metric_fns, maximize)
+    given = _sort_callbacks(callbacks, early_stopping_rounds)
+    pairs = _with_stopping(pairs, user_names, given.stopping_rounds)
+    eval_sets = [*_eval_pairs(evals, Dataset), *_valid_sets(valid_sets, valid_names)]
+    stopping_text = _stopping_text(pairs)
+    _require_evals(stopping_text, bool(eval_sets))
+    if normalised.scale_pos_weight is not None:
+        dtrain = _scale_positive(dtrain, normalised.scale_pos_weight, normalised.value("objective"))
+    run = _CustomRun(
+        metrics,
+        eval_sets,
+        [*given.run, *_printing(verbose_eval, bool(eval_sets))],
+        hide_builtin=normalised.disable_default_metric and normalised.value("eval_metric") is None,
+        margins=objective_fn is not None,
+        objective=next((v for k, v in pairs if canonical_param(k) == "objective"), None),
+        first_round=0 if init is None else init.num_boosted_rounds(),
+    )
+    if run.active and stopping_text is not None:
+        # the custom metric is the last one: stopping is decided here, not by the engine
+        run.stopping_rounds = int(stopping_text)
+        pairs = [(k, v) for k, v in pairs if canonical_param(k) != "early_stopping_rounds"]
+    native = _call_engine(
+        _EngineCall(pairs, user_names, dtrain, eval_sets, init, objective_fn),
+        run,
+        None if checkpoint is None else (os.fspath(checkpoint), int(checkpoint_every)),
+        None if resume is None else os.fspath(resume),
+    )
+    booster = Booster._wrap(_with_input_types(native, dtrain))
+    if run.active:
+        booster._custom_history = run.history
+    if given.announce and given.stopping_rounds is not None:
+        _announce_best(booster, int(given.stopping_rounds))
+    if evals_result is not None:
+        evals_result.clear()
+        evals_result.update(booster.evals_result())
+    return booster
+
+
+def _objective_setup(
+    pairs: list[tuple[str, str]],
+    normalised: _params.Normalised,
+    obj: Optional[Objective],
+    init: Optional[Booster],
+) -> Optional[Callable[..., Any]]:
+    """The custom objective (``obj`` or a callable ``params["objective"]``), with the
+    objective settings it and the continued model ``init`` need added to ``pairs``."""
     objective_fn = _custom_objective(obj, normalised.objective_fn)
     if init is not None and normalised.value("objective") is None:
         # XGBoost continues with the model's own configuration
         pairs.append(("objective", init.objective))
     if objective_fn is not None:
         _custom_objective_params(pairs, normalised, init)
-    metrics = _custom_metrics(custom_metric, feval, normalised.metric_fns, maximize)
-    all_callbacks: list[Callback] = []
-    announce = False
-    for cb in callbacks or ():
-        if isinstance(cb, _EarlyStopping):
-            announce = announce or cb.verbose
-            if early_stopping_rounds is not None and early_stopping_rounds != cb.stopping_rounds:
-                raise ParameterError(
-                    "invalid parameter `early_stopping_rounds`: given as "
-                    f"{early_stopping_rounds} and as early_stopping({cb.stopping_rounds})"
-                )
-            early_stopping_rounds = cb.stopping_rounds
-        elif not callable(cb):
-            raise ParameterError(
-                f"invalid parameter `callbacks`: {cb!r} is not callable; a callback takes a "
-                "sapwood.RoundInfo"
-            )
-        else:
-            all_callbacks.append(cb)
-    if early_stopping_rounds is not None:
-        pairs = [(k, v) for k, v in pairs if canonical_param(k) != "early_stopping_rounds"]
-        pairs.append(("early_stopping_rounds", str(int(early_stopping_rounds))))
-        user_names["early_stopping_rounds"] = "early_stopping_rounds"
-    eval_sets = [*_eval_pairs(evals), *_valid_sets(valid_sets, valid_names)]
-    native_evals = [(name, d._native) for d, name in eval_sets]
-    stopping_text = next(
-        (v for k, v in pairs if canonical_param(k) == "early_stopping_rounds"), None
-    )
-    wants_stopping = stopping_text is not None and stopping_text not in ("", "none", "null")
-    if wants_stopping and not native_evals:
-        raise ParameterError(
-            "invalid parameter `early_stopping_rounds`: early stopping needs at least "
-            "one evaluation set in `evals`"
-        )
-    if normalised.scale_pos_weight is not None:
-        dtrain = _scale_positive(dtrain, normalised.scale_pos_weight, normalised.value("objective"))
-    if verbose_eval is True or (verbose_eval is not False and int(verbose_eval) > 0):
-        if native_evals:
-            period = 1 if verbose_eval is True else int(verbose_eval)
-            all_callbacks.append(_print_evaluation(period))
-    run = _CustomRun(
-        metrics,
-        eval_sets,
-        all_callbacks,
-        hide_builtin=normalised.disable_default_metric and normalised.value("eval_metric") is None,
-        margins=objective_fn is not None,
-        objective=next((v for k, v in pairs if canonical_param(k) == "objective"), None),
-        first_round=0 if init is None else init.num_boosted_rounds(),
-    )
-    if run.active:
-        if wants_stopping:
-            # the custom metric is the last one: stopping is decided here, not by the engine
-            assert stopping_text is not None
-            run.stopping_rounds = int(stopping_text)
-            pairs = [(k, v) for k, v in pairs if canonical_param(k) != "early_stopping_rounds"]
-    hook: Optional[Callable[[int, int, list[tuple[str, str, float]], float], bool]] = None
-    if run.active:
-        hook = run.on_round
-    elif all_callbacks:
+    return objective_fn
 
-        def hook(round_: int, num_rounds: int, metrics: list[tuple[str, str, float]], elapsed: float) -> bool:
-            evaluation: dict[str, dict[str, float]] = {}
-            for dataset, metric, value in metrics:
-                evaluation.setdefault(dataset, {})[metric] = value
-            info = RoundInfo(round_, num_rounds, evaluation, elapsed)
-            stop = False
-            for cb in all_callbacks:
-                if cb(info):
-                    stop = True
-            return stop
 
-    native_obj = None if objective_fn is None else _native_objective(objective_fn, dtrain)
-    ck = None if checkpoint is None else (os.fspath(checkpoint), int(checkpoint_every))
+class _EngineCall(NamedTuple):
+    """What the engine trains: parameters (with the names the user gave them), data,
+    evaluation sets, the model continued and the custom objective."""
+
+    pairs: list[tuple[str, str]]
+    user_names: dict[str, str]
+    dtrain: Dataset
+    eval_sets: list[tuple[Dataset, str]]
+    init: Optional[Booster]
+    objective_fn: Optional[Callable[..., Any]]
+
+
+def _call_engine(
+    call: _EngineCall,
+    run: _CustomRun,
+    checkpoint: Optional[tuple[str, int]],
+    resume: Optional[str],
+) -> NativeBooster:
+    """Trains ``call`` in the engine, reporting each round to ``run`` (custom metrics) or
+    else straight to the callbacks; parameter errors name the parameters as given."""
+    hook = run.on_round if run.active else _callback_hook(run.callbacks)
+    native_obj = (
+        None if call.objective_fn is None else _native_objective(call.objective_fn, call.dtrain)
+    )
     try:
         native = _sapwood.train(
-            pairs, dtrain._native, native_evals, hook, ck,
-            None if resume is None else os.fspath(resume),
-            None if init is None else init._model,
+            call.pairs, call.dtrain._native, [(name, d._native) for d, name in call.eval_sets],
+            hook, checkpoint, resume,
+            None if call.init is None else call.init._model,
             native_obj,
             run.on_metrics if run.active else None,
         )
     except ParameterError as e:
-        raise _params.renamed(e, user_names) from None
-    if run.active:
-        native = run.finish(native)
-    booster = Booster._wrap(_with_input_types(native, dtrain))
-    if run.active:
-        booster._custom_history = run.history
-    if announce and early_stopping_rounds is not None:
-        _announce_best(booster, int(early_stopping_rounds))
-    if evals_result is not None:
-        evals_result.clear()
-        evals_result.update(booster.evals_result())
-    return booster
+        raise _params.renamed(e, call.user_names) from None
+    return run.finish(native) if run.active else native
 
 
 def _announce_best(booster: "Booster", stopping_rounds: int) -> None:
@@ -1763,14 +1879,7 @@ class _CustomRun:
             if computed:
                 watched = (computed[-1][1], computed[-1][2])
         self.history.append(row)
-        evaluation: dict[str, dict[str, float]] = {}
-        for dataset, metric, value in row:
-            evaluation.setdefault(dataset, {})[metric] = value
-        info = RoundInfo(round_, self.num_rounds, evaluation, self.elapsed)
-        stop = False
-        for cb in self.callbacks:
-            if cb(info):
-                stop = True
+        stop = _notify(self.callbacks, round_, self.num_rounds, row, self.elapsed)
         if self.stopping_rounds is not None and watched is not None:
             value, higher = watched
             if self.best is None or (value > self.best[1] if higher else value < self.best[1]):
@@ -2104,49 +2213,17 @@ def cv(
             )
         )
         histories.append(history)
-    result: dict[str, list[float]] = {}
-    for dataset in ("train", "test"):
-        for metric in histories[0].get(dataset, {}):
-            per_fold = np.array([h[dataset][metric] for h in histories], dtype=np.float64)
-            result[f"{dataset}-{metric}-mean"] = [float(v) for v in per_fold.mean(axis=0)]
-            result[f"{dataset}-{metric}-std"] = [float(v) for v in per_fold.std(axis=0)]
-    rounds = min((len(v) for v in result.values()), default=0)
-    keep = rounds
+    result = _fold_statistics(histories)
+    keep = min((len(v) for v in result.values()), default=0)
     if early_stopping_rounds is not None and histories[0].get("test"):
         metric = list(histories[0]["test"])[-1]
-        curve = result[f"test-{metric}-mean"]
         higher = (
             bool(maximize)
             if maximize is not None and (custom_metric is not None or feval is not None)
             else metric.split("@")[0] in _HIGHER_IS_BETTER
         )
-        best = 0
-        for i, value in enumerate(curve):
-            if (value > curve[best]) if higher else (value < curve[best]):
-                best = i
-            if i - best >= int(early_stopping_rounds):
-                break
-        keep = best + 1
-    period = 1 if verbose_eval is True else int(verbose_eval or 0)
-    for i in range(keep):
-        evaluation: dict[str, dict[str, float]] = {}
-        for key, values in result.items():
-            if key.endswith("-mean"):
-                dataset, metric = key[: -len("-mean")].split("-", 1)
-                evaluation.setdefault(dataset, {})[metric] = values[i]
-        info = RoundInfo(i, num_boost_round, evaluation, 0.0)
-        stop = any([bool(cb(info)) for cb in callbacks or ()])
-        if period and (i % period == 0 or i == keep - 1 or stop):
-            cells = []
-            for key, values in result.items():
-                if key.endswith("-mean"):
-                    name = key[: -len("-mean")]
-                    std = result[f"{name}-std"][i]
-                    cells.append(f"{name}:{values[i]:.5f}" + (f"+{std:.5f}" if show_stdv else ""))
-            print(f"[{i}]\t" + "\t".join(cells))
-        if stop:
-            keep = i + 1
-            break
+        keep = _cv_best_round(result[f"test-{metric}-mean"], higher, int(early_stopping_rounds))
+    keep = _cv_rounds_shown(result, keep, num_boost_round, callbacks, verbose_eval, show_stdv)
     result = {k: v[:keep] for k, v in result.items()}
     if return_cvbooster:
         out: dict[str, Any] = dict(result)
@@ -2157,3 +2234,58 @@ def cv(
 
         return pd.DataFrame(result)
     return result
+
+
+def _fold_statistics(histories: list[EvalsResult]) -> dict[str, list[float]]:
+    """The mean and (population) standard deviation over the folds of every metric after
+    every round: ``{"train-rmse-mean": [...], "train-rmse-std": [...], "test-...": ...}``."""
+    result: dict[str, list[float]] = {}
+    for dataset in ("train", "test"):
+        for metric in histories[0].get(dataset, {}):
+            per_fold = np.array([h[dataset][metric] for h in histories], dtype=np.float64)
+            result[f"{dataset}-{metric}-mean"] = [float(v) for v in per_fold.mean(axis=0)]
+            result[f"{dataset}-{metric}-std"] = [float(v) for v in per_fold.std(axis=0)]
+    return result
+
+
+def _cv_best_round(curve: list[float], higher: bool, stopping_rounds: int) -> int:
+    """The rounds to keep after early stopping on ``curve`` (the watched mean): up to its
+    best round, looking no further than ``stopping_rounds`` rounds past the best."""
+    best = 0
+    for i, value in enumerate(curve):
+        if (value > curve[best]) if higher else (value < curve[best]):
+            best = i
+        if i - best >= stopping_rounds:
+            break
+    return best + 1
+
+
+def _cv_rounds_shown(
+    result: dict[str, list[float]],
+    keep: int,
+    num_boost_round: int,
+    callbacks: Optional[Sequence[Callback]],
+    verbose_eval: Union[bool, int, None],
+    show_stdv: bool,
+) -> int:
+    """Shows the first ``keep`` rounds' means to ``callbacks`` and prints them as
+    ``verbose_eval`` asks; the rounds to keep, fewer when a callback stops."""
+    period = 1 if verbose_eval is True else int(verbose_eval or 0)
+    for i in range(keep):
+        means: list[tuple[str, str, float]] = []
+        for key, values in result.items():
+            if key.endswith("-mean"):
+                dataset, metric = key[: -len("-mean")].split("-", 1)
+                means.append((dataset, metric, values[i]))
+        stop = _notify(list(callbacks or ()), i, num_boost_round, means, 0.0)
+        if period and (i % period == 0 or i == keep - 1 or stop):
+            cells = []
+            for key, values in result.items():
+                if key.endswith("-mean"):
+                    name = key[: -len("-mean")]
+                    std = result[f"{name}-std"][i]
+                    cells.append(f"{name}:{values[i]:.5f}" + (f"+{std:.5f}" if show_stdv else ""))
+            print(f"[{i}]\t" + "\t".join(cells))
+        if stop:
+            return i + 1
+    return keep

@@ -26,10 +26,9 @@ rank presents a random token. A rank whose worker dies, or that is silent longer
 from __future__ import annotations
 
 import secrets
-import socket
 from concurrent.futures import CancelledError
 from collections.abc import Sequence
-from typing import Any, Callable, NamedTuple, Optional, TypedDict, Union
+from typing import Any, Callable, NamedTuple, Optional, TypedDict, TypeVar, Union
 
 import dask.array as da
 import dask.dataframe as dd
@@ -40,10 +39,10 @@ from dask.delayed import delayed
 from distributed import Client, Future, get_worker
 from distributed.comm.addressing import get_address_host
 from sklearn.base import ClassifierMixin, RegressorMixin
-from sklearn.utils.multiclass import check_classification_targets
 
 from . import _data, _params, _sapwood
 from ._data import CategoricalSpec
+from ._net import free_port
 from ._params import Params, canonical_param
 from ._sapwood import DataError, LabelError, ParameterError
 from .core import (
@@ -51,20 +50,27 @@ from .core import (
     Callback,
     Dataset,
     EvalsResult,
-    RoundInfo,
-    _EarlyStopping,
-    _print_evaluation,
+    _callback_hook,
+    _eval_pairs,
+    _group_sizes,
+    _printing,
+    _require_evals,
+    _sort_callbacks,
+    _stopping_text,
     _with_input_types,
+    _with_rounds,
+    _with_stopping,
 )
 from .sklearn import (
     SapwoodClassifier,
     SapwoodRanker,
     SapwoodRegressor,
     _add_feature_weights,
+    _FitArgs,
     _is_classification,
-    _label_kinds,
+    _learn_classes,
+    _ranking_params,
     _SapwoodModel,
-    _RANKING_OBJECTIVES,
 )
 
 __all__ = [
@@ -335,8 +341,6 @@ class DaskDataset:
 
 def _group_array(group: Any, rows: int) -> npt.NDArray[np.uint32]:
     """Query sizes as uint32, checked against the rows."""
-    from .core import _group_sizes
-
     sizes = _group_sizes(group)
     total = int(sizes.sum(dtype=np.int64))
     if total != rows:
@@ -539,31 +543,6 @@ class _Job(NamedTuple):
     bind: Optional[str]
 
 
-#: The engine's round callback: ``(round, num_rounds, metrics, elapsed) -> stop``.
-_RoundHook = Callable[[int, int, list[tuple[str, str, float]], float], bool]
-
-
-def _hook(callbacks: list[Callback]) -> Optional[_RoundHook]:
-    """The engine's round callback calling ``callbacks`` with a :class:`RoundInfo`."""
-    if not callbacks:
-        return None
-
-    def hook(
-        round_: int, num_rounds: int, metrics: list[tuple[str, str, float]], elapsed: float
-    ) -> bool:
-        evaluation: dict[str, dict[str, float]] = {}
-        for dataset, metric, value in metrics:
-            evaluation.setdefault(dataset, {})[metric] = value
-        info = RoundInfo(round_, num_rounds, evaluation, elapsed)
-        stop = False
-        for cb in callbacks:
-            if cb(info):
-                stop = True
-        return stop
-
-    return hook
-
-
 def _train_rank(
     job: _Job,
     rank: int,
@@ -584,7 +563,7 @@ def _train_rank(
     try:
         native = _sapwood.train_tcp(
             pairs, dtrain._native, row_offset, job.n_total, rank, job.world, job.coordinator,
-            job.token, job.timeout, job.bind, native_evals, _hook(callbacks),
+            job.token, job.timeout, job.bind, native_evals, _callback_hook(callbacks),
         )
     except ParameterError as e:
         raise _params.renamed(e, job.user_names) from None
@@ -598,17 +577,9 @@ def _worker_threads() -> int:
     return max(int(threads or 1), 1)
 
 
-def _free_port() -> int:
-    """A port free on this host (bound, then closed, as lightgbm.dask finds one)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def _coordinator(client: Client, worker: str) -> str:
     """``host:port`` rank 0 listens on: its worker's host and a port free there."""
-    port = client.run(_free_port, workers=[worker])[worker]
+    port = client.run(free_port, workers=[worker])[worker]
     host = get_address_host(worker)
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
@@ -684,53 +655,16 @@ def _train_pairs(
                 "scale_pos_weight are not supported by sapwood.dask; use built-in ones and "
                 "sample weights"
             )
-    pairs = normalised.pairs
-    user_names = normalised.user_names
-    if not any(canonical_param(k) == "num_rounds" for k, _ in pairs):
-        pairs.insert(0, ("num_boost_round", str(int(num_boost_round))))
-        user_names["num_rounds"] = "num_boost_round"
-    run: list[Callback] = []
-    for cb in callbacks or ():
-        if isinstance(cb, _EarlyStopping):
-            if early_stopping_rounds is not None and early_stopping_rounds != cb.stopping_rounds:
-                raise ParameterError(
-                    "invalid parameter `early_stopping_rounds`: given as "
-                    f"{early_stopping_rounds} and as early_stopping({cb.stopping_rounds})"
-                )
-            early_stopping_rounds = cb.stopping_rounds
-        elif not callable(cb):
-            raise ParameterError(
-                f"invalid parameter `callbacks`: {cb!r} is not callable; a callback takes a "
-                "sapwood.RoundInfo"
-            )
-        else:
-            run.append(cb)
-    if early_stopping_rounds is not None:
-        pairs = [(k, v) for k, v in pairs if canonical_param(k) != "early_stopping_rounds"]
-        pairs.append(("early_stopping_rounds", str(int(early_stopping_rounds))))
-        user_names["early_stopping_rounds"] = "early_stopping_rounds"
-    stopping = next((v for k, v in pairs if canonical_param(k) == "early_stopping_rounds"), None)
-    rounds = None if stopping is None or stopping in ("", "none", "null") else int(stopping)
+    pairs, user_names = _with_rounds(normalised, num_boost_round)
+    sorted_callbacks = _sort_callbacks(callbacks, early_stopping_rounds)
+    pairs = _with_stopping(pairs, user_names, sorted_callbacks.stopping_rounds)
+    stopping = _stopping_text(pairs)
+    rounds = None if stopping is None else int(stopping)
     try:
         _sapwood.check_params(pairs)
     except ParameterError as e:
         raise _params.renamed(e, user_names) from None
-    return pairs, user_names, run, rounds
-
-
-def _eval_pairs(evals: Any) -> list[tuple[DaskDataset, str]]:
-    out = []
-    for i, item in enumerate(evals or ()):
-        if not isinstance(item, (tuple, list)) or len(item) != 2:
-            raise ParameterError("invalid parameter `evals`: expected (DaskDataset, name) pairs")
-        a, b = item
-        data, name = (a, b) if isinstance(a, DaskDataset) else (b, a)
-        if not isinstance(data, DaskDataset) or not isinstance(name, str):
-            raise ParameterError(
-                f"invalid parameter `evals`: item {i} is not a (DaskDataset, name) pair"
-            )
-        out.append((data, name))
-    return out
+    return pairs, user_names, sorted_callbacks.run, rounds
 
 
 def train(
@@ -807,15 +741,9 @@ def train(
     pairs, user_names, run, stopping = _train_pairs(
         params, num_boost_round, early_stopping_rounds, callbacks
     )
-    eval_sets = _eval_pairs(evals)
-    if stopping is not None and not eval_sets:
-        raise ParameterError(
-            "invalid parameter `early_stopping_rounds`: early stopping needs at least one "
-            "evaluation set in `evals`"
-        )
-    if verbose_eval is True or (verbose_eval is not False and int(verbose_eval) > 0):
-        if eval_sets:
-            run.append(_print_evaluation(1 if verbose_eval is True else int(verbose_eval)))
+    eval_sets = _eval_pairs(evals, DaskDataset)
+    _require_evals(stopping, bool(eval_sets))
+    run.extend(_printing(verbose_eval, bool(eval_sets)))
     timeout = _timeout(comm_timeout, pairs)
     plan = _plan(dtrain._rows, dtrain._cuttable, dtrain._locations())
     job = _Job(
@@ -926,61 +854,29 @@ class _DaskModel(_SapwoodModel):
         y: Any,
         params: list[tuple[str, Any]],
         sample_weight: Any,
-        eval_set: Any,
-        eval_sample_weight: Optional[Sequence[Any]],
-        eval_names: Optional[Sequence[str]],
-        eval_metric: Union[str, Sequence[str], None],
-        early_stopping_rounds: Optional[int],
-        verbose: Union[bool, int, None],
-        callbacks: Optional[Sequence[Callback]],
-        queries: tuple[Any, Any] = (None, None),
+        fit_args: _FitArgs,
         eval_queries: Optional[list[tuple[Any, Any]]] = None,
         encode: Callable[[Any], Any] = lambda y: y,
     ) -> None:
-        group, qid = queries
+        """Trains the booster on the cluster, as the plain estimators' ``_fit`` trains it
+        locally (``eval_queries``: one ``(group, qid)`` per evaluation set)."""
+        group, qid = fit_args.queries
         dtrain = self._dataset(X, y, sample_weight, "X", qid=qid, group=group)
-        eval_set = list(eval_set or ())
-        weights = (
-            list(eval_sample_weight) if eval_sample_weight is not None else [None] * len(eval_set)
-        )
-        if len(weights) != len(eval_set):
-            raise ParameterError(
-                f"invalid parameter `eval_sample_weight`: {len(weights)} weight arrays for "
-                f"{len(eval_set)} evaluation sets"
+        evals = [
+            (
+                self._dataset(
+                    e.X, encode(e.y), e.weight, f"eval_set[{e.position}]", qid=e.qid, group=e.group
+                ),
+                e.name,
             )
-        names = (
-            [f"validation_{i}" for i in range(len(eval_set))]
-            if eval_names is None
-            else [str(n) for n in eval_names]
-        )
-        if len(names) != len(eval_set) or len(set(names)) != len(names):
-            raise ParameterError(
-                f"invalid parameter `eval_names`: {names} are not {len(eval_set)} distinct "
-                "names, one per evaluation set"
-            )
-        queries_of = eval_queries or [(None, None)] * len(eval_set)
-        evals = []
-        for i, pair in enumerate(eval_set):
-            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-                raise ParameterError(
-                    f"invalid parameter `eval_set`: item {i} is not an (X, y) pair"
-                )
-            Xe, ye = pair
-            eg, eq = queries_of[i]
-            de = self._dataset(Xe, encode(ye), weights[i], f"eval_set[{i}]", qid=eq, group=eg)
-            evals.append((de, names[i]))
-        if eval_metric is not None:
-            params = [(k, v) for k, v in params if canonical_param(k) != "eval_metric"]
-            params.append(("eval_metric", eval_metric))
-        stopping = early_stopping_rounds
-        if stopping is None:
-            stopping = self.early_stopping_rounds
-        verbose = self.verbose if verbose is None else verbose
+            for e in fit_args.evaluation_sets(eval_queries or None)
+        ]
+        options = self._train_options(params, fit_args, bool(evals))
         result: EvalsResult = {}
         out = train(
-            self.client, params, dtrain, evals=evals, early_stopping_rounds=stopping,
-            callbacks=[*(self.callbacks or ()), *(callbacks or ())],
-            verbose_eval=verbose if evals else False, evals_result=result,
+            self.client, options.params, dtrain, evals=evals,
+            early_stopping_rounds=options.early_stopping_rounds, callbacks=options.callbacks,
+            verbose_eval=options.verbose_eval, evals_result=result,
             comm_timeout=self._comm_timeout(),
         )
         self._Booster = out["booster"]
@@ -990,6 +886,17 @@ class _DaskModel(_SapwoodModel):
             self.feature_names_in_ = np.asarray([str(c) for c in X.columns], dtype=object)
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
+
+    def _builtin_objective(self) -> Optional[str]:
+        """The ``objective`` given; a callable (a custom objective, which the Dask
+        estimators do not support) is refused."""
+        objective = self.objective
+        if callable(objective):
+            raise ParameterError(
+                "invalid parameter `objective`: custom objectives are not supported by the "
+                "Dask estimators"
+            )
+        return objective
 
     def _local(self) -> Any:
         """A plain estimator with this one's parameters and model, for one partition."""
@@ -1039,20 +946,16 @@ class _DaskModel(_SapwoodModel):
         return 0 if groups == 1 else groups
 
 
-class DaskSapwoodRegressor(RegressorMixin, _DaskModel):  # type: ignore[misc]
-    """:class:`~sapwood.sklearn.SapwoodRegressor` trained on a Dask cluster (as
-    ``xgboost.dask.DaskXGBRegressor``): ``fit`` takes dask DataFrames or Arrays and trains
-    the partitions where they are (see :mod:`sapwood.dask`); ``predict`` returns a dask
-    collection; :meth:`get_booster` the plain :class:`sapwood.Booster`. Parameters are the
-    regressor's, plus ``comm_timeout`` (keyword; seconds, default 60): a worker that dies
-    makes ``fit`` raise within it. The ``client`` attribute is the Dask client (default:
-    the current one). Custom objectives are not supported.
-    """
+#: The Dask estimator ``fit`` returns (the class it is called on).
+_DM = TypeVar("_DM", bound="_DaskXYModel")
 
-    _local_class = SapwoodRegressor
+
+class _DaskXYModel(_DaskModel):
+    """The Dask regressor's and classifier's ``fit``; each checks its settings and labels
+    and says its objective and how its labels become training targets."""
 
     def fit(
-        self,
+        self: _DM,
         X: Any,
         y: Any,
         sample_weight: Any = None,
@@ -1066,34 +969,64 @@ class DaskSapwoodRegressor(RegressorMixin, _DaskModel):  # type: ignore[misc]
         verbose: Union[bool, int, None] = None,
         callbacks: Optional[Sequence[Callback]] = None,
         feature_weights: Any = None,
-    ) -> DaskSapwoodRegressor:
-        """Trains on dask ``X`` and ``y`` (and ``sample_weight``, ``eval_set`` pairs and
-        their weights, all dask collections); the other arguments are
-        :meth:`SapwoodRegressor.fit`'s."""
+    ) -> _DM:
+        """Trains on dask ``X`` and labels ``y`` (and ``sample_weight``, ``eval_set`` pairs
+        and their weights, all dask collections); the other arguments are the plain
+        estimator's (:meth:`SapwoodRegressor.fit`)."""
+        self._check_targets(y)
+        params = self._dask_params()
+        _add_feature_weights(params, feature_weights)
+        params.extend(self._dask_objective_params())
+        args = _FitArgs(
+            eval_set,
+            eval_sample_weight if eval_sample_weight is not None else sample_weight_eval_set,
+            None, eval_names, eval_metric, early_stopping_rounds, verbose, callbacks,
+        )
+        y = self._encode_dask(y)
+        self._fit_dask(X, y, params, sample_weight, args, encode=self._encode_dask)
+        return self
+
+    def _check_targets(self, y: Any) -> None:
+        """Checks the settings against the estimator's task, and learns what the labels
+        tell (a classifier's classes)."""
+        raise NotImplementedError
+
+    def _dask_objective_params(self) -> list[tuple[str, Any]]:
+        """The engine's objective parameters."""
+        raise NotImplementedError
+
+    def _encode_dask(self, y: Any) -> Any:
+        """Dask labels as training targets."""
+        return y
+
+
+class DaskSapwoodRegressor(RegressorMixin, _DaskXYModel):  # type: ignore[misc]
+    """:class:`~sapwood.sklearn.SapwoodRegressor` trained on a Dask cluster (as
+    ``xgboost.dask.DaskXGBRegressor``): ``fit`` takes dask DataFrames or Arrays and trains
+    the partitions where they are (see :mod:`sapwood.dask`); ``predict`` returns a dask
+    collection; :meth:`get_booster` the plain :class:`sapwood.Booster`. Parameters are the
+    regressor's, plus ``comm_timeout`` (keyword; seconds, default 60): a worker that dies
+    makes ``fit`` raise within it. The ``client`` attribute is the Dask client (default:
+    the current one). Custom objectives are not supported.
+    """
+
+    _local_class = SapwoodRegressor
+
+    def _check_targets(self, y: Any) -> None:
         if self.class_weight is not None or self.scale_pos_weight is not None:
             raise ParameterError(
                 "invalid parameter `class_weight`: class weights are for classifiers"
             )
-        objective = self.objective if self.objective is not None else "reg:squarederror"
-        if callable(objective):
-            raise ParameterError(
-                "invalid parameter `objective`: custom objectives are not supported by the "
-                "Dask estimators"
-            )
+        given = self._builtin_objective()
+        objective = given if given is not None else "reg:squarederror"
         if _is_classification(objective):
             raise ParameterError(
                 f"invalid parameter `objective`: {objective} is a classification objective; "
                 "use DaskSapwoodClassifier"
             )
-        params = self._dask_params()
-        _add_feature_weights(params, feature_weights)
-        params.append(("objective", objective))
-        self._fit_dask(
-            X, y, params, sample_weight, eval_set,
-            eval_sample_weight if eval_sample_weight is not None else sample_weight_eval_set,
-            eval_names, eval_metric, early_stopping_rounds, verbose, callbacks,
-        )
-        return self
+
+    def _dask_objective_params(self) -> list[tuple[str, Any]]:
+        return [("objective", self.objective if self.objective is not None else "reg:squarederror")]
 
     def predict(
         self, X: Any, output_margin: bool = False, iteration_range: Optional[tuple[int, int]] = None
@@ -1131,7 +1064,7 @@ def _dist_unique(labels: Any) -> Any:
     return unique(labels.ravel())
 
 
-class DaskSapwoodClassifier(ClassifierMixin, _DaskModel):  # type: ignore[misc]
+class DaskSapwoodClassifier(ClassifierMixin, _DaskXYModel):  # type: ignore[misc]
     """:class:`~sapwood.sklearn.SapwoodClassifier` trained on a Dask cluster (as
     ``xgboost.dask.DaskXGBClassifier``); the classes are found with one pass over the
     labels. ``predict`` and ``predict_proba`` return dask collections. Parameters are the
@@ -1141,35 +1074,14 @@ class DaskSapwoodClassifier(ClassifierMixin, _DaskModel):  # type: ignore[misc]
 
     _local_class = SapwoodClassifier
 
-    def fit(
-        self,
-        X: Any,
-        y: Any,
-        sample_weight: Any = None,
-        eval_set: Any = None,
-        eval_sample_weight: Optional[Sequence[Any]] = None,
-        *,
-        sample_weight_eval_set: Optional[Sequence[Any]] = None,
-        eval_names: Optional[Sequence[str]] = None,
-        eval_metric: Union[str, Sequence[str], None] = None,
-        early_stopping_rounds: Optional[int] = None,
-        verbose: Union[bool, int, None] = None,
-        callbacks: Optional[Sequence[Callback]] = None,
-        feature_weights: Any = None,
-    ) -> DaskSapwoodClassifier:
-        """Trains on dask ``X`` and class labels ``y``; arguments as
-        :meth:`DaskSapwoodRegressor.fit`."""
+    def _check_targets(self, y: Any) -> None:
         for name in ("class_weight", "scale_pos_weight"):
             if getattr(self, name) is not None:
                 raise ParameterError(
                     f"invalid parameter `{name}`: not supported by the Dask estimators; give "
                     "`sample_weight`"
                 )
-        if callable(self.objective):
-            raise ParameterError(
-                "invalid parameter `objective`: custom objectives are not supported by the "
-                "Dask estimators"
-            )
+        self._builtin_objective()
         if isinstance(y, dd.DataFrame):
             y = y.iloc[:, 0]
         if not isinstance(y, (dd.Series, da.Array)):
@@ -1178,32 +1090,11 @@ class DaskSapwoodClassifier(ClassifierMixin, _DaskModel):  # type: ignore[misc]
             )
         labels: Any = y
         found = labels.unique() if isinstance(y, dd.Series) else _dist_unique(labels)
-        unique = np.asarray(found.compute()).ravel()
-        kinds = _label_kinds(unique)
-        if len(kinds) > 1:
-            raise LabelError(
-                f"class labels mix types ({', '.join(sorted(kinds))}): give every label as "
-                "the same type (all strings or all numbers)"
-            )
-        check_classification_targets(unique)
-        classes = np.unique(unique)
-        if len(classes) < 2:
-            raise ValueError(
-                f"DaskSapwoodClassifier needs at least two classes in y, found {len(classes)} class"
-            )
-        self.classes_ = classes
-        self.n_classes_ = len(classes)
-        self._classes_kinds = kinds
-        params = self._dask_params()
-        _add_feature_weights(params, feature_weights)
-        params.extend(self._local()._objective_params())
-        self._fit_dask(
-            X, self._encode_dask(y), params, sample_weight, eval_set,
-            eval_sample_weight if eval_sample_weight is not None else sample_weight_eval_set,
-            eval_names, eval_metric, early_stopping_rounds, verbose, callbacks,
-            encode=self._encode_dask,
-        )
-        return self
+        _learn_classes(self, np.asarray(found.compute()).ravel(), "DaskSapwoodClassifier")
+
+    def _dask_objective_params(self) -> list[tuple[str, Any]]:
+        params: list[tuple[str, Any]] = self._local()._objective_params()
+        return params
 
     def _encode_dask(self, y: Any) -> Any:
         """Dask class labels as their codes, partition by partition."""
@@ -1275,56 +1166,16 @@ class DaskSapwoodRanker(_DaskModel):
         """Trains on dask ``X``, relevance ``y`` and the queries ``qid`` or ``group``;
         arguments as :meth:`SapwoodRanker.fit`'s (dask collections for the data)."""
         X, qid = _qid_column(X, qid)
-        if group is None and qid is None:
-            raise ParameterError(
-                "invalid parameter `group`: a ranker needs the query of every row: give "
-                "`group` (rows per query) or `qid` (a query id per row)"
-            )
-        if group is not None and qid is not None:
-            raise ParameterError(
-                "invalid parameter `qid`: given with `group`; give the queries one way"
-            )
-        for name in ("class_weight", "scale_pos_weight"):
-            if getattr(self, name) is not None:
-                raise ParameterError(
-                    f"invalid parameter `{name}`: it weights classes of a classification; "
-                    "give a ranker `sample_weight` per row"
-                )
-        objective = self.objective if self.objective is not None else "rank:ndcg"
-        if callable(objective) or str(objective).strip().lower() not in _RANKING_OBJECTIVES:
-            raise ParameterError(
-                f"invalid parameter `objective`: {objective} is not a ranking objective; "
-                "use rank:ndcg (lambdarank), rank:map or rank:pairwise"
-            )
-        params = self._dask_params()
-        _add_feature_weights(params, feature_weights)
-        params.append(("objective", objective))
-        if eval_at is not None:
-            params.append(("eval_at", [eval_at] if isinstance(eval_at, int) else list(eval_at)))
-        eval_set = list(eval_set or ())
-        queries: list[tuple[Any, Any]] = [(None, None)] * len(eval_set)
-        for name, given in (("eval_group", eval_group), ("eval_qid", eval_qid)):
-            if given is not None and len(list(given)) != len(eval_set):
-                raise ParameterError(
-                    f"invalid parameter `{name}`: {len(list(given))} arrays for "
-                    f"{len(eval_set)} evaluation sets"
-                )
-        for i, pair in enumerate(eval_set):
-            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-                raise ParameterError(
-                    f"invalid parameter `eval_set`: item {i} is not an (X, y) pair"
-                )
-            eq = None if eval_qid is None else list(eval_qid)[i]
-            eg = None if eval_group is None else list(eval_group)[i]
-            Xe, eq = _qid_column(pair[0], eq)
-            eval_set[i] = (Xe, pair[1])
-            queries[i] = (eg, eq)
-        self._fit_dask(
-            X, y, params, sample_weight, eval_set,
+        objective = self._ranking_objective(group, qid, "per row", custom=None)
+        params = _ranking_params(self._dask_params(), objective, eval_at, feature_weights)
+        eval_set, queries = _eval_queries(eval_set, eval_group, eval_qid)
+        args = _FitArgs(
+            eval_set,
             eval_sample_weight if eval_sample_weight is not None else sample_weight_eval_set,
-            eval_names, eval_metric, early_stopping_rounds, verbose, callbacks,
-            queries=(group, qid), eval_queries=queries,
+            None, eval_names, eval_metric, early_stopping_rounds, verbose, callbacks,
+            queries=(group, qid),
         )
+        self._fit_dask(X, y, params, sample_weight, args, eval_queries=queries)
         return self
 
     def predict(
@@ -1337,6 +1188,32 @@ class DaskSapwoodRanker(_DaskModel):
             X, "predict", 0, np.dtype(np.float32), output_margin=output_margin,
             iteration_range=iteration_range,
         )
+
+
+def _eval_queries(
+    eval_set: Any, eval_group: Optional[Sequence[Any]], eval_qid: Optional[Sequence[Any]]
+) -> tuple[list[Any], list[tuple[Any, Any]]]:
+    """The evaluation sets with their dask DataFrames' ``qid`` columns taken out, and each
+    set's ``(group, qid)``."""
+    eval_set = list(eval_set or ())
+    queries: list[tuple[Any, Any]] = [(None, None)] * len(eval_set)
+    for name, given in (("eval_group", eval_group), ("eval_qid", eval_qid)):
+        if given is not None and len(list(given)) != len(eval_set):
+            raise ParameterError(
+                f"invalid parameter `{name}`: {len(list(given))} arrays for "
+                f"{len(eval_set)} evaluation sets"
+            )
+    for i, pair in enumerate(eval_set):
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise ParameterError(
+                f"invalid parameter `eval_set`: item {i} is not an (X, y) pair"
+            )
+        eq = None if eval_qid is None else list(eval_qid)[i]
+        eg = None if eval_group is None else list(eval_group)[i]
+        Xe, eq = _qid_column(pair[0], eq)
+        eval_set[i] = (Xe, pair[1])
+        queries[i] = (eg, eq)
+    return eval_set, queries
 
 
 def _qid_column(X: Any, qid: Any) -> tuple[Any, Any]:

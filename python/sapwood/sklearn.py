@@ -6,8 +6,8 @@ from __future__ import annotations
 import inspect
 import os
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any, Callable, Optional, TypeVar, Union
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Callable, NamedTuple, Optional, TypeVar, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -216,6 +216,44 @@ class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
         fit_args: _FitArgs,
         encode: Any,
     ) -> None:
+        """Trains the booster on ``X``, ``y`` (training targets) and the evaluation sets of
+        ``fit_args`` (their labels made targets by ``encode``)."""
+        if callable(fit_args.eval_metric):
+            raise ParameterError(
+                "invalid parameter `eval_metric`: custom metric functions are not "
+                "supported; give metric names (rmse, logloss, auc, ...)"
+            )
+        dtrain = self._train_dataset(X, y, sample_weight, fit_args)
+        evals = [
+            (self._eval_dataset(spec, encode, fit_args.eval_margins_name), spec.name)
+            for spec in fit_args.evaluation_sets()
+        ]
+        options = self._train_options(params, fit_args, bool(evals))
+        result: EvalsResult = {}
+        obj = None
+        if callable(self.objective):
+            obj = _sklearn_objective(self.objective, y)
+        init = fit_args.init_model
+        if isinstance(init, _SapwoodModel):
+            init = init.get_booster()
+        self._Booster = train(
+            options.params,
+            dtrain,
+            evals=evals,
+            early_stopping_rounds=options.early_stopping_rounds,
+            callbacks=options.callbacks,
+            verbose_eval=options.verbose_eval,
+            evals_result=result,
+            init_model=init,
+            obj=obj,
+        )
+        self.evals_result_ = _with_lightgbm_keys(result)
+
+    def _train_dataset(
+        self, X: Any, y: npt.NDArray[Any], sample_weight: Any, fit_args: _FitArgs
+    ) -> Dataset:
+        """The training :class:`~sapwood.Dataset`: ``X`` checked (it sets the features
+        the estimator expects), with weights, queries and starting margins."""
         X = self._check_X(X, reset=True)
         if sample_weight is not None:
             sample_weight = column_or_1d(np.asarray(sample_weight, dtype=np.float32))
@@ -225,45 +263,35 @@ class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
             group=group, qid=qid,
         )
         margin_name, margin = fit_args.margin
-        if margin is not None:
-            if margin_name == "init_score":
-                dtrain.set_init_score(margin)
-            else:
-                dtrain.set_base_margin(margin)
-        eval_set = list(fit_args.eval_set or ())
-        weights = fit_args.eval_weights(len(eval_set))
-        margins = fit_args.eval_margins(len(eval_set))
-        names = fit_args.names(len(eval_set))
-        eval_queries = fit_args.eval_queries(len(eval_set))
-        evals = []
-        for i, pair in enumerate(eval_set):
-            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-                raise ParameterError(
-                    f"invalid parameter `eval_set`: item {i} is not an (X, y) pair"
-                )
-            Xe, ye = pair
-            Xe = self._check_X(Xe, reset=False)
-            try:
-                labels = encode(column_or_1d(ye))
-            except LabelError as e:
-                raise LabelError(f"eval_set {i} (`{names[i]}`): {e}") from None
-            eval_group, eval_qid = eval_queries[i]
-            try:
-                de = Dataset(
-                    Xe, label=labels, weight=weights[i],
-                    categorical_features=self.categorical_features, group=eval_group, qid=eval_qid,
-                )
-            except (ParameterError, DataError) as e:
-                if eval_group is None and eval_qid is None:
-                    raise
-                which = "eval_group" if eval_group is not None else "eval_qid"
-                raise type(e)(f"{which} of eval_set {i} (`{names[i]}`): {e}") from None
-            if margins[i] is not None:
-                if fit_args.eval_margins_name == "eval_init_score":
-                    de.set_init_score(margins[i])
-                else:
-                    de.set_base_margin(margins[i])
-            evals.append((de, names[i]))
+        _set_margin(dtrain, margin, margin_name == "init_score")
+        return dtrain
+
+    def _eval_dataset(self, spec: _EvalSpec, encode: Any, margins_name: str) -> Dataset:
+        """An evaluation set's :class:`~sapwood.Dataset`; errors of its labels or queries
+        name the set."""
+        Xe = self._check_X(spec.X, reset=False)
+        try:
+            labels = encode(column_or_1d(spec.y))
+        except LabelError as e:
+            raise LabelError(f"eval_set {spec.position} (`{spec.name}`): {e}") from None
+        try:
+            de = Dataset(
+                Xe, label=labels, weight=spec.weight,
+                categorical_features=self.categorical_features, group=spec.group, qid=spec.qid,
+            )
+        except (ParameterError, DataError) as e:
+            if spec.group is None and spec.qid is None:
+                raise
+            which = "eval_group" if spec.group is not None else "eval_qid"
+            raise type(e)(f"{which} of eval_set {spec.position} (`{spec.name}`): {e}") from None
+        _set_margin(de, spec.margin, margins_name == "eval_init_score")
+        return de
+
+    def _train_options(
+        self, params: list[tuple[str, Any]], fit_args: _FitArgs, evaluated: bool
+    ) -> _TrainOptions:
+        """The training options of ``fit``'s arguments, which replace the constructor's
+        (its callbacks run after the constructor's)."""
         if fit_args.eval_metric is not None:
             params = [(k, v) for k, v in params if _params.canonical_param(k) != "eval_metric"]
             params.append(("eval_metric", fit_args.eval_metric))
@@ -271,25 +299,42 @@ class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
         if stopping is None:
             stopping = self.early_stopping_rounds
         verbose = self.verbose if fit_args.verbose is None else fit_args.verbose
-        result: EvalsResult = {}
-        obj = None
-        if callable(self.objective):
-            obj = _sklearn_objective(self.objective, y)
-        init = fit_args.init_model
-        if isinstance(init, _SapwoodModel):
-            init = init.get_booster()
-        self._Booster = train(
+        return _TrainOptions(
             params,
-            dtrain,
-            evals=evals,
-            early_stopping_rounds=stopping,
-            callbacks=[*(self.callbacks or ()), *(fit_args.callbacks or ())],
-            verbose_eval=verbose if evals else False,
-            evals_result=result,
-            init_model=init,
-            obj=obj,
+            stopping,
+            [*(self.callbacks or ()), *(fit_args.callbacks or ())],
+            verbose if evaluated else False,
         )
-        self.evals_result_ = _with_lightgbm_keys(result)
+
+    def _ranking_objective(self, group: Any, qid: Any, weights: str, custom: Optional[str]) -> Any:
+        """A ranker's objective, once its settings are checked: the queries given one way,
+        no class weights (``weights`` says how a ranker weights rows instead), a ranking
+        objective. ``custom``, when given, is the reason a callable objective is refused;
+        otherwise a callable is refused as not a ranking objective."""
+        if group is None and qid is None:
+            raise ParameterError(
+                "invalid parameter `group`: a ranker needs the query of every row: give "
+                "`group` (rows per query) or `qid` (a query id per row)"
+            )
+        if group is not None and qid is not None:
+            raise ParameterError(
+                "invalid parameter `qid`: given with `group`; give the queries one way"
+            )
+        for name in ("class_weight", "scale_pos_weight"):
+            if getattr(self, name) is not None:
+                raise ParameterError(
+                    f"invalid parameter `{name}`: it weights classes of a classification; "
+                    f"give a ranker `sample_weight` {weights}"
+                )
+        objective = self.objective if self.objective is not None else "rank:ndcg"
+        if callable(objective) and custom is not None:
+            raise ParameterError(f"invalid parameter `objective`: {custom}")
+        if callable(objective) or str(objective).strip().lower() not in _RANKING_OBJECTIVES:
+            raise ParameterError(
+                f"invalid parameter `objective`: {objective} is not a ranking objective; "
+                "use rank:ndcg (lambdarank), rank:map or rank:pairwise"
+            )
+        return objective
 
     def _predicting(
         self, X: Any, iteration_range: Optional[tuple[int, int]]
@@ -588,11 +633,6 @@ class _FitArgs:
                 "invalid parameter `sample_weight_eval_set`: given with `eval_sample_weight`, "
                 "which is the same thing (LightGBM's name); give one"
             )
-        if callable(eval_metric):
-            raise ParameterError(
-                "invalid parameter `eval_metric`: custom metric functions are not "
-                "supported; give metric names (rmse, logloss, auc, ...)"
-            )
         self.eval_set = eval_set
         self.weights = eval_sample_weight if eval_sample_weight is not None else sample_weight_eval_set
         self.weights_name = (
@@ -662,8 +702,96 @@ class _FitArgs:
             )
         return names
 
+    def evaluation_sets(
+        self, queries: Optional[list[tuple[Any, Any]]] = None
+    ) -> Iterator[_EvalSpec]:
+        """Each evaluation set with its weight, margin, name and queries (``queries``, one
+        ``(group, qid)`` per set, in place of ``eval_group``/``eval_qid``); the lists are
+        checked against the sets before the first, each pair as it comes."""
+        eval_set = list(self.eval_set or ())
+        n = len(eval_set)
+        weights = self.eval_weights(n)
+        margins = self.eval_margins(n)
+        names = self.names(n)
+        queries = self.eval_queries(n) if queries is None else queries
+        for i, pair in enumerate(eval_set):
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise ParameterError(
+                    f"invalid parameter `eval_set`: item {i} is not an (X, y) pair"
+                )
+            group, qid = queries[i]
+            yield _EvalSpec(i, pair[0], pair[1], weights[i], margins[i], names[i], group, qid)
 
-#: The documentation of ``fit``'s arguments, shared by both estimators.
+
+class _EvalSpec(NamedTuple):
+    """One evaluation set as ``fit`` was given it."""
+
+    position: int
+    X: Any
+    y: Any
+    weight: Any
+    margin: Any
+    name: str
+    group: Any
+    qid: Any
+
+
+class _TrainOptions(NamedTuple):
+    """What ``fit`` trains with besides the data (see :meth:`_SapwoodModel._train_options`)."""
+
+    params: list[tuple[str, Any]]
+    early_stopping_rounds: Optional[int]
+    callbacks: list[Callback]
+    verbose_eval: Union[bool, int]
+
+
+def _set_margin(dataset: Dataset, margin: Any, lightgbm: bool) -> None:
+    """Gives ``dataset`` its rows' starting margins, read as the peer whose name was used
+    reads them (LightGBM's ``init_score`` is class after class)."""
+    if margin is None:
+        return
+    if lightgbm:
+        dataset.set_init_score(margin)
+    else:
+        dataset.set_base_margin(margin)
+
+
+def _ranking_params(
+    params: list[tuple[str, Any]], objective: Any, eval_at: Union[int, Sequence[int], None],
+    feature_weights: Any,
+) -> list[tuple[str, Any]]:
+    """A ranker's parameters: ``params`` with ``feature_weights``, the objective and
+    LightGBM's ``eval_at`` cut-offs."""
+    _add_feature_weights(params, feature_weights)
+    params.append(("objective", objective))
+    if eval_at is not None:
+        params.append(("eval_at", [eval_at] if isinstance(eval_at, int) else list(eval_at)))
+    return params
+
+
+def _learn_classes(
+    model: _SapwoodModel, labels: npt.NDArray[Any], name: str
+) -> npt.NDArray[np.intp]:
+    """Sets a classifier's ``classes_`` from the labels (``name`` is its class, for the
+    error of a single class); the code of each label."""
+    kinds = _label_kinds(labels)
+    if len(kinds) > 1:
+        raise LabelError(
+            f"class labels mix types ({', '.join(sorted(kinds))}): give every label as "
+            "the same type (all strings or all numbers)"
+        )
+    check_classification_targets(labels)
+    classes, codes = np.unique(labels, return_inverse=True)
+    if len(classes) < 2:
+        raise ValueError(
+            f"{name} needs at least two classes in y, found {len(classes)} class"
+        )
+    model.classes_ = classes
+    model.n_classes_ = len(classes)
+    model._classes_kinds = kinds
+    return codes
+
+
 def _add_feature_weights(params: list[tuple[str, Any]], weights: Any) -> None:
     """XGBoost's ``fit(feature_weights=...)``: each feature's relative chance to be drawn by
     the column-sampling fractions, as the ``feature_weights`` parameter."""
@@ -678,7 +806,40 @@ def _add_feature_weights(params: list[tuple[str, Any]], weights: Any) -> None:
     params.append(("feature_weights", [float(v) for v in w]))
 
 
-_FIT_DOC = """Trains on ``X``, ``y``.
+#: The estimator ``fit`` returns (the class it is called on).
+_M = TypeVar("_M", bound="_XYModel")
+
+
+class _XYModel(_SapwoodModel):
+    """The regressor's and the classifier's ``fit``, in XGBoost's and LightGBM's
+    signature; each says how its labels become training targets, its objective and its
+    row weights."""
+
+    def fit(
+        self: _M,
+        X: Any,
+        y: Any,
+        sample_weight: Any = None,
+        eval_set: Optional[EvalSet] = None,
+        eval_sample_weight: Optional[Sequence[Any]] = None,
+        *,
+        sample_weight_eval_set: Optional[Sequence[Any]] = None,
+        eval_names: Optional[Sequence[str]] = None,
+        eval_metric: Union[str, Sequence[str], None] = None,
+        early_stopping_rounds: Optional[int] = None,
+        verbose: Union[bool, int, None] = None,
+        callbacks: Optional[Sequence[Callback]] = None,
+        base_margin: Any = None,
+        init_score: Any = None,
+        base_margin_eval_set: Optional[Sequence[Any]] = None,
+        eval_init_score: Optional[Sequence[Any]] = None,
+        xgb_model: Any = None,
+        init_model: Any = None,
+        feature_weights: Any = None,
+        eval_X: Any = None,
+        eval_y: Any = None,
+    ) -> _M:
+        """Trains on ``X``, ``y``.
 
         Parameters
         ----------
@@ -740,9 +901,41 @@ _FIT_DOC = """Trains on ``X``, ``y``.
         -------
         self
         """
+        y_given, target = self._targets(y)
+        params = self._engine_params()
+        _add_feature_weights(params, feature_weights)
+        params.extend(self._objective_params())
+        weight = self._fit_weight(y_given, target, sample_weight)
+        eval_set = _eval_xy(eval_set, eval_X, eval_y)
+        args = _FitArgs(
+            eval_set, eval_sample_weight, sample_weight_eval_set, eval_names, eval_metric,
+            early_stopping_rounds, verbose, callbacks, base_margin, init_score,
+            base_margin_eval_set, eval_init_score, xgb_model, init_model,
+        )
+        self._fit(X, target, params, weight, args, self._encode)
+        return self
+
+    def _targets(self, y: Any) -> tuple[npt.NDArray[Any], npt.NDArray[np.float32]]:
+        """The labels as given (1-D) and as training targets, once the settings are
+        checked against the estimator's task (a classifier learns its classes here)."""
+        raise NotImplementedError
+
+    def _objective_params(self) -> list[tuple[str, Any]]:
+        """The engine's objective parameters for the labels seen by :meth:`_targets`."""
+        raise NotImplementedError
+
+    def _fit_weight(
+        self, y: npt.NDArray[Any], target: npt.NDArray[np.float32], sample_weight: Any
+    ) -> Any:
+        """The training rows' weights: ``sample_weight`` (a classifier weights classes too)."""
+        return sample_weight
+
+    def _encode(self, y: Any) -> npt.NDArray[np.float32]:
+        """An evaluation set's labels as training targets."""
+        raise NotImplementedError
 
 
-class SapwoodRegressor(RegressorMixin, _SapwoodModel):  # type: ignore[misc]
+class SapwoodRegressor(RegressorMixin, _XYModel):  # type: ignore[misc]
     """Gradient-boosted trees for regression, scikit-learn style.
 
     Parameters follow XGBoost's scikit-learn names (``n_estimators``,
@@ -764,30 +957,7 @@ class SapwoodRegressor(RegressorMixin, _SapwoodModel):  # type: ignore[misc]
     with a one-time warning.
     """
 
-    def fit(
-        self,
-        X: Any,
-        y: Any,
-        sample_weight: Any = None,
-        eval_set: Optional[EvalSet] = None,
-        eval_sample_weight: Optional[Sequence[Any]] = None,
-        *,
-        sample_weight_eval_set: Optional[Sequence[Any]] = None,
-        eval_names: Optional[Sequence[str]] = None,
-        eval_metric: Union[str, Sequence[str], None] = None,
-        early_stopping_rounds: Optional[int] = None,
-        verbose: Union[bool, int, None] = None,
-        callbacks: Optional[Sequence[Callback]] = None,
-        base_margin: Any = None,
-        init_score: Any = None,
-        base_margin_eval_set: Optional[Sequence[Any]] = None,
-        eval_init_score: Optional[Sequence[Any]] = None,
-        xgb_model: Any = None,
-        init_model: Any = None,
-        feature_weights: Any = None,
-        eval_X: Any = None,
-        eval_y: Any = None,
-    ) -> SapwoodRegressor:
+    def _targets(self, y: Any) -> tuple[npt.NDArray[Any], npt.NDArray[np.float32]]:
         y_arr = _regression_target(y)
         if self.class_weight is not None:
             raise ParameterError(
@@ -804,21 +974,16 @@ class SapwoodRegressor(RegressorMixin, _SapwoodModel):  # type: ignore[misc]
                 f"invalid parameter `objective`: {objective} is a classification objective; "
                 "use SapwoodClassifier"
             )
-        params = self._engine_params()
-        _add_feature_weights(params, feature_weights)
-        if not callable(objective):
-            # a custom objective trains an identity loss from margin 0 (sapwood.train)
-            params.append(("objective", objective))
-        eval_set = _eval_xy(eval_set, eval_X, eval_y)
-        args = _FitArgs(
-            eval_set, eval_sample_weight, sample_weight_eval_set, eval_names, eval_metric,
-            early_stopping_rounds, verbose, callbacks, base_margin, init_score,
-            base_margin_eval_set, eval_init_score, xgb_model, init_model,
-        )
-        self._fit(X, y_arr, params, sample_weight, args, _regression_target)
-        return self
+        return y_arr, y_arr
 
-    fit.__doc__ = _FIT_DOC
+    def _objective_params(self) -> list[tuple[str, Any]]:
+        if callable(self.objective):
+            # a custom objective trains an identity loss from margin 0 (sapwood.train)
+            return []
+        return [("objective", self.objective if self.objective is not None else "reg:squarederror")]
+
+    def _encode(self, y: Any) -> npt.NDArray[np.float32]:
+        return _regression_target(y)
 
     def predict(
         self,
@@ -909,7 +1074,7 @@ def _label_kinds(y: npt.NDArray[Any]) -> set[str]:
     return kinds
 
 
-class SapwoodClassifier(ClassifierMixin, _SapwoodModel):  # type: ignore[misc]
+class SapwoodClassifier(ClassifierMixin, _XYModel):  # type: ignore[misc]
     """Gradient-boosted trees for binary and multiclass classification, scikit-learn
     style. ``classes_`` may be of any one type numpy can sort (strings, ints, bools, ...).
 
@@ -924,60 +1089,10 @@ class SapwoodClassifier(ClassifierMixin, _SapwoodModel):  # type: ignore[misc]
     training rows only.
     """
 
-    def fit(
-        self,
-        X: Any,
-        y: Any,
-        sample_weight: Any = None,
-        eval_set: Optional[EvalSet] = None,
-        eval_sample_weight: Optional[Sequence[Any]] = None,
-        *,
-        sample_weight_eval_set: Optional[Sequence[Any]] = None,
-        eval_names: Optional[Sequence[str]] = None,
-        eval_metric: Union[str, Sequence[str], None] = None,
-        early_stopping_rounds: Optional[int] = None,
-        verbose: Union[bool, int, None] = None,
-        callbacks: Optional[Sequence[Callback]] = None,
-        base_margin: Any = None,
-        init_score: Any = None,
-        base_margin_eval_set: Optional[Sequence[Any]] = None,
-        eval_init_score: Optional[Sequence[Any]] = None,
-        xgb_model: Any = None,
-        init_model: Any = None,
-        feature_weights: Any = None,
-        eval_X: Any = None,
-        eval_y: Any = None,
-    ) -> SapwoodClassifier:
+    def _targets(self, y: Any) -> tuple[npt.NDArray[Any], npt.NDArray[np.float32]]:
         y_arr = column_or_1d(y, warn=True)
-        kinds = _label_kinds(y_arr)
-        if len(kinds) > 1:
-            raise LabelError(
-                f"class labels mix types ({', '.join(sorted(kinds))}): give every label as "
-                "the same type (all strings or all numbers)"
-            )
-        check_classification_targets(y_arr)
-        classes, codes = np.unique(y_arr, return_inverse=True)
-        if len(classes) < 2:
-            raise ValueError(
-                f"SapwoodClassifier needs at least two classes in y, found {len(classes)} class"
-            )
-        self.classes_ = classes
-        self.n_classes_ = len(classes)
-        self._classes_kinds = kinds
-        params = self._engine_params()
-        _add_feature_weights(params, feature_weights)
-        params.extend(self._objective_params())
-        weight = self._class_weights(y_arr, codes, sample_weight)
-        eval_set = _eval_xy(eval_set, eval_X, eval_y)
-        args = _FitArgs(
-            eval_set, eval_sample_weight, sample_weight_eval_set, eval_names, eval_metric,
-            early_stopping_rounds, verbose, callbacks, base_margin, init_score,
-            base_margin_eval_set, eval_init_score, xgb_model, init_model,
-        )
-        self._fit(X, codes.astype(np.float32), params, weight, args, self._encode)
-        return self
-
-    fit.__doc__ = _FIT_DOC
+        codes = _learn_classes(self, y_arr, "SapwoodClassifier")
+        return y_arr, codes.astype(np.float32)
 
     def _objective_params(self) -> list[tuple[str, Any]]:
         """The objective (and class count) for the classes found."""
@@ -1008,7 +1123,7 @@ class SapwoodClassifier(ClassifierMixin, _SapwoodModel):  # type: ignore[misc]
             return [("objective", objective)]
         return [("objective", objective), ("num_class", self.n_classes_)]
 
-    def _class_weights(self, y: npt.NDArray[Any], codes: npt.NDArray[Any], sample_weight: Any) -> Any:
+    def _fit_weight(self, y: npt.NDArray[Any], codes: npt.NDArray[Any], sample_weight: Any) -> Any:
         """``sample_weight`` times ``class_weight`` and ``scale_pos_weight``."""
         if self.class_weight is None and self.scale_pos_weight is None:
             return sample_weight
@@ -1157,6 +1272,12 @@ class SapwoodClassifier(ClassifierMixin, _SapwoodModel):  # type: ignore[misc]
 #: The ranking objectives (XGBoost's names and LightGBM's ``lambdarank``).
 _RANKING_OBJECTIVES = frozenset({"rank:ndcg", "rank:map", "rank:pairwise", "lambdarank"})
 
+#: Why :class:`SapwoodRanker` refuses a custom objective.
+_NO_CUSTOM_RANKING = (
+    "custom objectives are not supported by SapwoodRanker (a callable gets no query groups); "
+    "use rank:ndcg, rank:map or rank:pairwise"
+)
+
 
 def _qid_column(X: Any, qid: Any) -> tuple[Any, Any]:
     """XGBoost's convention: a pandas DataFrame's ``qid`` column holds the query ids (so
@@ -1169,6 +1290,26 @@ def _qid_column(X: Any, qid: Any) -> tuple[Any, Any]:
             )
         return X.drop(columns="qid"), X["qid"].to_numpy()
     return X, qid
+
+
+def _eval_qid_columns(
+    eval_set: Optional[EvalSet],
+    eval_group: Optional[Sequence[Any]],
+    eval_qid: Optional[Sequence[Any]],
+) -> tuple[list[Any], Optional[Sequence[Any]]]:
+    """The evaluation sets with their DataFrames' ``qid`` columns taken out, and
+    ``eval_qid`` with those columns' query ids (unless ``eval_group`` gives the queries)."""
+    sets = list(eval_set or ())
+    if eval_group is None:
+        # a DataFrame's `qid` column gives an evaluation set's queries, as in training
+        qids = list(eval_qid) if eval_qid is not None else [None] * len(sets)
+        for i, pair in enumerate(sets):
+            if isinstance(pair, (tuple, list)) and len(pair) == 2 and i < len(qids):
+                Xe, qids[i] = _qid_column(pair[0], qids[i])
+                sets[i] = (Xe, pair[1])
+        if any(q is not None for q in qids):
+            eval_qid = qids
+    return sets, eval_qid
 
 
 class SapwoodRanker(_SapwoodModel):
@@ -1300,49 +1441,11 @@ class SapwoodRanker(_SapwoodModel):
             ``group`` sizes that do not add up to the rows.
         """
         X, qid = _qid_column(X, qid)
-        if group is None and qid is None:
-            raise ParameterError(
-                "invalid parameter `group`: a ranker needs the query of every row: give "
-                "`group` (rows per query) or `qid` (a query id per row)"
-            )
-        if group is not None and qid is not None:
-            raise ParameterError(
-                "invalid parameter `qid`: given with `group`; give the queries one way"
-            )
-        for name in ("class_weight", "scale_pos_weight"):
-            if getattr(self, name) is not None:
-                raise ParameterError(
-                    f"invalid parameter `{name}`: it weights classes of a classification; "
-                    "give a ranker `sample_weight` per query or per row"
-                )
-        objective = self.objective if self.objective is not None else "rank:ndcg"
-        if callable(objective):
-            raise ParameterError(
-                "invalid parameter `objective`: custom objectives are not supported by "
-                "SapwoodRanker (a callable gets no query groups); use rank:ndcg, rank:map "
-                "or rank:pairwise"
-            )
-        if str(objective).strip().lower() not in _RANKING_OBJECTIVES:
-            raise ParameterError(
-                f"invalid parameter `objective`: {objective} is not a ranking objective; "
-                "use rank:ndcg (lambdarank), rank:map or rank:pairwise"
-            )
+        objective = self._ranking_objective(group, qid, "per query or per row", _NO_CUSTOM_RANKING)
         y_arr = _regression_target(y)
-        params = self._engine_params()
-        _add_feature_weights(params, feature_weights)
-        params.append(("objective", objective))
-        if eval_at is not None:
-            params.append(("eval_at", [eval_at] if isinstance(eval_at, int) else list(eval_at)))
-        eval_set = list(_eval_xy(eval_set, eval_X, eval_y) or ())
-        if eval_group is None:
-            # a DataFrame's `qid` column gives an evaluation set's queries, as in training
-            qids = list(eval_qid) if eval_qid is not None else [None] * len(eval_set)
-            for i, pair in enumerate(eval_set):
-                if isinstance(pair, (tuple, list)) and len(pair) == 2 and i < len(qids):
-                    Xe, qids[i] = _qid_column(pair[0], qids[i])
-                    eval_set[i] = (Xe, pair[1])
-            if any(q is not None for q in qids):
-                eval_qid = qids
+        params = _ranking_params(self._engine_params(), objective, eval_at, feature_weights)
+        eval_set = _eval_xy(eval_set, eval_X, eval_y)
+        eval_set, eval_qid = _eval_qid_columns(eval_set, eval_group, eval_qid)
         args = _FitArgs(
             eval_set or None, eval_sample_weight, sample_weight_eval_set, eval_names,
             eval_metric, early_stopping_rounds, verbose, callbacks, base_margin, init_score,
