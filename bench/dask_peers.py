@@ -24,45 +24,10 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
-import sys
-import tempfile
 import time
 from typing import Any, Callable
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def loopback_bytes() -> int:
-    """Bytes sent on the loopback so far (all processes of this network namespace)."""
-    with open("/proc/net/dev") as f:
-        for line in f:
-            name, _, counters = line.partition(":")
-            if name.strip() == "lo":
-                return int(counters.split()[8])
-    raise RuntimeError("no loopback in /proc/net/dev")
-
-
-def auc(y, p) -> float:
-    from sklearn.metrics import roc_auc_score
-
-    return float(roc_auc_score(y, p))
-
-
-def files(rows: int) -> list[str]:
-    """The training and held-out Parquet files, generated once."""
-    out = []
-    for n, name in ((rows, "train"), (100_000, "test")):
-        path = os.path.join(tempfile.gettempdir(), f"sapwood-dask-bench-{name}-{n}.parquet")
-        if not os.path.exists(path):
-            # the held-out rows come from other seeds: the generator seeds per row group
-            subprocess.run(
-                [sys.executable, os.path.join(ROOT, "datasets", "make_synthetic.py"), "--rows",
-                 str(n), "--out", path] + (["--seed", "1000"] if name == "test" else []),
-                check=True,
-            )
-        out.append(path)
-    return out
+from peer_data import auc, files, loopback_bytes
 
 
 def main() -> None:

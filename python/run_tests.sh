@@ -21,7 +21,7 @@ fi
     "scikit-learn==1.9.1" "xgboost-cpu==3.2.0" "lightgbm==4.7.0" "polars==2.1.0" \
     "pyarrow==26.0.1" "mypy==2.4.1" "pandas-stubs==3.1.0.261029" "matplotlib==3.11.2" \
     "onnx==1.23.2" "onnxruntime==1.32.0" "shap==0.51.0" \
-    "dask[dataframe]==2026.8.0" "distributed==2026.8.0"
+    "dask[dataframe]==2026.8.0" "distributed==2026.8.0" "pyspark==4.3.0"
 
 cd "$here"
 # maturin needs VIRTUAL_ENV to know where to install

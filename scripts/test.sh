@@ -4,7 +4,8 @@
 # libclang (MPI bindings), iproute2 (TCP ranks on network namespaces as hosts), g++ (the CUDA
 # simulator compiles every CUDA kernel for the CPU and runs it), NVRTC 13.0 from PyPI (every
 # CUDA kernel is compiled for every GPU architecture), and a
-# Python virtualenv with maturin, pytest, scikit-learn, XGBoost and LightGBM.
+# Python virtualenv with maturin, pytest, scikit-learn, XGBoost, LightGBM and PySpark (run on
+# Java 17, openjdk-17-jre-headless).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,7 +15,8 @@ if ! command -v cargo >/dev/null; then
 fi
 
 need=()
-for pkg in mesa-vulkan-drivers libvulkan1 libopenmpi-dev openmpi-bin libclang-dev iproute2 g++; do
+for pkg in mesa-vulkan-drivers libvulkan1 libopenmpi-dev openmpi-bin libclang-dev iproute2 g++ \
+    openjdk-17-jre-headless; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ "${#need[@]}" -gt 0 ]; then
@@ -36,6 +38,9 @@ export SAPWOOD_REQUIRE_NVRTC=1
 export SAPWOOD_NVDISASM="$(bash crates/sapwood-cuda/install-nvdisasm.sh | tail -n1)/nvdisasm"
 export SAPWOOD_REQUIRE_NVDISASM=1
 
+# the Spark tests (pyspark from PyPI, Java 17 from the packages above) must run, not skip
+export SAPWOOD_REQUIRE_SPARK=1
+
 # as root, TCP ranks train on three "hosts" (network namespaces on a virtual switch, from
 # iproute2); elsewhere that test is compiled as ignored
 if [ "$(id -u)" -eq 0 ]; then
@@ -51,6 +56,9 @@ fi
 # the fuzz targets (crates/sapwood-fuzz) mutate valid inputs for this long each
 export SAPWOOD_FUZZ_SECONDS="${SAPWOOD_FUZZ_SECONDS:-20}"
 # each run draws a new seed, printed with each target's report; SAPWOOD_FUZZ_SEED replays one
+
+# no file of a crate or of the Python package may import another that imports it back
+python3 scripts/import_circles.py
 
 # release mode: the quality tests train 200 rounds on every bundled dataset; one feature
 # selection for the whole workspace, so nothing is built twice. `sapwood-cuda/sim` runs every
