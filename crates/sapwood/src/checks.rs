@@ -29,7 +29,7 @@ pub(crate) fn prepare(
     if run.collective != CollectiveKind::InProcess {
         return Err(Error::param(
             "collective",
-            "this call trains in-process workers; a distributed rank trains with Workers::Rank",
+            "in-process training takes collective = in-process; a rank of a distributed job (MPI, TCP ranks, Dask, Spark) trains through its collective (Workers::Rank)",
         ));
     }
     check_param_combinations(params)?;

@@ -58,43 +58,33 @@ fn columns(
     collective: &mut dyn Collective,
     observer: &mut dyn TrainObserver,
 ) -> Result<Booster> {
-    let Part {
-        params,
-        run,
-        init,
-        row_offset,
-        n_total,
-    } = part;
-    params.validate()?;
+    check_part(&part)?;
     let kinds: Vec<bool> = local
         .features
         .columns()
         .iter()
         .map(|c| c.is_categorical())
         .collect();
-    let facts = job_facts(
-        params,
-        run,
-        local.features.names(),
-        &kinds,
-        [
-            local.weight.is_some(),
-            local.queries.is_some(),
-            local.base_margin.is_some(),
-        ],
-        n_total,
-    );
-    train::agree_job(&facts, collective)?;
-    check_shard_ranges(row_offset, local.n_rows() as u64, n_total, collective)?;
-    let mut pass = match init {
+    let given = [
+        local.weight.is_some(),
+        local.queries.is_some(),
+        local.base_margin.is_some(),
+    ];
+    let names = local.features.names();
+    agree(&part, names, &kinds, given, local.n_rows(), collective)?;
+    let mut pass = match part.init {
         Some(b) => b.bin_pass(),
         None => {
-            let mut cut = crate::CutPass::for_shard(params, n_total, row_offset);
+            let mut cut = crate::CutPass::for_shard(part.params, part.n_total, part.row_offset);
             cut.push(&local.features, local.weight.as_deref())?;
             cut.finish_with(collective)?
         }
     };
-    pass.push(&local.features, local.label.clone(), local.weight.clone())?;
+    pass.push(&local.features, local.label.clone(), local.weight.clone())
+        .map_err(|e| match part.init {
+            Some(_) => train::in_init_model("the training data", e),
+            None => e,
+        })?;
     let mut rows = pass.finish()?;
     rows.queries = local.queries.clone();
     let mut binned_evals = Vec::new();
@@ -123,7 +113,7 @@ fn columns(
     }
     let eval_refs: Vec<(&str, &BinnedDataset)> =
         binned_evals.iter().map(|(n, d)| (n.as_str(), d)).collect();
-    binned(
+    train_agreed(
         part,
         &rows,
         &eval_refs,
@@ -142,6 +132,35 @@ fn binned(
     collective: &mut dyn Collective,
     observer: &mut dyn TrainObserver,
 ) -> Result<Booster> {
+    check_part(&part)?;
+    let kinds: Vec<bool> = (0..local.cuts.n_features())
+        .map(|j| local.cuts.feature(j).is_categorical())
+        .collect();
+    let given = [
+        local.weight.is_some(),
+        local.queries.is_some(),
+        base_margin.is_some(),
+    ];
+    agree(
+        &part,
+        &local.names,
+        &kinds,
+        given,
+        local.n_rows(),
+        collective,
+    )?;
+    train_agreed(part, local, evals, base_margin, collective, observer)
+}
+
+/// Trains this rank's rows once the ranks agree on the job and on the cuts.
+fn train_agreed(
+    part: Part<'_>,
+    local: &BinnedDataset,
+    evals: &[(&str, &BinnedDataset)],
+    base_margin: Option<&[f32]>,
+    collective: &mut dyn Collective,
+    observer: &mut dyn TrainObserver,
+) -> Result<Booster> {
     let Part {
         params,
         run,
@@ -149,33 +168,7 @@ fn binned(
         row_offset,
         n_total,
     } = part;
-    params.validate()?;
-    run.validate()?;
-    check_param_combinations(params)?;
     let init = init.map(Booster::model);
-    let kinds: Vec<bool> = (0..local.cuts.n_features())
-        .map(|j| local.cuts.feature(j).is_categorical())
-        .collect();
-    let mut facts = job_facts(
-        params,
-        run,
-        &local.names,
-        &kinds,
-        [
-            local.weight.is_some(),
-            local.queries.is_some(),
-            base_margin.is_some(),
-        ],
-        n_total,
-    );
-    if let Some(m) = init {
-        facts.push_digest("the model to continue", m.to_json().as_bytes());
-    }
-    train::agree_job(&facts, collective)?;
-    check_shard_ranges(row_offset, local.n_rows() as u64, n_total, collective)?;
-    if let Some(m) = init {
-        check_init_objective(params, m)?;
-    }
     let label = local
         .label
         .as_ref()
@@ -230,6 +223,44 @@ fn binned(
         backends: factory.names(),
     };
     Ok(Booster::finish(trained, encoded.classes, record))
+}
+
+/// Checks the parameters, the run options and the model to continue before any work or
+/// any collective call.
+fn check_part(part: &Part<'_>) -> Result<()> {
+    part.params.validate()?;
+    part.run.validate()?;
+    check_param_combinations(part.params)?;
+    if let Some(b) = part.init {
+        check_init_objective(part.params, b.model())?;
+    }
+    Ok(())
+}
+
+/// The ranks agree that they run the same job (see [`job_facts`]; the model to continue
+/// too, so that no rank bins with its cuts while another agrees on cuts) and that their
+/// row ranges follow one another.
+fn agree(
+    part: &Part<'_>,
+    names: &[String],
+    categorical: &[bool],
+    given: [bool; 3],
+    n_rows: usize,
+    collective: &mut dyn Collective,
+) -> Result<()> {
+    let mut facts = job_facts(
+        part.params,
+        part.run,
+        names,
+        categorical,
+        given,
+        part.n_total,
+    );
+    if let Some(b) = part.init {
+        facts.push_digest("the model to continue", b.model().to_json().as_bytes());
+    }
+    train::agree_job(&facts, collective)?;
+    check_shard_ranges(part.row_offset, n_rows as u64, part.n_total, collective)
 }
 
 /// What every worker of a distributed job must share ([`train::agree_job`]): the

@@ -40,6 +40,14 @@ fn params() -> Params {
 
 /// Trains two workers (rows 0..N/2 and N/2..N); worker 1 gets `change` applied.
 fn two_workers(change: impl Fn(&mut Params, &mut bool, &mut bool) + Sync) -> Vec<Result<String>> {
+    two_workers_continuing([None, None], change)
+}
+
+/// Like [`two_workers`], each worker continuing its entry of `init` (if any).
+fn two_workers_continuing(
+    init: [Option<&Booster>; 2],
+    change: impl Fn(&mut Params, &mut bool, &mut bool) + Sync,
+) -> Vec<Result<String>> {
     let transports = in_process(2, Duration::from_secs(20));
     std::thread::scope(|s| {
         let handles: Vec<_> = transports
@@ -61,7 +69,9 @@ fn two_workers(change: impl Fn(&mut Params, &mut bool, &mut bool) + Sync) -> Vec
                         train: &local,
                         evals: &[],
                     };
-                    let job = TrainJob::new(&p, &run, rows).on_rank(&mut c, offset, N as u64);
+                    let job = TrainJob::new(&p, &run, rows)
+                        .continuing(init[rank])
+                        .on_rank(&mut c, offset, N as u64);
                     Booster::fit(job, &mut Quiet).map(|b| b.to_json())
                 })
             })
@@ -117,5 +127,40 @@ fn workers_started_for_different_jobs_fail_naming_the_difference() {
                 "{what}, rank {rank}: {err}"
             );
         }
+    }
+}
+
+#[test]
+fn ranks_continuing_a_model_train_the_single_process_continuation() {
+    let whole = data(0..N, false, false);
+    let first = Booster::train(&params(), &whole, &[]).unwrap();
+    let continued = Booster::train_from_model(
+        &params(),
+        &RunOptions::default(),
+        &first,
+        &whole,
+        &[],
+        &mut Quiet,
+    )
+    .unwrap();
+    for out in two_workers_continuing([Some(&first), Some(&first)], |_, _, _| {}) {
+        assert_eq!(out.unwrap(), continued.to_json());
+    }
+}
+
+#[test]
+fn a_rank_continuing_a_model_the_others_do_not_fails_naming_it() {
+    // the rank with a model bins with its cuts, the other agrees on cuts: without the
+    // model in the job's facts the two would exchange different messages
+    let first = Booster::train(&params(), &data(0..N, false, false), &[]).unwrap();
+    for (rank, out) in two_workers_continuing([None, Some(&first)], |_, _, _| {})
+        .into_iter()
+        .enumerate()
+    {
+        let err = out.expect_err("one rank continues").to_string();
+        assert!(
+            err.contains("do not describe the same job") && err.contains("the model to continue"),
+            "rank {rank}: {err}"
+        );
     }
 }

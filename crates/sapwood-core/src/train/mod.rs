@@ -307,7 +307,7 @@ fn check_queries(
 }
 
 /// Names the init model in an error about data that does not fit it.
-fn in_init_model(what: &str, e: Error) -> Error {
+pub fn in_init_model(what: &str, e: Error) -> Error {
     match e {
         Error::SchemaMismatch(m) => Error::SchemaMismatch(format!(
             "{what} does not have the features of the model to continue: {m}"
