@@ -24,10 +24,9 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import time
 from typing import Any, Callable
 
-from peer_data import auc, files, loopback_bytes
+from peer_data import auc, files, timed_fits
 
 
 def main() -> None:
@@ -107,15 +106,7 @@ def main() -> None:
             "lightgbm.dask": fit_lightgbm,
         }
         ranks: set[int] = set()
-        times: dict[str, list[float]] = {k: [] for k in fits}
-        sent: dict[str, list[int]] = {k: [] for k in fits}
-        last: dict[str, tuple[Any, dict[str, Any]]] = {}
-        for _ in range(a.repeat):
-            for name, fit in fits.items():
-                before, t0 = loopback_bytes(), time.perf_counter()
-                last[name] = fit()
-                times[name].append(time.perf_counter() - t0)
-                sent[name].append(loopback_bytes() - before)
+        times, sent, last = timed_fits(fits, a.repeat)
         print(f"\n| library | fit s (best / median of {a.repeat}) | loopback MB during fit | "
               "held-out AUC | ratio to sapwood's time |")
         print("|---|---|---|---|---|")

@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
+from typing import Any, Callable
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -40,3 +42,21 @@ def files(rows: int) -> list[str]:
             )
         out.append(path)
     return out
+
+
+def timed_fits(
+    fits: dict[str, Callable[[], Any]], repeat: int
+) -> tuple[dict[str, list[float]], dict[str, list[int]], dict[str, Any]]:
+    """Runs every fit `repeat` times, interleaved (a shared machine only ever adds time, and
+    to every library alike); each fit's seconds, the loopback bytes sent during it, and
+    each library's last result."""
+    times: dict[str, list[float]] = {k: [] for k in fits}
+    sent: dict[str, list[int]] = {k: [] for k in fits}
+    last: dict[str, Any] = {}
+    for _ in range(repeat):
+        for name, fit in fits.items():
+            before, t0 = loopback_bytes(), time.perf_counter()
+            last[name] = fit()
+            times[name].append(time.perf_counter() - t0)
+            sent[name].append(loopback_bytes() - before)
+    return times, sent, last

@@ -43,7 +43,7 @@ import time
 import warnings
 from typing import Any, Callable, Optional
 
-from peer_data import ROOT, auc, files, loopback_bytes
+from peer_data import ROOT, auc, files, timed_fits
 
 
 def cluster(master: str) -> tuple[Optional[int], Optional[int], Optional[int]]:
@@ -166,15 +166,7 @@ def main() -> None:
         fits: dict[str, Callable[[], tuple[Any, dict[str, Any]]]] = {
             "sapwood.spark": fit_sapwood, "xgboost.spark": fit_xgboost,
         }
-        times: dict[str, list[float]] = {k: [] for k in fits}
-        sent: dict[str, list[int]] = {k: [] for k in fits}
-        last: dict[str, tuple[Any, dict[str, Any]]] = {}
-        for _ in range(a.repeat):
-            for name, fit in fits.items():
-                before, t0 = loopback_bytes(), time.perf_counter()
-                last[name] = fit()
-                times[name].append(time.perf_counter() - t0)
-                sent[name].append(loopback_bytes() - before)
+        times, sent, last = timed_fits(fits, a.repeat)
 
         def score(model: Any) -> float:
             """Held-out AUC of the positive class's probability from transform."""

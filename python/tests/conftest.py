@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pytest
@@ -82,3 +83,22 @@ def cli_binary() -> Path | None:
     target = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
     built = [p for p in (target / "release" / "sapwood", target / "debug" / "sapwood") if p.exists()]
     return max(built, key=lambda p: p.stat().st_mtime) if built else None
+
+
+def marking_rounds(marker: Path, give_up: float) -> Callable[[Any], bool]:
+    """A round callback for the tests that kill a rank mid-training: run on rank 0, it
+    writes its process id to ``marker`` at round 3 (whole, then renamed, so that it is never
+    read half-written), slows every round by 50 ms so training outlasts the kill, and stops
+    training ``give_up`` seconds after it was made, so a loss that is never noticed fails
+    the test instead of training forever."""
+    started = time.time()
+
+    def slow_rounds(info: Any) -> bool:
+        if info.iteration == 3:
+            partial = marker.with_suffix(".partial")
+            partial.write_text(str(os.getpid()))
+            partial.replace(marker)
+        time.sleep(0.05)
+        return time.time() - started > give_up
+
+    return slow_rounds

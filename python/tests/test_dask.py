@@ -38,7 +38,7 @@ from sapwood.dask import (  # noqa: E402
     _split,
 )
 
-from conftest import REPO  # noqa: E402
+from conftest import REPO, marking_rounds  # noqa: E402
 
 #: Parameters that exercise the hashed samplers: row subsampling, column sampling and
 #: cut sampling from fewer rows than the data has.
@@ -378,17 +378,7 @@ def test_a_lost_worker_makes_fit_raise_within_the_timeout(tmp_path: Path, how: s
     train, _ = bundled("synthetic")
     y = train.pop("y").to_numpy(np.float32)
     X = train.to_numpy(np.float64)
-    started = time.time()
-
-    def slow_rounds(info: sapwood.RoundInfo) -> bool:
-        # runs on rank 0, in its worker: says which process it is once training is under
-        # way (written whole, then renamed, so that it is never read half-written)
-        if info.iteration == 3:
-            partial = marker.with_suffix(".partial")
-            partial.write_text(str(os.getpid()))
-            partial.replace(marker)
-        time.sleep(0.05)
-        return time.time() - started > give_up
+    slow_rounds = marking_rounds(marker, give_up)
 
     with LocalCluster(
         n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0",

@@ -33,7 +33,7 @@ import pytest
 import sapwood
 from sapwood import SapwoodClassifier, SapwoodRanker, SapwoodRegressor
 
-from conftest import REPO
+from conftest import REPO, marking_rounds
 
 REQUIRED = os.environ.get("SAPWOOD_REQUIRE_SPARK", "") not in ("", "0")
 
@@ -431,15 +431,7 @@ def test_a_killed_executor_makes_fit_raise_naming_the_rank(
     train = bundled("breast_cancer")
     columns = [c for c in train.columns if c != "target"]
     df = frame_of(spark, train)
-    started = time.time()
-
-    def slow_rounds(info: sapwood.RoundInfo) -> bool:
-        if info.iteration == 3:
-            partial = marker.with_suffix(".partial")
-            partial.write_text(str(os.getpid()))
-            partial.replace(marker)
-        time.sleep(0.05)
-        return time.time() - started > give_up
+    slow_rounds = marking_rounds(marker, give_up)
 
     lost: dict[str, Any] = {}
 
