@@ -430,7 +430,8 @@ def _job_error(error: Exception) -> Exception:
     if lost:
         p = lost.group(1)
         return BackendError(
-            f"rank {p} of the Spark training job (the task of partition {p}) failed: {first}"
+            f"the Spark training task of partition {p} (rank {p} unless an earlier partition "
+            f"was empty: the ranks are the non-empty partitions) failed: {first}"
         )
     return BackendError(f"the Spark training job failed: {first}")
 
