@@ -3,8 +3,8 @@
 //! class outputs, label domains).
 
 use sapwood::{
-    Booster, Dataset, Label, ObjectiveKind, Output, Params, PredictOptions, Quantisation, Quiet,
-    RunOptions,
+    Booster, Checked, Dataset, Label, ObjectiveKind, Output, Params, PredictOptions, Quantisation,
+    Quiet, RunOptions,
 };
 use sapwood_tests::{bundled, synthetic};
 
@@ -294,11 +294,10 @@ fn labels_outside_a_loss_domain_are_errors_naming_the_row() {
             .to_string();
         assert!(e.contains("row 17"), "{objective}: {e}");
     }
-    let e = Params {
+    let e = Checked::new(Params {
         quantile_alpha: vec![1.5],
         ..params_for(ObjectiveKind::QuantileError)
-    }
-    .validate()
+    })
     .unwrap_err()
     .to_string();
     assert!(e.contains("quantile_alpha"), "{e}");
@@ -599,10 +598,10 @@ fn a_cox_label_of_zero_is_an_error_naming_the_row() {
     // cox-nloglik applies to Cox only, and Cox takes no other metric
     let mut p = params.clone();
     p.set("eval_metric", "rmse").unwrap();
-    assert!(p.validate().unwrap_err().to_string().contains("rmse"));
+    assert!(Checked::new(p).unwrap_err().to_string().contains("rmse"));
     let mut p = Params::default();
     p.set("eval_metric", "cox-nloglik").unwrap();
-    assert!(p.validate().is_err());
+    assert!(Checked::new(p).is_err());
 }
 
 #[test]

@@ -2,8 +2,8 @@
 //! growth limits, categorical handling and bad input.
 
 use sapwood::{
-    Booster, ClassLabel, Control, Dataset, Error, GrowPolicy, Metric, ObjectiveKind, Params,
-    PredictOptions, Quantisation, RoundReport, TrainObserver,
+    Booster, Checked, ClassLabel, Control, Dataset, Error, GrowPolicy, Metric, ObjectiveKind,
+    Params, PredictOptions, Quantisation, RoundReport, Rows, RunOptions, TrainJob, TrainObserver,
 };
 use sapwood_tests::synthetic;
 
@@ -739,9 +739,22 @@ impl TrainObserver for Keeper {
             .push(sapwood::Checkpoint::from_json(&c.to_json()).unwrap());
         Ok(())
     }
-    fn resume_from(&mut self) -> sapwood::Result<Option<sapwood::Checkpoint>> {
-        Ok(self.resume.take())
-    }
+}
+
+/// Trains like [`Booster::train_with`], resuming from the keeper's checkpoint if it holds
+/// one.
+fn train_keeping(
+    params: &Params,
+    run: &RunOptions,
+    train: &Dataset<'_>,
+    evals: &[(&str, &Dataset<'_>)],
+    keeper: &mut Keeper,
+) -> sapwood::Result<Booster> {
+    let (params, run) = (Checked::new(params.clone())?, Checked::new(*run)?);
+    let resume = keeper.resume.take();
+    let job =
+        TrainJob::new(&params, &run, Rows::Columns { train, evals }).resuming(resume.as_ref());
+    Booster::fit(job, keeper)
 }
 
 #[test]
@@ -770,7 +783,7 @@ fn resuming_any_checkpoint_saves_the_uninterrupted_model_bytes() {
             resume: None,
         };
         let whole =
-            Booster::train_with(&params, &run, &train, &[("valid", &valid)], &mut keeper).unwrap();
+            train_keeping(&params, &run, &train, &[("valid", &valid)], &mut keeper).unwrap();
         assert!(keeper.kept.len() >= 2, "{} checkpoints", keeper.kept.len());
         assert!(whole.best_iteration().is_some());
         for c in keeper.kept.clone() {
@@ -781,8 +794,7 @@ fn resuming_any_checkpoint_saves_the_uninterrupted_model_bytes() {
                 resume: Some(c),
             };
             let resumed =
-                Booster::train_with(&params, &run, &train, &[("valid", &valid)], &mut again)
-                    .unwrap();
+                train_keeping(&params, &run, &train, &[("valid", &valid)], &mut again).unwrap();
             assert!(
                 resumed.to_json() == whole.to_json(),
                 "{workers} workers, resumed after round {rounds}: model differs"
@@ -800,13 +812,13 @@ fn resuming_any_checkpoint_saves_the_uninterrupted_model_bytes() {
         early_stopping_rounds: None,
         ..params.clone()
     };
-    Booster::train_with(&other, &Default::default(), &train, &[], &mut keeper).unwrap();
+    train_keeping(&other, &Default::default(), &train, &[], &mut keeper).unwrap();
     let mut wrong = Keeper {
         every: 0,
         kept: Vec::new(),
         resume: keeper.kept.pop(),
     };
-    let e = Booster::train_with(
+    let e = train_keeping(
         &params,
         &Default::default(),
         &train,
@@ -839,7 +851,7 @@ fn resuming_after_the_best_round_keeps_early_stoppings_state() {
         kept: Vec::new(),
         resume: None,
     };
-    let whole = Booster::train_with(
+    let whole = train_keeping(
         &params,
         &Default::default(),
         &train,
@@ -874,7 +886,7 @@ fn resuming_after_the_best_round_keeps_early_stoppings_state() {
             kept: Vec::new(),
             resume: Some(c),
         };
-        let resumed = Booster::train_with(
+        let resumed = train_keeping(
             &params,
             &Default::default(),
             &train,

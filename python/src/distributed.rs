@@ -10,7 +10,7 @@ use std::time::Duration;
 use pyo3::prelude::*;
 use sapwood::collective::tcp::{TcpConfig, TcpTransport};
 use sapwood::collective::RingCollective;
-use sapwood::{Booster, Dataset, Rows, Settings, TrainJob};
+use sapwood::{Booster, CheckedSettings, Dataset, Rows, TrainJob};
 
 use crate::booster::NativeBooster;
 use crate::data::NativeData;
@@ -27,7 +27,7 @@ struct Rank<'a> {
 
 /// Joins the job, then trains this rank's rows.
 fn train_rank(
-    settings: &Settings,
+    settings: &CheckedSettings,
     rank: &Rank<'_>,
     train: &Dataset<'_>,
     evals: &[(&str, &Dataset<'_>)],
@@ -60,7 +60,7 @@ fn train_rank(
 /// stop.
 fn train_rank_interruptibly(
     py: Python<'_>,
-    settings: &Settings,
+    settings: &CheckedSettings,
     rank: &Rank<'_>,
     train: &Dataset<'_>,
     evals: &[(&str, &Dataset<'_>)],

@@ -1,25 +1,25 @@
 //! Python keyword parameters to the engine's `Settings` (model parameters and run options).
 
 use pyo3::prelude::*;
-use sapwood::{Settings, PARAM_NAMES, RUN_OPTION_NAMES};
+use sapwood::{CheckedSettings, Settings, PARAM_NAMES, RUN_OPTION_NAMES};
 
 use crate::errors::{guarded, OrRaise};
 
-/// Builds `Settings` from `(name, value)` pairs already written as text by the Python
-/// layer; names may be XGBoost or LightGBM aliases. Values are checked by the engine's
-/// own parser so messages match the command line.
-pub fn params_from(pairs: &[(String, String)]) -> PyResult<Settings> {
+/// Parses `(name, value)` pairs already written as text by the Python layer (names may be
+/// XGBoost or LightGBM aliases) into settings, checked once: the engine's own parser and
+/// checks, so messages match the command line.
+pub fn params_from(pairs: &[(String, String)]) -> PyResult<CheckedSettings> {
     let mut settings = Settings::default();
     for (name, value) in pairs {
         settings.set(name, value).or_raise()?;
     }
-    Ok(settings)
+    settings.checked().or_raise()
 }
 
 /// Checks parameters without training: every name is known and every value in range.
 #[pyfunction]
 pub fn check_params(pairs: Vec<(String, String)>) -> PyResult<()> {
-    guarded(|| params_from(&pairs)?.validate().or_raise())
+    guarded(|| params_from(&pairs).map(drop))
 }
 
 /// Every parameter and run option name with its XGBoost/LightGBM aliases.

@@ -11,8 +11,8 @@ use pyo3::prelude::*;
 use std::path::PathBuf;
 
 use sapwood::{
-    Booster, Checkpoint, Control, CustomEval, Dataset, EvalMargins, RoundReport, Rows, Settings,
-    TrainJob, TrainObserver,
+    Booster, CheckedSettings, Checkpoint, Control, CustomEval, Dataset, EvalMargins, RoundReport,
+    Rows, TrainJob, TrainObserver,
 };
 
 use crate::booster::NativeBooster;
@@ -23,12 +23,11 @@ use crate::errors::{guarded, panic_message, Kind, OrRaise};
 /// enough to cost nothing next to a boosting round.
 pub(crate) const SIGNAL_POLL: Duration = Duration::from_millis(20);
 
-/// Where checkpoints go and which one training continues from.
+/// Where checkpoints go and how often.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Checkpointing {
     path: Option<PathBuf>,
     every: usize,
-    resume: Option<PathBuf>,
 }
 
 /// A custom metric computed in Python from the evaluation sets' margins after each round.
@@ -197,14 +196,6 @@ impl TrainObserver for Observer<'_> {
                 .map_err(|e| self.fail(e, "obj")),
         )
     }
-
-    fn resume_from(&mut self) -> sapwood::Result<Option<Checkpoint>> {
-        self.checkpoints
-            .resume
-            .as_deref()
-            .map(Checkpoint::load)
-            .transpose()
-    }
 }
 
 /// What the training thread hands back: the booster, and an exception a Python callback
@@ -264,11 +255,13 @@ where
     }
 }
 
-/// The Python side of a run: callbacks, the model to continue, custom objective and metric.
+/// The Python side of a run: callbacks, the model to continue, the checkpoint to resume,
+/// custom objective and metric.
 struct Hooks<'a> {
     callback: Option<&'a Py<PyAny>>,
     checkpoints: &'a Checkpointing,
     init: Option<&'a Booster>,
+    resume: Option<&'a Checkpoint>,
     objective: Option<&'a Py<PyAny>>,
     metric: Option<&'a Py<PyAny>>,
 }
@@ -276,7 +269,7 @@ struct Hooks<'a> {
 /// Trains in this process (see [`interruptibly`]).
 fn train_interruptibly(
     py: Python<'_>,
-    settings: &Settings,
+    settings: &CheckedSettings,
     train: &Dataset<'_>,
     evals: &[(&str, &Dataset<'_>)],
     hooks: &Hooks<'_>,
@@ -294,7 +287,9 @@ fn train_interruptibly(
             error: None,
         };
         let rows = Rows::Columns { train, evals };
-        let job = TrainJob::new(&settings.params, &settings.run, rows).continuing(hooks.init);
+        let job = TrainJob::new(&settings.params, &settings.run, rows)
+            .continuing(hooks.init)
+            .resuming(hooks.resume);
         (Booster::fit(job, &mut observer), observer.error)
     })
 }
@@ -350,13 +345,18 @@ pub fn train(
         let checkpoints = Checkpointing {
             path,
             every: every.unwrap_or(0),
-            resume,
         };
+        let resume = resume
+            .as_deref()
+            .map(Checkpoint::load)
+            .transpose()
+            .or_raise()?;
         let init = init.as_ref().map(|b| b.get());
         let hooks = Hooks {
             callback: callback.as_ref(),
             checkpoints: &checkpoints,
             init: init.map(NativeBooster::engine),
+            resume: resume.as_ref(),
             objective: objective.as_ref(),
             metric: metric.as_ref(),
         };

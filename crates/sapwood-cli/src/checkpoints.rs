@@ -1,7 +1,7 @@
 //! `--checkpoint`, `--checkpoint-every` and `--resume`: checkpoints written atomically every
 //! N rounds, and a run continued from one to the bytes of a run never stopped.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use sapwood::{Checkpoint, Control, RoundReport, TrainObserver};
 
@@ -13,8 +13,16 @@ pub struct Checkpoints<'a, O: TrainObserver> {
     pub path: Option<PathBuf>,
     /// Rounds between checkpoints.
     pub every: usize,
-    /// The checkpoint to continue from.
-    pub resume: Option<PathBuf>,
+}
+
+/// The checkpoint `--resume` names, loaded (and said on stderr).
+pub fn resume_of(path: Option<&Path>) -> sapwood::Result<Option<Checkpoint>> {
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    let c = Checkpoint::load(path)?;
+    eprintln!("resuming from {} after round {}", path.display(), c.rounds);
+    Ok(Some(c))
 }
 
 impl<O: TrainObserver> TrainObserver for Checkpoints<'_, O> {
@@ -35,14 +43,5 @@ impl<O: TrainObserver> TrainObserver for Checkpoints<'_, O> {
             Some(p) => checkpoint.save(p),
             None => Ok(()),
         }
-    }
-
-    fn resume_from(&mut self) -> sapwood::Result<Option<Checkpoint>> {
-        let Some(path) = &self.resume else {
-            return Ok(None);
-        };
-        let c = Checkpoint::load(path)?;
-        eprintln!("resuming from {} after round {}", path.display(), c.rounds);
-        Ok(Some(c))
     }
 }

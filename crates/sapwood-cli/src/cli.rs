@@ -68,33 +68,33 @@ pub struct TrainArgs {
     #[arg(long)]
     pub objective: Option<String>,
     /// Boosting rounds.
-    #[arg(long)]
-    pub rounds: Option<usize>,
+    #[arg(long, value_name = "N")]
+    pub rounds: Option<String>,
     /// Learning rate (eta).
-    #[arg(long)]
-    pub learning_rate: Option<f64>,
+    #[arg(long, value_name = "RATE")]
+    pub learning_rate: Option<String>,
     /// Maximum tree depth (0: none).
-    #[arg(long)]
-    pub max_depth: Option<usize>,
+    #[arg(long, value_name = "DEPTH")]
+    pub max_depth: Option<String>,
     /// Maximum leaves per tree (0: none); implies leaf-wise growth unless grow_policy is set.
-    #[arg(long)]
-    pub max_leaves: Option<usize>,
+    #[arg(long, value_name = "LEAVES")]
+    pub max_leaves: Option<String>,
     /// Bins per feature, the missing bin included.
-    #[arg(long)]
-    pub max_bin: Option<usize>,
+    #[arg(long, value_name = "BINS")]
+    pub max_bin: Option<String>,
     /// Stop when the last validation metric has not improved for N rounds.
-    #[arg(long)]
-    pub early_stopping: Option<usize>,
+    #[arg(long, value_name = "ROUNDS")]
+    pub early_stopping: Option<String>,
     /// Threads (0: all cores).
-    #[arg(long)]
-    pub threads: Option<usize>,
+    #[arg(long, value_name = "N")]
+    pub threads: Option<String>,
     /// Device: cpu, wgpu or cuda, optionally with an index (`cuda:1`, `wgpu:0`), or a
     /// comma-separated list of one device per worker (`cuda:0,cuda:1`).
     #[arg(long)]
     pub device: Option<String>,
     /// In-process workers.
-    #[arg(long)]
-    pub workers: Option<usize>,
+    #[arg(long, value_name = "N")]
+    pub workers: Option<String>,
     /// How workers communicate: `in-process` (threads of this process, the default),
     /// `mpi`, one worker per MPI rank (`mpirun -np N sapwood train ... --collective mpi`),
     /// or `tcp`, one worker per process started on each host with `--rank`, `--world`,

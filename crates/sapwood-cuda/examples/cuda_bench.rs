@@ -34,7 +34,7 @@ use sapwood_core::collective::SingleWorker;
 use sapwood_core::data::{BinnedMatrix, Bins, Column, FeatureMatrix};
 use sapwood_core::hash::SampleRate;
 use sapwood_core::objective::{Objective, ObjectiveKind};
-use sapwood_core::params::{GrowPolicy, Params, Quantisation};
+use sapwood_core::params::{Checked, GrowPolicy, Params, Quantisation};
 use sapwood_core::quantise::{GroupScales, Scale};
 use sapwood_core::train::{self, Quiet, Shard};
 use sapwood_core::tree::NodeId;
@@ -66,6 +66,7 @@ fn data(n: usize, seed: u64) -> (FeatureMatrix<'static>, Vec<f32>) {
 }
 
 fn train_time(params: &Params, n: usize, factory: &dyn BackendFactory) -> (String, f64) {
+    let params = &Checked::new(params.clone()).expect("valid parameters");
     let (features, y) = data(n, 7);
     let shard = Shard {
         features: features.slice_rows(0..n),
@@ -343,7 +344,7 @@ mod nccl {
     use sapwood_collective::{in_process, RingCollective};
     use sapwood_core::backend::CpuFactory;
     use sapwood_core::collective::Collective;
-    use sapwood_core::params::{CommCodec, GrowPolicy, Params, Quantisation};
+    use sapwood_core::params::{Checked, CommCodec, GrowPolicy, Params, Quantisation};
     use sapwood_core::train::{self, Quiet, Shard};
     use sapwood_cuda::nccl::NcclCollective;
     use sapwood_cuda::{CudaFactory, CudaOptions};
@@ -353,6 +354,7 @@ mod nccl {
     /// One training over `world` ranks, NCCL summing packed lanes or plain i64 values;
     /// exits 1 when a rank's model is not `cpu`.
     fn once(params: &Params, n: usize, world: usize, cpu: &str, label: &str, packed: bool) {
+        let params = &Checked::new(params.clone()).expect("valid parameters");
         let (features, y) = data(n, 7);
         let bounds: Vec<usize> = (0..=world).map(|w| w * n / world).collect();
         let factory = CudaFactory::new();

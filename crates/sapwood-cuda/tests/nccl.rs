@@ -13,7 +13,7 @@ use std::time::Duration;
 use sapwood_collective::{in_process, RingCollective};
 use sapwood_core::collective::Collective;
 use sapwood_core::objective::ObjectiveKind;
-use sapwood_core::params::{CommCodec, GrowPolicy, Params, Quantisation};
+use sapwood_core::params::{Checked, CommCodec, GrowPolicy, Params, Quantisation};
 use sapwood_core::train::{self, Quiet, Shard};
 use sapwood_cuda::nccl::NcclCollective;
 use sapwood_cuda::{CudaFactory, CudaOptions};
@@ -35,6 +35,7 @@ struct RankResult {
 /// `params` on `rows` rows of mixed_features split over `world` ranks (threads joined by
 /// the in-process collective, wrapped in NcclCollective), rank r on GPU r % gpus.
 fn train_over_nccl(params: &Params, rows: usize, world: usize) -> Vec<RankResult> {
+    let params = &Checked::new(params.clone()).expect("valid parameters");
     let data = mixed_features(rows, 17);
     let y = labels_for(params.objective, &data.signal);
     let bounds: Vec<usize> = (0..=world).map(|w| w * rows / world).collect();

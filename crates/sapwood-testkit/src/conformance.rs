@@ -18,7 +18,7 @@ use sapwood_core::data::FeatureCuts;
 use sapwood_core::hash::{HashKey, SampleRate, Stream};
 use sapwood_core::hist::HistBin;
 use sapwood_core::objective::{Objective, ObjectiveKind, ObjectiveParams};
-use sapwood_core::params::{GrowPolicy, Params, Quantisation};
+use sapwood_core::params::{Checked, GrowPolicy, Params, Quantisation};
 use sapwood_core::quantise::{quantise_exact, GroupScales, Scale};
 use sapwood_core::split::{BinSet, SplitRule};
 use sapwood_core::train::{self, Quiet, Shard};
@@ -1209,7 +1209,7 @@ pub fn training_margins_equal_model_predictions(factory: &dyn BackendFactory) {
             last: Arc::default(),
         };
         let trained = train::train(
-            &params,
+            &Checked::new(params).expect("valid parameters"),
             shard,
             vec![],
             &mut sapwood_core::collective::SingleWorker,

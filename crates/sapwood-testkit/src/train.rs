@@ -8,7 +8,7 @@ use sapwood_collective::{in_process, RingCollective};
 use sapwood_core::backend::{BackendFactory, CpuFactory};
 use sapwood_core::collective::SingleWorker;
 use sapwood_core::model::Model;
-use sapwood_core::params::{CommCodec, Params};
+use sapwood_core::params::{Checked, CommCodec, Params};
 use sapwood_core::train::{self, Quiet, Shard};
 
 use crate::data::{labels_for, mixed_features};
@@ -60,6 +60,7 @@ impl Job {
 /// The model of `job` trained with backends from `factory`; with several workers, every
 /// worker must end with the same model.
 pub fn train_model(params: &Params, factory: &dyn BackendFactory, job: Job) -> Model {
+    let params = &Checked::new(params.clone()).unwrap_or_else(|e| panic!("{params:?}: {e}"));
     let data = mixed_features(job.rows, job.seed);
     let (n, workers) = (job.rows, job.workers.max(1));
     let y = labels_for(params.objective, &data.signal);

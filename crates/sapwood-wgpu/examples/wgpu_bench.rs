@@ -11,7 +11,7 @@ use sapwood_core::collective::SingleWorker;
 use sapwood_core::data::{BinnedMatrix, Bins, Column, FeatureMatrix};
 use sapwood_core::hash::SampleRate;
 use sapwood_core::objective::{Objective, ObjectiveKind};
-use sapwood_core::params::{Params, Quantisation};
+use sapwood_core::params::{Checked, Params, Quantisation};
 use sapwood_core::quantise::{GroupScales, Scale};
 use sapwood_core::train::{self, Quiet, Shard};
 use sapwood_core::tree::NodeId;
@@ -84,10 +84,11 @@ fn train_secs(factory: &dyn BackendFactory, n: usize, nf: usize, rounds: usize) 
             .collect(),
     )
     .expect("features");
-    let params = Params {
+    let params = Checked::new(Params {
         num_rounds: rounds,
         ..Default::default()
-    };
+    })
+    .expect("valid parameters");
     let t = Instant::now();
     let model = train::train(
         &params,

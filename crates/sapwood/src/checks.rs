@@ -3,7 +3,7 @@
 
 use sapwood_core::model::Model;
 use sapwood_core::objective::ObjectiveKind;
-use sapwood_core::params::{CollectiveKind, Params, RunOptions};
+use sapwood_core::params::{Checked, CollectiveKind, Params, RunOptions};
 use sapwood_core::train::EvalSet;
 
 use crate::dataset::{check_base_margin, Label};
@@ -11,18 +11,17 @@ use crate::labels;
 use crate::stream::BinnedDataset;
 use crate::{Error, Result};
 
-/// Validates the parameters and run options (the one place they are checked before
-/// training) and encodes the training labels; fills `num_class` from them.
+/// Checks what the job's checked parameters and run options must fit (the workers, the
+/// evaluation sets, the labels, the model to continue) and encodes the training labels;
+/// fills `num_class` from them.
 pub(crate) fn prepare(
-    params: &Params,
+    params: &Checked<Params>,
     run: &RunOptions,
     label: Option<&Label>,
     n_rows: usize,
     n_evals: usize,
     init: Option<&Model>,
-) -> Result<(Params, labels::Encoded)> {
-    params.validate()?;
-    run.validate()?;
+) -> Result<(Checked<Params>, labels::Encoded)> {
     if let Some(m) = init {
         check_init_objective(params, m)?;
     }
@@ -32,7 +31,6 @@ pub(crate) fn prepare(
             "in-process training takes collective = in-process; a rank of a distributed job (MPI, TCP ranks, Dask, Spark) trains through its collective (Workers::Rank)",
         ));
     }
-    check_param_combinations(params)?;
     if params.early_stopping_rounds.is_some() && n_evals == 0 {
         return Err(Error::param(
             "early_stopping_rounds",
@@ -45,19 +43,16 @@ pub(crate) fn prepare(
         return Err(Error::EmptyData("the training dataset has no rows".into()));
     }
     let encoded = encode_for(params.objective, label, init)?;
-    let mut params = params.clone();
     if let (Some(c), true) = (&encoded.classes, params.objective.is_multiclass()) {
-        match params.num_class {
-            Some(k) if k != c.len() => {
-                return Err(Error::param(
-                    "num_class",
-                    format!("{k} given but the labels have {} classes", c.len()),
-                ))
-            }
-            _ => params.num_class = Some(c.len()),
+        if let Some(k) = params.num_class.filter(|&k| k != c.len()) {
+            return Err(Error::param(
+                "num_class",
+                format!("{k} given but the labels have {} classes", c.len()),
+            ));
         }
+        return Ok((params.with_num_class(c.len())?, encoded));
     }
-    Ok((params, encoded))
+    Ok((params.clone(), encoded))
 }
 
 /// Refuses to continue a model with another objective before the labels are encoded for
@@ -108,21 +103,6 @@ fn known_groups(params: &Params) -> Option<usize> {
 pub(crate) fn check_train_margins(margins: &[f32], n: usize, params: &Params) -> Result<usize> {
     check_base_margin(margins, n, known_groups(params))?;
     Ok(margins.len() / n.max(1))
-}
-
-/// Parameters that validate alone but contradict each other.
-pub(crate) fn check_param_combinations(params: &Params) -> Result<()> {
-    if let (Some(k), false) = (params.num_class, params.objective.takes_num_class()) {
-        return Err(Error::param(
-            "num_class",
-            format!(
-                "{k} given but {} has one output; num_class is for multi:softprob, \
-                 multi:softmax and custom",
-                params.objective
-            ),
-        ));
-    }
-    Ok(())
 }
 
 /// An evaluation set binned as it was read, with its labels encoded as the training

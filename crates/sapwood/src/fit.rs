@@ -1,7 +1,7 @@
 //! [`Booster::fit`], the one function every front end (the CLI, Python, Dask, Spark, the
 //! Rust conveniences) trains through, and the conveniences themselves.
 
-use sapwood_core::params::{Params, RunOptions};
+use sapwood_core::params::{Checked, Params, RunOptions};
 use sapwood_core::train::{Quiet, TrainObserver};
 
 use crate::booster::Booster;
@@ -12,19 +12,24 @@ use crate::Result;
 
 impl Booster {
     /// Runs `job`, telling `observer` about every round: it may stop training (the rounds
-    /// so far are kept), keep checkpoints, and give the checkpoint to resume from
-    /// ([`TrainObserver::resume_from`]). Parameters and run options are validated here,
-    /// before any work.
+    /// so far are kept) and keep checkpoints. Its parameters and run options were checked where
+    /// they entered; what depends on the data (labels, classes, evaluation sets, the model
+    /// to continue) is checked here, before any work.
     pub fn fit(job: TrainJob<'_>, observer: &mut dyn TrainObserver) -> Result<Booster> {
         let TrainJob {
             params,
             run,
             rows,
             init_model,
+            resume,
             workers,
         } = job;
+        let start = crate::job::Start {
+            init: init_model,
+            resume,
+        };
         match workers {
-            Workers::InProcess => crate::in_process::fit(params, run, rows, init_model, observer),
+            Workers::InProcess => crate::in_process::fit(params, run, rows, start, observer),
             Workers::Rank {
                 collective,
                 row_offset,
@@ -33,7 +38,7 @@ impl Booster {
                 let part = crate::rank::Part {
                     params,
                     run,
-                    init: init_model,
+                    start,
                     row_offset,
                     n_total,
                 };
@@ -43,7 +48,8 @@ impl Booster {
     }
 
     /// Trains on `train` with the default run options (all cores, CPU, one worker),
-    /// reporting metrics on `evals` (name, dataset).
+    /// reporting metrics on `evals` (name, dataset). The conveniences check `params` and
+    /// `run` (they are where a Rust caller's parameters enter) and call [`Booster::fit`].
     pub fn train(
         params: &Params,
         train: &Dataset<'_>,
@@ -62,8 +68,9 @@ impl Booster {
         evals: &[(&str, &Dataset<'_>)],
         observer: &mut dyn TrainObserver,
     ) -> Result<Booster> {
+        let (params, run) = checked(params, run)?;
         Self::fit(
-            TrainJob::new(params, run, Rows::Columns { train, evals }),
+            TrainJob::new(&params, &run, Rows::Columns { train, evals }),
             observer,
         )
     }
@@ -80,7 +87,8 @@ impl Booster {
         evals: &[(&str, &Dataset<'_>)],
         observer: &mut dyn TrainObserver,
     ) -> Result<Booster> {
-        let job = TrainJob::new(params, run, Rows::Columns { train, evals });
+        let (params, run) = checked(params, run)?;
+        let job = TrainJob::new(&params, &run, Rows::Columns { train, evals });
         Self::fit(job.continuing(Some(init)), observer)
     }
 
@@ -98,6 +106,12 @@ impl Booster {
             evals,
             base_margin: None,
         };
-        Self::fit(TrainJob::new(params, run, rows), observer)
+        let (params, run) = checked(params, run)?;
+        Self::fit(TrainJob::new(&params, &run, rows), observer)
     }
+}
+
+/// A Rust caller's parameters and run options, checked.
+fn checked(params: &Params, run: &RunOptions) -> Result<(Checked<Params>, Checked<RunOptions>)> {
+    Ok((Checked::new(params.clone())?, Checked::new(*run)?))
 }

@@ -6,55 +6,48 @@ use std::sync::Arc;
 
 use sapwood_collective::{in_process, RingCollective, Transport};
 use sapwood_core::collective::{Collective, SingleWorker};
-use sapwood_core::model::Model;
-use sapwood_core::params::{Params, RunOptions};
+use sapwood_core::params::{Checked, Params, RunOptions};
 use sapwood_core::train::{
-    self, BinnedJob, BinnedShard, EvalInput, Quiet, Shard, Start, TrainObserver,
+    self, BinnedJob, BinnedShard, EvalInput, Quiet, Shard, Start as Begin, TrainObserver,
 };
 
 use crate::booster::{Booster, RunRecord};
 use crate::checks::{binned_eval_set, check_train_margins, eval_labels, prepare};
 use crate::dataset::Dataset;
-use crate::job::Rows;
+use crate::job::{Rows, Start};
 use crate::pool::{factory, in_pool, Recording};
 use crate::stream::BinnedDataset;
 use crate::{Error, Result};
 
 /// Runs a job on `run.workers` in-process workers.
 pub(crate) fn fit(
-    params: &Params,
-    run: &RunOptions,
+    params: &Checked<Params>,
+    run: &Checked<RunOptions>,
     rows: Rows<'_>,
-    init: Option<&Booster>,
+    start: Start<'_>,
     observer: &mut dyn TrainObserver,
 ) -> Result<Booster> {
     match rows {
-        Rows::Columns { train, evals } => columns(
-            params,
-            run,
-            train,
-            evals,
-            init.map(Booster::model),
-            observer,
-        ),
+        Rows::Columns { train, evals } => columns(params, run, train, evals, start, observer),
         Rows::Binned {
             train,
             evals,
             base_margin,
-        } => binned(params, run, train, evals, base_margin, init, observer),
+        } => binned(params, run, train, evals, base_margin, start, observer),
     }
 }
 
 /// Trains in-process workers on columns in memory: each bins its shard with the cuts the
 /// workers agree on.
 fn columns(
-    params: &Params,
+    params: &Checked<Params>,
     run: &RunOptions,
     train: &Dataset<'_>,
     evals: &[(&str, &Dataset<'_>)],
-    init: Option<&Model>,
+    start: Start<'_>,
     observer: &mut dyn TrainObserver,
 ) -> Result<Booster> {
+    let init = start.init.map(Booster::model);
     let (params, encoded) = prepare(
         params,
         run,
@@ -82,7 +75,7 @@ fn columns(
     let chosen = factory(run, 0, run.workers)?;
     let factory = Recording::new(chosen.as_ref());
     // every worker continues from the same checkpoint
-    let resume = observer.resume_from()?;
+    let resume = start.resume.cloned();
     let (trained, mut record) = run_workers(
         run,
         train.n_rows(),
@@ -102,7 +95,7 @@ fn columns(
             } else {
                 Vec::new()
             };
-            let start = Start {
+            let begin = Begin {
                 base_margin: train
                     .base_margin
                     .as_ref()
@@ -110,7 +103,7 @@ fn columns(
                 init_model: init.cloned(),
                 resume: resume.clone(),
             };
-            train::train_started(&params, shard, evals, start, collective, &factory, observer)
+            train::train_started(&params, shard, evals, begin, collective, &factory, observer)
         },
     )?;
     record.backends = factory.names();
@@ -119,15 +112,15 @@ fn columns(
 
 /// Trains in-process workers on rows binned as they were read: each takes its slice.
 fn binned(
-    params: &Params,
+    params: &Checked<Params>,
     run: &RunOptions,
     train: &BinnedDataset,
     evals: &[(&str, &BinnedDataset)],
     base_margin: Option<&[f32]>,
-    init: Option<&Booster>,
+    start: Start<'_>,
     observer: &mut dyn TrainObserver,
 ) -> Result<Booster> {
-    let init = init.map(Booster::model);
+    let init = start.init.map(Booster::model);
     let (params, encoded) = prepare(
         params,
         run,
@@ -154,7 +147,7 @@ fn binned(
     let factory = Recording::new(chosen.as_ref());
     let n = train.n_rows();
     // every worker continues from the same checkpoint
-    let resume = observer.resume_from()?;
+    let resume = start.resume.cloned();
     let (trained, mut record) = run_workers(
         run,
         n,

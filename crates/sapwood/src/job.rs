@@ -1,8 +1,9 @@
-//! One training job: where its rows come from, whether it continues a model, over which
-//! workers it runs. [`Booster::fit`] runs it.
+//! One training job: where its rows come from, how it starts (fresh, continuing a model,
+//! resuming a checkpoint), over which workers it runs. [`Booster::fit`] runs it.
 
 use sapwood_core::collective::Collective;
-use sapwood_core::params::{Params, RunOptions};
+use sapwood_core::params::{Checked, Params, RunOptions};
+use sapwood_core::train::Checkpoint;
 
 use crate::booster::Booster;
 use crate::dataset::Dataset;
@@ -53,10 +54,12 @@ pub enum Workers<'a> {
 
 /// One training job, for [`Booster::fit`].
 pub struct TrainJob<'a> {
-    /// What defines the model.
-    pub params: &'a Params,
-    /// How the job runs (threads, device, workers, codec); the model does not depend on it.
-    pub run: &'a RunOptions,
+    /// What defines the model, checked where it entered ([`Checked::new`],
+    /// [`crate::Settings::checked`]).
+    pub params: &'a Checked<Params>,
+    /// How the job runs (threads, device, workers, codec), checked like the parameters; the
+    /// model does not depend on it.
+    pub run: &'a Checked<RunOptions>,
     /// Where the rows come from.
     pub rows: Rows<'a>,
     /// A saved model to continue (XGBoost's `xgb_model`): its trees are replayed into the
@@ -66,18 +69,24 @@ pub struct TrainJob<'a> {
     /// kept. With the same rows and parameters, 50 rounds continued by 50 save the bytes of
     /// 100 in one go.
     pub init_model: Option<&'a Booster>,
+    /// A checkpoint of this same job to resume from ([`Checkpoint::load`]): its trees are
+    /// replayed and training goes on from its round, to the bytes of a run never stopped.
+    /// It must have been written by this job (parameters, features, cuts, data and, when
+    /// continuing a model, that model): anything else is an error naming what differs.
+    pub resume: Option<&'a Checkpoint>,
     /// Over which workers it trains.
     pub workers: Workers<'a>,
 }
 
 impl<'a> TrainJob<'a> {
     /// A fresh job on in-process workers.
-    pub fn new(params: &'a Params, run: &'a RunOptions, rows: Rows<'a>) -> Self {
+    pub fn new(params: &'a Checked<Params>, run: &'a Checked<RunOptions>, rows: Rows<'a>) -> Self {
         TrainJob {
             params,
             run,
             rows,
             init_model: None,
+            resume: None,
             workers: Workers::InProcess,
         }
     }
@@ -86,6 +95,14 @@ impl<'a> TrainJob<'a> {
     pub fn continuing(self, init: Option<&'a Booster>) -> Self {
         TrainJob {
             init_model: init,
+            ..self
+        }
+    }
+
+    /// The job resuming from `checkpoint` (see [`TrainJob::resume`]).
+    pub fn resuming(self, checkpoint: Option<&'a Checkpoint>) -> Self {
+        TrainJob {
+            resume: checkpoint,
             ..self
         }
     }
@@ -106,4 +123,13 @@ impl<'a> TrainJob<'a> {
             ..self
         }
     }
+}
+
+/// How a job starts, as its workers receive it.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Start<'a> {
+    /// The model it continues.
+    pub init: Option<&'a Booster>,
+    /// The checkpoint it resumes.
+    pub resume: Option<&'a Checkpoint>,
 }

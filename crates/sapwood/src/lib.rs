@@ -32,8 +32,8 @@ pub use sapwood_core::metric::{argmax, Metric};
 pub use sapwood_core::model::{ClassLabel, InputType, Model};
 pub use sapwood_core::objective::ObjectiveKind;
 pub use sapwood_core::params::{
-    CollectiveKind, CommCodec, Device, DeviceIndices, GrowPolicy, Params, Quantisation, RunOptions,
-    Settings, PARAM_NAMES, RUN_OPTION_NAMES,
+    Check, Checked, CheckedSettings, CollectiveKind, CommCodec, Device, DeviceIndices, GrowPolicy,
+    Params, Quantisation, RunOptions, Settings, PARAM_NAMES, RUN_OPTION_NAMES,
 };
 pub use sapwood_core::split::{BinSet, SplitRule};
 pub use sapwood_core::train::{

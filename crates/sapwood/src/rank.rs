@@ -3,15 +3,13 @@
 //! collective.
 
 use sapwood_core::collective::Collective;
-use sapwood_core::params::{Params, RunOptions};
+use sapwood_core::params::{Checked, Params, RunOptions};
 use sapwood_core::train::{self, BinnedJob, BinnedShard, TrainObserver};
 
 use crate::booster::{Booster, RunRecord};
-use crate::checks::{
-    binned_eval_set, check_init_objective, check_param_combinations, check_train_margins,
-};
+use crate::checks::{binned_eval_set, check_init_objective, check_train_margins};
 use crate::dataset::Dataset;
-use crate::job::Rows;
+use crate::job::{Rows, Start};
 use crate::labels;
 use crate::pool::{factory, in_pool, Recording};
 use crate::stream::BinnedDataset;
@@ -21,11 +19,11 @@ use crate::{Error, Result};
 #[derive(Clone, Copy)]
 pub(crate) struct Part<'a> {
     /// What defines the model.
-    pub params: &'a Params,
+    pub params: &'a Checked<Params>,
     /// How the job runs.
-    pub run: &'a RunOptions,
-    /// The model every rank continues.
-    pub init: Option<&'a Booster>,
+    pub run: &'a Checked<RunOptions>,
+    /// How every rank starts (the model it continues, the checkpoint it resumes).
+    pub start: Start<'a>,
     /// Global index of this rank's first row.
     pub row_offset: u64,
     /// Rows over all ranks.
@@ -72,7 +70,7 @@ fn columns(
     ];
     let names = local.features.names();
     agree(&part, names, &kinds, given, local.n_rows(), collective)?;
-    let mut pass = match part.init {
+    let mut pass = match part.start.init {
         Some(b) => b.bin_pass(),
         None => {
             let mut cut = crate::CutPass::for_shard(part.params, part.n_total, part.row_offset);
@@ -81,7 +79,7 @@ fn columns(
         }
     };
     pass.push(&local.features, local.label.clone(), local.weight.clone())
-        .map_err(|e| match part.init {
+        .map_err(|e| match part.start.init {
             Some(_) => train::in_init_model("the training data", e),
             None => e,
         })?;
@@ -164,11 +162,11 @@ fn train_agreed(
     let Part {
         params,
         run,
-        init,
+        start,
         row_offset,
         n_total,
     } = part;
-    let init = init.map(Booster::model);
+    let init = start.init.map(Booster::model);
     let label = local
         .label
         .as_ref()
@@ -178,10 +176,10 @@ fn train_agreed(
         Some(c) => Some(c.to_vec()),
         None => labels::global_classes(params.objective, label, collective)?,
     };
-    let mut params = params.clone();
-    if let (Some(c), true) = (&classes, params.objective.is_multiclass()) {
-        params.num_class = Some(c.len());
-    }
+    let params = match (&classes, params.objective.is_multiclass()) {
+        (Some(c), true) => params.with_num_class(c.len())?,
+        _ => params.clone(),
+    };
     let encoded = labels::Encoded {
         values: labels::encode_with(params.objective, label, classes.as_deref())?,
         classes,
@@ -211,7 +209,7 @@ fn train_agreed(
         shard,
         n_total,
         evals: eval_sets,
-        resume: observer.resume_from()?,
+        resume: start.resume.cloned(),
         init_model: init.cloned(),
     };
     let (trained, threads) = in_pool(run.threads, || {
@@ -225,21 +223,19 @@ fn train_agreed(
     Ok(Booster::finish(trained, encoded.classes, record))
 }
 
-/// Checks the parameters, the run options and the model to continue before any work or
-/// any collective call.
+/// Checks that the model to continue has the job's loss, before any work or any
+/// collective call (the parameters and run options were checked where they entered).
 fn check_part(part: &Part<'_>) -> Result<()> {
-    part.params.validate()?;
-    part.run.validate()?;
-    check_param_combinations(part.params)?;
-    if let Some(b) = part.init {
+    if let Some(b) = part.start.init {
         check_init_objective(part.params, b.model())?;
     }
     Ok(())
 }
 
 /// The ranks agree that they run the same job (see [`job_facts`]; the model to continue
-/// too, so that no rank bins with its cuts while another agrees on cuts) and that their
-/// row ranges follow one another.
+/// too, so that no rank bins with its cuts while another agrees on cuts, and the
+/// checkpoint to resume, so that none replays trees the others lack) and that their row
+/// ranges follow one another.
 fn agree(
     part: &Part<'_>,
     names: &[String],
@@ -256,8 +252,11 @@ fn agree(
         given,
         part.n_total,
     );
-    if let Some(b) = part.init {
+    if let Some(b) = part.start.init {
         facts.push_digest("the model to continue", b.model().to_json().as_bytes());
+    }
+    if let Some(c) = part.start.resume {
+        facts.push_digest("the checkpoint to resume", c.to_json().as_bytes());
     }
     train::agree_job(&facts, collective)?;
     check_shard_ranges(part.row_offset, n_rows as u64, part.n_total, collective)

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use sapwood::collective::{in_process, RingCollective};
 use sapwood::{
-    Booster, CommCodec, Dataset, ObjectiveKind, Params, Quiet, Result, Rows, RunOptions, TrainJob,
+    Booster, Checked, CommCodec, Dataset, ObjectiveKind, Params, Quiet, Result, Rows, RunOptions,
+    TrainJob,
 };
 
 const N: usize = 600;
@@ -64,7 +65,8 @@ fn two_workers_continuing(
                     let offset = rows.start as u64;
                     let local = data(rows, weights, rename);
                     let mut c = RingCollective::new(t, CommCodec::default());
-                    let run = RunOptions::default();
+                    let p = Checked::new(p)?;
+                    let run = Checked::new(RunOptions::default())?;
                     let rows = Rows::Columns {
                         train: &local,
                         evals: &[],

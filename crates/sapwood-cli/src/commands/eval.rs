@@ -125,6 +125,24 @@ pub fn run(a: EvalArgs) -> Result<()> {
         weights.extend(t.weight.unwrap_or_default());
         Ok(())
     })?;
+    check_read(&a, &label_name, &labels, &weights)?;
+    let w = (!weights.is_empty()).then_some(weights.as_slice());
+    let mut out = std::io::stdout().lock();
+    // metrics see what training reported: predictions under a log link, margins otherwise
+    let objective = model.objective();
+    for m in metrics {
+        writeln!(
+            out,
+            "{m}: {:.6}",
+            m.evaluate_for(&objective, &margins, &labels, w)
+        )?;
+    }
+    Ok(())
+}
+
+/// Checks what was read before any metric: some rows, finite labels, valid weights (the
+/// error names the file, the column and the row).
+fn check_read(a: &EvalArgs, label_name: &str, labels: &[f32], weights: &[f32]) -> Result<()> {
     if labels.is_empty() {
         return Err(sapwood::Error::EmptyData(format!(
             "{}: no rows to evaluate",
@@ -138,7 +156,7 @@ pub fn run(a: EvalArgs) -> Result<()> {
             value: labels[row].to_string(),
             reason: "labels must be finite numbers".into(),
         })
-        .context(label_context()));
+        .context(format!("{}: label column `{label_name}`", a.data.display())));
     }
     if let Some(row) = weights
         .iter()
@@ -153,17 +171,6 @@ pub fn run(a: EvalArgs) -> Result<()> {
             a.data.display(),
             a.weight.as_deref().unwrap_or_default()
         )));
-    }
-    let w = (!weights.is_empty()).then_some(weights.as_slice());
-    let mut out = std::io::stdout().lock();
-    // metrics see what training reported: predictions under a log link, margins otherwise
-    let objective = model.objective();
-    for m in metrics {
-        writeln!(
-            out,
-            "{m}: {:.6}",
-            m.evaluate_for(&objective, &margins, &labels, w)
-        )?;
     }
     Ok(())
 }

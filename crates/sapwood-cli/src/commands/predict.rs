@@ -363,19 +363,24 @@ pub fn run(a: PredictArgs) -> Result<()> {
     time.write += finish_start.elapsed();
     // reading is what the stream took beyond the batches' own work
     time.read = streamed.saturating_sub(time.batches);
-    let what = match (objective.kind(), a.raw) {
-        (_, true) => "margins",
-        (ObjectiveKind::Logistic, _) => "probabilities",
-        (k, _) if k.is_multiclass() => "classes and probabilities",
-        (k, _) if k.has_log_link() => "means",
-        _ => "values",
-    };
+    let what = written(objective.kind(), a.raw);
     eprintln!("wrote {what} for {rows} rows to {}", a.out.display());
     if let Some(path) = &a.summary {
         let counts = [rows, used, used * k];
         write_summary(path, counts, start.elapsed(), &time)?;
     }
     Ok(())
+}
+
+/// What the output's value columns hold, in words.
+fn written(kind: ObjectiveKind, raw: bool) -> &'static str {
+    match (kind, raw) {
+        (_, true) => "margins",
+        (ObjectiveKind::Logistic, _) => "probabilities",
+        (k, _) if k.is_multiclass() => "classes and probabilities",
+        (k, _) if k.has_log_link() => "means",
+        _ => "values",
+    }
 }
 
 /// The columns read besides the features: kept columns that are features (read as

@@ -5,8 +5,8 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use sapwood::{
-    BinnedDataset, Booster, Collective, CollectiveKind, CutPass, Label, Params, Rows, RunOptions,
-    Settings, SingleWorker, TrainJob, PARAM_NAMES, RUN_OPTION_NAMES,
+    BinnedDataset, Booster, CheckedSettings, Collective, CollectiveKind, CutPass, Label, Params,
+    Rows, RunOptions, Settings, SingleWorker, TrainJob, PARAM_NAMES, RUN_OPTION_NAMES,
 };
 use sapwood_io::ReadOptions;
 use serde_json::json;
@@ -19,11 +19,12 @@ use crate::settings::{self, apply_config, apply_sets};
 use crate::Interrupted;
 use sapwood::collective::tcp::TcpConfig;
 
-/// Parameters and run options from the config file, the flags and `--set`, checked before
-/// any data is read. Continuing a model (`--init-model`), what is not given is the model's
-/// (as XGBoost's `xgb_model`), except the rounds to add and early stopping, which belong to
-/// a run.
-fn settings_of(a: &TrainArgs, init: Option<&Booster>) -> Result<Settings> {
+/// Parameters and run options from the config file, the flags and `--set`: each value
+/// parsed once (by [`Settings::set`], whatever its spelling or source) and the whole
+/// checked once, before any data is read. Continuing a model (`--init-model`), what is not
+/// given is the model's (as XGBoost's `xgb_model`), except the rounds to add and early
+/// stopping, which belong to a run.
+fn settings_of(a: &TrainArgs, init: Option<&Booster>) -> Result<CheckedSettings> {
     let mut p = Settings::default();
     if let Some(b) = init {
         p.params = Params {
@@ -35,42 +36,37 @@ fn settings_of(a: &TrainArgs, init: Option<&Booster>) -> Result<Settings> {
     if let Some(c) = &a.config {
         apply_config(&mut p, c)?;
     }
-    let flags: [(&str, Option<String>); 11] = [
-        ("objective", a.objective.clone()),
-        ("rounds", a.rounds.map(|v| v.to_string())),
-        ("learning_rate", a.learning_rate.map(|v| v.to_string())),
-        ("max_depth", a.max_depth.map(|v| v.to_string())),
-        ("max_leaves", a.max_leaves.map(|v| v.to_string())),
-        ("max_bin", a.max_bin.map(|v| v.to_string())),
-        ("early_stopping", a.early_stopping.map(|v| v.to_string())),
-        ("threads", a.threads.map(|v| v.to_string())),
-        ("device", a.device.clone()),
-        ("workers", a.workers.map(|v| v.to_string())),
-        ("collective", a.collective.clone()),
+    let flags: [(&str, &Option<String>); 11] = [
+        ("objective", &a.objective),
+        ("rounds", &a.rounds),
+        ("learning_rate", &a.learning_rate),
+        ("max_depth", &a.max_depth),
+        ("max_leaves", &a.max_leaves),
+        ("max_bin", &a.max_bin),
+        ("early_stopping", &a.early_stopping),
+        ("threads", &a.threads),
+        ("device", &a.device),
+        ("workers", &a.workers),
+        ("collective", &a.collective),
     ];
     for (k, v) in &flags {
         if let Some(v) = v {
-            p.set(k, v)?;
+            p.set(k, v)
+                .with_context(|| format!("--{}", k.replace('_', "-")))?;
         }
     }
     check_set_repeats(&flags, &a.set)?;
     apply_sets(&mut p, &a.set)?;
-    p.validate()?;
-    if let (Some(k), false) = (p.params.num_class, p.params.objective.takes_num_class()) {
-        return Err(settings::Error(format!(
-            "num_class={k}: {} has one output; num_class is for multi:softprob, multi:softmax \
-             and custom",
-            p.params.objective
-        ))
-        .into());
-    }
-    if let (Some(n), true) = (p.params.early_stopping_rounds, a.valid.is_empty()) {
+    let checked = p.checked()?;
+    if let (Some(n), true) = (checked.params.early_stopping_rounds, a.valid.is_empty()) {
+        // a fact of the command line, told before the data is read (training itself
+        // refuses early stopping without an evaluation set too)
         return Err(settings::Error(format!(
             "early stopping ({n} rounds) watches a validation set: give one with --valid"
         ))
         .into());
     }
-    Ok(p)
+    Ok(checked)
 }
 
 /// The canonical name of a parameter or run option written as `key` (None when unknown:
@@ -92,7 +88,7 @@ fn canonical(key: &str) -> Option<&'static str> {
 /// Refuses a parameter given both by a flag and by `--set` (in any spelling, e.g.
 /// `--learning-rate` with `--set eta=...`), or twice by `--set`: which should win is a
 /// guess. (A config file is meant to be overridden by both, so it is not compared.)
-fn check_set_repeats(flags: &[(&str, Option<String>)], sets: &[String]) -> Result<()> {
+fn check_set_repeats(flags: &[(&str, &Option<String>)], sets: &[String]) -> Result<()> {
     let mut given: Vec<(&'static str, String)> = flags
         .iter()
         .filter(|(_, v)| v.is_some())
@@ -283,7 +279,6 @@ fn checkpoints_of<'a>(a: &TrainArgs, progress: &'a mut Progress) -> Checkpoints<
         inner: progress,
         path: a.checkpoint.clone(),
         every: a.checkpoint_every,
-        resume: a.resume.clone(),
     }
 }
 
@@ -584,7 +579,7 @@ fn training_cuts(init: Option<&Booster>) -> CutsFrom<'_> {
 }
 
 #[cfg(not(feature = "mpi"))]
-fn run_mpi(_a: TrainArgs, _settings: Settings, _init: Option<Booster>) -> Result<()> {
+fn run_mpi(_a: TrainArgs, _settings: CheckedSettings, _init: Option<Booster>) -> Result<()> {
     Err(settings::Error(
         "--collective mpi: this build of sapwood has no MPI support (build with --features mpi)"
             .into(),
@@ -637,7 +632,7 @@ fn check_queries_whole(
 }
 
 #[cfg(feature = "mpi")]
-fn run_mpi(a: TrainArgs, settings: Settings, init: Option<Booster>) -> Result<()> {
+fn run_mpi(a: TrainArgs, settings: CheckedSettings, init: Option<Booster>) -> Result<()> {
     use sapwood::collective::mpi_transport::MpiTransport;
     use sapwood::collective::{RingCollective, Transport};
     let transport = MpiTransport::init()?.with_timeout(settings.run.comm_timeout);
@@ -736,7 +731,7 @@ fn check_no_tcp_flags(a: &TrainArgs) -> Result<()> {
     }
 }
 
-fn run_tcp(a: TrainArgs, settings: Settings, init: Option<Booster>) -> Result<()> {
+fn run_tcp(a: TrainArgs, settings: CheckedSettings, init: Option<Booster>) -> Result<()> {
     use sapwood::collective::tcp::TcpTransport;
     use sapwood::collective::RingCollective;
     let cfg = tcp_config(&a, settings.run.comm_timeout)?;
@@ -803,11 +798,11 @@ fn agree_on_the_job(
 /// first checks that every rank runs the same job, then reads only its own rows.
 fn train_job(
     a: &TrainArgs,
-    settings: Settings,
+    settings: CheckedSettings,
     init: Option<&Booster>,
     ranks: Option<&mut dyn Collective>,
 ) -> Result<bool> {
-    let Settings { params, run, .. } = settings;
+    let CheckedSettings { params, run } = settings;
     check_column_roles(a, &params)?;
     let distributed = ranks.is_some();
     let mut alone = SingleWorker;
@@ -857,7 +852,10 @@ fn train_job(
         evals: &evals,
         base_margin: base_margin.as_deref(),
     };
-    let mut job = TrainJob::new(&params, &run, rows).continuing(init);
+    let resume = crate::checkpoints::resume_of(a.resume.as_deref())?;
+    let mut job = TrainJob::new(&params, &run, rows)
+        .continuing(init)
+        .resuming(resume.as_ref());
     if distributed {
         job = job.on_rank(coll, shard.rows.start, source.num_rows());
     }
@@ -870,7 +868,10 @@ fn train_job(
         let workers = if distributed { size } else { run.workers };
         write_outputs(
             a,
-            &RunOptions { workers, ..run },
+            &RunOptions {
+                workers,
+                ..run.into_inner()
+            },
             &mut booster,
             source.num_rows() as usize,
             local.names().len(),

@@ -267,65 +267,7 @@ impl Learner<'_> {
 
     /// Splits every node of `batch`; returns the children that can split in turn.
     fn split(&mut self, batch: Vec<Expandable>) -> Result<Vec<Expandable>> {
-        let monotone = self.state.rules().has_monotone();
-        let intermediate = self.state.rules().intermediate();
-        let mut splits = Vec::with_capacity(batch.len());
-        let mut kept = Vec::with_capacity(batch.len());
-        for mut e in batch {
-            if intermediate {
-                // the nodes of a batch split one after another: each sees the leaves its
-                // predecessors made, as if they had been split one at a time
-                let b = self.state.adjacent_bounds(e.id, |q| self.is_leaf(q));
-                if b != self.state.info[e.id.index()].bounds {
-                    self.state.info[e.id.index()].bounds = b;
-                    match self.best_of(&[e.id])?.pop().flatten() {
-                        Some(best) => e.best = best,
-                        None => {
-                            self.store.release(e.id);
-                            continue;
-                        }
-                    }
-                }
-            }
-            let (left, right) = (self.new_node(), self.new_node());
-            let c = &e.best;
-            self.nodes[e.id.index()].split = Some(Split {
-                feature: c.feature,
-                rule: c.rule.clone(),
-                default_left: c.default_left,
-                left,
-                right,
-                gain: c.gain,
-            });
-            splits.push(NodeSplit {
-                node: e.id,
-                left,
-                right,
-                feature: c.feature,
-                rule: c.rule.clone(),
-                default_left: c.default_left,
-            });
-            // the children's weights within the parent's bounds: what the split was
-            // chosen with
-            let b = self.state.info[e.id.index()].bounds;
-            let ((mut wl, hl), (mut wr, hr)) = (self.weight(c.left), self.weight(c.right));
-            if monotone {
-                (wl, wr) = (bounded(wl, b), bounded(wr, b));
-            }
-            self.set_value(left, wl, hl);
-            self.set_value(right, wr, hr);
-            self.state.add_children(
-                self.cfg.cuts,
-                e.id,
-                (c.feature, &c.rule, c.default_left),
-                (c.left, c.right),
-                (0, 0),
-                (wl, wr),
-            );
-            debug_assert_eq!(self.state.info.len(), self.nodes.len());
-            kept.push(e);
-        }
-        let batch = kept;
+        let (splits, batch) = self.record_splits(batch)?;
         if batch.is_empty() {
             return Ok(Vec::new());
         }
@@ -391,6 +333,74 @@ impl Learner<'_> {
         }
         self.store.split_batch(&stored, hists);
         self.evaluate(fresh)
+    }
+
+    /// Records the split of every node of `batch` in the tree (children with their
+    /// weights); returns the splits for the backend and the nodes split. With intermediate
+    /// monotone bounds a node whose bounds moved is evaluated again and may stay a leaf.
+    fn record_splits(
+        &mut self,
+        batch: Vec<Expandable>,
+    ) -> Result<(Vec<NodeSplit>, Vec<Expandable>)> {
+        let monotone = self.state.rules().has_monotone();
+        let intermediate = self.state.rules().intermediate();
+        let mut splits = Vec::with_capacity(batch.len());
+        let mut kept = Vec::with_capacity(batch.len());
+        for mut e in batch {
+            if intermediate {
+                // the nodes of a batch split one after another: each sees the leaves its
+                // predecessors made, as if they had been split one at a time
+                let b = self.state.adjacent_bounds(e.id, |q| self.is_leaf(q));
+                if b != self.state.info[e.id.index()].bounds {
+                    self.state.info[e.id.index()].bounds = b;
+                    match self.best_of(&[e.id])?.pop().flatten() {
+                        Some(best) => e.best = best,
+                        None => {
+                            self.store.release(e.id);
+                            continue;
+                        }
+                    }
+                }
+            }
+            let (left, right) = (self.new_node(), self.new_node());
+            let c = &e.best;
+            self.nodes[e.id.index()].split = Some(Split {
+                feature: c.feature,
+                rule: c.rule.clone(),
+                default_left: c.default_left,
+                left,
+                right,
+                gain: c.gain,
+            });
+            splits.push(NodeSplit {
+                node: e.id,
+                left,
+                right,
+                feature: c.feature,
+                rule: c.rule.clone(),
+                default_left: c.default_left,
+            });
+            // the children's weights within the parent's bounds: what the split was
+            // chosen with
+            let b = self.state.info[e.id.index()].bounds;
+            let ((mut wl, hl), (mut wr, hr)) = (self.weight(c.left), self.weight(c.right));
+            if monotone {
+                (wl, wr) = (bounded(wl, b), bounded(wr, b));
+            }
+            self.set_value(left, wl, hl);
+            self.set_value(right, wr, hr);
+            self.state.add_children(
+                self.cfg.cuts,
+                e.id,
+                (c.feature, &c.rule, c.default_left),
+                (c.left, c.right),
+                (0, 0),
+                (wl, wr),
+            );
+            debug_assert_eq!(self.state.info.len(), self.nodes.len());
+            kept.push(e);
+        }
+        Ok((splits, kept))
     }
 }
 

@@ -5,11 +5,13 @@
 //! - [`names`]: every name and alias users write, and [`Settings`], which routes each to its
 //!   half.
 
+mod checked;
 mod constraints;
 mod names;
 mod run;
 mod settings;
 
+pub use checked::{Check, Checked};
 pub use constraints::{
     parse_interactions, parse_weights, resolve_interactions, FeatureRef, MonotoneConstraints,
     MonotoneMethod,
@@ -18,7 +20,7 @@ pub use names::{PARAM_NAMES, RUN_OPTION_NAMES};
 pub use run::{
     parse_devices, CollectiveKind, CommCodec, Device, DeviceIndices, RunOptions, MAX_DEVICES,
 };
-pub use settings::Settings;
+pub use settings::{CheckedSettings, Settings};
 
 use std::str::FromStr;
 
@@ -340,9 +342,42 @@ fn fraction(name: &'static str, v: f64) -> Result<()> {
     }
 }
 
+impl Check for Params {
+    fn check(&self) -> Result<()> {
+        self.validate()
+    }
+}
+
+impl Checked<Params> {
+    /// The parameters with the class count the training labels give, checking only that
+    /// count (the rest was checked).
+    pub fn with_num_class(&self, k: usize) -> Result<Self> {
+        if self.objective.is_multiclass() && k < 2 {
+            return Err(Error::param(
+                "num_class",
+                format!(
+                    "the labels have {k} class: {} needs at least 2",
+                    self.objective
+                ),
+            ));
+        }
+        if !self.objective.takes_num_class() {
+            return Err(Error::param(
+                "num_class",
+                format!("{} has one output", self.objective),
+            ));
+        }
+        Ok(Checked::derived(Params {
+            num_class: Some(k),
+            ..Params::clone(self)
+        }))
+    }
+}
+
 impl Params {
-    /// Checks every parameter's range and their combinations.
-    pub fn validate(&self) -> Result<()> {
+    /// Checks every parameter's range and their combinations (through [`Checked::new`]
+    /// where parameters enter, and on loading a model file).
+    pub(crate) fn validate(&self) -> Result<()> {
         if self.num_rounds == 0 {
             return Err(Error::param("num_rounds", "must be at least 1"));
         }
@@ -413,6 +448,16 @@ impl Params {
         if let Some(k) = self.num_class {
             if self.objective.is_multiclass() && k < 2 {
                 return Err(Error::param("num_class", format!("{k} must be at least 2")));
+            }
+            if !self.objective.takes_num_class() {
+                return Err(Error::param(
+                    "num_class",
+                    format!(
+                        "{k} given but {} has one output; num_class is for multi:softprob, \
+                         multi:softmax and custom",
+                        self.objective
+                    ),
+                ));
             }
         }
         self.objective_params().validate(self.objective)?;

@@ -267,9 +267,15 @@ impl Default for RunOptions {
     }
 }
 
+impl super::Check for RunOptions {
+    fn check(&self) -> Result<()> {
+        self.validate()
+    }
+}
+
 impl RunOptions {
-    /// Checks every option's range.
-    pub fn validate(&self) -> Result<()> {
+    /// Checks every option's range (through [`super::Checked::new`] where options enter).
+    pub(crate) fn validate(&self) -> Result<()> {
         if self.workers == 0 {
             return Err(Error::param("workers", "must be at least 1"));
         }

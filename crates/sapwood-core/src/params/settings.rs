@@ -2,7 +2,7 @@
 //! name; each name goes to the one it belongs to.
 
 use super::names::{canonical, Setting};
-use super::{Params, RunOptions};
+use super::{Checked, Params, RunOptions};
 use crate::error::{Error, Result};
 
 /// LightGBM objectives whose own parameter is spelled `alpha` (the quantile for `quantile`,
@@ -141,11 +141,22 @@ impl Settings {
         }
     }
 
-    /// Checks both halves.
-    pub fn validate(&self) -> Result<()> {
-        self.params.validate()?;
-        self.run.validate()
+    /// Checks both halves, once: training takes what this returns.
+    pub fn checked(self) -> Result<CheckedSettings> {
+        Ok(CheckedSettings {
+            params: Checked::new(self.params)?,
+            run: Checked::new(self.run)?,
+        })
     }
+}
+
+/// Parameters and run options, each checked ([`Settings::checked`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckedSettings {
+    /// What defines the model.
+    pub params: Checked<Params>,
+    /// How the job runs.
+    pub run: Checked<RunOptions>,
 }
 
 #[cfg(test)]
@@ -312,6 +323,6 @@ mod tests {
         let e = s.set("worker", "1").unwrap_err().to_string();
         assert!(e.contains("workers"), "{e}");
         s.run.workers = 0;
-        assert!(s.validate().unwrap_err().to_string().contains("workers"));
+        assert!(s.checked().unwrap_err().to_string().contains("workers"));
     }
 }

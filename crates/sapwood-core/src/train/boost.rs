@@ -13,6 +13,7 @@ use super::quantile::refit_leaves;
 use crate::backend::{HistBackend, TreeSetup};
 use crate::collective::{Collective, CommStats};
 use crate::data::binned::BinnedMatrix;
+use crate::data::cuts::Cuts;
 use crate::metric::EvalResult;
 
 use crate::error::{Error, Result};
@@ -23,7 +24,7 @@ use crate::hash::{HashKey, SampleRate, Stream};
 use crate::metric::Metric;
 use crate::model::Model;
 use crate::objective::{ftz, Objective};
-use crate::params::Params;
+use crate::params::{Checked, Params};
 use crate::quantise::{GroupScales, Scale};
 use crate::rank::Queries;
 use crate::split::SplitParams;
@@ -171,7 +172,11 @@ fn check_tree(tree: &Tree, round: usize, index: usize, bound: &mut f64) -> Resul
 /// What every worker of a job has agreed on when boosting starts.
 #[derive(Debug, Clone, Copy)]
 pub struct BoostSetup<'a> {
-    /// The model without trees: validated parameters, cuts, base margin of each group.
+    /// The job's parameters (with the class count and, continuing a model, its binning):
+    /// what the grower and the loop read.
+    pub params: &'a Checked<Params>,
+    /// The model without trees, as checkpoints record it: its parameters (the job's), cuts,
+    /// feature names and base margin of each group.
     pub skeleton: &'a Model,
     /// The loss with its number of groups.
     pub objective: &'a Objective,
@@ -200,6 +205,7 @@ pub fn boost(
     observer: &mut dyn TrainObserver,
 ) -> Result<BoostOutcome> {
     let BoostSetup {
+        params,
         skeleton,
         objective,
         n_total,
@@ -208,11 +214,11 @@ pub fn boost(
         start_bound,
         data,
     } = *setup;
-    let (params, base_margin) = (&skeleton.params, &skeleton.base_margin);
+    let base_margin = &skeleton.base_margin;
     let start = Instant::now();
     let k = objective.groups();
     start_eval_margins(evals, base_margin, k)?;
-    let cfg = grower_config(skeleton, n_total)?;
+    let cfg = grower_config(params, &skeleton.cuts, &skeleton.feature_names, n_total)?;
     let metrics = params.metrics();
     // grown as rounds are made: a huge round count with early stopping reserves nothing
     let mut trees = Vec::new();
@@ -248,19 +254,7 @@ pub fn boost(
         n_total,
     };
     for round in first_round..params.num_rounds {
-        let local = if custom || !objective.has_kernel() {
-            let seed = (params.seed, round);
-            host_gradients(
-                objective,
-                rows.as_ref(),
-                backend,
-                observer,
-                collective,
-                seed,
-            )?
-        } else {
-            backend.compute_gradients()?
-        };
+        let local = round_trees.gradients(round, custom, backend, observer, collective)?;
         let max = agreed_maxima(&local, collective, round)?;
         for (group, bound) in margin_bound.iter_mut().enumerate() {
             let tree = round_trees.grow(round, group, &max, backend, collective, &mut store)?;
@@ -293,7 +287,7 @@ pub fn boost(
         // an interrupted run keeps its state to resume from, as a checkpoint of this round
         let due = (round + 1) % every.max(1) == 0 || (interrupted && !trees.is_empty());
         if every > 0 && due && collective.rank() == 0 {
-            observer.on_checkpoint(&Checkpoint {
+            let state = Checkpoint {
                 model: Model {
                     trees: trees.clone(),
                     ..skeleton.clone()
@@ -302,7 +296,8 @@ pub fn boost(
                 best: stopping.best,
                 history: history.clone(),
                 data,
-            })?;
+            };
+            observer.on_checkpoint(&state)?;
         }
         if stop {
             break;
@@ -318,8 +313,12 @@ pub fn boost(
 }
 
 /// The grower's settings for every tree of the job.
-fn grower_config(skeleton: &Model, n_total: u64) -> Result<GrowerConfig<'_>> {
-    let (params, cuts) = (&skeleton.params, &skeleton.cuts);
+fn grower_config<'a>(
+    params: &Checked<Params>,
+    cuts: &'a Cuts,
+    feature_names: &[String],
+    n_total: u64,
+) -> Result<GrowerConfig<'a>> {
     Ok(GrowerConfig {
         cuts,
         split: SplitParams::from_params(params),
@@ -328,7 +327,7 @@ fn grower_config(skeleton: &Model, n_total: u64) -> Result<GrowerConfig<'_>> {
         max_leaves: params.max_leaves,
         learning_rate: params.learning_rate,
         n_total,
-        rules: TreeRules::from_params(params, &skeleton.feature_names, cuts)?,
+        rules: TreeRules::from_params(params, feature_names, cuts)?,
     })
 }
 
@@ -465,6 +464,31 @@ struct RoundTrees<'a> {
 }
 
 impl RoundTrees<'_> {
+    /// This worker's gradients of `round`: the host's for a custom objective or a loss
+    /// without a kernel, the backend's otherwise.
+    fn gradients(
+        &self,
+        round: usize,
+        custom: bool,
+        backend: &mut dyn HistBackend,
+        observer: &mut dyn TrainObserver,
+        collective: &mut dyn Collective,
+    ) -> Result<Vec<[f32; 2]>> {
+        if custom || !self.objective.has_kernel() {
+            let seed = (self.params.seed, round);
+            host_gradients(
+                self.objective,
+                self.rows,
+                backend,
+                observer,
+                collective,
+                seed,
+            )
+        } else {
+            backend.compute_gradients()
+        }
+    }
+
     /// Grows the tree of `group` in `round` with the scales every worker agreed on from
     /// `max` (see [`agreed_maxima`]); quantile objectives refit its leaves.
     fn grow(

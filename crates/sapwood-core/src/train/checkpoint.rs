@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::metric::EvalResult;
 use crate::metric::Metric;
 use crate::model::Model;
-use crate::params::Params;
+use crate::params::{Checked, Params};
 
 /// A run's state at the end of a round.
 #[derive(Debug, Clone, PartialEq)]
@@ -366,11 +366,11 @@ impl Checkpoint {
 /// features (by name, binned with the model's cuts) must match the model's: anything else
 /// is an error naming what differs.
 pub fn continued_params(
-    params: &Params,
+    params: &Checked<Params>,
     init: &Model,
     feature_names: &[String],
     cuts: &Cuts,
-) -> Result<Params> {
+) -> Result<Checked<Params>> {
     let was = &init.params;
     let differ = |name: &'static str, given: String, model: String| {
         Error::param(
@@ -460,7 +460,9 @@ pub fn continued_params(
         ));
     }
     let rounds = init.num_rounds();
-    Ok(Params {
+    // the loss and class count are the model's and checked above; the binning parameters
+    // were checked when the model was trained or loaded
+    Ok(Checked::derived(Params {
         num_rounds: rounds.checked_add(params.num_rounds).ok_or_else(|| {
             Error::param(
                 "num_rounds",
@@ -473,6 +475,6 @@ pub fn continued_params(
         min_data_in_bin: was.min_data_in_bin,
         min_category_count: was.min_category_count,
         bin_sample_rows: was.bin_sample_rows,
-        ..params.clone()
-    })
+        ..Params::clone(params)
+    }))
 }

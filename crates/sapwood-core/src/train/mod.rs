@@ -8,7 +8,8 @@
 //! - [`checkpoint`]: a run's state at the end of a round, to continue to the same bytes,
 //!   and the continuation of a saved model (XGBoost's `xgb_model`) built on it.
 //!
-//! Parameters are validated by the public crate (`sapwood`) before they reach this module.
+//! Parameters arrive [`Checked`] (where they entered: the CLI, Python, a Rust caller); this
+//! module only derives from them (a continued model's binning, the class count).
 
 pub mod agree;
 pub mod boost;
@@ -27,7 +28,7 @@ use crate::data::matrix::FeatureMatrix;
 use crate::error::{Error, Result};
 use crate::model::Model;
 use crate::objective::{Objective, ObjectiveKind};
-use crate::params::Params;
+use crate::params::{Checked, Params};
 use crate::rank::Queries;
 
 pub use crate::metric::EvalResult;
@@ -173,7 +174,7 @@ pub struct BinnedJob {
 /// Trains on this worker's shard: cuts from the gathered sample, binning, base margin,
 /// boosting. Every worker calls it with its own shard; evaluation sets matter on rank 0 only.
 pub fn train(
-    params: &Params,
+    params: &Checked<Params>,
     shard: Shard<'_>,
     evals: Vec<EvalInput<'_>>,
     collective: &mut dyn Collective,
@@ -193,7 +194,7 @@ pub fn train(
 
 /// Trains like [`train`], continuing from `resume` when given (see [`checkpoint`]).
 pub fn train_from(
-    params: &Params,
+    params: &Checked<Params>,
     shard: Shard<'_>,
     evals: Vec<EvalInput<'_>>,
     resume: Option<Checkpoint>,
@@ -211,7 +212,7 @@ pub fn train_from(
 /// Trains like [`train`], starting as `start` says: from the rows' own base margins, a
 /// saved model to continue, a checkpoint.
 pub fn train_started(
-    params: &Params,
+    params: &Checked<Params>,
     shard: Shard<'_>,
     evals: Vec<EvalInput<'_>>,
     start: Start,
@@ -350,7 +351,7 @@ fn check_row_margins(margins: &[f32], n: usize, k: usize, first_row: usize) -> R
 /// Trains on a shard already binned with the agreed cuts (the streaming path: data read
 /// in batches is binned as it arrives).
 pub fn train_binned(
-    params: &Params,
+    params: &Checked<Params>,
     job: BinnedJob,
     collective: &mut dyn Collective,
     factory: &dyn BackendFactory,
@@ -368,18 +369,23 @@ pub fn train_binned(
     if n_total == 0 {
         return Err(Error::EmptyData("the training data has no rows".into()));
     }
-    let params = &match &init_model {
+    let params = match &init_model {
         Some(m) => checkpoint::continued_params(params, m, &feature_names, &cuts)?,
         None => params.clone(),
     };
-    let num_class = agree_num_class(params, &shard.labels, collective)?;
+    let num_class = agree_num_class(&params, &shard.labels, collective)?;
+    // a class count the labels give is at least 2, as checking requires
+    let params = Checked::derived(Params {
+        num_class: (num_class > 1).then_some(num_class),
+        ..params.into_inner()
+    });
     let objective = params.objective_with(num_class)?;
     check_binned_inputs(&objective, &shard, &evals)?;
     let base = match &init_model {
         // a continued model keeps the base margin its trees were grown on
         Some(m) => m.base_margin.clone(),
         None => base_margin(
-            params,
+            &params,
             &objective,
             &shard.labels,
             shard.weights.as_deref(),
@@ -388,10 +394,7 @@ pub fn train_binned(
         )?,
     };
     let mut model = Model {
-        params: Params {
-            num_class: (num_class > 1).then_some(num_class),
-            ..params.clone()
-        },
+        params: Params::clone(&params),
         groups: objective.groups(),
         classes: None,
         feature_names,
@@ -410,15 +413,7 @@ pub fn train_binned(
     let k = objective.groups();
     let start_bound = start_margin_bound(shard.base_margin.as_deref(), k, collective)?;
     let mut eval_sets = evals;
-    // the leaf refit of quantile losses and losses without a kernel read rows on the host,
-    // whatever the backend
-    let host_copy = (objective.kind().refits_leaves() || !objective.has_kernel()).then(|| {
-        (
-            shard.binned.clone(),
-            shard.labels.clone(),
-            shard.weights.clone(),
-        )
-    });
+    let host_copy = host_copy(&objective, &shard);
     let risk = rows_at_risk(&objective, &shard, collective)?;
     let queries = shard.queries;
     let row_offset = shard.row_offset;
@@ -433,6 +428,7 @@ pub fn train_binned(
         row_offset: shard.row_offset,
     })?;
     let setup = BoostSetup {
+        params: &params,
         skeleton: &model,
         objective: &objective,
         n_total,
@@ -467,6 +463,21 @@ pub fn train_binned(
         comm_rounds: outcome.comm_rounds,
     })
 }
+
+/// The rows the host keeps besides the backend's copy: the leaf refit of quantile losses
+/// and losses without a kernel read them on the host, whatever the backend.
+fn host_copy(objective: &Objective, shard: &BinnedShard) -> Option<HostCopy> {
+    (objective.kind().refits_leaves() || !objective.has_kernel()).then(|| {
+        (
+            shard.binned.clone(),
+            shard.labels.clone(),
+            shard.weights.clone(),
+        )
+    })
+}
+
+/// A shard's binned rows, labels and weights, kept on the host.
+type HostCopy = (Arc<BinnedMatrix>, Vec<f32>, Option<Vec<f32>>);
 
 /// Checks the shard's and the evaluation sets' labels, weights, base margins and queries
 /// against the objective before any work.

@@ -75,12 +75,6 @@ pub trait TrainObserver: Send {
         Ok(())
     }
 
-    /// The checkpoint a run continues from, asked once before training (by the public
-    /// crate, which hands it to every worker); none by default.
-    fn resume_from(&mut self) -> Result<Option<Checkpoint>> {
-        Ok(None)
-    }
-
     /// Whether gradients come from [`TrainObserver::gradients`] (a custom objective, such
     /// as XGBoost's `obj=`) instead of the built-in loss; false by default.
     fn has_custom_objective(&self) -> bool {
