@@ -30,6 +30,10 @@ impl<O: TrainObserver> TrainObserver for Checkpoints<'_, O> {
         self.inner.on_round(report)
     }
 
+    fn on_rows_binned(&mut self, n_rows: usize) {
+        self.inner.on_rows_binned(n_rows)
+    }
+
     fn checkpoint_every(&self) -> usize {
         if self.path.is_some() {
             self.every

@@ -6,6 +6,7 @@ mod commands;
 mod fifos;
 mod input;
 mod progress;
+mod rows;
 mod settings;
 mod signals;
 

@@ -1,7 +1,9 @@
-//! Progress of training: a bar with the metrics on a terminal, plain lines otherwise, and
-//! Ctrl-C or SIGTERM ([`crate::signals`]) turned into a clean stop between rounds.
+//! Progress of training: when the data is read, a bar with the metrics on a terminal
+//! (plain lines otherwise), and Ctrl-C or SIGTERM ([`crate::signals`]) turned into a clean
+//! stop between rounds.
 
 use std::io::IsTerminal;
+use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use sapwood::{Control, RoundReport, TrainObserver};
@@ -11,6 +13,19 @@ pub struct Progress {
     bar: Option<ProgressBar>,
     plain: bool,
     every: usize,
+    /// Said once the rows are read and binned, with their count (a rank's share).
+    rows_note: Option<Box<dyn Fn(usize) -> String + Send>>,
+    /// When the rows were read and binned, and the peak memory then.
+    loaded: Option<Loaded>,
+}
+
+/// The end of reading and binning.
+#[derive(Debug, Clone, Copy)]
+pub struct Loaded {
+    /// When it ended.
+    pub at: Instant,
+    /// Peak resident memory then, before training allocates.
+    pub peak_mib: Option<f64>,
 }
 
 fn metrics_text(r: &RoundReport<'_>) -> String {
@@ -39,7 +54,22 @@ impl Progress {
             bar,
             plain: !quiet && !terminal,
             every: rounds.div_ceil(100).max(1),
+            rows_note: None,
+            loaded: None,
         }
+    }
+
+    /// Progress that also writes `note(rows)` to stderr once the rows are read and binned.
+    pub fn with_rows_note(self, note: impl Fn(usize) -> String + Send + 'static) -> Self {
+        Progress {
+            rows_note: Some(Box::new(note)),
+            ..self
+        }
+    }
+
+    /// When reading and binning ended (None until the job has read its rows).
+    pub fn loaded(&self) -> Option<Loaded> {
+        self.loaded
     }
 
     /// Removes the bar.
@@ -51,6 +81,17 @@ impl Progress {
 }
 
 impl TrainObserver for Progress {
+    fn on_rows_binned(&mut self, n_rows: usize) {
+        self.loaded = Some(Loaded {
+            at: Instant::now(),
+            peak_mib: crate::commands::peak_memory_mib(),
+        });
+        if let Some(note) = &self.rows_note {
+            // one write, so the ranks' lines do not interleave in mpirun's output
+            eprint!("{}", note(n_rows));
+        }
+    }
+
     fn on_round(&mut self, r: &RoundReport<'_>) -> Control {
         if let Some(b) = &self.bar {
             b.set_position(r.round as u64 + 1);

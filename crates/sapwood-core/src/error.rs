@@ -106,6 +106,18 @@ pub enum Error {
         /// What became non-finite.
         what: String,
     },
+    /// A query whose rows two ranks hold: its gradients need all of them on one.
+    #[error("a query spans ranks {first} and {second}: every rank's rows must hold whole queries")]
+    QuerySpansRanks {
+        /// The rank holding the query's first rows.
+        first: usize,
+        /// The next rank holding rows, whose first query is the same.
+        second: usize,
+    },
+    /// Reading rows failed in the caller's own reader (a file, a stream); the message is
+    /// the reader's.
+    #[error("{0}")]
+    Read(String),
     /// An error in one named dataset (e.g. an evaluation set), so front ends can name its file.
     #[error("{dataset}: {source}")]
     InDataset {

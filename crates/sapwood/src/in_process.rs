@@ -11,6 +11,7 @@ use sapwood_core::train::{
     self, BinnedJob, BinnedShard, EvalInput, Quiet, Shard, Start as Begin, TrainObserver,
 };
 
+use crate::batches::read_rows;
 use crate::booster::{Booster, RunRecord};
 use crate::checks::{binned_eval_set, check_train_margins, eval_labels, prepare};
 use crate::dataset::Dataset;
@@ -34,6 +35,22 @@ pub(crate) fn fit(
             evals,
             base_margin,
         } => binned(params, run, train, evals, base_margin, start, observer),
+        Rows::Stream { train, evals } => {
+            let rows = (0, train.n_rows());
+            let read = read_rows(params, train, evals, start.init, rows, &mut SingleWorker)?;
+            observer.on_rows_binned(read.train.rows.n_rows());
+            let base_margin = read.train.base_margin.as_deref();
+            let evals = read.eval_refs();
+            binned(
+                params,
+                run,
+                &read.train.rows,
+                &evals,
+                base_margin,
+                start,
+                observer,
+            )
+        }
     }
 }
 

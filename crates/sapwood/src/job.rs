@@ -5,6 +5,7 @@ use sapwood_core::collective::Collective;
 use sapwood_core::params::{Checked, Params, RunOptions};
 use sapwood_core::train::Checkpoint;
 
+use crate::batches::RowSource;
 use crate::booster::Booster;
 use crate::dataset::Dataset;
 use crate::stream::BinnedDataset;
@@ -31,6 +32,15 @@ pub enum Rows<'a> {
         /// Each training row's base margin (`groups` per row, row-major): binned data
         /// carries none of its own.
         base_margin: Option<&'a [f32]>,
+    },
+    /// Rows read in batches (a Parquet or CSV file read by row groups, Arrow record
+    /// batches), binned by the job as they are read (see [`RowSource`]).
+    Stream {
+        /// The training rows (this rank's, for [`Workers::Rank`]), with their base
+        /// margins and query ids when the batches carry them.
+        train: &'a dyn RowSource,
+        /// Evaluation sets by name, read on rank 0 and binned with the training rows' cuts.
+        evals: &'a [(&'a str, &'a dyn RowSource)],
     },
 }
 

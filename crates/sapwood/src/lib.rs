@@ -1,5 +1,6 @@
 #![doc = include_str!("../../../README.md")]
 
+mod batches;
 mod booster;
 mod checks;
 mod dataset;
@@ -12,6 +13,7 @@ mod rank;
 mod schema;
 mod stream;
 
+pub use batches::{RowBatch, RowSource};
 pub use booster::ExportFormat;
 pub use booster::{Booster, Importance, Output, PredictOptions, Predictions, RunRecord};
 pub use dataset::{Dataset, DatasetBuilder, Label};

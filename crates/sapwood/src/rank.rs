@@ -6,6 +6,7 @@ use sapwood_core::collective::Collective;
 use sapwood_core::params::{Checked, Params, RunOptions};
 use sapwood_core::train::{self, BinnedJob, BinnedShard, TrainObserver};
 
+use crate::batches::{check_queries_whole, read_rows, RowSource};
 use crate::booster::{Booster, RunRecord};
 use crate::checks::{binned_eval_set, check_init_objective, check_train_margins};
 use crate::dataset::Dataset;
@@ -44,7 +45,41 @@ pub(crate) fn fit(
             evals,
             base_margin,
         } => binned(part, train, evals, base_margin, collective, observer),
+        Rows::Stream { train, evals } => stream(part, train, evals, collective, observer),
     }
+}
+
+/// Trains this rank's rows read in batches: the ranks agree on the job and on what their
+/// sources say of their rows before exchanging cuts, then bin their rows (and rank 0 the
+/// evaluation sets) and train as [`binned`] does.
+fn stream(
+    part: Part<'_>,
+    train: &dyn RowSource,
+    evals: &[(&str, &dyn RowSource)],
+    collective: &mut dyn Collective,
+    observer: &mut dyn TrainObserver,
+) -> Result<Booster> {
+    check_part(&part)?;
+    let mut facts = train::JobFacts::of_params(part.params, part.run);
+    train.describe(&mut facts);
+    facts.push("rows over all workers", part.n_total.to_string());
+    push_start(&mut facts, &part);
+    train::agree_job(&facts, collective)?;
+    check_shard_ranges(part.row_offset, train.n_rows(), part.n_total, collective)?;
+    let rows = (part.row_offset, part.n_total);
+    let read = read_rows(part.params, train, evals, part.start.init, rows, collective)?;
+    check_queries_whole(read.train.query_ends, collective)?;
+    observer.on_rows_binned(read.train.rows.n_rows());
+    let evals = read.eval_refs();
+    let margins = read.train.base_margin.as_deref();
+    binned(
+        part,
+        &read.train.rows,
+        &evals,
+        margins,
+        collective,
+        observer,
+    )
 }
 
 /// Trains this rank's columns: the ranks agree on the cuts (or take the continued model's),
@@ -232,10 +267,8 @@ fn check_part(part: &Part<'_>) -> Result<()> {
     Ok(())
 }
 
-/// The ranks agree that they run the same job (see [`job_facts`]; the model to continue
-/// too, so that no rank bins with its cuts while another agrees on cuts, and the
-/// checkpoint to resume, so that none replays trees the others lack) and that their row
-/// ranges follow one another.
+/// The ranks agree that they run the same job (see [`job_facts`] and [`push_start`]) and
+/// that their row ranges follow one another.
 fn agree(
     part: &Part<'_>,
     names: &[String],
@@ -252,14 +285,21 @@ fn agree(
         given,
         part.n_total,
     );
+    push_start(&mut facts, part);
+    train::agree_job(&facts, collective)?;
+    check_shard_ranges(part.row_offset, n_rows as u64, part.n_total, collective)
+}
+
+/// Adds how the job starts to what the ranks agree on: the model to continue (so that no
+/// rank bins with its cuts while another agrees on cuts) and the checkpoint to resume (so
+/// that none replays trees the others lack).
+fn push_start(facts: &mut train::JobFacts, part: &Part<'_>) {
     if let Some(b) = part.start.init {
         facts.push_digest("the model to continue", b.model().to_json().as_bytes());
     }
     if let Some(c) = part.start.resume {
         facts.push_digest("the checkpoint to resume", c.to_json().as_bytes());
     }
-    train::agree_job(&facts, collective)?;
-    check_shard_ranges(part.row_offset, n_rows as u64, part.n_total, collective)
 }
 
 /// What every worker of a distributed job must share ([`train::agree_job`]): the

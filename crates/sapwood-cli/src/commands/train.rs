@@ -1,20 +1,23 @@
-//! `sapwood train`: two passes over the data (sample for cuts, then bin), then boosting.
+//! `sapwood train`: the settings checked, the data file handed to the training job as rows
+//! it reads in batches (two passes: a sample for the cuts, then the bins), the outputs
+//! written.
 
 use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
 use sapwood::{
-    BinnedDataset, Booster, CheckedSettings, Collective, CollectiveKind, CutPass, Label, Params,
-    Rows, RunOptions, Settings, SingleWorker, TrainJob, PARAM_NAMES, RUN_OPTION_NAMES,
+    Booster, CheckedSettings, Collective, CollectiveKind, Params, RowSource, Rows, RunOptions,
+    Settings, SingleWorker, TrainJob, PARAM_NAMES, RUN_OPTION_NAMES,
 };
 use sapwood_io::ReadOptions;
 use serde_json::json;
 
 use crate::checkpoints::Checkpoints;
 use crate::cli::TrainArgs;
-use crate::input::{base_margins_of, check_unique_columns, label_of, Shard, Source};
+use crate::input::{Shard, Source};
 use crate::progress::Progress;
+use crate::rows::FileRows;
 use crate::settings::{self, apply_config, apply_sets};
 use crate::Interrupted;
 use sapwood::collective::tcp::TcpConfig;
@@ -113,132 +116,14 @@ fn check_set_repeats(flags: &[(&str, &Option<String>)], sets: &[String]) -> Resu
     Ok(())
 }
 
-/// Where the cuts a file is binned with come from.
-#[derive(Clone, Copy)]
-enum CutsFrom<'a> {
-    /// Computed from the training data with the other workers.
-    Agreed,
-    /// The training set's (an evaluation set).
-    Like(&'a BinnedDataset),
-    /// The model being continued (the training set of `--init-model`).
-    Model(&'a Booster),
-}
-
-/// A source binned: the dataset, its rows' base margins, and the query ids of its first and
-/// last rows (an MPI rank's query boundaries).
-type BinnedSource = (BinnedDataset, Option<Vec<f32>>, Option<[i64; 2]>);
-
-/// Reads and bins one worker's share of a file with the training cuts (or, for the
-/// training set, computes them with the other workers), with the rows' base margins when
-/// `margins` names their columns.
-#[allow(clippy::too_many_arguments)]
-fn bin_source(
-    source: &Source,
-    path: &Path,
-    opts: &ReadOptions,
-    params: &Params,
-    cuts: CutsFrom<'_>,
-    shard: &Shard,
-    collective: &mut dyn Collective,
-    margins: &[String],
-    group: Option<&str>,
-) -> Result<BinnedSource> {
-    let mut roles = Vec::new();
-    if let Some(l) = &opts.label {
-        roles.push(("label", l.as_str()));
-    }
-    if let Some(w) = &opts.weight {
-        roles.push(("weight", w.as_str()));
-    }
-    roles.extend(margins.iter().map(|m| ("base margin", m.as_str())));
-    roles.extend(group.map(|g| ("group", g)));
-    check_unique_columns(path, source, &roles)?;
-    let n = source.num_rows();
-    if n == 0 {
-        return Err(
-            sapwood::Error::EmptyData(format!("{}: the file has no rows", path.display())).into(),
-        );
-    }
-    let mut bin = match cuts {
-        CutsFrom::Like(d) => d.bin_like(),
-        CutsFrom::Model(b) => b.bin_pass(),
-        CutsFrom::Agreed => {
-            let mut cut = CutPass::for_shard(params, n, shard.rows.start);
-            source.for_each_in(opts, shard, |t| {
-                Ok(cut.push(&t.features, t.weight.as_deref())?)
-            })?;
-            cut.finish_with(collective)?
-        }
-    };
-    let label_name = opts.label.clone().unwrap_or_default();
-    let mut row = shard.rows.start as usize;
-    let mut labelled = 0i64;
-    let mut base = (!margins.is_empty()).then(Vec::new);
-    let (mut qids, mut qnames) = (Vec::new(), std::collections::HashMap::new());
-    source.for_each_in(opts, shard, |t| {
-        let n = t.n_rows();
-        if let Some(base) = &mut base {
-            base.extend(base_margins_of(&t.kept, margins, row, path)?);
-        }
-        if let Some(g) = group {
-            qids.extend(crate::input::query_ids_of(
-                &t.kept,
-                g,
-                row,
-                path,
-                &mut qnames,
-            )?);
-        }
-        let col = t
-            .label
-            .expect("the label column is part of the read options");
-        let label = label_of(col, row, &label_name)
-            .with_context(|| format!("{}: label column `{label_name}`", path.display()))?;
-        labelled += match &label {
-            Label::Values(v) => v.iter().filter(|x| !x.is_nan()).count(),
-            Label::Classes(_) => n,
-        } as i64;
-        bin.push(&t.features, Some(label), t.weight)
-            .map_err(|e| match cuts {
-                CutsFrom::Model(_) => anyhow::Error::new(e).context(format!(
-                    "{}: binning with the cuts of the model to continue (--init-model)",
-                    path.display()
-                )),
-                _ => e.into(),
-            })?;
-        row += n;
-        Ok(())
-    })?;
-    let mut total = [labelled];
-    if !matches!(cuts, CutsFrom::Like(_)) {
-        collective.allreduce_sum(&mut total, n)?;
-    }
-    if total[0] == 0 {
-        return Err(sapwood::Error::EmptyData(format!(
-            "{}: label column `{label_name}` has no values (all null)",
-            path.display()
-        ))
-        .into());
-    }
-    let mut binned = bin.finish()?;
-    if let Some(g) = group {
-        crate::input::check_queries_contiguous(&qids, &qnames, shard.rows.start, path, g)?;
-        binned
-            .set_group(&qids, g)
-            .with_context(|| format!("{}", path.display()))?;
-    }
-    let ends = match (qids.first(), qids.last()) {
-        (Some(&a), Some(&b)) => Some([a, b]),
-        _ => None,
-    };
-    Ok((binned, base, ends))
-}
-
 /// Names the file and column of a label or weight error found once training started
 /// (evaluation sets are named by their file stem).
 fn name_file(e: sapwood::Error, a: &TrainArgs) -> anyhow::Error {
     let column = |e: &sapwood::Error| match e {
         sapwood::Error::InvalidLabel { .. } => Some(format!("label column `{}`", a.label)),
+        sapwood::Error::EmptyData(m) if m.starts_with("the label") => {
+            Some(format!("label column `{}`", a.label))
+        }
         sapwood::Error::InvalidWeight { .. } => a
             .columns
             .weight
@@ -264,15 +149,24 @@ fn name_file(e: sapwood::Error, a: &TrainArgs) -> anyhow::Error {
                 None => anyhow::Error::new(sapwood::Error::InDataset { dataset, source }),
             }
         }
-        e @ (sapwood::Error::InvalidLabel { .. } | sapwood::Error::InvalidWeight { .. }) => {
+        e @ (sapwood::Error::InvalidLabel { .. }
+        | sapwood::Error::InvalidWeight { .. }
+        | sapwood::Error::EmptyData(_)) => {
             let ctx = at(&a.data, &e);
             anyhow::Error::new(e).context(ctx)
         }
+        sapwood::Error::QuerySpansRanks { first, second } => settings::Error(format!(
+            "{}: group column `{}`: a query spans ranks {first} and {second}; each rank reads \
+             whole row groups, so write the file with every query inside one row group, or \
+             train on one process",
+            a.data.display(),
+            a.columns.group.as_deref().unwrap_or_default(),
+        ))
+        .into(),
         e => e.into(),
     }
 }
 
-/// Checks before any data is read that the outputs can be written and overwrite no input.
 /// The progress observer with the run's checkpoint files.
 fn checkpoints_of<'a>(a: &TrainArgs, progress: &'a mut Progress) -> Checkpoints<'a, Progress> {
     Checkpoints {
@@ -282,6 +176,7 @@ fn checkpoints_of<'a>(a: &TrainArgs, progress: &'a mut Progress) -> Checkpoints<
     }
 }
 
+/// Checks before any data is read that the outputs can be written and overwrite no input.
 fn check_outputs(a: &TrainArgs) -> Result<()> {
     let mut inputs: Vec<(&str, &Path)> = vec![("--data file", a.data.as_path())];
     inputs.extend(a.valid.iter().map(|v| ("--valid file", v.as_path())));
@@ -312,30 +207,6 @@ fn check_outputs(a: &TrainArgs) -> Result<()> {
         sapwood::remove_stale_temporaries(c);
     }
     Ok(())
-}
-
-fn bin_file(
-    path: &Path,
-    opts: &ReadOptions,
-    params: &Params,
-    cuts: CutsFrom<'_>,
-    margins: &[String],
-    group: Option<&str>,
-) -> Result<(BinnedDataset, Option<Vec<f32>>)> {
-    let source = Source::open(path, opts)?;
-    let shard = Shard::whole(source.num_rows());
-    let (binned, base, _) = bin_source(
-        &source,
-        path,
-        opts,
-        params,
-        cuts,
-        &shard,
-        &mut SingleWorker,
-        margins,
-        group,
-    )?;
-    Ok((binned, base))
 }
 
 /// How the training file is read: the `--base-margin` columns are kept out of the
@@ -428,10 +299,14 @@ fn write_outputs(
     run: &RunOptions,
     booster: &mut Booster,
     rows: usize,
-    features: usize,
-    load_seconds: f64,
-    train_seconds: f64,
+    timing: &Timing,
 ) -> Result<()> {
+    let Timing {
+        load_seconds,
+        train_seconds,
+        loading_peak_mib,
+    } = *timing;
+    let features = booster.model().feature_names.len();
     booster.set_label_name(&a.label);
     let types = crate::input::input_types(&a.data, booster.model())?;
     booster.set_input_types(types)?;
@@ -494,7 +369,7 @@ fn write_outputs(
             "history": history,
             "train_seconds": train_seconds,
             "data_loading_seconds": load_seconds,
-            "data_loading_peak_memory_mib": loading_peak_mib(),
+            "data_loading_peak_memory_mib": loading_peak_mib,
             "peak_memory_mib": super::peak_memory_mib(),
             "device": run.device_spec(),
             "workers": run.workers,
@@ -535,17 +410,6 @@ fn write_outputs(
     Ok(())
 }
 
-/// Peak resident memory once the data is read and binned, before training allocates.
-fn loading_peak_mib() -> Option<f64> {
-    LOADING_PEAK.get().copied().flatten()
-}
-
-static LOADING_PEAK: std::sync::OnceLock<Option<f64>> = std::sync::OnceLock::new();
-
-fn note_loading_peak() {
-    let _ = LOADING_PEAK.set(super::peak_memory_mib());
-}
-
 /// Runs `sapwood train`.
 pub fn run(a: TrainArgs) -> Result<()> {
     let init = init_model_of(&a)?;
@@ -570,14 +434,6 @@ pub fn run(a: TrainArgs) -> Result<()> {
     }
 }
 
-/// Where the training file's cuts come from.
-fn training_cuts(init: Option<&Booster>) -> CutsFrom<'_> {
-    match init {
-        Some(b) => CutsFrom::Model(b),
-        None => CutsFrom::Agreed,
-    }
-}
-
 #[cfg(not(feature = "mpi"))]
 fn run_mpi(_a: TrainArgs, _settings: CheckedSettings, _init: Option<Booster>) -> Result<()> {
     Err(settings::Error(
@@ -585,50 +441,6 @@ fn run_mpi(_a: TrainArgs, _settings: CheckedSettings, _init: Option<Booster>) ->
             .into(),
     )
     .into())
-}
-
-/// Refuses a query split between two ranks (each reads whole row groups): its gradients
-/// would be computed from part of its documents on each.
-fn check_queries_whole(
-    path: &Path,
-    group: &str,
-    ends: Option<[i64; 2]>,
-    collective: &mut dyn Collective,
-) -> Result<()> {
-    let mine: Vec<u8> = match ends {
-        Some([first, last]) => [first.to_le_bytes(), last.to_le_bytes()].concat(),
-        None => Vec::new(),
-    };
-    let all = collective.allgather(&mine)?;
-    let ends: Vec<Option<(i64, i64)>> = all
-        .iter()
-        .map(|b| {
-            (b.len() == 16).then(|| {
-                let v = |r: std::ops::Range<usize>| {
-                    i64::from_le_bytes(b[r].try_into().expect("8 bytes"))
-                };
-                (v(0..8), v(8..16))
-            })
-        })
-        .collect();
-    // ranks that read nothing are skipped: the neighbours around them must still differ
-    let mut previous: Option<(usize, i64)> = None;
-    for (rank, e) in ends.iter().enumerate() {
-        let Some((first, last)) = *e else { continue };
-        if let Some((before, prev_last)) = previous {
-            if prev_last == first {
-                return Err(settings::Error(format!(
-                    "{}: group column `{group}`: a query spans ranks {before} and {rank}; \
-                     each rank reads whole row groups, so write the file with every query \
-                     inside one row group, or train on one process",
-                    path.display(),
-                ))
-                .into());
-            }
-        }
-        previous = Some((rank, last));
-    }
-    Ok(())
 }
 
 #[cfg(feature = "mpi")]
@@ -748,54 +560,11 @@ fn run_tcp(a: TrainArgs, settings: CheckedSettings, init: Option<Booster>) -> Re
     Ok(())
 }
 
-/// Checks, before anything else goes between the ranks, that every rank was started for
-/// the same job: the parameters and rounds, the wire's options, which columns are the
-/// label, weights, query groups and base margins, the feature selection, and the data file
-/// (its columns with their types, its rows, its content), and the model to continue.
-fn agree_on_the_job(
-    a: &TrainArgs,
-    params: &sapwood::Params,
-    run: &RunOptions,
-    source: &Source,
-    init: Option<&Booster>,
-    coll: &mut dyn Collective,
-) -> Result<()> {
-    let mut facts = sapwood::JobFacts::of_params(params, run);
-    let list = |v: &[String]| v.join(", ");
-    facts.push("--label", a.label.clone());
-    facts.push("--weight", a.columns.weight.clone().unwrap_or_default());
-    facts.push("--group", a.columns.group.clone().unwrap_or_default());
-    facts.push("--base-margin", list(&a.base_margin));
-    facts.push("--features", list(&a.columns.features));
-    facts.push("--drop", list(&a.columns.drop));
-    facts.push("--categorical", list(&a.columns.categorical));
-    let columns = match source {
-        Source::Parquet(p) => p
-            .schema()
-            .fields()
-            .iter()
-            .map(|f| format!("{}: {}", f.name(), f.data_type()))
-            .collect::<Vec<_>>()
-            .join(", "),
-        Source::Csv(_) => list(&crate::input::column_names(&a.data, source)?),
-    };
-    facts.push("the data's columns", columns);
-    facts.push("the data's rows", source.num_rows().to_string());
-    facts.push_digest(
-        "the data's content",
-        &crate::input::content_footprint(&a.data, source)?,
-    );
-    if let Some(b) = init {
-        facts.push_digest("the model to continue", b.to_json().as_bytes());
-    }
-    sapwood::agree_job(&facts, coll)?;
-    Ok(())
-}
-
 /// Trains on this process's rows and, on rank 0, writes the outputs; returns whether
 /// training was interrupted. Alone (`ranks` is `None`) the process reads the whole file and
 /// trains `--workers` in-process workers; as one rank of a distributed job (MPI or TCP) it
-/// first checks that every rank runs the same job, then reads only its own rows.
+/// reads only its own rows, once the ranks agree that they run the same job. The job reads
+/// and bins the rows itself ([`Rows::Stream`]).
 fn train_job(
     a: &TrainArgs,
     settings: CheckedSettings,
@@ -812,121 +581,127 @@ fn train_job(
     };
     let (rank, size) = (coll.rank(), coll.world_size());
     let load_start = Instant::now();
-    let opts = read_options(a);
-    let source = Source::open(&a.data, &opts)?;
+    let source = Source::open(&a.data, &read_options(a))?;
     let shard = if distributed {
-        agree_on_the_job(a, &params, &run, &source, init, coll)?;
         source.shard(rank, size)
     } else {
         Shard::whole(source.num_rows())
     };
-    let (local, base_margin, query_ends) = bin_source(
-        &source,
+    let group = a.columns.group.as_deref();
+    let (first, n_total) = (shard.rows.start, source.num_rows());
+    let mut train = FileRows::new(
         &a.data,
-        &opts,
-        &params,
-        training_cuts(init),
-        &shard,
-        coll,
+        &source,
+        read_options(a),
+        shard.clone(),
         &a.base_margin,
-        a.columns.group.as_deref(),
+        group,
     )?;
     if distributed {
-        note_rank_rows(a, rank, size, &local, &shard, &source);
-        if let Some(g) = &a.columns.group {
-            check_queries_whole(&a.data, g, query_ends, coll)?;
-        }
+        train = train.with_facts(file_flags(a))?;
     }
-    let valid = if rank == 0 {
-        valid_sets(a, &params, &local)?
+    let valid_files = if rank == 0 {
+        open_valid(a)?
     } else {
         Vec::new()
     };
-    let load_seconds = load_start.elapsed().as_secs_f64();
-    note_loading_peak();
-    let evals: Vec<(&str, &BinnedDataset)> = valid.iter().map(|(n, d)| (n.as_str(), d)).collect();
+    let valid = valid_files
+        .iter()
+        .map(|(_, path, src)| {
+            let shard = Shard::whole(src.num_rows());
+            FileRows::new(path, src, valid_options(a), shard, &[], group)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let evals: Vec<(&str, &dyn RowSource)> = valid_files
+        .iter()
+        .zip(&valid)
+        .map(|((name, _, _), rows)| (name.as_str(), rows as &dyn RowSource))
+        .collect();
     let mut progress = Progress::new(params.num_rounds, a.quiet || rank != 0);
-    let start = Instant::now();
-    let rows = Rows::Binned {
-        train: &local,
-        evals: &evals,
-        base_margin: base_margin.as_deref(),
-    };
+    if distributed && !a.quiet {
+        progress = progress.with_rows_note(move |n| {
+            format!(
+                "rank {rank} of {size}: read {n} rows ({}..{} of {n_total}, row groups {:?})\n",
+                shard.rows.start,
+                shard.rows.end,
+                shard.row_groups.as_deref().unwrap_or_default(),
+            )
+        });
+    }
     let resume = crate::checkpoints::resume_of(a.resume.as_deref())?;
+    let rows = Rows::Stream {
+        train: &train,
+        evals: &evals,
+    };
     let mut job = TrainJob::new(&params, &run, rows)
         .continuing(init)
         .resuming(resume.as_ref());
     if distributed {
-        job = job.on_rank(coll, shard.rows.start, source.num_rows());
+        job = job.on_rank(coll, first, n_total);
     }
     let mut observer = checkpoints_of(a, &mut progress);
     let trained = Booster::fit(job, &mut observer);
     progress.finish();
-    let mut booster = trained.map_err(|e| name_file(e, a))?;
+    let mut booster = trained.map_err(|e| {
+        let failed = std::iter::once(&train).chain(&valid);
+        match failed.filter_map(FileRows::take_failure).next() {
+            Some(reading) => reading,
+            None => name_file(e, a),
+        }
+    })?;
     if rank == 0 {
+        let loaded = progress.loaded();
+        let load_end = loaded.map_or(load_start, |l| l.at);
         // a distributed job's workers are its ranks
         let workers = if distributed { size } else { run.workers };
-        write_outputs(
-            a,
-            &RunOptions {
-                workers,
-                ..run.into_inner()
-            },
-            &mut booster,
-            source.num_rows() as usize,
-            local.names().len(),
-            load_seconds,
-            start.elapsed().as_secs_f64(),
-        )?;
+        let run = RunOptions {
+            workers,
+            ..run.into_inner()
+        };
+        let timing = Timing {
+            load_seconds: (load_end - load_start).as_secs_f64(),
+            train_seconds: load_end.elapsed().as_secs_f64(),
+            loading_peak_mib: loaded.and_then(|l| l.peak_mib),
+        };
+        write_outputs(a, &run, &mut booster, n_total as usize, &timing)?;
     }
     Ok(booster.interrupted())
 }
 
-/// Says which rows a rank read (whole row groups for Parquet), counted from what was
-/// binned, so a run and its tests can see it; one write, so the ranks' lines do not
-/// interleave in mpirun's output.
-fn note_rank_rows(
-    a: &TrainArgs,
-    rank: usize,
-    size: usize,
-    local: &BinnedDataset,
-    shard: &Shard,
-    source: &Source,
-) {
-    if a.quiet {
-        return;
-    }
-    let line = format!(
-        "rank {rank} of {size}: read {} rows ({}..{} of {}, row groups {:?})\n",
-        local.n_rows(),
-        shard.rows.start,
-        shard.rows.end,
-        source.num_rows(),
-        shard.row_groups.as_deref().unwrap_or_default(),
-    );
-    eprint!("{line}");
+/// The flags that say how the training file is read, which every rank must share.
+fn file_flags(a: &TrainArgs) -> Vec<(String, String)> {
+    let list = |v: &[String]| v.join(", ");
+    [
+        ("--label", a.label.clone()),
+        ("--weight", a.columns.weight.clone().unwrap_or_default()),
+        ("--group", a.columns.group.clone().unwrap_or_default()),
+        ("--base-margin", list(&a.base_margin)),
+        ("--features", list(&a.columns.features)),
+        ("--drop", list(&a.columns.drop)),
+        ("--categorical", list(&a.columns.categorical)),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
 }
 
-/// The `--valid` files, named by their stems and binned with the training rows' cuts.
-fn valid_sets(
-    a: &TrainArgs,
-    params: &Params,
-    train: &BinnedDataset,
-) -> Result<Vec<(String, BinnedDataset)>> {
-    let mut valid = Vec::new();
-    for v in &a.valid {
-        let name = v
-            .file_stem()
-            .map_or("valid".into(), |s| s.to_string_lossy().into_owned());
-        let (d, _) = bin_file(
-            v,
-            &valid_options(a),
-            params,
-            CutsFrom::Like(train),
-            &[],
-            a.columns.group.as_deref(),
-        )?;
-        valid.push((name, d));
-    }
-    Ok(valid)
+/// The `--valid` files, opened, with their names (their stems).
+fn open_valid(a: &TrainArgs) -> Result<Vec<(String, &Path, Source)>> {
+    a.valid
+        .iter()
+        .map(|v| {
+            let name = v
+                .file_stem()
+                .map_or("valid".into(), |s| s.to_string_lossy().into_owned());
+            Ok((name, v.as_path(), Source::open(v, &valid_options(a))?))
+        })
+        .collect()
+}
+
+/// How long reading and training took, and the memory reading needed.
+#[derive(Clone, Copy)]
+struct Timing {
+    load_seconds: f64,
+    train_seconds: f64,
+    loading_peak_mib: Option<f64>,
 }

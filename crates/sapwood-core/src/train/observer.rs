@@ -75,6 +75,13 @@ pub trait TrainObserver: Send {
         Ok(())
     }
 
+    /// Called once the job has read and binned its training rows itself (rows read in
+    /// batches), before the first round, with this worker's row count: a front end can
+    /// time its reading or note its memory there. Nothing by default.
+    fn on_rows_binned(&mut self, n_rows: usize) {
+        let _ = n_rows;
+    }
+
     /// Whether gradients come from [`TrainObserver::gradients`] (a custom objective, such
     /// as XGBoost's `obj=`) instead of the built-in loss; false by default.
     fn has_custom_objective(&self) -> bool {
