@@ -34,6 +34,7 @@ from ._sapwood import (
 from .core import (
     Booster,
     Callback,
+    DataIter,
     Dataset,
     EvalsResult,
     RoundInfo,
@@ -51,6 +52,7 @@ __all__ = [
     "Booster",
     "Callback",
     "DataError",
+    "DataIter",
     "Dataset",
     "EvalsResult",
     "InternalError",

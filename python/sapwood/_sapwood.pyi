@@ -1,6 +1,6 @@
 """Type stubs of the native module ``sapwood._sapwood`` (private; use ``sapwood``)."""
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Optional, Union, final
 
 import numpy as np
@@ -123,10 +123,20 @@ class NativeBooster:
     @property
     def classes(self) -> Optional[list[Union[bool, int, str]]]: ...
 
+@final
+class NativeBatches:
+    def __new__(
+        cls,
+        batches: Callable[
+            [], Iterable[tuple[NativeData, Optional[list[int]], Optional[list[float]]]]
+        ],
+        n_rows: int,
+    ) -> NativeBatches: ...
+
 def train(
     params: Sequence[tuple[str, str]],
-    train: NativeData,
-    evals: Sequence[tuple[str, NativeData]] = ...,
+    train: Union[NativeData, NativeBatches],
+    evals: Sequence[tuple[str, Union[NativeData, NativeBatches]]] = ...,
     callback: Optional[Callable[[int, int, list[tuple[str, str, float]], float], bool]] = None,
     checkpoint: Optional[tuple[str, int]] = None,
     resume: Optional[str] = None,

@@ -619,6 +619,115 @@ def _native_for(data: Any, booster: Booster) -> NativeData:
     return _data.to_native(arr, categorical_features=categorical, feature_names=names)
 
 
+class DataIter:
+    """Training or evaluation rows read in batches, for data that should not sit in memory
+    whole (XGBoost's ``DataIter``): subclass it with :meth:`reset` and :meth:`next`, then
+    pass an instance to :func:`train` as ``dtrain`` (its evaluation sets may be
+    ``DataIter`` or :class:`Dataset` objects).
+
+    Training reads the training rows three times (to count them, to sample the cuts, to bin
+    them) and an evaluation set twice (to count its rows, to bin them), holding one batch at
+    a time besides the bins; every pass must yield the same rows in the same order, and
+    every batch the same columns. The model is the one the same rows in one
+    :class:`Dataset` give, byte for byte.
+
+    ``categorical_features`` and ``missing`` apply to every batch as :class:`Dataset` applies
+    them. A custom objective (``obj``), ``scale_pos_weight``, custom metrics on evaluation
+    sets read in batches, and :func:`cv` need the rows in memory: give a :class:`Dataset`.
+    """
+
+    def __init__(
+        self, categorical_features: CategoricalSpec = "auto", missing: Optional[float] = None
+    ) -> None:
+        self.categorical_features = categorical_features
+        self.missing = missing
+
+    def reset(self) -> None:
+        """Goes back to the first batch (called before every pass)."""
+        raise NotImplementedError("a DataIter subclass must define reset()")
+
+    def next(self, input_data: Callable[..., None]) -> bool:
+        """Reads the next batch and hands it over with one call of ``input_data(data,
+        label=None, weight=None, base_margin=None, qid=None)`` (``data``: anything
+        :class:`Dataset` accepts, a pyarrow RecordBatch or Table, a pandas or polars
+        DataFrame, a numpy array...; ``qid``: each row's query id, for ranking). Returns
+        True, or False (without calling ``input_data``) when no batch is left."""
+        raise NotImplementedError("a DataIter subclass must define next(input_data)")
+
+
+#: One batch of a :class:`DataIter`: the batch and each row's query id.
+_Batch = tuple[Dataset, Optional[npt.NDArray[np.int64]]]
+
+
+class _Streamed:
+    """A :class:`DataIter` as training reads it: the engine's batches over its passes, its
+    rows (counted by one pass) and the first batch's column types."""
+
+    def __init__(self, it: DataIter) -> None:
+        if not isinstance(it, DataIter):
+            raise DataError("expected a sapwood.DataIter")
+        self._it = it
+        self._input_types: Optional[list[str]] = None
+        rows = sum(d.num_row() for d, _ in self._batches())
+        self._native = _sapwood.NativeBatches(self._passes, rows)
+
+    def _batches(self) -> Iterable[_Batch]:
+        it = self._it
+        it.reset()
+        while True:
+            got: list[_Batch] = []
+
+            def input_data(
+                data: Any,
+                label: Any = None,
+                weight: Any = None,
+                base_margin: Any = None,
+                qid: Any = None,
+                **others: Any,
+            ) -> None:
+                if others:
+                    raise ParameterError(
+                        f"invalid parameter `{next(iter(others))}`: DataIter's input_data "
+                        "takes data, label, weight, base_margin and qid"
+                    )
+                d = Dataset(
+                    data,
+                    label=label,
+                    weight=weight,
+                    base_margin=base_margin,
+                    qid=qid,
+                    categorical_features=it.categorical_features,
+                    missing=it.missing,
+                )
+                got.append((d, None if qid is None else _qid_array(qid)))
+
+            if not it.next(input_data):
+                return
+            if len(got) != 1:
+                raise DataError(
+                    f"DataIter.next must call input_data once per batch; it called it "
+                    f"{len(got)} times"
+                )
+            if self._input_types is None:
+                self._input_types = got[0][0]._input_types
+            yield got[0]
+
+    def _passes(
+        self,
+    ) -> Iterable[tuple[NativeData, Optional[list[int]], Optional[list[float]]]]:
+        for d, qid in self._batches():
+            margin = d._base_margin
+            yield (
+                d._native,
+                None if qid is None else qid.tolist(),
+                None if margin is None else margin.ravel().tolist(),
+            )
+
+
+#: Training data as :func:`train` takes it: in memory or read in batches.
+_TrainData = Union[Dataset, _Streamed]
+
+
 def _frame_columns(data: Any) -> list[str]:
     if _data.is_pandas_frame(data):
         return [str(c) for c in data.columns]
@@ -1335,9 +1444,9 @@ def _callback_hook(callbacks: list[Callback]) -> Optional[_RoundHook]:
 
 def train(
     params: Params,
-    dtrain: Dataset,
+    dtrain: Union[Dataset, DataIter],
     num_boost_round: int = 100,
-    evals: Sequence[tuple[Dataset, str]] = (),
+    evals: Sequence[tuple[Union[Dataset, DataIter], str]] = (),
     early_stopping_rounds: Optional[int] = None,
     callbacks: Optional[Sequence[Callback]] = None,
     verbose_eval: Union[bool, int] = True,
@@ -1366,14 +1475,16 @@ def train(
         parameter here (``num_boost_round``, ``n_estimators``, ...) wins over the
         ``num_boost_round`` argument. Unknown names raise :class:`ParameterError`
         suggesting the closest one; None values mean the default.
-    dtrain : Dataset
-        Training data with its label (and weights).
+    dtrain : Dataset or DataIter
+        Training data with its label (and weights); a :class:`DataIter` is read in
+        batches, never whole.
     num_boost_round : int, default 100
         Boosting rounds (one tree per round, one per class per round for multiclass).
     evals : list of (Dataset, str) pairs, default ()
         Datasets reported after every round under the given names; early stopping
         watches the last metric of the last pair. A categorical column of an evaluation
-        set must hold the same kind of levels as in ``dtrain``.
+        set must hold the same kind of levels as in ``dtrain``. With a :class:`DataIter`
+        as ``dtrain``, an evaluation set may be a :class:`DataIter` too.
     early_stopping_rounds : int, optional
         Stop when the watched metric has not improved for this many rounds; the booster
         keeps every round trained and records :attr:`Booster.best_iteration` and
@@ -1513,8 +1624,8 @@ def train(
     ``subsample_freq`` > 1, ...) raise :class:`ParameterError` saying what Sapwood does
     instead.
     """
-    if not isinstance(dtrain, Dataset):
-        raise DataError("dtrain must be a sapwood.Dataset")
+    if not isinstance(dtrain, (Dataset, DataIter)):
+        raise DataError("dtrain must be a sapwood.Dataset or a sapwood.DataIter")
     normalised = _params.normalise(params)
     pairs, user_names = _with_rounds(normalised, num_boost_round)
     init = _init_booster(xgb_model, init_model)
@@ -1522,15 +1633,24 @@ def train(
     metrics = _custom_metrics(custom_metric, feval, normalised.metric_fns, maximize)
     given = _sort_callbacks(callbacks, early_stopping_rounds)
     pairs = _with_stopping(pairs, user_names, given.stopping_rounds)
-    eval_sets = [*_eval_pairs(evals, Dataset), *_valid_sets(valid_sets, valid_names)]
+    streamed = isinstance(dtrain, DataIter)
+    in_memory = [*_eval_pairs(_memory_evals(evals, streamed), Dataset)]
+    eval_sets = [*in_memory, *_valid_sets(valid_sets, valid_names)]
     stopping_text = _stopping_text(pairs)
-    _require_evals(stopping_text, bool(eval_sets))
-    if normalised.scale_pos_weight is not None:
-        dtrain = _scale_positive(dtrain, normalised.scale_pos_weight, normalised.value("objective"))
+    _require_evals(stopping_text, bool(eval_sets) or len(in_memory) < len(evals))
+    if isinstance(dtrain, DataIter):
+        _check_streamable(objective_fn, normalised, metrics)
+        engine_train: _TrainData = _Streamed(dtrain)
+        engine_evals = _engine_evals(evals, eval_sets)
+    else:
+        if normalised.scale_pos_weight is not None:
+            objective = normalised.value("objective")
+            dtrain = _scale_positive(dtrain, normalised.scale_pos_weight, objective)
+        engine_train, engine_evals = dtrain, list(eval_sets)
     run = _CustomRun(
         metrics,
         eval_sets,
-        [*given.run, *_printing(verbose_eval, bool(eval_sets))],
+        [*given.run, *_printing(verbose_eval, bool(engine_evals))],
         hide_builtin=normalised.disable_default_metric and normalised.value("eval_metric") is None,
         margins=objective_fn is not None,
         objective=next((v for k, v in pairs if canonical_param(k) == "objective"), None),
@@ -1541,12 +1661,12 @@ def train(
         run.stopping_rounds = int(stopping_text)
         pairs = [(k, v) for k, v in pairs if canonical_param(k) != "early_stopping_rounds"]
     native = _call_engine(
-        _EngineCall(pairs, user_names, dtrain, eval_sets, init, objective_fn),
+        _EngineCall(pairs, user_names, engine_train, engine_evals, init, objective_fn),
         run,
         None if checkpoint is None else (os.fspath(checkpoint), int(checkpoint_every)),
         None if resume is None else os.fspath(resume),
     )
-    booster = Booster._wrap(_with_input_types(native, dtrain))
+    booster = Booster._wrap(_with_input_types(native, engine_train))
     if run.active:
         booster._custom_history = run.history
     if given.announce and given.stopping_rounds is not None:
@@ -1555,6 +1675,60 @@ def train(
         evals_result.clear()
         evals_result.update(booster.evals_result())
     return booster
+
+
+def _memory_evals(evals: Any, streamed: bool) -> Any:
+    """The in-memory evaluation sets of ``evals`` (all of them unless training is read in
+    batches, when the others are :class:`DataIter` objects)."""
+    if not streamed:
+        for e in evals or ():
+            if isinstance(e, (tuple, list)) and any(isinstance(x, DataIter) for x in e):
+                raise DataError(
+                    "an evaluation set is a DataIter but the training data is in memory: "
+                    "give it as a Dataset"
+                )
+        return evals
+    return [e for e in evals or () if not any(isinstance(x, DataIter) for x in e)]
+
+
+def _engine_evals(
+    evals: Any, in_memory: list[tuple[Dataset, str]]
+) -> list[tuple[_TrainData, str]]:
+    """Every evaluation set in ``evals`` order, :class:`DataIter` objects read in batches
+    (``in_memory`` holds the others, checked, then the LightGBM-style ``valid_sets``)."""
+    out: list[tuple[_TrainData, str]] = []
+    memory = iter(in_memory)
+    for e in evals or ():
+        it = next((x for x in e if isinstance(x, DataIter)), None)
+        if it is None:
+            out.append(next(memory))
+            continue
+        name = next((x for x in e if isinstance(x, str)), None)
+        if name is None or len(e) != 2:
+            raise ParameterError("invalid parameter `evals`: expected (DataIter, name) pairs")
+        out.append((_Streamed(it), name))
+    out.extend(memory)
+    return out
+
+
+def _check_streamable(
+    objective_fn: Optional[Callable[..., Any]],
+    normalised: _params.Normalised,
+    metrics: Any,
+) -> None:
+    """Refuses what needs the training rows in memory when they are read in batches."""
+    needs = [
+        ("obj", objective_fn is not None),
+        ("scale_pos_weight", normalised.scale_pos_weight is not None),
+        ("custom_metric", bool(metrics)),
+        ("disable_default_metric", normalised.disable_default_metric),
+    ]
+    for name, given in needs:
+        if given:
+            raise ParameterError(
+                f"invalid parameter `{name}`: it needs the training rows in memory, and a "
+                "DataIter reads them in batches; give a Dataset"
+            )
 
 
 def _objective_setup(
@@ -1580,8 +1754,8 @@ class _EngineCall(NamedTuple):
 
     pairs: list[tuple[str, str]]
     user_names: dict[str, str]
-    dtrain: Dataset
-    eval_sets: list[tuple[Dataset, str]]
+    dtrain: _TrainData
+    eval_sets: list[tuple[_TrainData, str]]
     init: Optional[Booster]
     objective_fn: Optional[Callable[..., Any]]
 
@@ -1595,9 +1769,9 @@ def _call_engine(
     """Trains ``call`` in the engine, reporting each round to ``run`` (custom metrics) or
     else straight to the callbacks; parameter errors name the parameters as given."""
     hook = run.on_round if run.active else _callback_hook(run.callbacks)
-    native_obj = (
-        None if call.objective_fn is None else _native_objective(call.objective_fn, call.dtrain)
-    )
+    native_obj = None
+    if call.objective_fn is not None and isinstance(call.dtrain, Dataset):
+        native_obj = _native_objective(call.objective_fn, call.dtrain)
     try:
         native = _sapwood.train(
             call.pairs, call.dtrain._native, [(name, d._native) for d, name in call.eval_sets],
@@ -1626,7 +1800,7 @@ def _announce_best(booster: "Booster", stopping_rounds: int) -> None:
     print(f"{head}\n[{best + 1}]\t{scores}")
 
 
-def _with_input_types(native: NativeBooster, dtrain: "Dataset") -> NativeBooster:
+def _with_input_types(native: NativeBooster, dtrain: _TrainData) -> NativeBooster:
     """``native`` recording what each column of ``dtrain`` held, so that prediction can
     refuse type drift; every training path (here and Dask's rank 0) records them alike, so
     their models stay byte-identical."""

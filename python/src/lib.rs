@@ -3,6 +3,7 @@
 //! with the GIL released, prediction, model files, and the exception hierarchy.
 
 mod arrow;
+mod batches;
 mod booster;
 mod data;
 mod distributed;
@@ -18,6 +19,7 @@ use pyo3::prelude::*;
 fn _sapwood(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<data::NativeData>()?;
+    m.add_class::<batches::NativeBatches>()?;
     m.add_class::<booster::NativeBooster>()?;
     m.add_function(wrap_pyfunction!(training::train, m)?)?;
     m.add_function(wrap_pyfunction!(distributed::train_tcp, m)?)?;

@@ -12,9 +12,10 @@ use std::path::PathBuf;
 
 use sapwood::{
     Booster, CheckedSettings, Checkpoint, Control, CustomEval, Dataset, EvalMargins, RoundReport,
-    Rows, TrainJob, TrainObserver,
+    RowSource, Rows, TrainJob, TrainObserver,
 };
 
+use crate::batches::NativeBatches;
 use crate::booster::NativeBooster;
 use crate::data::NativeData;
 use crate::errors::{guarded, panic_message, Kind, OrRaise};
@@ -266,12 +267,11 @@ struct Hooks<'a> {
     metric: Option<&'a Py<PyAny>>,
 }
 
-/// Trains in this process (see [`interruptibly`]).
+/// Trains in this process on `rows` (see [`interruptibly`]).
 fn train_interruptibly(
     py: Python<'_>,
     settings: &CheckedSettings,
-    train: &Dataset<'_>,
-    evals: &[(&str, &Dataset<'_>)],
+    rows: Rows<'_>,
     hooks: &Hooks<'_>,
 ) -> PyResult<Booster> {
     interruptibly(py, |stop| {
@@ -286,7 +286,6 @@ fn train_interruptibly(
             }),
             error: None,
         };
-        let rows = Rows::Columns { train, evals };
         let job = TrainJob::new(&settings.params, &settings.run, rows)
             .continuing(hooks.init)
             .resuming(hooks.resume);
@@ -313,8 +312,8 @@ fn train_interruptibly(
 pub fn train(
     py: Python<'_>,
     params: Vec<(String, String)>,
-    train: Bound<'_, NativeData>,
-    evals: Vec<(String, Bound<'_, NativeData>)>,
+    train: Bound<'_, PyAny>,
+    evals: Vec<(String, Bound<'_, PyAny>)>,
     callback: Option<Py<PyAny>>,
     checkpoint: Option<(PathBuf, usize)>,
     resume: Option<PathBuf>,
@@ -324,19 +323,6 @@ pub fn train(
 ) -> PyResult<NativeBooster> {
     guarded(|| {
         let params = crate::params::params_from(&params)?;
-        let train_data = train.get();
-        let train_borrow = train_data.borrow(py)?;
-        let train_set = train_data.dataset(&train_borrow)?;
-        let eval_borrows = evals
-            .iter()
-            .map(|(_, d)| d.get().borrow(py))
-            .collect::<PyResult<Vec<_>>>()?;
-        let eval_sets = evals
-            .iter()
-            .zip(&eval_borrows)
-            .map(|((name, d), b)| Ok((name.as_str(), d.get().dataset(b)?)))
-            .collect::<PyResult<Vec<_>>>()?;
-        let eval_refs: Vec<(&str, &Dataset<'_>)> = eval_sets.iter().map(|(n, d)| (*n, d)).collect();
         if checkpoint.as_ref().is_some_and(|c| c.1 == 0) {
             return Err(Kind::Parameter
                 .err("invalid parameter `checkpoint_every`: use at least 1 round".to_string()));
@@ -360,7 +346,93 @@ pub fn train(
             objective: objective.as_ref(),
             metric: metric.as_ref(),
         };
-        let booster = train_interruptibly(py, &params, &train_set, &eval_refs, &hooks)?;
+        let inputs: Vec<&Bound<'_, PyAny>> = std::iter::once(&train)
+            .chain(evals.iter().map(|(_, d)| d))
+            .collect();
+        let streams = streams_of(&inputs, &evals)?;
+        let natives: Vec<Option<Bound<'_, NativeData>>> = inputs
+            .iter()
+            .map(|d| d.cast::<NativeData>().ok().cloned())
+            .collect();
+        let borrows = natives
+            .iter()
+            .map(|n| n.as_ref().map(|n| n.get().borrow(py)).transpose())
+            .collect::<PyResult<Vec<_>>>()?;
+        let datasets = natives
+            .iter()
+            .zip(&borrows)
+            .map(|(n, b)| match (n, b) {
+                (Some(n), Some(b)) => n.get().dataset(b).map(Some),
+                _ => Ok(None),
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let names = evals.iter().map(|(n, _)| n.as_str());
+        let booster = match &streams[0] {
+            Some(stream) => {
+                let sources: Vec<(&str, &dyn RowSource)> = names
+                    .zip(datasets[1..].iter().zip(&streams[1..]))
+                    .map(|(n, (d, s))| {
+                        let source: &dyn RowSource = match (d, s) {
+                            (Some(d), _) => d,
+                            (None, Some(s)) => s.get(),
+                            (None, None) => unreachable!("checked by streams_of"),
+                        };
+                        (n, source)
+                    })
+                    .collect();
+                let rows = Rows::Stream {
+                    train: stream.get(),
+                    evals: &sources,
+                };
+                let trained = train_interruptibly(py, &params, rows, &hooks);
+                // an exception raised while reading comes back as it was raised
+                let raised = streams.iter().flatten().find_map(|s| s.get().take_error());
+                raised.map_or(trained, Err)?
+            }
+            None => {
+                let sets: Vec<(&str, &Dataset<'_>)> = names
+                    .zip(&datasets[1..])
+                    .filter_map(|(n, d)| Some((n, d.as_ref()?)))
+                    .collect();
+                let train = datasets[0].as_ref().expect("checked by streams_of");
+                let rows = Rows::Columns {
+                    train,
+                    evals: &sets,
+                };
+                train_interruptibly(py, &params, rows, &hooks)?
+            }
+        };
         Ok(NativeBooster::new(booster))
     })
+}
+
+/// Which inputs (the training data, then the evaluation sets) are read in batches; each is
+/// a `NativeData` or a `NativeBatches`, and evaluation sets are read in batches only when
+/// the training data is.
+fn streams_of<'py>(
+    inputs: &[&Bound<'py, PyAny>],
+    evals: &[(String, Bound<'py, PyAny>)],
+) -> PyResult<Vec<Option<Bound<'py, NativeBatches>>>> {
+    let streams: Vec<Option<Bound<'py, NativeBatches>>> = inputs
+        .iter()
+        .map(|d| d.cast::<NativeBatches>().ok().cloned())
+        .collect();
+    for (i, d) in inputs.iter().enumerate() {
+        let what = match i {
+            0 => "the training data".to_string(),
+            i => format!("evaluation set `{}`", evals[i - 1].0),
+        };
+        if streams[i].is_none() && d.cast::<NativeData>().is_err() {
+            return Err(Kind::Internal.err(format!(
+                "internal error (please report it): {what} is neither NativeData nor NativeBatches"
+            )));
+        }
+        if i > 0 && streams[i].is_some() && streams[0].is_none() {
+            return Err(Kind::Data.err(format!(
+                "{what} is read in batches (a DataIter) but the training data is in memory: \
+                 give it as a Dataset"
+            )));
+        }
+    }
+    Ok(streams)
 }

@@ -9,7 +9,7 @@ use sapwood_core::params::Params;
 use sapwood_core::train::{self, JobFacts};
 
 use crate::booster::Booster;
-use crate::dataset::Label;
+use crate::dataset::{Dataset, Label};
 use crate::stream::{BinnedDataset, CutPass};
 use crate::{Error, Result};
 
@@ -234,4 +234,48 @@ pub(crate) fn read_rows(
         train,
         evals: binned_evals,
     })
+}
+
+/// A dataset in memory as one batch, so that a stream's evaluation sets (or its training
+/// rows) may be in memory.
+impl RowSource for Dataset<'_> {
+    fn n_rows(&self) -> u64 {
+        Dataset::n_rows(self) as u64
+    }
+
+    fn describe(&self, facts: &mut JobFacts) {
+        let features: Vec<String> = self
+            .features
+            .names()
+            .iter()
+            .zip(self.features.columns())
+            .map(|(n, c)| {
+                format!(
+                    "{n}{}",
+                    if c.is_categorical() {
+                        " (categorical)"
+                    } else {
+                        ""
+                    }
+                )
+            })
+            .collect();
+        facts.push("features", features.join(", "));
+    }
+
+    fn for_each_batch(&self, each: &mut dyn FnMut(RowBatch<'_>) -> Result<()>) -> Result<()> {
+        // a query's index stands for its id: the rows of a query follow one another
+        let query_ids = self.queries.as_ref().map(|q| {
+            (0..q.len())
+                .flat_map(|i| std::iter::repeat_n(i as i64, q.rows(i).len()))
+                .collect()
+        });
+        each(RowBatch {
+            features: &self.features,
+            label: self.label.clone(),
+            weight: self.weight.clone(),
+            base_margin: self.base_margin.clone(),
+            query_ids,
+        })
+    }
 }

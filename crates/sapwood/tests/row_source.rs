@@ -48,6 +48,28 @@ struct Carry {
     queries: bool,
 }
 
+impl Carry {
+    /// What an evaluation set of these rows carries: evaluation sets take no base margins.
+    fn evaluated(self) -> Carry {
+        Carry {
+            margins: false,
+            ..self
+        }
+    }
+}
+
+/// The model of `train` with the evaluation set `valid`, read as streams on `workers`
+/// in-process workers.
+fn fit_stream(p: &Params, workers: usize, train: &dyn RowSource, valid: &dyn RowSource) -> Booster {
+    let (cp, run) = checked(p.clone(), workers);
+    let evals: [(&str, &dyn RowSource); 1] = [("valid", valid)];
+    let rows = Rows::Stream {
+        train,
+        evals: &evals,
+    };
+    Booster::fit(TrainJob::new(&cp, &run, rows), &mut Quiet).unwrap()
+}
+
 /// Rows `rows` in memory, as the reference a stream must match.
 fn dataset(rows: Range<usize>, carry: Carry) -> Dataset<'static> {
     let c = columns(rows);
@@ -178,16 +200,7 @@ fn ranked() -> (Params, Carry) {
 /// The model of rows `0..N` in memory, with the evaluation set `N..N + 300`.
 fn in_memory(p: &Params, carry: Carry, workers: usize) -> String {
     let (p, run) = checked(p.clone(), workers);
-    let (train, valid) = (
-        dataset(0..N, carry),
-        dataset(
-            N..N + 300,
-            Carry {
-                margins: false,
-                ..carry
-            },
-        ),
-    );
+    let (train, valid) = (dataset(0..N, carry), dataset(N..N + 300, carry.evaluated()));
     let evals = [("valid", &valid)];
     let rows = Rows::Columns {
         train: &train,
@@ -204,21 +217,9 @@ fn a_stream_saves_the_in_memory_model_and_is_read_twice() {
     for (p, carry) in cases {
         let expected = in_memory(&p, carry, 1);
         for workers in [1, 3] {
-            let (cp, run) = checked(p.clone(), workers);
             let train = Batches::new(0..N, carry);
-            let valid = Batches::new(
-                N..N + 300,
-                Carry {
-                    margins: false,
-                    ..carry
-                },
-            );
-            let evals: [(&str, &dyn RowSource); 1] = [("valid", &valid)];
-            let rows = Rows::Stream {
-                train: &train,
-                evals: &evals,
-            };
-            let model = Booster::fit(TrainJob::new(&cp, &run, rows), &mut Quiet).unwrap();
+            let valid = Batches::new(N..N + 300, carry.evaluated());
+            let model = fit_stream(&p, workers, &train, &valid);
             assert!(
                 model.to_json() == expected,
                 "{} with {workers} workers: the stream's model differs",
@@ -391,4 +392,18 @@ fn a_readers_error_is_reported_as_it_is_and_names_its_evaluation_set() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("holdout") && e.contains("disk on fire"), "{e}");
+}
+
+#[test]
+fn a_dataset_in_memory_is_a_one_batch_source() {
+    for (p, carry) in [weighted(), ranked()] {
+        let expected = in_memory(&p, carry, 1);
+        let (train, valid) = (dataset(0..N, carry), dataset(N..N + 300, carry.evaluated()));
+        let model = fit_stream(&p, 1, &train, &valid);
+        assert!(
+            model.to_json() == expected,
+            "{}: a dataset read as a stream trains another model",
+            p.objective
+        );
+    }
 }
