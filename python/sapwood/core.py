@@ -1634,14 +1634,16 @@ def train(
     given = _sort_callbacks(callbacks, early_stopping_rounds)
     pairs = _with_stopping(pairs, user_names, given.stopping_rounds)
     streamed = isinstance(dtrain, DataIter)
-    in_memory = [*_eval_pairs(_memory_evals(evals, streamed), Dataset)]
+    # read once: a generator of pairs would be spent by the first look
+    given_evals = list(evals or ())
+    in_memory = [*_eval_pairs(_memory_evals(given_evals, streamed), Dataset)]
     eval_sets = [*in_memory, *_valid_sets(valid_sets, valid_names)]
     stopping_text = _stopping_text(pairs)
-    _require_evals(stopping_text, bool(eval_sets) or len(in_memory) < len(evals))
+    _require_evals(stopping_text, bool(eval_sets) or len(in_memory) < len(given_evals))
     if isinstance(dtrain, DataIter):
         _check_streamable(objective_fn, normalised, metrics)
         engine_train: _TrainData = _Streamed(dtrain)
-        engine_evals = _engine_evals(evals, eval_sets)
+        engine_evals = _engine_evals(given_evals, eval_sets)
     else:
         if normalised.scale_pos_weight is not None:
             objective = normalised.value("objective")
@@ -1677,28 +1679,29 @@ def train(
     return booster
 
 
-def _memory_evals(evals: Any, streamed: bool) -> Any:
+def _memory_evals(evals: list[Any], streamed: bool) -> list[Any]:
     """The in-memory evaluation sets of ``evals`` (all of them unless training is read in
-    batches, when the others are :class:`DataIter` objects)."""
-    if not streamed:
-        for e in evals or ():
-            if isinstance(e, (tuple, list)) and any(isinstance(x, DataIter) for x in e):
-                raise DataError(
-                    "an evaluation set is a DataIter but the training data is in memory: "
-                    "give it as a Dataset"
-                )
-        return evals
-    return [e for e in evals or () if not any(isinstance(x, DataIter) for x in e)]
+    batches, when the others are :class:`DataIter` objects; malformed entries are kept for
+    :func:`_eval_pairs` to name)."""
+    batched = [
+        isinstance(e, (tuple, list)) and any(isinstance(x, DataIter) for x in e) for e in evals
+    ]
+    if any(batched) and not streamed:
+        raise DataError(
+            "an evaluation set is a DataIter but the training data is in memory: give it as "
+            "a Dataset"
+        )
+    return [e for e, b in zip(evals, batched) if not b]
 
 
 def _engine_evals(
-    evals: Any, in_memory: list[tuple[Dataset, str]]
+    evals: list[Any], in_memory: list[tuple[Dataset, str]]
 ) -> list[tuple[_TrainData, str]]:
     """Every evaluation set in ``evals`` order, :class:`DataIter` objects read in batches
     (``in_memory`` holds the others, checked, then the LightGBM-style ``valid_sets``)."""
     out: list[tuple[_TrainData, str]] = []
     memory = iter(in_memory)
-    for e in evals or ():
+    for e in evals:
         it = next((x for x in e if isinstance(x, DataIter)), None)
         if it is None:
             out.append(next(memory))

@@ -228,3 +228,39 @@ def test_the_readmes_parquet_batches_train_the_model_of_the_whole_table(tmp_path
         10,
     )
     assert got.to_json() == expected.to_json()
+
+
+def test_rows_that_change_between_passes_or_carry_no_label_are_refused() -> None:
+    data = _rows(N, 8)
+
+    class Shrinking(Batches):
+        """Loses its last batch after the counting pass."""
+
+        def next(self, input_data: Callable[..., None]) -> bool:
+            if self.resets > 1 and self.at >= N - self.size:
+                return False
+            return super().next(input_data)
+
+    with pytest.raises(sapwood.SchemaMismatchError, match="sampling pass read"):
+        sapwood.train(PARAMS, Shrinking(data), 2)
+
+    class Unlabelled(Batches):
+        def next(self, input_data: Callable[..., None]) -> bool:
+            if self.at >= N:
+                return False
+            input_data(_table(self.data["x"][self.at : self.at + self.size]))
+            self.at += self.size
+            return True
+
+    with pytest.raises(sapwood.DataError, match="no label"):
+        sapwood.train(PARAMS, Unlabelled(data), 2)
+
+
+def test_evals_may_be_none_or_a_generator_as_in_xgboost() -> None:
+    data, valid = _rows(600, 9), _rows(300, 10)
+    expected = sapwood.train(PARAMS, _whole(data), 3, evals=[(_whole(valid), "v")])
+    assert sapwood.train(PARAMS, _whole(data), 3, evals=None).to_json() == expected.to_json()
+    pairs = ((it, name) for it, name in [(Batches(valid), "v")])
+    got = sapwood.train(PARAMS, Batches(data), 3, evals=pairs)
+    assert got.to_json() == expected.to_json()
+    assert got.evals_result() == expected.evals_result()

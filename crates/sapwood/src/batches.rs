@@ -66,7 +66,7 @@ pub(crate) struct BinnedSource {
 }
 
 /// Reads `source`, rows `row_offset..` of the job's `n_total`, twice (once when the cuts
-/// are given) and bins it.
+/// are given) and bins it. Every pass must read the rows the source says it has.
 pub(crate) fn bin_source(
     source: &dyn RowSource,
     params: &Params,
@@ -74,24 +74,35 @@ pub(crate) fn bin_source(
     (row_offset, n_total): (u64, u64),
     collective: &mut dyn Collective,
 ) -> Result<BinnedSource> {
+    if n_total == 0 {
+        return Err(Error::EmptyData(
+            "the rows are empty: the source yields none".into(),
+        ));
+    }
     let mut bin = match cuts {
         CutsFrom::Like(d) => d.bin_like(),
         CutsFrom::Model(b) => b.bin_pass(),
         CutsFrom::Agreed => {
             let mut cut = CutPass::for_shard(params, n_total, row_offset);
-            source.for_each_batch(&mut |b| cut.push(b.features, b.weight.as_deref()))?;
+            let mut read = 0u64;
+            source.for_each_batch(&mut |b| {
+                read += b.features.n_rows() as u64;
+                cut.push(b.features, b.weight.as_deref())
+            })?;
+            check_pass(source, "sampling", read)?;
             cut.finish_with(collective)?
         }
     };
-    let mut labelled = 0u64;
+    let (mut labelled, mut any_label, mut read, mut batches) = (0u64, false, 0u64, 0usize);
     let mut base: Option<Vec<f32>> = None;
     let mut qids: Option<Vec<i64>> = None;
-    let mut batches = 0usize;
     source.for_each_batch(&mut |b| {
         let first = batches == 0;
         batches += 1;
+        read += b.features.n_rows() as u64;
         extend_alike(&mut base, b.base_margin, first, "base margins")?;
         extend_alike(&mut qids, b.query_ids, first, "query ids")?;
+        any_label |= b.label.is_some();
         labelled += match &b.label {
             Some(Label::Values(v)) => v.iter().filter(|x| !x.is_nan()).count() as u64,
             Some(Label::Classes(c)) => c.len() as u64,
@@ -103,14 +114,17 @@ pub(crate) fn bin_source(
                 _ => e,
             })
     })?;
+    check_pass(source, "binning", read)?;
+    let mut total = [labelled as i64];
     if !matches!(cuts, CutsFrom::Like(_)) {
-        let mut total = [labelled as i64];
         collective.allreduce_sum(&mut total, n_total)?;
-        if total[0] == 0 {
-            return Err(Error::EmptyData(
-                "the label has no values (all null)".into(),
-            ));
-        }
+    }
+    if total[0] == 0 {
+        return Err(Error::EmptyData(if any_label {
+            "the label has no values (all null)".into()
+        } else {
+            "the rows have no label".into()
+        }));
     }
     let mut rows = bin.finish()?;
     let query_ends = match &qids {
@@ -125,6 +139,19 @@ pub(crate) fn bin_source(
         base_margin: base,
         query_ends,
     })
+}
+
+/// Refuses a pass that read other rows than the source says it has (a file that grew, a
+/// reader that lost a batch): the cuts and the bins would describe different rows.
+fn check_pass(source: &dyn RowSource, pass: &str, read: u64) -> Result<()> {
+    if read != source.n_rows() {
+        return Err(Error::SchemaMismatch(format!(
+            "the {pass} pass read {read} rows but the source has {}: every pass must read \
+             the same rows",
+            source.n_rows()
+        )));
+    }
+    Ok(())
 }
 
 /// Appends a batch's optional column to what earlier batches gave; every batch must give

@@ -100,6 +100,8 @@ struct Batches {
     fact: &'static str,
     /// A reader failure at this batch.
     fail_at: Option<usize>,
+    /// Whether passes after the first stop one batch short (a reader that lost a batch).
+    shrinks: bool,
 }
 
 impl Batches {
@@ -111,6 +113,7 @@ impl Batches {
             passes: AtomicUsize::new(0),
             fact: "one file",
             fail_at: None,
+            shrinks: false,
         }
     }
 }
@@ -125,15 +128,19 @@ impl RowSource for Batches {
     }
 
     fn for_each_batch(&self, each: &mut dyn FnMut(RowBatch<'_>) -> Result<()>) -> Result<()> {
-        self.passes.fetch_add(1, Ordering::Relaxed);
+        let pass = self.passes.fetch_add(1, Ordering::Relaxed);
+        let end = match self.shrinks && pass > 0 {
+            true => self.rows.end - self.batch,
+            false => self.rows.end,
+        };
         let mut start = self.rows.start;
         let mut index = 0;
-        while start < self.rows.end || index == 0 {
+        while start < end || index == 0 {
             if self.fail_at == Some(index) {
                 return Err(Error::Read("disk on fire".into()));
             }
-            let end = (start + self.batch).min(self.rows.end);
-            let c = columns(start..end);
+            let stop = (start + self.batch).min(end);
+            let c = columns(start..stop);
             let d = Dataset::builder()
                 .numeric("x", c.x)
                 .numeric("z", c.z)
@@ -146,7 +153,7 @@ impl RowSource for Batches {
                 base_margin: self.carry.margins.then_some(c.margin),
                 query_ids: self.carry.queries.then_some(c.qid),
             })?;
-            start = end;
+            start = stop;
             index += 1;
         }
         Ok(())
@@ -406,4 +413,22 @@ fn a_dataset_in_memory_is_a_one_batch_source() {
             p.objective
         );
     }
+}
+
+#[test]
+fn a_source_whose_passes_read_other_rows_is_refused() {
+    let (cp, run) = checked(binary(), 1);
+    let mut train = Batches::new(0..N, Carry::default());
+    train.shrinks = true;
+    let rows = Rows::Stream {
+        train: &train,
+        evals: &[],
+    };
+    let e = Booster::fit(TrainJob::new(&cp, &run, rows), &mut Quiet)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("binning pass read") && e.contains(&format!("the source has {N}")),
+        "{e}"
+    );
 }

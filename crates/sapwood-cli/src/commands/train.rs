@@ -151,7 +151,8 @@ fn name_file(e: sapwood::Error, a: &TrainArgs) -> anyhow::Error {
         }
         e @ (sapwood::Error::InvalidLabel { .. }
         | sapwood::Error::InvalidWeight { .. }
-        | sapwood::Error::EmptyData(_)) => {
+        | sapwood::Error::EmptyData(_)
+        | sapwood::Error::SchemaMismatch(_)) => {
             let ctx = at(&a.data, &e);
             anyhow::Error::new(e).context(ctx)
         }
