@@ -41,6 +41,22 @@ pub trait RowSource: Sync {
 
     /// Calls `each` with every batch, in row order.
     fn for_each_batch(&self, each: &mut dyn FnMut(RowBatch<'_>) -> Result<()>) -> Result<()>;
+
+    /// Whether its query ids name the same query on every rank (a file's column, a user's
+    /// `qid`), so that the ranks can check that no query spans two of them; true by default.
+    fn global_query_ids(&self) -> bool {
+        true
+    }
+}
+
+/// Adds the features (names, with their kinds) to what the ranks agree on.
+pub(crate) fn push_features(facts: &mut JobFacts, names: &[String], categorical: &[bool]) {
+    let features: Vec<String> = names
+        .iter()
+        .zip(categorical)
+        .map(|(n, &c)| format!("{n}{}", if c { " (categorical)" } else { "" }))
+        .collect();
+    facts.push("features", features.join(", "));
 }
 
 /// Where the cuts a source is binned with come from.
@@ -61,7 +77,7 @@ pub(crate) struct BinnedSource {
     pub rows: BinnedDataset,
     /// `groups` base margins per row, when the batches carry them.
     pub base_margin: Option<Vec<f32>>,
-    /// The first and last row's query ids.
+    /// The first and last row's query ids (None when the source's ids are its own).
     pub query_ends: Option<[i64; 2]>,
 }
 
@@ -130,7 +146,8 @@ pub(crate) fn bin_source(
     let query_ends = match &qids {
         Some(q) => {
             rows.set_group(q, "query ids")?;
-            q.first().zip(q.last()).map(|(&a, &b)| [a, b])
+            let ends = q.first().zip(q.last()).map(|(&a, &b)| [a, b]);
+            ends.filter(|_| source.global_query_ids())
         }
         None => None,
     };
@@ -271,23 +288,18 @@ impl RowSource for Dataset<'_> {
     }
 
     fn describe(&self, facts: &mut JobFacts) {
-        let features: Vec<String> = self
+        let kinds: Vec<bool> = self
             .features
-            .names()
+            .columns()
             .iter()
-            .zip(self.features.columns())
-            .map(|(n, c)| {
-                format!(
-                    "{n}{}",
-                    if c.is_categorical() {
-                        " (categorical)"
-                    } else {
-                        ""
-                    }
-                )
-            })
+            .map(|c| c.is_categorical())
             .collect();
-        facts.push("features", features.join(", "));
+        push_features(facts, self.features.names(), &kinds);
+    }
+
+    fn global_query_ids(&self) -> bool {
+        // its queries are numbered from 0 on every rank
+        false
     }
 
     fn for_each_batch(&self, each: &mut dyn FnMut(RowBatch<'_>) -> Result<()>) -> Result<()> {

@@ -6,7 +6,7 @@ use sapwood_core::collective::Collective;
 use sapwood_core::params::{Checked, Params, RunOptions};
 use sapwood_core::train::{self, BinnedJob, BinnedShard, TrainObserver};
 
-use crate::batches::{check_queries_whole, read_rows, RowSource};
+use crate::batches::{check_queries_whole, push_features, read_rows, RowSource};
 use crate::booster::{Booster, RunRecord};
 use crate::checks::{binned_eval_set, check_init_objective, check_train_margins};
 use crate::dataset::Dataset;
@@ -314,12 +314,7 @@ fn job_facts(
     n_total: u64,
 ) -> train::JobFacts {
     let mut facts = train::JobFacts::of_params(params, run);
-    let features: Vec<String> = names
-        .iter()
-        .zip(categorical)
-        .map(|(n, &c)| format!("{n}{}", if c { " (categorical)" } else { "" }))
-        .collect();
-    facts.push("features", features.join(", "));
+    push_features(&mut facts, names, categorical);
     let given = |b: bool| if b { "given" } else { "not given" };
     facts.push("sample weights", given(weights));
     facts.push("query groups", given(groups));

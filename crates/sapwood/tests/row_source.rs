@@ -70,6 +70,15 @@ fn fit_stream(p: &Params, workers: usize, train: &dyn RowSource, valid: &dyn Row
     Booster::fit(TrainJob::new(&cp, &run, rows), &mut Quiet).unwrap()
 }
 
+/// The model of `train` read as a stream by one process.
+fn alone(p: &Params, train: &dyn RowSource) -> String {
+    let (cp, run) = checked(p.clone(), 1);
+    let rows = Rows::Stream { train, evals: &[] };
+    Booster::fit(TrainJob::new(&cp, &run, rows), &mut Quiet)
+        .unwrap()
+        .to_json()
+}
+
 /// Rows `rows` in memory, as the reference a stream must match.
 fn dataset(rows: Range<usize>, carry: Carry) -> Dataset<'static> {
     let c = columns(rows);
@@ -325,15 +334,7 @@ fn two_ranks(
 #[test]
 fn ranks_reading_streams_save_the_single_process_model() {
     for (p, carry) in [weighted(), ranked()] {
-        let (cp, run) = checked(p.clone(), 1);
-        let whole = Batches::new(0..N, carry);
-        let rows = Rows::Stream {
-            train: &whole,
-            evals: &[],
-        };
-        let expected = Booster::fit(TrainJob::new(&cp, &run, rows), &mut Quiet)
-            .unwrap()
-            .to_json();
+        let expected = alone(&p, &Batches::new(0..N, carry));
         // 450 ends a query of 30 rows
         for result in two_ranks(&p, carry, [0..450, 450..N], |_| {}) {
             assert!(
@@ -431,4 +432,42 @@ fn a_source_whose_passes_read_other_rows_is_refused() {
         e.contains("binning pass read") && e.contains(&format!("the source has {N}")),
         "{e}"
     );
+}
+
+#[test]
+fn ranks_streaming_datasets_that_number_their_own_queries_are_not_refused() {
+    // a dataset numbers its queries from 0: rank 0 holding one query (ids 0) and rank 1
+    // starting at its own query 0 is no query spanning the two
+    let (p, carry) = ranked();
+    let expected = alone(&p, &dataset(0..N, carry));
+    let (cp, run) = checked(p.clone(), 1);
+    let parts = [0..30, 30..N];
+    let transports = in_process(2, Duration::from_secs(20));
+    let models: Vec<String> = std::thread::scope(|s| {
+        let handles: Vec<_> = transports
+            .into_iter()
+            .zip(parts)
+            .map(|(t, rows)| {
+                let (cp, run) = (&cp, &run);
+                s.spawn(move || {
+                    let local = dataset(rows.clone(), carry);
+                    let mut c = RingCollective::new(t, CommCodec::default());
+                    let job = TrainJob::new(
+                        cp,
+                        run,
+                        Rows::Stream {
+                            train: &local,
+                            evals: &[],
+                        },
+                    )
+                    .on_rank(&mut c, rows.start as u64, N as u64);
+                    Booster::fit(job, &mut Quiet).unwrap().to_json()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for m in models {
+        assert!(m == expected, "the ranks' model differs");
+    }
 }
