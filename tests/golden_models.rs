@@ -25,8 +25,13 @@ type Case = (
 const PIN_THRESHOLD: (&str, &str) = ("max_cat_threshold", "32");
 /// See [`PIN_THRESHOLD`].
 const PIN_SMOOTH: (&str, &str) = ("cat_smooth", "0");
+/// The binning of categorical features then: levels capped by `max_bin` (written as no
+/// `max_cat_bin` at all), a bin for a level seen once.
+const PIN_CAT_BIN: (&str, &str) = ("max_cat_bin", "0");
+/// See [`PIN_CAT_BIN`].
+const PIN_CAT_COUNT: (&str, &str) = ("min_category_count", "1");
 /// The pins alone.
-const PINNED: &[(&str, &str)] = &[PIN_THRESHOLD, PIN_SMOOTH];
+const PINNED: &[(&str, &str)] = &[PIN_THRESHOLD, PIN_SMOOTH, PIN_CAT_BIN, PIN_CAT_COUNT];
 
 /// The golden cases.
 const CASES: &[Case] = &[
@@ -37,6 +42,8 @@ const CASES: &[Case] = &[
         &[
             PIN_THRESHOLD,
             PIN_SMOOTH,
+            PIN_CAT_BIN,
+            PIN_CAT_COUNT,
             ("grow_policy", "lossguide"),
             ("max_leaves", "12"),
             ("max_depth", "0"),
@@ -52,6 +59,8 @@ const CASES: &[Case] = &[
         &[
             PIN_THRESHOLD,
             PIN_SMOOTH,
+            PIN_CAT_BIN,
+            PIN_CAT_COUNT,
             ("max_cat_to_onehot", "2"),
             ("learning_rate", "0.2"),
         ],
@@ -62,6 +71,8 @@ const CASES: &[Case] = &[
         &[
             PIN_THRESHOLD,
             PIN_SMOOTH,
+            PIN_CAT_BIN,
+            PIN_CAT_COUNT,
             ("grad_bits", "8"),
             ("max_depth", "5"),
             ("min_data_in_bin", "3"),
@@ -73,6 +84,8 @@ const CASES: &[Case] = &[
         &[
             PIN_THRESHOLD,
             PIN_SMOOTH,
+            PIN_CAT_BIN,
+            PIN_CAT_COUNT,
             ("max_bin", "32"),
             ("min_child_weight", "3"),
             ("gamma", "0.1"),

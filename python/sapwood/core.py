@@ -1582,7 +1582,10 @@ def train(
     - ``max_leaves`` [num_leaves]: maximum leaves per tree, 0 (default) for no limit.
     - ``grow_policy``: ``depthwise`` (default, level by level) or ``lossguide``
       (best-first, LightGBM's leaf-wise growth).
-    - ``max_bin`` [max_bins]: bins per feature, default 256.
+    - ``max_bin`` [max_bins]: bins per numeric feature, default 256.
+    - ``max_cat_bin`` [max_cat_bins]: bins per categorical feature, default 4096: the
+      most frequent levels seen at least ``min_category_count`` (default 3) times get one
+      each, the rest share one.
     - ``min_child_weight`` [min_sum_hessian_in_leaf]: minimum hessian sum in a child,
       default 1.
     - ``lambda`` [reg_lambda, lambda_l2]: L2 regularisation of leaf values, default 1.

@@ -207,7 +207,7 @@ fn workers_agree_on_the_cuts_of_all_their_rows() {
 #[test]
 fn a_worker_that_cannot_compute_the_cuts_fails_the_others_with_its_reason() {
     let params = Params {
-        max_bin: 2,
+        max_cat_bin: 2,
         ..Params::default()
     };
     let out = on_workers(3, CommCodec::Auto, |c| {
@@ -217,7 +217,7 @@ fn a_worker_that_cannot_compute_the_cuts_fails_the_others_with_its_reason() {
     });
     // the same error, of the same kind, on every worker
     assert!(
-        out[0].starts_with("invalid parameter `max_bin`"),
+        out[0].starts_with("invalid parameter `max_cat_bin`"),
         "{}",
         out[0]
     );

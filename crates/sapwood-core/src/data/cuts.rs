@@ -14,6 +14,42 @@ use crate::error::{Error, Result};
 use crate::hash::{hash32, SampleRate, Stream};
 use crate::wire::{ByteReader, PutBytes};
 
+/// How many bins the cuts of one feature may have, and how many sampled rows a bin needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BinLimits {
+    /// Bins of a numeric feature, the missing-value bin included.
+    pub max_bin: usize,
+    /// Bins of a categorical feature, the missing-value and shared rare-level bins included.
+    pub max_cat_bin: usize,
+    /// Sampled rows a numeric bin holds before the next one starts.
+    pub min_data_in_bin: usize,
+    /// Sampled rows a level needs for a bin of its own.
+    pub min_category_count: usize,
+}
+
+impl From<&crate::params::Params> for BinLimits {
+    fn from(p: &crate::params::Params) -> Self {
+        BinLimits {
+            max_bin: p.max_bin,
+            // 0: how models saved before `max_cat_bin` binned categorical features
+            max_cat_bin: if p.max_cat_bin == 0 {
+                p.max_bin.min(u16::MAX as usize)
+            } else {
+                p.max_cat_bin
+            },
+            min_data_in_bin: p.min_data_in_bin,
+            min_category_count: p.min_category_count,
+        }
+    }
+}
+
+impl Default for BinLimits {
+    /// The limits of the default parameters.
+    fn default() -> Self {
+        BinLimits::from(&crate::params::Params::default())
+    }
+}
+
 /// Bin boundaries of one feature. Bin 0 is always the missing-value bin.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
@@ -250,22 +286,17 @@ impl Cuts {
         Ok(Cuts::new(features))
     }
 
-    /// Computes cuts from a gathered sample: at most `max_bin` bins per feature, numeric bins
-    /// of at least `min_data_in_bin` sampled rows, and categorical levels seen fewer than
-    /// `min_category_count` times sharing one bin.
-    pub fn from_sample(
-        sample: &CutSample,
-        max_bin: usize,
-        min_data_in_bin: usize,
-        min_category_count: usize,
-    ) -> Result<Self> {
+    /// Computes cuts from a gathered sample within `limits`.
+    pub fn from_sample(sample: &CutSample, limits: &BinLimits) -> Result<Self> {
         let features = sample
             .features
             .par_iter()
             .map(|f| match f {
-                FeatureSample::Numeric(values) => numeric_cuts(values, max_bin, min_data_in_bin),
+                FeatureSample::Numeric(values) => {
+                    numeric_cuts(values, limits.max_bin, limits.min_data_in_bin)
+                }
                 FeatureSample::Categorical(counts) => {
-                    categorical_cuts(counts, max_bin, min_category_count)
+                    categorical_cuts(counts, limits.max_cat_bin, limits.min_category_count)
                 }
             })
             .collect::<Result<Vec<_>>>()?;
@@ -514,13 +545,13 @@ fn numeric_cuts(
 
 fn categorical_cuts(
     sampled: &BTreeMap<String, u64>,
-    max_bin: usize,
+    max_cat_bin: usize,
     min_count: usize,
 ) -> Result<FeatureCuts> {
-    if max_bin < 3 {
+    if !(3..=u16::MAX as usize).contains(&max_cat_bin) {
         return Err(Error::param(
-            "max_bin",
-            "categorical features need max_bin >= 3",
+            "max_cat_bin",
+            format!("{max_cat_bin} must be in 3..=65535"),
         ));
     }
     // the levels of the cuts are the sampled ones in name order: canonical however rows
@@ -530,7 +561,7 @@ fn categorical_cuts(
     let mut seen: Vec<usize> = (0..levels.len()).filter(|&c| counts[c] > 0).collect();
     // most frequent first; code breaks ties
     seen.sort_by(|&a, &b| counts[b].cmp(&counts[a]).then(a.cmp(&b)));
-    let room = max_bin - 2;
+    let room = max_cat_bin - 2;
     let (mut kept, mut rare) = (Vec::new(), Vec::new());
     for (rank, &c) in seen.iter().enumerate() {
         if rank < room && counts[c] >= min_count as u64 {
@@ -630,8 +661,11 @@ mod tests {
 
     #[test]
     fn few_distinct_values_get_one_bin_each() {
-        let cuts =
-            Cuts::from_sample(&sample_of(vec![3.0, 1.0, 2.0, 2.0, f32::NAN]), 256, 1, 1).unwrap();
+        let cuts = Cuts::from_sample(
+            &sample_of(vec![3.0, 1.0, 2.0, 2.0, f32::NAN]),
+            &BinLimits::default(),
+        )
+        .unwrap();
         let FeatureCuts::Numeric { thresholds } = cuts.feature(0) else {
             panic!()
         };
@@ -646,7 +680,14 @@ mod tests {
     fn min_data_in_bin_merges_rare_values_with_their_neighbours() {
         // every bin holds at least 3 sampled rows; 5, 6 and 7 share the last one
         let values = vec![1.0, 2.0, 2.0, 3.0, 4.0, 4.0, 4.0, 5.0, 6.0, 7.0];
-        let cuts = Cuts::from_sample(&sample_of(values.clone()), 256, 3, 1).unwrap();
+        let cuts = Cuts::from_sample(
+            &sample_of(values.clone()),
+            &BinLimits {
+                min_data_in_bin: 3,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         let FeatureCuts::Numeric { thresholds } = cuts.feature(0) else {
             panic!()
         };
@@ -658,7 +699,14 @@ mod tests {
         assert_eq!(counts, [0, 3, 4, 3]);
         // above max_bin, the bin count is capped at rows / min_data_in_bin
         let many: Vec<f32> = (0..1000).map(|i| i as f32).collect();
-        let cuts = Cuts::from_sample(&sample_of(many.clone()), 256, 10, 1).unwrap();
+        let cuts = Cuts::from_sample(
+            &sample_of(many.clone()),
+            &BinLimits {
+                min_data_in_bin: 10,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         let FeatureCuts::Numeric { thresholds } = cuts.feature(0) else {
             panic!()
         };
@@ -673,7 +721,14 @@ mod tests {
     #[test]
     fn many_values_respect_max_bin_and_balance() {
         let values: Vec<f32> = (0..10_000).map(|i| ((i * 7919) % 10_000) as f32).collect();
-        let cuts = Cuts::from_sample(&sample_of(values.clone()), 16, 1, 1).unwrap();
+        let cuts = Cuts::from_sample(
+            &sample_of(values.clone()),
+            &BinLimits {
+                max_bin: 16,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         assert!(cuts.feature(0).n_bins() <= 16);
         let FeatureCuts::Numeric { thresholds } = cuts.feature(0) else {
             panic!()
@@ -717,9 +772,84 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            Cuts::from_sample(&whole, 64, 1, 1).unwrap(),
-            Cuts::from_sample(&merged, 64, 1, 1).unwrap()
+            Cuts::from_sample(
+                &whole,
+                &BinLimits {
+                    max_bin: 64,
+                    ..Default::default()
+                }
+            )
+            .unwrap(),
+            Cuts::from_sample(
+                &merged,
+                &BinLimits {
+                    max_bin: 64,
+                    ..Default::default()
+                }
+            )
+            .unwrap()
         );
+    }
+
+    #[test]
+    fn categorical_levels_are_capped_by_max_cat_bin_not_max_bin() {
+        // 300 levels, level i seen i + 1 times: more levels than max_bin allows bins
+        let codes: Vec<u32> = (0..300u32).flat_map(|i| vec![i; i as usize + 1]).collect();
+        let levels: Vec<String> = (0..300).map(|i| format!("l{i:03}")).collect();
+        let n = codes.len() as u64;
+        let m = FeatureMatrix::new(
+            vec!["c".into()],
+            vec![Column::Categorical {
+                codes: codes.into(),
+                levels,
+            }],
+        )
+        .unwrap();
+        let s = CutSample::collect(&m, None, 0, n, 0, usize::MAX);
+        let cuts_of = |limits: &BinLimits| Cuts::from_sample(&s, limits);
+        let bins_of = |limits: &BinLimits| cuts_of(limits).unwrap().feature(0).n_bins();
+        let once = BinLimits {
+            min_category_count: 1,
+            ..Default::default()
+        };
+        // every level its own bin past max_bin, plus the missing bin
+        assert_eq!(
+            bins_of(&BinLimits {
+                max_bin: 16,
+                ..once
+            }),
+            301
+        );
+        // by default levels 0 and 1, seen once and twice, share the rare bin
+        assert_eq!(bins_of(&BinLimits::default()), 300);
+        // the parameters of a model saved before max_cat_bin: max_bin caps the levels too
+        let legacy = crate::params::Params {
+            max_bin: 16,
+            max_cat_bin: 0,
+            min_category_count: 1,
+            ..Default::default()
+        };
+        assert_eq!(bins_of(&BinLimits::from(&legacy)), 16);
+        let capped = cuts_of(&BinLimits {
+            max_cat_bin: 10,
+            ..once
+        })
+        .unwrap();
+        let FeatureCuts::Categorical {
+            level_bins, n_bins, ..
+        } = capped.feature(0)
+        else {
+            panic!()
+        };
+        // the 8 most frequent levels keep a bin each; the other 292 share the last one
+        assert_eq!(*n_bins, 10);
+        assert!(level_bins[292..].iter().all(|&b| (1..=8).contains(&b)));
+        assert!(level_bins[..292].iter().all(|&b| b == 9));
+        let refused = cuts_of(&BinLimits {
+            max_cat_bin: 2,
+            ..once
+        });
+        assert!(refused.unwrap_err().to_string().contains("max_cat_bin"));
     }
 
     #[test]
@@ -735,7 +865,14 @@ mod tests {
         )
         .unwrap();
         let s = CutSample::collect(&m, None, 0, 8, 0, usize::MAX);
-        let cuts = Cuts::from_sample(&s, 256, 1, 2).unwrap();
+        let cuts = Cuts::from_sample(
+            &s,
+            &BinLimits {
+                min_category_count: 2,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         let FeatureCuts::Categorical {
             levels,
             level_bins,

@@ -7,5 +7,5 @@ pub mod matrix;
 pub(crate) mod radix;
 
 pub use binned::{BinnedMatrix, Binner, Bins, BinsRef};
-pub use cuts::{CutSample, Cuts, FeatureCuts};
+pub use cuts::{BinLimits, CutSample, Cuts, FeatureCuts};
 pub use matrix::{Column, FeatureMatrix, MISSING_CATEGORY};

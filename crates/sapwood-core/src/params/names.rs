@@ -23,6 +23,7 @@ pub const PARAM_NAMES: &[(&str, &[&str])] = &[
     ("max_leaves", &["num_leaves"]),
     ("grow_policy", &[]),
     ("max_bin", &["max_bins"]),
+    ("max_cat_bin", &["max_cat_bins"]),
     ("min_child_weight", &["min_sum_hessian_in_leaf"]),
     ("lambda", &["reg_lambda", "lambda_l2"]),
     ("alpha", &["reg_alpha", "lambda_l1"]),

@@ -3,7 +3,7 @@
 //! are sharded.
 
 use crate::collective::Collective;
-use crate::data::cuts::{CutSample, Cuts};
+use crate::data::cuts::{BinLimits, CutSample, Cuts};
 use crate::detmath;
 use crate::error::{Error, Result};
 use crate::objective::{Objective, ObjectiveKind};
@@ -129,14 +129,7 @@ pub fn agree_cuts(
     params: &Params,
     collective: &mut dyn Collective,
 ) -> Result<Cuts> {
-    let cuts_of = |sample: &CutSample| {
-        Cuts::from_sample(
-            sample,
-            params.max_bin,
-            params.min_data_in_bin,
-            params.min_category_count,
-        )
-    };
+    let cuts_of = |sample: &CutSample| Cuts::from_sample(sample, &BinLimits::from(params));
     if collective.world_size() == 1 {
         // the merge of one sample is itself: no round trip through bytes
         return cuts_of(local);

@@ -472,6 +472,7 @@ pub fn continued_params(
         num_class,
         base_score: was.base_score,
         max_bin: was.max_bin,
+        max_cat_bin: was.max_cat_bin,
         min_data_in_bin: was.min_data_in_bin,
         min_category_count: was.min_category_count,
         bin_sample_rows: was.bin_sample_rows,
