@@ -275,6 +275,51 @@ fn log_link_losses_predict_positive_means_close_to_the_labels() {
 }
 
 #[test]
+fn poisson_leaves_take_xgboosts_step_bound_unless_max_delta_step_is_set() {
+    // a few rows with counts a thousand times the others': unbounded, the leaves that
+    // isolate them step by log(1000)-ish units of log-mean at once
+    let d = data_for(ObjectiveKind::Poisson, 2_000, 3);
+    let Some(Label::Values(y)) = d.label() else {
+        panic!()
+    };
+    let y: Vec<f32> = y
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| if i % 97 == 0 { v * 1000.0 + 500.0 } else { v })
+        .collect();
+    let d = Dataset::from_parts(d.features().clone(), Some(Label::Values(y)), None).unwrap();
+    let largest_step = |max_delta_step: f64| {
+        let params = Params {
+            objective: ObjectiveKind::Poisson,
+            num_rounds: 10,
+            max_depth: 6,
+            min_child_weight: 0.0,
+            learning_rate: 0.5,
+            max_delta_step,
+            ..Default::default()
+        };
+        let b = Booster::train(&params, &d, &[]).unwrap();
+        b.model()
+            .trees
+            .iter()
+            .flat_map(|t| &t.nodes)
+            .filter(|n| n.split.is_none())
+            .map(|n| n.value.abs() as f64)
+            .fold(0.0, f64::max)
+    };
+    // 0 means XGBoost's 0.7 for count:poisson, shrunk by the learning rate
+    let default = largest_step(0.0);
+    assert!(default <= 0.7 * 0.5 + 1e-6, "{default}");
+    assert!(
+        default >= 0.7 * 0.5 - 1e-6,
+        "the bound should bind here: {default}"
+    );
+    // a bound the user sets is the bound
+    let set = largest_step(3.0);
+    assert!(set > 0.7 * 0.5 + 0.1 && set <= 3.0 * 0.5 + 1e-6, "{set}");
+}
+
+#[test]
 fn labels_outside_a_loss_domain_are_errors_naming_the_row() {
     for (objective, bad) in [
         (ObjectiveKind::Poisson, -1.0f32),

@@ -1592,7 +1592,8 @@ def train(
     - ``alpha`` [reg_alpha, lambda_l1]: L1 regularisation, default 0.
     - ``gamma`` [min_split_loss, min_gain_to_split, min_split_gain]: minimum loss
       reduction of a split, default 0.
-    - ``max_delta_step``: bound on leaf values before shrinkage, 0 (default) for none.
+    - ``max_delta_step``: bound on leaf values before shrinkage, 0 (default) for none
+      (``count:poisson``: 0.7, as XGBoost).
     - ``min_data_in_leaf`` [min_child_samples]: minimum rows in a child, default 0.
     - ``subsample`` [bagging_fraction]: fraction of rows sampled every round, default 1.
     - ``colsample_bytree`` [feature_fraction]: fraction of features per tree, default 1.

@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::metric::Metric;
 pub use crate::objective::PairMethodKind;
-use crate::objective::{Objective, ObjectiveKind, ObjectiveParams};
+use crate::objective::{Objective, ObjectiveKind, ObjectiveParams, POISSON_MAX_DELTA_STEP};
 use names::{canonical, num, opt, Setting};
 
 /// How trees grow.
@@ -608,6 +608,19 @@ impl Params {
 }
 
 impl Params {
+    /// The bound on a leaf's weight before shrinkage that trees grow with: `max_delta_step`,
+    /// or for `count:poisson` without one XGBoost's 0.7, which XGBoost sets as its tree
+    /// parameter too: a leaf of a few rows with counts far above the prediction would
+    /// otherwise take a step of tens of units of log-mean, and rows beyond the training
+    /// range that share only that leaf were predicted 10^4 times their mean (a public
+    /// table of firms' patent counts, bench/categorical_suite.py's `innovation`).
+    pub fn leaf_delta_bound(&self) -> f64 {
+        match self.objective {
+            ObjectiveKind::Poisson if self.max_delta_step == 0.0 => POISSON_MAX_DELTA_STEP,
+            _ => self.max_delta_step,
+        }
+    }
+
     /// The constants of the loss.
     pub fn objective_params(&self) -> ObjectiveParams {
         ObjectiveParams {
@@ -640,6 +653,21 @@ impl Params {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn poisson_trees_take_xgboosts_leaf_bound_only_when_none_is_set() {
+        let poisson = Params {
+            objective: ObjectiveKind::Poisson,
+            ..Default::default()
+        };
+        assert_eq!(poisson.leaf_delta_bound(), 0.7);
+        let set = Params {
+            max_delta_step: 2.0,
+            ..poisson.clone()
+        };
+        assert_eq!(set.leaf_delta_bound(), 2.0);
+        assert_eq!(Params::default().leaf_delta_bound(), 0.0);
+    }
 
     #[test]
     fn defaults_are_valid() {

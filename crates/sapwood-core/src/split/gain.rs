@@ -38,7 +38,7 @@ impl SplitParams {
         SplitParams {
             lambda: p.lambda,
             alpha: p.alpha,
-            max_delta_step: p.max_delta_step,
+            max_delta_step: p.leaf_delta_bound(),
             min_child_weight: p.min_child_weight,
             gamma: p.gamma,
             min_data_in_leaf: p.min_data_in_leaf,
