@@ -602,6 +602,15 @@ mod tests {
         CutSample::collect(&m, None, 0, n, 0, usize::MAX)
     }
 
+    /// The thresholds of one numeric feature's cuts within `limits`.
+    fn thresholds_of(values: Vec<f32>, limits: BinLimits) -> Vec<f32> {
+        let cuts = Cuts::from_sample(&sample_of(values), &limits).unwrap();
+        let FeatureCuts::Numeric { thresholds } = cuts.feature(0) else {
+            panic!()
+        };
+        thresholds.clone()
+    }
+
     #[test]
     fn cuts_survive_their_byte_encoding_and_refuse_damaged_bytes() {
         let cuts = Cuts::new(vec![
@@ -680,17 +689,13 @@ mod tests {
     fn min_data_in_bin_merges_rare_values_with_their_neighbours() {
         // every bin holds at least 3 sampled rows; 5, 6 and 7 share the last one
         let values = vec![1.0, 2.0, 2.0, 3.0, 4.0, 4.0, 4.0, 5.0, 6.0, 7.0];
-        let cuts = Cuts::from_sample(
-            &sample_of(values.clone()),
-            &BinLimits {
+        let thresholds = &thresholds_of(
+            values.clone(),
+            BinLimits {
                 min_data_in_bin: 3,
                 ..Default::default()
             },
-        )
-        .unwrap();
-        let FeatureCuts::Numeric { thresholds } = cuts.feature(0) else {
-            panic!()
-        };
+        );
         assert_eq!(thresholds, &[2.5, 4.5]);
         let mut counts = [0usize; 4];
         for v in &values {
@@ -699,17 +704,13 @@ mod tests {
         assert_eq!(counts, [0, 3, 4, 3]);
         // above max_bin, the bin count is capped at rows / min_data_in_bin
         let many: Vec<f32> = (0..1000).map(|i| i as f32).collect();
-        let cuts = Cuts::from_sample(
-            &sample_of(many.clone()),
-            &BinLimits {
+        let thresholds = &thresholds_of(
+            many.clone(),
+            BinLimits {
                 min_data_in_bin: 10,
                 ..Default::default()
             },
-        )
-        .unwrap();
-        let FeatureCuts::Numeric { thresholds } = cuts.feature(0) else {
-            panic!()
-        };
+        );
         assert!(thresholds.len() < 100, "{}", thresholds.len());
         let mut counts = vec![0usize; thresholds.len() + 2];
         for v in many {

@@ -318,7 +318,7 @@ fn objective_json(p: &Params, k: usize) -> Result<(Value, String, usize)> {
         ),
         ObjectiveKind::Poisson => (
             json!({"name": name, "poisson_regression_param": {"max_delta_step":
-                (if p.max_delta_step > 0.0 { p.max_delta_step } else { 0.7 }).to_string()}}),
+                p.leaf_delta_bound().to_string()}}),
             "[1E0]".to_string(),
             0,
         ),
