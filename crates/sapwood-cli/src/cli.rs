@@ -6,7 +6,15 @@ use clap::{Args, Parser, Subcommand};
 
 /// Gradient-boosted decision trees with bit-identical models on every backend.
 #[derive(Debug, Parser)]
-#[command(name = "sapwood", version, about)]
+#[command(
+    name = "sapwood",
+    version,
+    about,
+    after_help = "Examples:
+  sapwood train --data train.parquet --valid test.parquet --label y --objective binary:logistic --model model.json
+  sapwood predict --model model.json --data test.parquet --out predictions.parquet
+  sapwood params learning_rate"
+)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -17,15 +25,39 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Train a model on a Parquet or CSV file.
+    #[command(after_help = "Examples:
+  sapwood train --data train.parquet --valid test.parquet --label y --objective binary:logistic --rounds 200 --model model.json
+  sapwood train --data train.csv --label price --set max_leaves=63 --set lambda=2 --valid valid.csv --early-stopping 20 --model model.json
+  mpirun -np 4 sapwood train --data train.parquet --label y --collective mpi --model model.json")]
     Train(Box<TrainArgs>),
     /// Write predictions of a model for a Parquet or CSV file.
+    #[command(after_help = "Examples:
+  sapwood predict --model model.json --data test.parquet --out predictions.parquet
+  sapwood predict --model model.json --data test.csv --out explained.parquet --contributions --keep id")]
     Predict(PredictArgs),
     /// Evaluate a model on labelled data.
+    #[command(after_help = "Examples:
+  sapwood eval --model model.json --data test.parquet
+  sapwood eval --model model.json --data test.parquet --metric auc,logloss --rounds 50
+  sapwood eval --model ranker.json --data test.parquet --group query --metric ndcg@10")]
     Eval(EvalArgs),
     /// Describe a model: trees, features, importance, parameters.
+    #[command(after_help = "Examples:
+  sapwood inspect model.json
+  sapwood inspect model.json --dump json --trees 2")]
     Inspect(InspectArgs),
     /// Write a model in another library's format (XGBoost JSON, LightGBM text, ONNX).
+    #[command(after_help = "Examples:
+  sapwood export --model model.json --format xgboost --out model.xgb.json
+  sapwood export --model model.json --format lightgbm --out model.txt
+  sapwood export --model model.json --format onnx --out model.onnx")]
     Export(ExportArgs),
+    /// List the parameters and run options: aliases, default, values, what each does.
+    #[command(after_help = "Examples:
+  sapwood params
+  sapwood params eta
+  sapwood params --json")]
+    Params(ParamsArgs),
 }
 
 /// Columns of the data and what they are for.
@@ -64,7 +96,8 @@ pub struct TrainArgs {
     /// Column roles.
     #[command(flatten)]
     pub columns: ColumnArgs,
-    /// Objective: reg:squarederror, binary:logistic or multi:softprob.
+    /// Objective, e.g. reg:squarederror, binary:logistic, multi:softprob, count:poisson,
+    /// rank:ndcg or survival:cox (`sapwood params objective` lists them all).
     #[arg(long)]
     pub objective: Option<String>,
     /// Boosting rounds.
@@ -76,7 +109,8 @@ pub struct TrainArgs {
     /// Maximum tree depth (0: none).
     #[arg(long, value_name = "DEPTH")]
     pub max_depth: Option<String>,
-    /// Maximum leaves per tree (0: none); implies leaf-wise growth unless grow_policy is set.
+    /// Maximum leaves per tree (0: none): a cap under depth-wise growth; leaf-wise growth
+    /// (LightGBM's) is `--set grow_policy=lossguide`.
     #[arg(long, value_name = "LEAVES")]
     pub max_leaves: Option<String>,
     /// Bins per feature, the missing bin included.
@@ -212,6 +246,10 @@ pub struct EvalArgs {
     /// Sample-weight column.
     #[arg(long)]
     pub weight: Option<String>,
+    /// Query id column, for ranking metrics (the rows of a query contiguous); without it
+    /// the whole file is one query.
+    #[arg(long)]
+    pub group: Option<String>,
     /// Metrics (comma-separated); default: the objective's.
     #[arg(long, value_delimiter = ',')]
     pub metric: Vec<String>,
@@ -250,4 +288,61 @@ pub struct ExportArgs {
     /// stopping's best round).
     #[arg(long)]
     pub rounds: Option<usize>,
+}
+
+/// `sapwood params`.
+#[derive(Debug, Args)]
+pub struct ParamsArgs {
+    /// Show only this parameter (its name or an alias such as `eta` or `num_leaves`).
+    pub name: Option<String>,
+    /// Print JSON: one object per parameter with name, aliases, default, kind, range,
+    /// applies, about and run_option.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::Cli;
+
+    #[test]
+    fn every_flag_and_subcommand_is_documented_with_examples() {
+        let cli = Cli::command();
+        cli.clone().debug_assert();
+        let mut commands = vec![cli.clone()];
+        commands.extend(cli.get_subcommands().cloned());
+        for cmd in &commands {
+            let name = cmd.get_name().to_string();
+            let examples = cmd
+                .get_after_help()
+                .map(|h| h.to_string())
+                .unwrap_or_default();
+            let lines = examples.lines().filter(|l| l.contains("sapwood ")).count();
+            assert!(
+                examples.starts_with("Examples:") && (2..=3).contains(&lines),
+                "`{name}` --help must end with two or three example lines, not {examples:?}"
+            );
+            if name != "sapwood" {
+                assert!(
+                    examples.contains(&format!("sapwood {name}")),
+                    "`{name}`'s examples must run `sapwood {name}`"
+                );
+            }
+            assert!(cmd.get_about().is_some(), "`{name}` has no description");
+            for arg in cmd.get_arguments() {
+                let id = arg.get_id().as_str();
+                if id == "help" || id == "version" {
+                    continue;
+                }
+                let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+                assert!(
+                    !help.trim().is_empty(),
+                    "`sapwood {name}`'s `{id}` has no help text (a doc comment): the CLI \
+                     reference would not say what it does"
+                );
+            }
+        }
+    }
 }

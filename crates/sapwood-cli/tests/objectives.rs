@@ -330,3 +330,64 @@ fn a_binary_label_with_one_class_is_refused() {
         }
     }
 }
+
+/// `sapwood eval --group` scores each query apart, as training's report of the same file
+/// does; without it the file is one query (another number).
+#[test]
+fn eval_scores_ranking_metrics_per_query_with_a_group_column() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = repo().join("datasets/lambdarank");
+    let (train, test) = (dir.join("train.parquet"), dir.join("test.parquet"));
+    let model = t.path().join("ranker.json");
+    let out = sapwood()
+        .args(["train", "--label", "relevance", "--group", "qid"])
+        .args(["--objective", "rank:ndcg", "--rounds", "10"])
+        .args(["--set", "eval_metric=ndcg@10", "--data"])
+        .arg(&train)
+        .arg("--valid")
+        .arg(&test)
+        .arg("--model")
+        .arg(&model)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let reported = err
+        .lines()
+        .rev()
+        .find_map(|l| l.split("test-ndcg@10: ").nth(1))
+        .unwrap_or_else(|| panic!("no validation metric in {err}"))
+        .trim()
+        .to_string();
+    let eval = |extra: &[&str]| {
+        let out = sapwood()
+            .args(["eval", "--metric", "ndcg@10", "--model"])
+            .arg(&model)
+            .arg("--data")
+            .arg(&test)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert_eq!(eval(&["--group", "qid"]), format!("ndcg@10: {reported}"));
+    assert_ne!(eval(&[]), format!("ndcg@10: {reported}"));
+    // a feature cannot be the query column
+    let out = sapwood()
+        .args(["eval", "--group", "f001", "--model"])
+        .arg(&model)
+        .arg("--data")
+        .arg(&test)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("--group f001"),
+        "{err}"
+    );
+}

@@ -11,6 +11,7 @@
 //! - [`inprocess`]: workers as threads in one process (also how several GPUs are driven).
 //! - `mpi` (feature `mpi`): one worker per MPI rank.
 //! - [`tcp`]: one worker per process over TCP, joined through a coordinator address.
+#![deny(missing_docs)]
 
 pub mod codec;
 pub mod collective;

@@ -11,6 +11,7 @@
 //! splits with pure functions every backend shares. [`params`] keeps what defines a model
 //! ([`params::Params`]) apart from how a job runs ([`params::RunOptions`]); the public crate
 //! `sapwood` validates both before they reach this crate.
+#![deny(missing_docs)]
 
 pub mod backend;
 pub mod collective;

@@ -32,7 +32,7 @@ impl WarmPool {
     /// Every spinner must be running on another thread before the caller's work starts: a
     /// spinner left in the caller's own queue could be run by the caller while it waits in
     /// a join, and would then spin under the work that is to stop it. So this waits until
-    /// each has started, or gives up after [`START_WAIT`] (every spinner that starts later
+    /// each has started, or gives up after `START_WAIT` (every spinner that starts later
     /// returns at once).
     pub fn start() -> Option<WarmPool> {
         rayon::current_thread_index()?;

@@ -72,6 +72,7 @@
 //!   NaN-guarded) need NVRTC only.
 //! - Tests that need a GPU are ignored unless the build script finds `libcuda.so`;
 //!   `SAPWOOD_REQUIRE_CUDA=1` at build time makes them run (and fail) regardless.
+#![deny(missing_docs)]
 
 pub mod backend;
 pub mod device;

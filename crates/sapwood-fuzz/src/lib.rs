@@ -12,6 +12,7 @@
 //! on every commit. A panic writes the input to `crashes/<target>-<hash>.bin` and fails the
 //! target with that path; once fixed, the file moves to `regressions/<target>/` (committed),
 //! which every run replays first.
+#![deny(missing_docs)]
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};

@@ -2,6 +2,7 @@
 //!
 //! Parquet (streamed by row group), Arrow record batches, and CSV with a header row; and
 //! the Parquet writer of predictions.
+#![deny(missing_docs)]
 
 mod arrow;
 mod csv;

@@ -29,6 +29,7 @@
 //! Attributes after the factories go on every generated test: a backend whose build script
 //! finds no device passes `cfg_attr(…, ignore = …)` so its tests show as ignored, never as
 //! passed.
+#![deny(missing_docs)]
 
 pub mod conformance;
 pub mod data;

@@ -46,6 +46,7 @@
 //! Setting `SAPWOOD_REQUIRE_ADAPTER=1` at build time makes those tests run regardless, so a
 //! missing adapter fails them (for CI, which installs lavapipe first). Setting
 //! `XDG_RUNTIME_DIR` silences lavapipe's warnings.
+#![deny(missing_docs)]
 
 mod adapters;
 mod backend;

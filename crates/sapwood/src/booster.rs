@@ -92,7 +92,7 @@ pub struct RunRecord {
     pub threads: Vec<usize>,
     /// Each worker's traffic, by rank (this process's worker only for a distributed rank).
     pub comm: Vec<CommStats>,
-    /// The name of every backend built (e.g. "cpu", "wgpu: <adapter>"), one per worker.
+    /// The name of every backend built (e.g. "cpu", `"wgpu: <adapter>"`), one per worker.
     pub backends: Vec<String>,
 }
 

@@ -1,4 +1,5 @@
 #![doc = include_str!("../../../README.md")]
+#![deny(missing_docs)]
 
 mod batches;
 mod booster;
@@ -33,10 +34,12 @@ pub use sapwood_core::files::{
 pub use sapwood_core::metric::{argmax, Metric};
 pub use sapwood_core::model::{ClassLabel, InputType, Model};
 pub use sapwood_core::objective::ObjectiveKind;
+pub use sapwood_core::params::{aliases, param_doc, ParamDoc, PARAM_DOCS};
 pub use sapwood_core::params::{
     Check, Checked, CheckedSettings, CollectiveKind, CommCodec, Device, DeviceIndices, GrowPolicy,
     Params, Quantisation, RunOptions, Settings, PARAM_NAMES, RUN_OPTION_NAMES,
 };
+pub use sapwood_core::rank::Queries;
 pub use sapwood_core::split::{BinSet, SplitRule};
 pub use sapwood_core::train::{
     agree_job, Checkpoint, Control, CustomEval, EvalMargins, EvalResult, JobFacts, Quiet,

@@ -3,12 +3,12 @@
 use std::io::Write;
 
 use anyhow::{anyhow, Context, Result};
-use sapwood::{encode_labels_with, Booster, ClassLabel, Column, Label, Metric, Model};
+use sapwood::{encode_labels_with, Booster, ClassLabel, Column, Label, Metric, Model, Queries};
 use sapwood_io::{LabelColumn, ReadOptions};
 
 use super::{categorical_features, check_categorical_types, check_rounds};
 use crate::cli::EvalArgs;
-use crate::input::{check_unique_columns, label_of, Source};
+use crate::input::{check_unique_columns, label_of, query_ids_of, Source};
 use crate::settings;
 
 /// A label column that the model also uses as a feature, taken from its feature column (a
@@ -82,16 +82,29 @@ pub fn run(a: EvalArgs) -> Result<()> {
         categorical: categorical_features(model),
         label: (!label_is_feature).then(|| label_name.clone()),
         weight: a.weight.clone(),
+        keep: a.group.iter().cloned().collect(),
         ..Default::default()
     };
+    if let Some(g) = &a.group {
+        if model.feature_names.contains(g) {
+            return Err(settings::Error(format!(
+                "--group {g}: that column is one of the model's features"
+            ))
+            .into());
+        }
+    }
     let source = Source::open(&a.data, &opts)?;
     crate::input::check_input_types(&a.data, &source, model)?;
     let mut roles = vec![("label", label_name.as_str())];
     if let Some(w) = &a.weight {
         roles.push(("weight", w.as_str()));
     }
+    if let Some(g) = &a.group {
+        roles.push(("group", g.as_str()));
+    }
     check_unique_columns(&a.data, &source, &roles)?;
     let (mut margins, mut labels, mut weights) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut query_ids, mut query_names) = (Vec::new(), std::collections::HashMap::new());
     let label_context = || format!("{}: label column `{label_name}`", a.data.display());
     source.for_each(&opts, |t| {
         check_categorical_types(model, &t.features, &a.data)?;
@@ -122,6 +135,9 @@ pub fn run(a: EvalArgs) -> Result<()> {
             })
             .with_context(label_context)?;
         labels.extend(encoded);
+        if let Some(g) = &a.group {
+            query_ids.extend(query_ids_of(&t.kept, g, first, &a.data, &mut query_names)?);
+        }
         weights.extend(t.weight.unwrap_or_default());
         Ok(())
     })?;
@@ -130,11 +146,18 @@ pub fn run(a: EvalArgs) -> Result<()> {
     let mut out = std::io::stdout().lock();
     // metrics see what training reported: predictions under a log link, margins otherwise
     let objective = model.objective();
+    let queries = match &a.group {
+        Some(g) => Some(
+            Queries::from_ids(&query_ids, g)
+                .with_context(|| format!("{}: group column `{g}`", a.data.display()))?,
+        ),
+        None => None,
+    };
     for m in metrics {
         writeln!(
             out,
             "{m}: {:.6}",
-            m.evaluate_for(&objective, &margins, &labels, w)
+            m.evaluate_on(&objective, &margins, &labels, w, queries.as_ref())
         )?;
     }
     Ok(())

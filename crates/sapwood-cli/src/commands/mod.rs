@@ -3,6 +3,7 @@
 mod eval;
 mod export;
 mod inspect;
+mod params;
 mod predict;
 mod train;
 
@@ -24,6 +25,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Eval(a) => eval::run(a),
         Command::Inspect(a) => inspect::run(a),
         Command::Export(a) => export::run(a),
+        Command::Params(a) => params::run(a),
     }
 }
 

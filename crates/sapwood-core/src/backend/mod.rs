@@ -138,7 +138,7 @@ pub trait HistBackend: Send {
         false
     }
 
-    /// What ran, e.g. "cpu" or "wgpu: <adapter>", so a run can show which backend it used.
+    /// What ran, e.g. "cpu" or `"wgpu: <adapter>"`, so a run can show which backend it used.
     fn name(&self) -> String {
         // test doubles need not name themselves
         "unnamed".into()

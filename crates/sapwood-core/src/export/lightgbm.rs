@@ -3,7 +3,7 @@
 //! * Numeric split: LightGBM compares the f64 input and sends `x <= threshold` left, while
 //!   Sapwood rounds the input to f32 first (to nearest, ties to even) and compares that with
 //!   its f32 threshold `T`. So the threshold written is the largest f64 that still rounds to
-//!   an f32 at most `T` ([`f64_threshold`]): every f64 input, not only every f32 one, routes
+//!   an f32 at most `T` (`f64_threshold`): every f64 input, not only every f32 one, routes
 //!   as Sapwood routes it (x = 1.857, not an f32, lies between `T` = 1.857f32 and that
 //!   threshold, and goes left in both). A split sending every
 //!   non-missing value left gets the largest finite f64 (only +inf, which Sapwood sends left,

@@ -100,10 +100,16 @@ pub(crate) fn unexpressible(t: usize, n: usize, what: &str) -> Error {
 
 /// The error for an objective a format's export does not cover yet.
 pub(crate) fn unsupported_objective(objective: ObjectiveKind, format: &str) -> Error {
+    let lacks = if format == "XGBoost" {
+        "XGBoost lacks LightGBM's huber, and a custom objective has no loss to name"
+    } else {
+        "LightGBM lacks binary:logitraw, reg:pseudohubererror, rank:map, rank:pairwise, \
+         survival:cox and several quantiles in one model, and a custom objective has no loss \
+         to name"
+    };
     Error::InvalidModel(format!(
         "objective {objective} cannot be exported to {format}: it has no loss of that kind \
-         (XGBoost lacks LightGBM's huber; LightGBM lacks binary:logitraw, \
-         reg:pseudohubererror, rank:map and rank:pairwise)"
+         ({lacks})"
     ))
 }
 

@@ -18,7 +18,7 @@
 //! * Categorical split: TreeEnsembleRegressor has no set membership, only comparisons; a
 //!   split becomes a balanced search over the (ascending) codes leaving the default
 //!   direction: `BRANCH_LEQ` nodes halve them down to buckets of 8, each a short chain of
-//!   `BRANCH_EQ` links sending a match to the non-default child (see [`CodeSearch`] for the
+//!   `BRANCH_EQ` links sending a match to the non-default child (see `CodeSearch` for the
 //!   layout onnxruntime requires). Depth grows as log2 of the codes: the plain chain of
 //!   equalities LightGBM's converters write crashed onnxruntime 1.32 at thousands of codes
 //!   (it recurses once per link). NaN, unknown codes and non-integers match no code and

@@ -251,7 +251,7 @@ pub enum DevicePlan {
     Packed(Vec<u32>),
 }
 
-/// Histograms as a backend encoded them on its device, for [`HistSync::sum_encoded`].
+/// Histograms as a backend encoded them on its device, for `HistSync::sum_encoded`.
 #[derive(Debug)]
 pub enum Encoded {
     /// The message for each block's owner (empty for this worker's own block, whose bins

@@ -1,13 +1,15 @@
 //! What defines a model ([`Params`], saved with it) and how a job runs ([`RunOptions`],
 //! never saved): parameters named as XGBoost names them where it has the same one.
 //!
-//! - [`run`]: the run options (threads, device, workers, collective, codec);
-//! - [`names`]: every name and alias users write, and [`Settings`], which routes each to its
-//!   half.
+//! - `run`: the run options (threads, device, workers, collective, codec);
+//! - `names`: every name and alias users write, and [`Settings`], which routes each to its
+//!   half;
+//! - `reference`: what each one is, for `sapwood params` and the user guide.
 
 mod checked;
 mod constraints;
 mod names;
+mod reference;
 mod run;
 mod settings;
 
@@ -17,6 +19,7 @@ pub use constraints::{
     MonotoneMethod,
 };
 pub use names::{PARAM_NAMES, RUN_OPTION_NAMES};
+pub use reference::{aliases, param_doc, ParamDoc, PARAM_DOCS};
 pub use run::{
     parse_devices, CollectiveKind, CommCodec, Device, DeviceIndices, RunOptions, MAX_DEVICES,
 };
@@ -514,7 +517,7 @@ impl Params {
     /// Sets one parameter from text, by its name or an XGBoost/LightGBM alias
     /// (`eta`, `reg_lambda`, `num_leaves`, `n_estimators`, ...). An unknown name is an
     /// error suggesting the closest known one; a run option's name is an error saying so.
-    /// `alpha` is always the L1 penalty here: [`Settings::set`](super::Settings::set) reads
+    /// `alpha` is always the L1 penalty here: [`Settings::set`] reads
     /// it as LightGBM does beside the objectives `quantile` and `huber`.
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
         match canonical(key)? {

@@ -301,7 +301,7 @@ impl RunOptions {
 
     /// Runs on `device`, on the devices of that kind with these indices: one per worker,
     /// one for all, or none for every device the backend finds (what `device = "cuda:1"`
-    /// or `"cuda:0,cuda:1"` sets). Checked against `workers` by [`RunOptions::validate`].
+    /// or `"cuda:0,cuda:1"` sets). Checked against `workers` by `RunOptions::validate`.
     pub fn select_devices(&mut self, device: Device, indices: &[usize]) -> Result<()> {
         if device == Device::Cpu && !indices.is_empty() {
             return Err(Error::param("device", "cpu takes no index"));

@@ -2,12 +2,12 @@
 //! instead of the training tree's ~80, leaf values apart, and the bin storage's width
 //! resolved once.
 //!
-//! Rows are walked in blocks of [`BLOCK`], their bins held feature by feature (transposed
+//! Rows are walked in blocks of `BLOCK`, their bins held feature by feature (transposed
 //! from a binned matrix, or binned straight from raw columns), so a row's bin is one add
 //! away. A tree of numeric splits only is walked by the whole block, level by level: a
 //! leaf continues as itself, so every row takes the tree's depth in steps and each step is
 //! a load, a compare and a select for each of the block's rows, with no branch to
-//! mispredict and the rows' walks overlapping. Trees at most [`MAX_HEAP_DEPTH`] deep are laid
+//! mispredict and the rows' walks overlapping. Trees at most `MAX_HEAP_DEPTH` deep are laid
 //! out as complete binary trees, where the next node is computed (2i + 1 or 2i + 2) rather
 //! than loaded. The way a missing bin (0) goes is folded into the compare: a node sending
 //! missing values left asks `b <= bin`, one sending them right `b - 1 <= bin - 1` in
@@ -15,7 +15,7 @@
 //! level too, a categorical node testing the row's bin against a bit set of its own (bin
 //! 0's bit is the missing values' way), with no branch either. Where the bins are bytes
 //! and the CPU has AVX-512 VBMI, complete trees at most 8 deep walk the whole block at
-//! once instead, a row a byte lane ([`byte_lanes`]). Each row's trees are summed in the same order every way, so the
+//! once instead, a row a byte lane (`byte_lanes`). Each row's trees are summed in the same order every way, so the
 //! margins are the same bits.
 
 use rayon::prelude::*;

@@ -145,7 +145,7 @@ pub trait ShardDevice: Send {
     /// A buffer on the device.
     type Buffer: Send;
 
-    /// What ran, e.g. "wgpu: <adapter>" or "cuda: <GPU>".
+    /// What ran, e.g. `"wgpu: <adapter>"` or `"cuda: <GPU>"`.
     fn name(&self) -> String;
 
     /// The device's limits.
