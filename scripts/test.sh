@@ -5,7 +5,7 @@
 # simulator compiles every CUDA kernel for the CPU and runs it), NVRTC 13.0 from PyPI (every
 # CUDA kernel is compiled for every GPU architecture), and a
 # Python virtualenv with maturin, pytest, scikit-learn, XGBoost, LightGBM and PySpark (run on
-# Java 17, openjdk-17-jre-headless).
+# Java 17, openjdk-17-jre-headless), then builds the user guide (Sphinx from PyPI, rustdoc).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -72,3 +72,8 @@ cargo test --workspace --release --locked \
 # CLI tests use the binary built above
 export SAPWOOD_CLI="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/release/sapwood"
 bash python/run_tests.sh
+
+# the user guide: Sphinx with warnings as errors, the gallery's examples executed, every
+# shell and Python block of the guide run, the generated reference checked for every
+# parameter and flag, and the Rust API documented by rustdoc with warnings as errors
+bash docs/build.sh
