@@ -36,7 +36,7 @@ myst_heading_anchors = 3
 # inherited scikit-learn member
 numpydoc_show_class_members = False
 numpydoc_validation_checks = set()
-autodoc_default_options = {"members": True, "undoc-members": False, "show-inheritance": False}
+autodoc_default_options = {"members": True}
 autodoc_typehints = "none"
 
 intersphinx_mapping = {}
@@ -80,6 +80,9 @@ def _skip_inherited_sklearn(app, what, name, obj, skip, options):
     # scikit-learn's metadata-routing methods (set_fit_request, ...) are generated on every
     # estimator and documented by scikit-learn itself
     if name == "get_metadata_routing" or (name.startswith("set_") and name.endswith("_request")):
+        return True
+    # scikit-learn's own mixin methods (score, get_params, ...) are documented there
+    if str(getattr(obj, "__module__", "")).startswith("sklearn."):
         return True
     return None
 

@@ -1728,7 +1728,7 @@ def _check_streamable(
         ("obj", objective_fn is not None),
         ("scale_pos_weight", normalised.scale_pos_weight is not None),
         ("custom_metric", bool(metrics)),
-        ("disable_default_metric", normalised.disable_default_metric),
+        ("disable_default_eval_metric", normalised.disable_default_metric),
     ]
     for name, given in needs:
         if given:

@@ -97,6 +97,7 @@ impl TrainObserver for Progress {
             b.set_position(r.round as u64 + 1);
             b.set_message(metrics_text(r));
         } else if self.plain
+            && !r.metrics.is_empty()
             && ((r.round + 1).is_multiple_of(self.every) || r.round + 1 == r.num_rounds)
         {
             eprintln!("[{}] {}", r.round, metrics_text(r));

@@ -27,14 +27,14 @@ pub enum Error {
         "unknown objective `{0}`; expected one of reg:squarederror, reg:absoluteerror, \
          reg:quantileerror, reg:pseudohubererror, huber, count:poisson, reg:tweedie, reg:gamma, \
          binary:logistic, binary:logitraw, multi:softprob, multi:softmax, rank:ndcg, rank:map, \
-         rank:pairwise"
+         rank:pairwise, survival:cox, custom (`sapwood params objective` lists LightGBM's names too)"
     )]
     UnknownObjective(String),
     /// The metric name is not one Sapwood knows.
     #[error(
         "unknown metric `{0}`; expected one of rmse, rmsle, mae, mape, mphe, quantile, \
-         poisson-nloglik, gamma-nloglik, gamma-deviance, tweedie-nloglik@RHO, logloss, error, auc, \
-         aucpr, mlogloss, merror, ndcg[@K], map[@K], pre@K"
+         poisson-nloglik, gamma-nloglik, gamma-deviance, tweedie-nloglik[@RHO], logloss, error, \
+         auc, aucpr, mlogloss, merror, ndcg[@K], map[@K], pre@K, cox-nloglik"
     )]
     UnknownMetric(String),
     /// There is nothing to train on or to predict.

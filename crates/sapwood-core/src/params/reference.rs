@@ -444,7 +444,8 @@ pub const PARAM_DOCS: &[ParamDoc] = &[
         "boolean",
         "true, false",
         "rank:ndcg, ndcg metrics",
-        "NDCG gains are 2^label - 1; false uses the label itself (for labels above 31).",
+        "NDCG gains are 2^label - 1; false uses the label itself as the gain. Labels are \
+         0..=31 either way.",
     ),
     param(
         "lambdarank_normalization",
