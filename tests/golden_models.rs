@@ -30,8 +30,16 @@ const PIN_SMOOTH: (&str, &str) = ("cat_smooth", "0");
 const PIN_CAT_BIN: (&str, &str) = ("max_cat_bin", "0");
 /// See [`PIN_CAT_BIN`].
 const PIN_CAT_COUNT: (&str, &str) = ("min_category_count", "1");
+/// XGBoost's learning rate, Sapwood's default then.
+const PIN_RATE: (&str, &str) = ("learning_rate", "0.3");
 /// The pins alone.
-const PINNED: &[(&str, &str)] = &[PIN_THRESHOLD, PIN_SMOOTH, PIN_CAT_BIN, PIN_CAT_COUNT];
+const PINNED: &[(&str, &str)] = &[
+    PIN_THRESHOLD,
+    PIN_SMOOTH,
+    PIN_CAT_BIN,
+    PIN_CAT_COUNT,
+    PIN_RATE,
+];
 
 /// The golden cases.
 const CASES: &[Case] = &[
@@ -44,6 +52,7 @@ const CASES: &[Case] = &[
             PIN_SMOOTH,
             PIN_CAT_BIN,
             PIN_CAT_COUNT,
+            PIN_RATE,
             ("grow_policy", "lossguide"),
             ("max_leaves", "12"),
             ("max_depth", "0"),
@@ -61,6 +70,7 @@ const CASES: &[Case] = &[
             PIN_SMOOTH,
             PIN_CAT_BIN,
             PIN_CAT_COUNT,
+            PIN_RATE,
             ("max_cat_to_onehot", "2"),
             ("learning_rate", "0.2"),
         ],
@@ -73,6 +83,7 @@ const CASES: &[Case] = &[
             PIN_SMOOTH,
             PIN_CAT_BIN,
             PIN_CAT_COUNT,
+            PIN_RATE,
             ("grad_bits", "8"),
             ("max_depth", "5"),
             ("min_data_in_bin", "3"),
@@ -86,6 +97,7 @@ const CASES: &[Case] = &[
             PIN_SMOOTH,
             PIN_CAT_BIN,
             PIN_CAT_COUNT,
+            PIN_RATE,
             ("max_bin", "32"),
             ("min_child_weight", "3"),
             ("gamma", "0.1"),

@@ -1576,7 +1576,7 @@ def train(
     - ``huber_slope``: where the Huber losses turn from quadratic to linear, default 1.
     - ``tweedie_variance_power``: the variance power of ``reg:tweedie``, default 1.5.
     - ``num_rounds`` [num_boost_round, n_estimators, num_iterations, rounds]: rounds.
-    - ``learning_rate`` [eta, shrinkage_rate]: shrinkage of every leaf, default 0.3.
+    - ``learning_rate`` [eta, shrinkage_rate]: shrinkage of every leaf, default 0.1 (XGBoost: 0.3).
     - ``max_depth``: maximum depth, default 6; -1 or 0 means no limit (then
       ``max_leaves`` must bound the trees).
     - ``max_leaves`` [num_leaves]: maximum leaves per tree, 0 (default) for no limit.

@@ -53,7 +53,7 @@ class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
         self,
         *,
         n_estimators: int = 100,
-        learning_rate: float = 0.3,
+        learning_rate: float = 0.1,
         max_depth: int = 6,
         max_leaves: int = 0,
         grow_policy: str = "depthwise",

@@ -293,7 +293,9 @@ def test_estimators_take_a_custom_objective_as_both_peers_do() -> None:
         w = np.ones_like(y_pred) if weight is None else weight
         return (y_pred - y_true) * w, w
 
-    kw = {"n_estimators": 20, "max_depth": 3}
+    # XGBoost's learning rate (Sapwood's default is 0.1): 20 rounds from margin 0 are
+    # compared with XGBoost's
+    kw = {"n_estimators": 20, "max_depth": 3, "learning_rate": 0.3}
     custom = SapwoodRegressor(objective=squared, **kw).fit(X, y)
     lgb_style = SapwoodRegressor(objective=weighted, **kw).fit(X, y, sample_weight=np.ones(len(y)))
     built_in = SapwoodRegressor(base_score=0, **kw).fit(X, y)
@@ -439,9 +441,16 @@ def test_xgboosts_custom_objective_tutorial_runs_with_names_swapped() -> None:
     curve = ours["dtest"]["PyRMSLE"]
     assert len(curve) == 10 and all(b < a for a, b in zip(curve, curve[1:]))
     # Sapwood's custom-objective model starts at margin 0 (documented); XGBoost's at its
-    # base_score 0.5. From the same start, ten rounds end as close as XGBoost's own.
+    # base_score 0.5. From the same start and at XGBoost's learning rate (Sapwood's default
+    # is 0.1), ten rounds end as close as XGBoost's own.
     ns = dict(data)
     script = XGB_CUSTOM_OBJECTIVE.replace("'seed': 1994,", "'seed': 1994, 'base_score': 0.0,")
     exec(compile(script, "<xgboost from 0>", "exec"), ns)
     from_zero = ns["results"]["dtest"]["PyRMSLE"]
+    ns = dict(data)
+    script = _for_sapwood(XGB_CUSTOM_OBJECTIVE.replace("'seed': 1994,", "'seed': 1994, 'eta': 0.3,"), 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exec(compile(script, "<sapwood at 0.3>", "exec"), ns)
+    curve = ns["results"]["dtest"]["PyRMSLE"]
     assert curve[-1] <= from_zero[-1] * 1.05, (curve, from_zero, theirs["dtest"]["PyRMSLE"])

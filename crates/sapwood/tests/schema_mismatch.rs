@@ -33,6 +33,7 @@ fn colours(n: usize, codes_as_numbers: bool) -> Dataset<'static> {
 fn params() -> Params {
     Params {
         num_rounds: 5,
+        learning_rate: 0.3,
         ..Default::default()
     }
 }

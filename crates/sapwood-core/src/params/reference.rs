@@ -99,12 +99,12 @@ pub const PARAM_DOCS: &[ParamDoc] = &[
     ),
     param(
         "learning_rate",
-        "0.3",
+        "0.1",
         "number",
         "> 0",
         ALL,
         "Shrinkage applied to every leaf value; smaller values need more rounds and usually \
-         generalise better.",
+         generalise better. 0.1 as LightGBM (XGBoost's default is 0.3).",
     ),
     param(
         "max_depth",
