@@ -796,6 +796,7 @@ class Booster:
         pred_leaf: bool = False,
         *,
         base_margin: Any = None,
+        num_iteration: Optional[int] = None,
     ) -> npt.NDArray[np.float32]:
         """Predictions, as XGBoost's ``Booster.predict``.
 
@@ -829,6 +830,11 @@ class Booster:
             it instead of to the model's base score (SHAP's bias moves with it). A
             :class:`Dataset` carries its own (``Dataset(..., base_margin=...)``, XGBoost's
             way), used when this is None.
+        num_iteration : int, optional
+            LightGBM's spelling: the first ``num_iteration`` rounds, the same as
+            ``iteration_range=(0, num_iteration)``; 0 or less uses every round. None (the
+            default) leaves the choice to ``iteration_range``: every round, not LightGBM's
+            best iteration (pass ``booster.best_iteration + 1`` for that).
 
         Returns
         -------
@@ -840,6 +846,13 @@ class Booster:
         """
         model = self._model
         total = model.num_rounds
+        if num_iteration is not None:
+            if iteration_range is not None:
+                raise ParameterError(
+                    "invalid parameter `num_iteration`: given with `iteration_range`, which says "
+                    "the rounds already; give one of them"
+                )
+            iteration_range = (0, max(int(num_iteration), 0))
         begin, end = (0, 0) if iteration_range is None else iteration_range
         begin, end = int(begin), int(end)
         if end == 0:

@@ -487,6 +487,18 @@ def test_estimator_methods_of_both_peers(tmp_path: Path) -> None:
                                   booster.predict(X, pred_leaf=True, iteration_range=(0, 4)))
     with pytest.raises(sapwood.ParameterError, match="`num_iteration`: given with `iteration_range`"):
         ours.predict(X, num_iteration=3, iteration_range=(0, 3))
+    # and LightGBM's Booster: num_iteration counts rounds from the first, <= 0 is every round
+    lgb_booster = lgbm.booster_
+    for n in (4, 0, -1):
+        theirs = lgb_booster.predict(X, raw_score=True, num_iteration=n)
+        mine = booster.predict(X, output_margin=True, num_iteration=n)
+        assert mine.shape == theirs.shape
+        full = n <= 0
+        np.testing.assert_array_equal(
+            mine, booster.predict(X, output_margin=True, iteration_range=(0, 0 if full else n)))
+        assert np.allclose(theirs, lgb_booster.predict(X, raw_score=True)) == full
+    with pytest.raises(sapwood.ParameterError, match="`num_iteration`: given with `iteration_range`"):
+        booster.predict(X, num_iteration=3, iteration_range=(0, 3))
 
 
 def test_scale_pos_weight_is_a_weight_on_the_positive_rows() -> None:
