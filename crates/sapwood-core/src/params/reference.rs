@@ -55,13 +55,8 @@ const fn run(
     about: &'static str,
 ) -> ParamDoc {
     ParamDoc {
-        name,
-        default,
-        kind,
-        range,
-        applies,
-        about,
         run_option: true,
+        ..param(name, default, kind, range, applies, about)
     }
 }
 
