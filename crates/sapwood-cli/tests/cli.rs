@@ -1582,3 +1582,30 @@ fn messages_name_the_column_the_classes_and_the_query_as_written() {
         &p,
     );
 }
+
+/// `sapwood params` finds an entry by its name or an alias, lists every parameter and run
+/// option as JSON, and refuses an unknown name with the closest known one (exit 2).
+#[test]
+fn params_prints_the_reference_by_name_or_alias() {
+    let out = sapwood().args(["params", "num-leaves"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.starts_with("max_leaves (parameter"), "{text}");
+    let out = sapwood().args(["params", "--json"]).output().unwrap();
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = rows.iter().filter_map(|r| r["name"].as_str()).collect();
+    let expected: Vec<&str> = sapwood::PARAM_NAMES
+        .iter()
+        .chain(sapwood::RUN_OPTION_NAMES)
+        .map(|(n, _)| *n)
+        .collect();
+    assert_eq!(names, expected);
+    let out = sapwood().args(["params", "etaa"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("did you mean `eta`"), "{err}");
+}

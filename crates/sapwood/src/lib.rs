@@ -34,7 +34,7 @@ pub use sapwood_core::files::{
 pub use sapwood_core::metric::{argmax, Metric};
 pub use sapwood_core::model::{ClassLabel, InputType, Model};
 pub use sapwood_core::objective::ObjectiveKind;
-pub use sapwood_core::params::{aliases, param_doc, ParamDoc, PARAM_DOCS};
+pub use sapwood_core::params::{aliases, canonical_name, param_doc, ParamDoc, PARAM_DOCS};
 pub use sapwood_core::params::{
     Check, Checked, CheckedSettings, CollectiveKind, CommCodec, Device, DeviceIndices, GrowPolicy,
     Params, Quantisation, RunOptions, Settings, PARAM_NAMES, RUN_OPTION_NAMES,

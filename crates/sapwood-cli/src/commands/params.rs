@@ -2,27 +2,18 @@
 
 use std::io::Write;
 
-use anyhow::{bail, Result};
-use sapwood::{aliases, ParamDoc, PARAM_DOCS};
+use anyhow::Result;
+use sapwood::{aliases, canonical_name, param_doc, ParamDoc, PARAM_DOCS};
 use serde_json::json;
 
 use crate::cli::ParamsArgs;
 
-/// Prints every parameter and run option (or those named), as text or JSON.
+/// Prints every parameter and run option (or the one named), as text or JSON.
 pub fn run(args: ParamsArgs) -> Result<()> {
     let chosen: Vec<&ParamDoc> = match &args.name {
         None => PARAM_DOCS.iter().collect(),
-        Some(key) => {
-            let key = key.trim().replace('-', "_");
-            let found: Vec<&ParamDoc> = PARAM_DOCS
-                .iter()
-                .filter(|d| d.name == key || aliases(d.name).contains(&key.as_str()))
-                .collect();
-            if found.is_empty() {
-                bail!("`{key}` is not a parameter or run option: `sapwood params` lists them all");
-            }
-            found
-        }
+        // every canonical name has an entry (a test of PARAM_DOCS holds it)
+        Some(key) => param_doc(canonical_name(key)?).into_iter().collect(),
     };
     let mut out = std::io::stdout().lock();
     if args.json {

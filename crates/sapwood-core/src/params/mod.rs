@@ -18,7 +18,7 @@ pub use constraints::{
     parse_interactions, parse_weights, resolve_interactions, FeatureRef, MonotoneConstraints,
     MonotoneMethod,
 };
-pub use names::{PARAM_NAMES, RUN_OPTION_NAMES};
+pub use names::{canonical_name, PARAM_NAMES, RUN_OPTION_NAMES};
 pub use reference::{aliases, param_doc, ParamDoc, PARAM_DOCS};
 pub use run::{
     parse_devices, CollectiveKind, CommCodec, Device, DeviceIndices, RunOptions, MAX_DEVICES,

@@ -114,6 +114,14 @@ pub(super) fn canonical(key: &str) -> Result<Setting> {
     })
 }
 
+/// The canonical name of a parameter or run option written as `key` (by an alias, with
+/// hyphens, ...); an unknown name is an error suggesting the closest known one.
+pub fn canonical_name(key: &str) -> Result<&'static str> {
+    match canonical(key)? {
+        Setting::Param(name) | Setting::Run(name) => Ok(name),
+    }
+}
+
 fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut prev: Vec<usize> = (0..=b.len()).collect();
