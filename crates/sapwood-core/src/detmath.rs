@@ -56,6 +56,13 @@ pub fn exp(x: f64) -> f64 {
     let mut sum = 1.0f64;
     for i in 1..=24 {
         term = term * r / i as f64;
+        // |r| < 1, so no later term is larger than this one: once adding it either way
+        // leaves the sum as it is, so would every later term, and the series can stop
+        // with the bits the full 24 terms give (a term of either sign: past a power of
+        // two the spacing below the sum is half the spacing above)
+        if sum + term.abs() == sum && sum - term.abs() == sum {
+            break;
+        }
         sum += term;
     }
     let k = k as i32;
@@ -93,7 +100,13 @@ pub fn ln(x: f64) -> f64 {
     let mut sum = 0.0f64;
     let mut i = 1;
     while i < 60 {
-        sum += term / i as f64;
+        let t = term / i as f64;
+        // every term has z's sign and none is larger than the one before: once one leaves
+        // the sum as it is, so does every later one, and stopping gives the full series' bits
+        if sum + t == sum {
+            break;
+        }
+        sum += t;
         term *= z2;
         i += 2;
     }
@@ -201,5 +214,85 @@ mod tests {
             );
         }
         assert_eq!(pow2(-3), 0.125);
+    }
+
+    /// exp as it was before the series stopped early: every one of the 24 terms.
+    fn exp_full_series(x: f64) -> f64 {
+        if x.is_nan() {
+            return x;
+        }
+        if x > 709.0 {
+            return f64::INFINITY;
+        }
+        if x < -745.0 {
+            return 0.0;
+        }
+        let k = (x / LN2).round();
+        let r = x - k * LN2;
+        let (mut term, mut sum) = (1.0f64, 1.0f64);
+        for i in 1..=24 {
+            term = term * r / i as f64;
+            sum += term;
+        }
+        let k = k as i32;
+        let half = k / 2;
+        sum * pow2(half) * pow2(k - half)
+    }
+
+    /// ln as it was before the series stopped early: every term below 60.
+    fn ln_full_series(x: f64) -> f64 {
+        let (mut e, mut m) = (0i32, x);
+        while m >= std::f64::consts::SQRT_2 {
+            m *= 0.5;
+            e += 1;
+        }
+        while m < std::f64::consts::FRAC_1_SQRT_2 {
+            m *= 2.0;
+            e -= 1;
+        }
+        let z = (m - 1.0) / (m + 1.0);
+        let (z2, mut term, mut sum, mut i) = (z * z, z, 0.0f64, 1);
+        while i < 60 {
+            sum += term / i as f64;
+            term *= z2;
+            i += 2;
+        }
+        2.0 * sum + e as f64 * LN2
+    }
+
+    proptest! {
+        // models saved before the early stop must train and predict to the same bits:
+        // every value the functions feed (tables, ranking gradients, base scores) is unchanged
+        #[test]
+        fn series_stopped_early_give_the_full_series_bits(bits in any::<u64>(), small in -50.0f64..50.0, tiny in -1e-6f64..1e-6) {
+            for x in [f64::from_bits(bits), small, tiny, small * 14.0] {
+                let (want, got) = (exp_full_series(x), exp(x));
+                prop_assert!(want.to_bits() == got.to_bits() || (want.is_nan() && got.is_nan()), "exp({x:e}): {want:e} vs {got:e}");
+                let y = x.abs();
+                if y > 0.0 && y.is_finite() {
+                    let (want, got) = (ln_full_series(y), ln(y));
+                    prop_assert!(want.to_bits() == got.to_bits(), "ln({y:e}): {want:e} vs {got:e}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn series_stopped_early_at_the_tables_and_ranks() {
+        // the inputs the lookup tables and the ranking discounts use, every one of them
+        for i in 0..=(40 << 10) {
+            let x = -(i as f64) / 1024.0;
+            assert_eq!(exp(x).to_bits(), exp_full_series(x).to_bits(), "exp({x})");
+            assert_eq!(
+                exp(-x).to_bits(),
+                exp_full_series(-x).to_bits(),
+                "exp({})",
+                -x
+            );
+        }
+        for r in 0..100_000 {
+            let x = (r + 2) as f64;
+            assert_eq!(ln(x).to_bits(), ln_full_series(x).to_bits(), "ln({x})");
+        }
     }
 }

@@ -230,6 +230,8 @@ pub const LOG2_E: f32 = std::f32::consts::LOG2_E;
 pub const POISSON_MAX_DELTA_STEP: f64 = 0.7;
 
 const ONE: u32 = 1 << PROB_BITS;
+/// The value of one unit of a fixed-point probability, 2^-24.
+pub(crate) const PROB_UNIT: f64 = 1.0 / ONE as f64;
 
 /// round(sigmoid(x) * 2^24) at x = -20 + i * 2^-8.
 pub fn sigmoid_table() -> &'static [u32] {
@@ -313,7 +315,7 @@ pub fn sigmoid_fixed(m: f32) -> u32 {
 
 /// [`sigmoid_fixed`] with the table at hand.
 #[inline(always)]
-fn sigmoid_fixed_in(t: &[u32], m: f32) -> u32 {
+pub(crate) fn sigmoid_fixed_in(t: &[u32], m: f32) -> u32 {
     let shift = MARGIN_FRAC_BITS - SIGMOID_STEP_BITS;
     let u = (margin_fixed(m, SIGMOID_RANGE as f32) + (SIGMOID_RANGE << MARGIN_FRAC_BITS)) as u32;
     let i = (u >> shift) as usize;

@@ -3,8 +3,9 @@
 //!
 //! Gradients are computed on the host for every backend, one query at a time, from the
 //! query's rows alone; a query is never split between workers, so the gradients (and the
-//! model) are the same for any number of workers. The logistic of score differences uses
-//! [`crate::detmath::exp`], so machines with different C libraries agree to the bit.
+//! model) are the same for any number of workers. The logistic of score differences is read
+//! from the binary objective's fixed-point table, and gains and discounts come from
+//! [`crate::detmath`], so machines with different C libraries agree to the bit.
 
 use std::cmp::Ordering;
 
@@ -177,6 +178,12 @@ fn discount(rank: usize) -> f64 {
     1.0 / detmath::log2((rank + 2) as f64)
 }
 
+/// [`discount`] of ranks `0..n`: a pair's two discounts are read, not recomputed (a
+/// logarithm each, most of a pair's cost before).
+fn discounts(n: usize) -> Vec<f64> {
+    (0..n).map(discount).collect()
+}
+
 /// Rows of one query ordered by score, highest first; ties keep row order.
 fn ranked(scores: &[f32]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..scores.len()).collect();
@@ -189,15 +196,16 @@ fn ranked(scores: &[f32]) -> Vec<usize> {
     order
 }
 
-/// 1 / the ideal DCG over the top `k` (0 when no document is relevant).
-fn inverse_ideal_dcg(labels: &[f32], k: usize, exp_gain: bool) -> f64 {
+/// 1 / the ideal DCG over the top `k` (0 when no document is relevant); `discounts` holds
+/// at least `k` ranks' discounts.
+fn inverse_ideal_dcg(labels: &[f32], k: usize, exp_gain: bool, discounts: &[f64]) -> f64 {
     let mut sorted: Vec<f32> = labels.to_vec();
     sorted.sort_by(|a, b| b.total_cmp(a));
     let idcg: f64 = sorted
         .iter()
         .take(k)
-        .enumerate()
-        .map(|(r, &y)| gain(y, exp_gain) * discount(r))
+        .zip(discounts)
+        .map(|(&y, &d)| gain(y, exp_gain) * d)
         .sum();
     if idcg > 0.0 {
         1.0 / idcg
@@ -206,24 +214,31 @@ fn inverse_ideal_dcg(labels: &[f32], k: usize, exp_gain: bool) -> f64 {
     }
 }
 
-/// The pairs of one query as (rank, rank) in the model's `order`: every pair with one
-/// document in the top `k`, or `n` drawn partners per document (`first_row`: the query's
-/// global first row).
+/// Calls `visit` with the pairs of one query as (rank, rank) in the model's `order`, in a
+/// fixed order: every pair with one document in the top `k`, or `n` drawn partners per
+/// document (`first_row`: the query's global first row). A long query has tens of
+/// thousands of pairs a round: they are visited, never collected.
+#[inline(always)]
 fn pairs(
     method: PairMethod,
     labels: &[f32],
     order: &[usize],
     draws: PairDraws,
     first_row: u64,
-) -> Vec<(usize, usize)> {
+    mut visit: impl FnMut(usize, usize),
+) {
     let n = labels.len();
     match method {
         PairMethod::TopK(k) => {
             let top = (k as usize).min(n);
-            (0..top)
-                .flat_map(|a| (a + 1..n).map(move |b| (a, b)))
-                .filter(|&(a, b)| labels[order[a]] != labels[order[b]])
-                .collect()
+            for a in 0..top {
+                let y = labels[order[a]];
+                for b in a + 1..n {
+                    if labels[order[b]] != y {
+                        visit(a, b);
+                    }
+                }
+            }
         }
         PairMethod::Mean(per_doc) => {
             // ranks sorted by label, so the documents sharing a label form one run to skip
@@ -233,7 +248,6 @@ fn pairs(
                     .total_cmp(&labels[order[b]])
                     .then(a.cmp(&b))
             });
-            let mut out = Vec::with_capacity(n * per_doc as usize);
             let mut run_start = 0;
             while run_start < n {
                 let y = labels[order[by_label[run_start]]];
@@ -255,24 +269,25 @@ fn pairs(
                                 u + (run_end - run_start)
                             };
                             let partner = by_label[pick];
-                            out.push((r.min(partner), r.max(partner)));
+                            visit(r.min(partner), r.max(partner));
                         }
                     }
                 }
                 run_start = run_end;
             }
-            out
         }
     }
 }
 
-/// The gradients of one query: `labels` and `scores` of its rows, `out` its (g, h) pairs.
+/// The gradients of one query: `labels` and `scores` of its rows, `out` its (g, h) pairs;
+/// `discounts` holds at least as many ranks' discounts as the query has rows.
 fn query_gradients(
     p: &RankParams,
     labels: &[f32],
     scores: &[f32],
     draws: PairDraws,
     first_row: u64,
+    discounts: &[f64],
     out: &mut [[f64; 2]],
 ) {
     let n = labels.len();
@@ -284,7 +299,18 @@ fn query_gradients(
         PairMethod::TopK(k) => (k as usize).min(n),
         PairMethod::Mean(_) => n,
     };
-    let inv_idcg = inverse_ideal_dcg(labels, top.max(1), p.exp_gain);
+    let inv_idcg = inverse_ideal_dcg(labels, top.max(1), p.exp_gain, discounts);
+    // labels, scores and gains in rank order, and the gradients gathered by rank: a long
+    // query's tens of thousands of pairs a round then read and write memory in order (a
+    // gain is computed once a row, not twice a pair: an exponential each)
+    let ys: Vec<f32> = order.iter().map(|&i| labels[i]).collect();
+    let ss: Vec<f32> = order.iter().map(|&i| scores[i]).collect();
+    let gains: Vec<f64> = if p.loss == RankLoss::Ndcg {
+        ys.iter().map(|&y| gain(y, p.exp_gain)).collect()
+    } else {
+        Vec::new()
+    };
+    let mut by_rank = vec![[0.0f64; 2]; n];
     // MAP statistics along the model's ranking: relevant documents up to each rank, and
     // the sum of precisions at relevant ranks up to each rank
     let (mut n_rel, mut acc) = (vec![0.0f64; n], vec![0.0f64; n]);
@@ -301,37 +327,41 @@ fn query_gradients(
     }
     let (best, worst) = (scores[order[0]], scores[order[n - 1]]);
     let mut sum_lambda = 0.0f64;
-    for (r_a, r_b) in pairs(p.pairs, labels, &order, draws, first_row) {
-        let (a, b) = (order[r_a], order[r_b]);
-        // the document with the higher label and its rank
-        let ((hi, r_hi), (lo, r_lo)) = if labels[a] > labels[b] {
-            ((a, r_a), (b, r_b))
+    let sigmoids = crate::objective::sigmoid_table();
+    pairs(p.pairs, labels, &order, draws, first_row, |r_a, r_b| {
+        // the rank of the document with the higher label, and the other's
+        let (hi, lo) = if ys[r_a] > ys[r_b] {
+            (r_a, r_b)
         } else {
-            ((b, r_b), (a, r_a))
+            (r_b, r_a)
         };
         let delta = match p.loss {
             RankLoss::Pairwise => 1.0,
             RankLoss::Ndcg => {
-                let (gh, gl) = (gain(labels[hi], p.exp_gain), gain(labels[lo], p.exp_gain));
-                let (dh, dl) = (discount(r_hi), discount(r_lo));
-                ((gh - gl) * (dh - dl)).abs() * inv_idcg
+                ((gains[hi] - gains[lo]) * (discounts[hi] - discounts[lo])).abs() * inv_idcg
             }
-            RankLoss::Map => map_delta(labels[hi], labels[lo], r_hi, r_lo, &n_rel, &acc),
+            RankLoss::Map => map_delta(ys[hi], ys[lo], hi, lo, &n_rel, &acc),
         };
         let mut delta = delta.abs();
-        let diff = scores[hi] as f64 - scores[lo] as f64;
+        let diff = ss[hi] as f64 - ss[lo] as f64;
         if p.loss == RankLoss::Ndcg && best != worst {
             // LightGBM's and XGBoost's damping of pairs already far apart
             delta /= diff.abs() + 0.01;
         }
-        let sigmoid = 1.0 / (1.0 + detmath::exp(-diff));
+        // from the logistic table the binary objective reads (as LightGBM's lambdarank reads
+        // one): an exponential a pair was most of a long query's cost
+        let sigmoid = crate::objective::sigmoid_fixed_in(sigmoids, diff as f32) as f64
+            * crate::objective::PROB_UNIT;
         let lambda = (sigmoid - 1.0) * delta;
         let hess = (sigmoid * (1.0 - sigmoid)).max(1e-16) * delta * 2.0;
-        out[hi][0] += lambda;
-        out[lo][0] -= lambda;
-        out[hi][1] += hess;
-        out[lo][1] += hess;
+        by_rank[hi][0] += lambda;
+        by_rank[lo][0] -= lambda;
+        by_rank[hi][1] += hess;
+        by_rank[lo][1] += hess;
         sum_lambda += -lambda;
+    });
+    for (&i, gh) in order.iter().zip(&by_rank) {
+        out[i] = *gh;
     }
     if p.normalise && sum_lambda > 0.0 {
         let norm = detmath::log2(1.0 + sum_lambda) / sum_lambda;
@@ -386,6 +416,11 @@ pub fn gradients(
     draws: PairDraws,
     out: &mut [[f32; 2]],
 ) -> [f32; 2] {
+    let longest = (0..queries.len())
+        .map(|q| queries.rows(q).len())
+        .max()
+        .unwrap_or(0);
+    let discounts = discounts(longest);
     let per_query: Vec<(usize, Vec<[f64; 2]>)> = (0..queries.len())
         .into_par_iter()
         .map(|q| {
@@ -398,6 +433,7 @@ pub fn gradients(
                 &margins[rows.clone()],
                 draws,
                 first_row,
+                &discounts,
                 &mut g,
             );
             (rows.start, g)
@@ -439,6 +475,11 @@ pub fn evaluate(
     margins: &[f32],
 ) -> f64 {
     let (mut sum, mut total) = (0.0f64, 0.0f64);
+    let longest = (0..queries.len())
+        .map(|q| queries.rows(q).len())
+        .max()
+        .unwrap_or(0);
+    let discounts = discounts(longest);
     for q in 0..queries.len() {
         let rows = queries.rows(q);
         let (y, s) = (&labels[rows.clone()], &margins[rows.clone()]);
@@ -447,15 +488,15 @@ pub fn evaluate(
         let order = ranked(s);
         let value = match metric {
             RankMetric::Ndcg => {
-                let inv = inverse_ideal_dcg(y, k, true);
+                let inv = inverse_ideal_dcg(y, k, true, &discounts);
                 if inv == 0.0 {
                     1.0
                 } else {
                     let dcg: f64 = order
                         .iter()
                         .take(k)
-                        .enumerate()
-                        .map(|(r, &i)| gain(y[i], true) * discount(r))
+                        .zip(&discounts)
+                        .map(|(&i, &d)| gain(y[i], true) * d)
                         .sum();
                     dcg * inv
                 }
@@ -500,7 +541,7 @@ mod tests {
             .enumerate()
             .map(|(r, &i)| (2f64.powf(labels[i] as f64) - 1.0) / ((r + 2) as f64).log2())
             .sum();
-        dcg * inverse_ideal_dcg(labels, labels.len(), true)
+        dcg * inverse_ideal_dcg(labels, labels.len(), true, &discounts(labels.len()))
     }
 
     fn ap_of(order: &[usize], labels: &[f32]) -> f64 {
@@ -554,7 +595,7 @@ mod tests {
                 let want_ndcg = (ndcg_of(&swapped, &labels) - ndcg_of(&order, &labels)).abs();
                 let (ga, gb) = (gain(labels[a], true), gain(labels[b], true));
                 let got = ((ga - gb) * (discount(ra) - discount(rb))).abs()
-                    * inverse_ideal_dcg(&labels, 6, true);
+                    * inverse_ideal_dcg(&labels, 6, true, &discounts(6));
                 assert!((got - want_ndcg).abs() < 1e-12, "ndcg {ra} {rb}");
                 let want_map = ap_of(&swapped, &labels) - ap_of(&order, &labels);
                 let (hi, lo, rh, rl) = if labels[a] > labels[b] {
@@ -585,7 +626,19 @@ mod tests {
         let labels = [2.0f32, 0.0, 1.0, 0.0, 0.0, 1.0];
         let order: Vec<usize> = (0..6).rev().collect();
         let draws = no_draws();
-        let got = pairs(PairMethod::Mean(4), &labels, &order, draws, 100);
+        let collect = |labels: &[f32], order: &[usize], first_row| {
+            let mut v = Vec::new();
+            pairs(
+                PairMethod::Mean(4),
+                labels,
+                order,
+                draws,
+                first_row,
+                |a, b| v.push((a, b)),
+            );
+            v
+        };
+        let got = collect(&labels, &order, 100);
         // every document has a partner with another label: 4 draws each
         assert_eq!(got.len(), 6 * 4);
         for &(a, b) in &got {
@@ -597,10 +650,10 @@ mod tests {
             assert!(got.iter().filter(|&&(a, b)| a == r || b == r).count() >= 4);
         }
         // the same global rows draw the same partners; other rows draw others
-        assert_eq!(got, pairs(PairMethod::Mean(4), &labels, &order, draws, 100));
-        assert_ne!(got, pairs(PairMethod::Mean(4), &labels, &order, draws, 7));
+        assert_eq!(got, collect(&labels, &order, 100));
+        assert_ne!(got, collect(&labels, &order, 7));
         // a query where every label is equal has no pair
-        assert!(pairs(PairMethod::Mean(4), &[1.0; 3], &[0, 1, 2], draws, 0).is_empty());
+        assert!(collect(&[1.0; 3], &[0, 1, 2], 0).is_empty());
         // a shard starting later sees its query at another local index: same gradients
         let p = RankParams {
             loss: RankLoss::Ndcg,
