@@ -7,9 +7,13 @@ comparable within one run: the machine is shared.
 
     python3 bench/compare_peers.py --rows 1000000 --rounds 100 --depth 8 --threads 2
 
+`--load N` runs N busy-loop processes beside each library's training (started before it,
+stopped after it), as on a machine shared with other jobs: every library meets the same load.
+
 requires: numpy, xgboost==3.2.0 (or xgboost-cpu), lightgbm==4.7.0
 """
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -104,6 +108,18 @@ def run_peer(args):
                       "peak_rss_mib": round(rss, 1), "test_auc": round(auc(p, ty), 6)}))
 
 
+@contextlib.contextmanager
+def busy(n):
+    """`n` processes that spin on a core each until the block ends."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    try:
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=1_000_000)
@@ -117,6 +133,8 @@ def main():
     ap.add_argument("--streamed", action="store_true",
                     help="Sapwood bins the rows batch by batch as they are made (as `sapwood train` "
                          "bins a Parquet file), never holding them all; the peers load every row")
+    ap.add_argument("--load", type=int, default=0,
+                    help="busy-loop processes that run beside every library's training")
     ap.add_argument("--python", default=sys.executable, help="interpreter with xgboost and lightgbm")
     ap.add_argument("--peer")
     ap.add_argument("--data-dir")
@@ -131,16 +149,23 @@ def main():
         cmd = ["cargo", "bench", "-q", "-p", "sapwood", "--bench", "train_synthetic", "--"] + common + \
               ["--grad-bits", str(args.grad_bits), "--data-dir", data_dir] + \
               (["--streamed"] if args.streamed else [])
-        out = subprocess.run(cmd, cwd=root, check=True, capture_output=True, text=True).stdout
+        # built first, so that the load runs beside the training alone, not beside cargo
+        subprocess.run(["cargo", "bench", "--no-run", "-q", "-p", "sapwood", "--bench", "train_synthetic"],
+                       cwd=root, check=True, capture_output=True)
+        with busy(args.load):
+            out = subprocess.run(cmd, cwd=root, check=True, capture_output=True, text=True).stdout
         results = [json.loads(out.strip().splitlines()[-1])]
         for peer in ["xgboost", "lightgbm"]:
-            out = subprocess.run([args.python, os.path.abspath(__file__), "--peer", peer, "--data-dir", data_dir]
-                                 + common + ["--grad-bits", str(args.grad_bits)], check=True, capture_output=True, text=True).stdout
+            with busy(args.load):
+                out = subprocess.run([args.python, os.path.abspath(__file__), "--peer", peer, "--data-dir", data_dir]
+                                     + common + ["--grad-bits", str(args.grad_bits)], check=True, capture_output=True, text=True).stdout
             results.append(json.loads(out.strip().splitlines()[-1]))
     shape = f"{args.leaves} leaves, no depth limit" if args.leaves else f"depth {args.depth}"
     print(f"synthetic binary task: {args.rows} rows x {args.features} features, {args.rounds} rounds, "
           f"{shape}, {args.threads} threads, sapwood grad_bits {args.grad_bits or 'exact'}"
           + (" (LightGBM use_quantized_grad, quant_train_renew_leaf)" if args.grad_bits else ""))
+    if args.load:
+        print(f"{args.load} busy-loop processes ran beside every library's training")
     if args.streamed:
         print("sapwood binned the rows as they were made (never all in memory); the peers hold every row")
     print(f"{'library':<18}{'train s':>10}{'peak MiB':>10}{'test AUC':>10}{'time ratio':>12}{'mem ratio':>11}"
