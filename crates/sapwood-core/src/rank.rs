@@ -214,13 +214,12 @@ fn inverse_ideal_dcg(labels: &[f32], k: usize, exp_gain: bool, discounts: &[f64]
     }
 }
 
-/// Calls `visit` with the pairs of one query as (rank, rank) in the model's `order`, in a
-/// fixed order: every pair with one document in the top `k`, or `n` drawn partners per
-/// document (`first_row`: the query's global first row). A long query has tens of
-/// thousands of pairs a round: they are visited, never collected.
+/// Calls `visit` with `per_doc` drawn partners of each document of one query (of another
+/// label), as (rank, rank) in the model's `order`, in a fixed order (`first_row`: the
+/// query's global first row).
 #[inline(always)]
-fn pairs(
-    method: PairMethod,
+fn drawn_pairs(
+    per_doc: u32,
     labels: &[f32],
     order: &[usize],
     draws: PairDraws,
@@ -228,54 +227,83 @@ fn pairs(
     mut visit: impl FnMut(usize, usize),
 ) {
     let n = labels.len();
-    match method {
-        PairMethod::TopK(k) => {
-            let top = (k as usize).min(n);
-            for a in 0..top {
-                let y = labels[order[a]];
-                for b in a + 1..n {
-                    if labels[order[b]] != y {
-                        visit(a, b);
-                    }
+    // ranks sorted by label, so the documents sharing a label form one run to skip
+    let mut by_label: Vec<usize> = (0..n).collect();
+    by_label.sort_by(|&a, &b| {
+        labels[order[a]]
+            .total_cmp(&labels[order[b]])
+            .then(a.cmp(&b))
+    });
+    let mut run_start = 0;
+    while run_start < n {
+        let y = labels[order[by_label[run_start]]];
+        let run_end = run_start
+            + by_label[run_start..]
+                .iter()
+                .take_while(|&&r| labels[order[r]] == y)
+                .count();
+        let others = n - (run_end - run_start);
+        if others > 0 {
+            for &r in &by_label[run_start..run_end] {
+                let row = first_row + order[r] as u64;
+                for d in 0..per_doc as u64 {
+                    let u = draws.key.hash64(row * per_doc as u64 + d) % others as u64;
+                    let u = u as usize;
+                    let pick = if u < run_start {
+                        u
+                    } else {
+                        u + (run_end - run_start)
+                    };
+                    let partner = by_label[pick];
+                    visit(r.min(partner), r.max(partner));
                 }
             }
         }
-        PairMethod::Mean(per_doc) => {
-            // ranks sorted by label, so the documents sharing a label form one run to skip
-            let mut by_label: Vec<usize> = (0..n).collect();
-            by_label.sort_by(|&a, &b| {
-                labels[order[a]]
-                    .total_cmp(&labels[order[b]])
-                    .then(a.cmp(&b))
-            });
-            let mut run_start = 0;
-            while run_start < n {
-                let y = labels[order[by_label[run_start]]];
-                let run_end = run_start
-                    + by_label[run_start..]
-                        .iter()
-                        .take_while(|&&r| labels[order[r]] == y)
-                        .count();
-                let others = n - (run_end - run_start);
-                if others > 0 {
-                    for &r in &by_label[run_start..run_end] {
-                        let row = first_row + order[r] as u64;
-                        for d in 0..per_doc as u64 {
-                            let u = draws.key.hash64(row * per_doc as u64 + d) % others as u64;
-                            let u = u as usize;
-                            let pick = if u < run_start {
-                                u
-                            } else {
-                                u + (run_end - run_start)
-                            };
-                            let partner = by_label[pick];
-                            visit(r.min(partner), r.max(partner));
-                        }
-                    }
-                }
-                run_start = run_end;
+        run_start = run_end;
+    }
+}
+
+/// What the gradient of a pair of one query needs, by rank.
+struct PairTerms<'a> {
+    loss: RankLoss,
+    ys: &'a [f32],
+    ss: &'a [f32],
+    gains: &'a [f64],
+    discounts: &'a [f64],
+    inv_idcg: f64,
+    /// Whether |Δ| is divided by the score gap (NDCG, scores not all equal).
+    damp: bool,
+    n_rel: &'a [f64],
+    acc: &'a [f64],
+    sigmoids: &'a [u32],
+}
+
+impl PairTerms<'_> {
+    /// The gradient and hessian of the pair of ranks (`hi`, `lo`), `hi`'s label the higher.
+    #[inline(always)]
+    fn terms(&self, hi: usize, lo: usize) -> (f64, f64) {
+        let delta = match self.loss {
+            RankLoss::Pairwise => 1.0,
+            RankLoss::Ndcg => {
+                ((self.gains[hi] - self.gains[lo]) * (self.discounts[hi] - self.discounts[lo]))
+                    .abs()
+                    * self.inv_idcg
             }
+            RankLoss::Map => map_delta(self.ys[hi], self.ys[lo], hi, lo, self.n_rel, self.acc),
+        };
+        let mut delta = delta.abs();
+        let diff = self.ss[hi] as f64 - self.ss[lo] as f64;
+        if self.damp {
+            // LightGBM's and XGBoost's damping of pairs already far apart
+            delta /= diff.abs() + 0.01;
         }
+        // from the logistic table the binary objective reads (as LightGBM's lambdarank reads
+        // one): an exponential a pair was most of a long query's cost
+        let sigmoid = crate::objective::sigmoid_fixed_in(self.sigmoids, diff as f32) as f64
+            * crate::objective::PROB_UNIT;
+        let lambda = (sigmoid - 1.0) * delta;
+        let hess = (sigmoid * (1.0 - sigmoid)).max(1e-16) * delta * 2.0;
+        (lambda, hess)
     }
 }
 
@@ -327,39 +355,65 @@ fn query_gradients(
     }
     let (best, worst) = (scores[order[0]], scores[order[n - 1]]);
     let mut sum_lambda = 0.0f64;
-    let sigmoids = crate::objective::sigmoid_table();
-    pairs(p.pairs, labels, &order, draws, first_row, |r_a, r_b| {
-        // the rank of the document with the higher label, and the other's
-        let (hi, lo) = if ys[r_a] > ys[r_b] {
-            (r_a, r_b)
-        } else {
-            (r_b, r_a)
-        };
-        let delta = match p.loss {
-            RankLoss::Pairwise => 1.0,
-            RankLoss::Ndcg => {
-                ((gains[hi] - gains[lo]) * (discounts[hi] - discounts[lo])).abs() * inv_idcg
+    let pair = PairTerms {
+        loss: p.loss,
+        ys: &ys,
+        ss: &ss,
+        gains: &gains,
+        discounts,
+        inv_idcg,
+        damp: p.loss == RankLoss::Ndcg && best != worst,
+        n_rel: &n_rel,
+        acc: &acc,
+        sigmoids: crate::objective::sigmoid_table(),
+    };
+    match p.pairs {
+        PairMethod::TopK(_) => {
+            // every pair with one document in the top: the top one's sums are kept in
+            // registers over its row of pairs, the other's read and written in rank order
+            for a in 0..top {
+                let ya = ys[a];
+                let (mut g_a, mut h_a) = (0.0f64, 0.0f64);
+                for b in a + 1..n {
+                    let yb = ys[b];
+                    if yb == ya {
+                        continue;
+                    }
+                    let a_higher = ya > yb;
+                    let (hi, lo) = if a_higher { (a, b) } else { (b, a) };
+                    let (lambda, hess) = pair.terms(hi, lo);
+                    let gb = &mut by_rank[b];
+                    if a_higher {
+                        g_a += lambda;
+                        gb[0] -= lambda;
+                    } else {
+                        g_a -= lambda;
+                        gb[0] += lambda;
+                    }
+                    h_a += hess;
+                    gb[1] += hess;
+                    sum_lambda -= lambda;
+                }
+                by_rank[a][0] += g_a;
+                by_rank[a][1] += h_a;
             }
-            RankLoss::Map => map_delta(ys[hi], ys[lo], hi, lo, &n_rel, &acc),
-        };
-        let mut delta = delta.abs();
-        let diff = ss[hi] as f64 - ss[lo] as f64;
-        if p.loss == RankLoss::Ndcg && best != worst {
-            // LightGBM's and XGBoost's damping of pairs already far apart
-            delta /= diff.abs() + 0.01;
         }
-        // from the logistic table the binary objective reads (as LightGBM's lambdarank reads
-        // one): an exponential a pair was most of a long query's cost
-        let sigmoid = crate::objective::sigmoid_fixed_in(sigmoids, diff as f32) as f64
-            * crate::objective::PROB_UNIT;
-        let lambda = (sigmoid - 1.0) * delta;
-        let hess = (sigmoid * (1.0 - sigmoid)).max(1e-16) * delta * 2.0;
-        by_rank[hi][0] += lambda;
-        by_rank[lo][0] -= lambda;
-        by_rank[hi][1] += hess;
-        by_rank[lo][1] += hess;
-        sum_lambda += -lambda;
-    });
+        PairMethod::Mean(per_doc) => {
+            drawn_pairs(per_doc, labels, &order, draws, first_row, |r_a, r_b| {
+                let (hi, lo) = if ys[r_a] > ys[r_b] {
+                    (r_a, r_b)
+                } else {
+                    (r_b, r_a)
+                };
+                let (lambda, hess) = pair.terms(hi, lo);
+                by_rank[hi][0] += lambda;
+                by_rank[lo][0] -= lambda;
+                by_rank[hi][1] += hess;
+                by_rank[lo][1] += hess;
+                sum_lambda -= lambda;
+            });
+        }
+    }
     for (&i, gh) in order.iter().zip(&by_rank) {
         out[i] = *gh;
     }
@@ -628,14 +682,7 @@ mod tests {
         let draws = no_draws();
         let collect = |labels: &[f32], order: &[usize], first_row| {
             let mut v = Vec::new();
-            pairs(
-                PairMethod::Mean(4),
-                labels,
-                order,
-                draws,
-                first_row,
-                |a, b| v.push((a, b)),
-            );
+            drawn_pairs(4, labels, order, draws, first_row, |a, b| v.push((a, b)));
             v
         };
         let got = collect(&labels, &order, 100);
@@ -714,5 +761,82 @@ mod tests {
         assert!((map - ((0.5 + 2.0 / 3.0) / 2.0 + 1.0) / 2.0).abs() < 1e-12);
         let pre = evaluate(RankMetric::Precision, Some(2), &q, &labels, None, &margins);
         assert!((pre - (0.5 + 0.0) / 2.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn top_k_ndcg_gradients_match_a_brute_force_over_every_pair() {
+        // 3 queries of 60, 7 and 1 rows, labels 0-4 with ties, scores with ties
+        let sizes = [60u32, 7, 1];
+        let n: usize = sizes.iter().map(|&s| s as usize).sum();
+        let labels: Vec<f32> = (0..n).map(|i| ((i * 7 + i / 3) % 5) as f32).collect();
+        let margins: Vec<f32> = (0..n)
+            .map(|i| ((i * 37 % 23) as f32 - 11.0) * 0.13)
+            .collect();
+        let q = Queries::from_sizes(&sizes);
+        let k = 5usize;
+        let p = RankParams {
+            loss: RankLoss::Ndcg,
+            pairs: PairMethod::TopK(k as u32),
+            exp_gain: true,
+            normalise: false,
+        };
+        let mut got = vec![[0f32; 2]; n];
+        gradients(&p, &q, &labels, None, &margins, no_draws(), &mut got);
+        for query in 0..q.len() {
+            let rows = q.rows(query);
+            let (y, s) = (&labels[rows.clone()], &margins[rows.clone()]);
+            let m = y.len();
+            // ranks by score, ties in row order, as the model's ranking
+            let mut order: Vec<usize> = (0..m).collect();
+            order.sort_by(|&a, &b| s[b].partial_cmp(&s[a]).unwrap().then(a.cmp(&b)));
+            let mut rank = vec![0; m];
+            for (r, &i) in order.iter().enumerate() {
+                rank[i] = r;
+            }
+            let gain = |v: f32| 2f64.powf(v as f64) - 1.0;
+            let disc = |r: usize| 1.0 / ((r + 2) as f64).log2();
+            let mut ideal: Vec<f32> = y.to_vec();
+            ideal.sort_by(|a, b| b.total_cmp(a));
+            let idcg: f64 = ideal
+                .iter()
+                .take(k)
+                .enumerate()
+                .map(|(r, &v)| gain(v) * disc(r))
+                .sum();
+            let spread = s.iter().any(|&v| v != s[0]);
+            let mut want = vec![[0f64; 2]; m];
+            for i in 0..m {
+                for j in 0..m {
+                    // each unordered pair once, from its higher label; one of them in the top k
+                    if y[i] <= y[j] || rank[i].min(rank[j]) >= k {
+                        continue;
+                    }
+                    let diff = s[i] as f64 - s[j] as f64;
+                    let mut delta =
+                        ((gain(y[i]) - gain(y[j])) * (disc(rank[i]) - disc(rank[j]))).abs() / idcg;
+                    if spread {
+                        delta /= diff.abs() + 0.01;
+                    }
+                    let sig = 1.0 / (1.0 + (-diff).exp());
+                    want[i][0] += (sig - 1.0) * delta;
+                    want[j][0] -= (sig - 1.0) * delta;
+                    want[i][1] += 2.0 * sig * (1.0 - sig) * delta;
+                    want[j][1] += 2.0 * sig * (1.0 - sig) * delta;
+                }
+            }
+            let scale = want
+                .iter()
+                .map(|w| w[0].abs().max(w[1]))
+                .fold(1e-3, f64::max);
+            for (r, w) in want.iter().enumerate() {
+                let g = got[rows.start + r];
+                // the logistic comes from a table (2^-24 steps): a relative error of 1e-5
+                assert!(
+                    (g[0] as f64 - w[0]).abs() < 1e-5 * scale
+                        && (g[1] as f64 - w[1]).abs() < 1e-5 * scale,
+                    "query {query} row {r}: {g:?} vs {w:?}"
+                );
+            }
+        }
     }
 }
