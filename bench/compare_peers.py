@@ -58,8 +58,10 @@ def run_peer(args):
     if args.peer == "xgboost":
         import xgboost as xgb
 
+        cats = {"feature_types": ["q"] * (args.features - 2) + ["c", "c"], "enable_categorical": True} \
+            if args.categorical else {}
         start = time.perf_counter()
-        d = xgb.QuantileDMatrix(x, label=y, max_bin=256)
+        d = xgb.QuantileDMatrix(x, label=y, max_bin=256, **cats)
         params = {
             "objective": "binary:logistic",
             "tree_method": "hist",
@@ -74,13 +76,14 @@ def run_peer(args):
             params.update({"grow_policy": "lossguide", "max_leaves": args.leaves, "max_depth": 0})
         booster = xgb.train(params, d, num_boost_round=args.rounds)
         seconds = time.perf_counter() - start
-        p = booster.predict(xgb.DMatrix(tx))
+        p = booster.predict(xgb.DMatrix(tx, **cats))
         version = xgb.__version__
     else:
         import lightgbm as lgb
 
         start = time.perf_counter()
-        d = lgb.Dataset(x, label=y, params={"max_bin": 255, "verbosity": -1})
+        cats = [args.features - 2, args.features - 1] if args.categorical else "auto"
+        d = lgb.Dataset(x, label=y, categorical_feature=cats, params={"max_bin": 255, "verbosity": -1})
         params = {
             "objective": "binary",
             "max_depth": args.depth,
@@ -133,6 +136,9 @@ def main():
     ap.add_argument("--streamed", action="store_true",
                     help="Sapwood bins the rows batch by batch as they are made (as `sapwood train` "
                          "bins a Parquet file), never holding them all; the peers load every row")
+    ap.add_argument("--categorical", action="store_true",
+                    help="the last two features categorical (30 and 200 levels, 2%% missing each), "
+                         "given to every library as categorical")
     ap.add_argument("--load", type=int, default=0,
                     help="busy-loop processes that run beside every library's training")
     ap.add_argument("--python", default=sys.executable, help="interpreter with xgboost and lightgbm")
@@ -148,7 +154,7 @@ def main():
                   "--threads", str(args.threads)]
         cmd = ["cargo", "bench", "-q", "-p", "sapwood", "--bench", "train_synthetic", "--"] + common + \
               ["--grad-bits", str(args.grad_bits), "--data-dir", data_dir] + \
-              (["--streamed"] if args.streamed else [])
+              (["--streamed"] if args.streamed else []) + (["--categorical"] if args.categorical else [])
         # built first, so that the load runs beside the training alone, not beside cargo
         subprocess.run(["cargo", "bench", "--no-run", "-q", "-p", "sapwood", "--bench", "train_synthetic"],
                        cwd=root, check=True, capture_output=True)
@@ -158,12 +164,15 @@ def main():
         for peer in ["xgboost", "lightgbm"]:
             with busy(args.load):
                 out = subprocess.run([args.python, os.path.abspath(__file__), "--peer", peer, "--data-dir", data_dir]
-                                     + common + ["--grad-bits", str(args.grad_bits)], check=True, capture_output=True, text=True).stdout
+                                     + common + ["--grad-bits", str(args.grad_bits)] + (["--categorical"] if args.categorical else []),
+                                     check=True, capture_output=True, text=True).stdout
             results.append(json.loads(out.strip().splitlines()[-1]))
     shape = f"{args.leaves} leaves, no depth limit" if args.leaves else f"depth {args.depth}"
     print(f"synthetic binary task: {args.rows} rows x {args.features} features, {args.rounds} rounds, "
           f"{shape}, {args.threads} threads, sapwood grad_bits {args.grad_bits or 'exact'}"
           + (" (LightGBM use_quantized_grad, quant_train_renew_leaf)" if args.grad_bits else ""))
+    if args.categorical:
+        print("the last two features are categorical (30 and 200 levels, 2% missing each) in every library")
     if args.load:
         print(f"{args.load} busy-loop processes ran beside every library's training")
     if args.streamed:
