@@ -13,7 +13,7 @@ mod signals;
 use std::io::Write;
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
 /// A command stopped by SIGINT or SIGTERM (after training saved what it had): exit code
 /// 130 or 143, as a shell reports it.
@@ -81,7 +81,18 @@ fn interrupted_by(e: &anyhow::Error) -> Option<signals::Signal> {
 
 fn main() -> ExitCode {
     signals::install();
-    let args = cli::Cli::parse();
+    // `--version` also says which vector paths the kernels take (SAPWOOD_PORTABLE)
+    let long_version = format!(
+        "{}\nvector paths: {}",
+        env!("CARGO_PKG_VERSION"),
+        sapwood::simd::describe()
+    );
+    // clap takes a static string here (a String needs its `string` feature): the text
+    // lives as long as the process anyway
+    let matches = cli::Cli::command()
+        .long_version(&*Box::leak(long_version.into_boxed_str()))
+        .get_matches();
+    let args = cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     match commands::run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if interrupted_by(&e).is_some() => {

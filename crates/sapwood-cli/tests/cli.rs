@@ -1609,3 +1609,78 @@ fn params_prints_the_reference_by_name_or_alias() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("did you mean `eta`"), "{err}");
 }
+
+#[test]
+fn the_portable_switch_is_read_and_gives_the_vector_paths_bits() {
+    // --version says which paths the kernels take; SAPWOOD_PORTABLE turns the vector ones off
+    let version = |portable: bool| {
+        let mut c = sapwood();
+        if portable {
+            c.env("SAPWOOD_PORTABLE", "1");
+        } else {
+            c.env_remove("SAPWOOD_PORTABLE");
+        }
+        let out = c
+            .arg("--version")
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        String::from_utf8(out).unwrap()
+    };
+    let (portable, native) = (version(true), version(false));
+    assert!(
+        portable.contains("vector paths: portable (SAPWOOD_PORTABLE is set)"),
+        "{portable}"
+    );
+    assert!(
+        native.contains("vector paths: ") && !native.contains("SAPWOOD_PORTABLE is set"),
+        "{native}"
+    );
+    // the same job trains the same bytes and predicts the same values either way: every
+    // kernel's vector path gives its portable path's bits (categorical and missing values
+    // in chile, 8-bit gradients for the low-bit draw's hashes)
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = repo().join("datasets").join("chile");
+    let label = meta("chile")["label"].as_str().unwrap().to_string();
+    let run = |portable: bool, tag: &str| {
+        let (model, out) = (
+            tmp.path().join(format!("{tag}.json")),
+            tmp.path().join(format!("{tag}.parquet")),
+        );
+        let with_env = |c: &mut Command| {
+            if portable {
+                c.env("SAPWOOD_PORTABLE", "1");
+            } else {
+                c.env_remove("SAPWOOD_PORTABLE");
+            }
+        };
+        let mut train = sapwood();
+        with_env(&mut train);
+        train
+            .args(["train", "--quiet", "--rounds", "20", "--label", &label])
+            .args(["--objective", "binary:logistic", "--set", "grad_bits=8"])
+            .arg("--data")
+            .arg(dir.join("train.parquet"))
+            .arg("--model")
+            .arg(&model)
+            .assert()
+            .success();
+        let mut predict = sapwood();
+        with_env(&mut predict);
+        predict
+            .args(["predict", "--model"])
+            .arg(&model)
+            .arg("--data")
+            .arg(dir.join("test.parquet"))
+            .arg("--out")
+            .arg(&out)
+            .assert()
+            .success();
+        (std::fs::read(&model).unwrap(), std::fs::read(&out).unwrap())
+    };
+    let (a, b) = (run(false, "native"), run(true, "portable"));
+    assert!(a.0 == b.0, "the portable paths trained another model");
+    assert!(a.1 == b.1, "the portable paths predicted other values");
+}

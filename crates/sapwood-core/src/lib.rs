@@ -34,6 +34,7 @@ pub mod params;
 pub mod predict;
 pub mod quantise;
 pub mod rank;
+pub mod simd;
 pub mod split;
 pub mod survival;
 pub mod train;

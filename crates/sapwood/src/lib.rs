@@ -40,6 +40,7 @@ pub use sapwood_core::params::{
     Params, Quantisation, RunOptions, Settings, PARAM_NAMES, RUN_OPTION_NAMES,
 };
 pub use sapwood_core::rank::Queries;
+pub use sapwood_core::simd;
 pub use sapwood_core::split::{BinSet, SplitRule};
 pub use sapwood_core::train::{
     agree_job, Checkpoint, Control, CustomEval, EvalMargins, EvalResult, JobFacts, Quiet,

@@ -19,7 +19,8 @@ pub(super) fn encode(values: &[i64], out: &mut Vec<u8>) -> usize {
             #[allow(unsafe_code)]
             return unsafe { super::group_lanes::encode(values, out) };
         }
-        if std::arch::is_x86_feature_detected!("avx512f")
+        if sapwood_core::simd::vectors_allowed()
+            && std::arch::is_x86_feature_detected!("avx512f")
             && std::arch::is_x86_feature_detected!("avx512vl")
             && std::arch::is_x86_feature_detected!("avx512dq")
             && std::arch::is_x86_feature_detected!("avx512bw")

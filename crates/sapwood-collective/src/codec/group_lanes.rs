@@ -116,7 +116,8 @@ static PERMS: [Perm; MAX_WIDTH + 1] = {
 
 /// Whether this CPU runs the lanes.
 pub(super) fn available() -> bool {
-    std::arch::is_x86_feature_detected!("avx512f")
+    sapwood_core::simd::vectors_allowed()
+        && std::arch::is_x86_feature_detected!("avx512f")
         && std::arch::is_x86_feature_detected!("avx512bw")
         && std::arch::is_x86_feature_detected!("avx512vbmi")
         && std::arch::is_x86_feature_detected!("popcnt")

@@ -99,7 +99,7 @@ impl BinSearch {
     #[inline]
     pub fn bins(&self, v: &[f32; LANES]) -> [u16; LANES] {
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx512f") {
+        if crate::simd::vectors_allowed() && std::arch::is_x86_feature_detected!("avx512f") {
             // SAFETY: the CPU has AVX-512 F (checked above)
             return unsafe { self.bins_avx512(v) };
         }

@@ -17,7 +17,10 @@ pub(super) fn logistic_rows(
     out: &mut [[f32; 2]],
 ) {
     #[cfg(target_arch = "x86_64")]
-    if t.len() == TABLE_LEN && std::arch::is_x86_feature_detected!("avx512f") {
+    if t.len() == TABLE_LEN
+        && crate::simd::vectors_allowed()
+        && std::arch::is_x86_feature_detected!("avx512f")
+    {
         let n = out.len().min(margins.len()).min(labels.len());
         let n = weights.map_or(n, |w| n.min(w.len()));
         let whole = n / LANES * LANES;
