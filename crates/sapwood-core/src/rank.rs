@@ -263,8 +263,8 @@ fn drawn_pairs(
     }
 }
 
-/// What the gradient of a pair of one query needs, by rank.
-struct PairTerms<'a> {
+/// What the gradient of a pair of one query needs, by rank (`L`: the logistic function).
+struct PairTerms<'a, L> {
     loss: RankLoss,
     ys: &'a [f32],
     ss: &'a [f32],
@@ -275,10 +275,10 @@ struct PairTerms<'a> {
     damp: bool,
     n_rel: &'a [f64],
     acc: &'a [f64],
-    sigmoids: &'a [u32],
+    logistic: &'a L,
 }
 
-impl PairTerms<'_> {
+impl<L: Fn(f64) -> f64> PairTerms<'_, L> {
     /// The gradient and hessian of the pair of ranks (`hi`, `lo`), `hi`'s label the higher.
     #[inline(always)]
     fn terms(&self, hi: usize, lo: usize) -> (f64, f64) {
@@ -297,10 +297,7 @@ impl PairTerms<'_> {
             // LightGBM's and XGBoost's damping of pairs already far apart
             delta /= diff.abs() + 0.01;
         }
-        // from the logistic table the binary objective reads (as LightGBM's lambdarank reads
-        // one): an exponential a pair was most of a long query's cost
-        let sigmoid = crate::objective::sigmoid_fixed_in(self.sigmoids, diff as f32) as f64
-            * crate::objective::PROB_UNIT;
+        let sigmoid = (self.logistic)(diff);
         let lambda = (sigmoid - 1.0) * delta;
         let hess = (sigmoid * (1.0 - sigmoid)).max(1e-16) * delta * 2.0;
         (lambda, hess)
@@ -309,13 +306,15 @@ impl PairTerms<'_> {
 
 /// The gradients of one query: `labels` and `scores` of its rows, `out` its (g, h) pairs;
 /// `discounts` holds at least as many ranks' discounts as the query has rows.
-fn query_gradients(
+#[allow(clippy::too_many_arguments)]
+fn query_gradients<L: Fn(f64) -> f64>(
     p: &RankParams,
     labels: &[f32],
     scores: &[f32],
     draws: PairDraws,
     first_row: u64,
     discounts: &[f64],
+    logistic: &L,
     out: &mut [[f64; 2]],
 ) {
     let n = labels.len();
@@ -365,7 +364,7 @@ fn query_gradients(
         damp: p.loss == RankLoss::Ndcg && best != worst,
         n_rel: &n_rel,
         acc: &acc,
-        sigmoids: crate::objective::sigmoid_table(),
+        logistic,
     };
     match p.pairs {
         PairMethod::TopK(_) => {
@@ -460,7 +459,10 @@ fn map_delta(y_hi: f32, y_lo: f32, r_hi: usize, r_lo: usize, n_rel: &[f64], acc:
 }
 
 /// LambdaMART gradients of every row (weighted by row) into `out`, query by query; returns
-/// the largest |g| and h.
+/// the largest |g| and h. `logistic` is the logistic function of a pair's score gap: the
+/// boosting loop passes the binary objective's fixed-point table (as LightGBM's lambdarank
+/// reads one), since an exponential a pair was most of a long query's cost.
+#[allow(clippy::too_many_arguments)]
 pub fn gradients(
     p: &RankParams,
     queries: &Queries,
@@ -468,6 +470,7 @@ pub fn gradients(
     weights: Option<&[f32]>,
     margins: &[f32],
     draws: PairDraws,
+    logistic: &(impl Fn(f64) -> f64 + Sync),
     out: &mut [[f32; 2]],
 ) -> [f32; 2] {
     let longest = (0..queries.len())
@@ -488,6 +491,7 @@ pub fn gradients(
                 draws,
                 first_row,
                 &discounts,
+                logistic,
                 &mut g,
             );
             (rows.start, g)
@@ -668,6 +672,10 @@ mod tests {
         }
     }
 
+    fn exact_logistic(d: f64) -> f64 {
+        1.0 / (1.0 + (-d).exp())
+    }
+
     fn no_draws() -> PairDraws {
         PairDraws {
             key: crate::hash::HashKey::new(0, crate::hash::Stream::RankPairs, 0),
@@ -713,13 +721,22 @@ mod tests {
         let (mut a, mut b) = (vec![[0f32; 2]; 8], vec![[0f32; 2]; 6]);
         let lab8 = [1.0f32, 0.0, 2.0, 0.0, 1.0, 0.0, 0.0, 1.0];
         let m8 = [0.0f32, 0.1, 0.3, -0.2, 0.5, 0.1, 0.0, 0.4];
-        gradients(&p, &whole, &lab8, None, &m8, draws, &mut a);
+        gradients(&p, &whole, &lab8, None, &m8, draws, &exact_logistic, &mut a);
         let shifted = PairDraws {
             row_offset: 2,
             ..draws
         };
         let part = Queries::from_sizes(&[6]);
-        gradients(&p, &part, &lab8[2..], None, &margins, shifted, &mut b);
+        gradients(
+            &p,
+            &part,
+            &lab8[2..],
+            None,
+            &margins,
+            shifted,
+            &exact_logistic,
+            &mut b,
+        );
         assert_eq!(&a[2..], &b[..]);
     }
 
@@ -735,7 +752,16 @@ mod tests {
         let labels = [1.0f32, 0.0, 2.0, 0.0, 1.0];
         let margins = [0.2f32, 0.7, 0.0, 0.1, -0.3];
         let mut out = vec![[0f32; 2]; 5];
-        gradients(&p, &q, &labels, None, &margins, no_draws(), &mut out);
+        gradients(
+            &p,
+            &q,
+            &labels,
+            None,
+            &margins,
+            no_draws(),
+            &exact_logistic,
+            &mut out,
+        );
         // first query: one pair, high doc 0 with score 0.2 against 0.7
         let s = 1.0 / (1.0 + (-(0.2f64 - 0.7)).exp());
         assert!((out[0][0] as f64 - (s - 1.0)).abs() < 1e-6);
@@ -781,7 +807,16 @@ mod tests {
             normalise: false,
         };
         let mut got = vec![[0f32; 2]; n];
-        gradients(&p, &q, &labels, None, &margins, no_draws(), &mut got);
+        gradients(
+            &p,
+            &q,
+            &labels,
+            None,
+            &margins,
+            no_draws(),
+            &exact_logistic,
+            &mut got,
+        );
         for query in 0..q.len() {
             let rows = q.rows(query);
             let (y, s) = (&labels[rows.clone()], &margins[rows.clone()]);
@@ -830,7 +865,7 @@ mod tests {
                 .fold(1e-3, f64::max);
             for (r, w) in want.iter().enumerate() {
                 let g = got[rows.start + r];
-                // the logistic comes from a table (2^-24 steps): a relative error of 1e-5
+                // the same logistic, another order of additions
                 assert!(
                     (g[0] as f64 - w[0]).abs() < 1e-5 * scale
                         && (g[1] as f64 - w[1]).abs() < 1e-5 * scale,
