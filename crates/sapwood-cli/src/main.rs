@@ -92,7 +92,9 @@ fn main() -> ExitCode {
     let matches = cli::Cli::command()
         .long_version(&*Box::leak(long_version.into_boxed_str()))
         .get_matches();
-    let args = cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let args = cli::Cli::from_arg_matches(&matches)
+        .map_err(|e| e.format(&mut cli::Cli::command()))
+        .unwrap_or_else(|e| e.exit());
     match commands::run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if interrupted_by(&e).is_some() => {

@@ -262,7 +262,8 @@ mod tests {
 
     proptest! {
         // models saved before the early stop must train and predict to the same bits:
-        // every value the functions feed (tables, ranking gradients, base scores) is unchanged
+        // every value the functions feed (the lookup tables, gains and discounts, base scores)
+        // is unchanged
         #[test]
         fn series_stopped_early_give_the_full_series_bits(bits in any::<u64>(), small in -50.0f64..50.0, tiny in -1e-6f64..1e-6) {
             for x in [f64::from_bits(bits), small, tiny, small * 14.0] {

@@ -27,7 +27,7 @@ const START_WAIT: Duration = Duration::from_millis(20);
 /// Looks for work a spinner makes with a pause hint before it yields its core between
 /// looks: a few hundred µs, longer than the serial steps inside a tree. 256 (tens of µs)
 /// measured 10-20% slower on a quiet 2-core machine; 4096 as fast as never yielding there,
-/// and 40% faster beside two busy processes (`bench/compare_peers.py --load 2`).
+/// and about a fifth faster beside two busy processes (`bench/compare_peers.py --load 2`).
 const SPINS_BEFORE_YIELD: u32 = 4096;
 
 /// While alive, the other threads of the current rayon pool spin for work instead of

@@ -175,9 +175,14 @@ fn names(features: usize) -> Vec<String> {
     (0..features).map(|j| format!("f{j:02}")).collect()
 }
 
-/// Column `j` of `features` as Sapwood takes it: numeric, or (the last two with
-/// `categorical`) level codes.
-fn column(j: usize, features: usize, values: &[f32], categorical: bool) -> Column<'static> {
+/// Column `j` of `features` as level codes where it is categorical (the last two with
+/// `categorical`); `None` for a numeric column (used as it is, never copied).
+fn categorical_column(
+    j: usize,
+    features: usize,
+    values: &[f32],
+    categorical: bool,
+) -> Option<Column<'static>> {
     if categorical && j + 2 >= features {
         let levels = LEVELS[j + 2 - features];
         let codes = values
@@ -190,12 +195,12 @@ fn column(j: usize, features: usize, values: &[f32], categorical: bool) -> Colum
                 }
             })
             .collect();
-        Column::Categorical {
+        Some(Column::Categorical {
             codes: Cow::Owned(codes),
             levels: (0..levels).map(|l| l.to_string()).collect(),
-        }
+        })
     } else {
-        Column::Numeric(Cow::Owned(values.to_vec()))
+        None
     }
 }
 
@@ -203,9 +208,9 @@ fn dataset(columns: Vec<Vec<f32>>, y: Vec<f32>, categorical: bool) -> Dataset<'s
     let features = columns.len();
     let mut b = Dataset::builder();
     for (j, (name, c)) in names(features).into_iter().zip(columns).enumerate() {
-        b = match column(j, features, &c, categorical) {
-            Column::Categorical { codes, levels } => b.categorical(name, codes, levels),
-            Column::Numeric(_) => b.numeric(name, c),
+        b = match categorical_column(j, features, &c, categorical) {
+            Some(Column::Categorical { codes, levels }) => b.categorical(name, codes, levels),
+            _ => b.numeric(name, c),
         };
     }
     b.label(y).build().unwrap()
@@ -219,9 +224,9 @@ fn matrix(columns: &[Vec<f32>], categorical: bool) -> FeatureMatrix<'_> {
     let cols = columns
         .iter()
         .enumerate()
-        .map(|(j, c)| match column(j, features, c, categorical) {
-            Column::Numeric(_) => Column::Numeric(Cow::Borrowed(c.as_slice())),
-            cat => cat,
+        .map(|(j, c)| {
+            categorical_column(j, features, c, categorical)
+                .unwrap_or(Column::Numeric(Cow::Borrowed(c.as_slice())))
         })
         .collect();
     FeatureMatrix::new(names(columns.len()), cols).unwrap()
