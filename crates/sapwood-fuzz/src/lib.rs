@@ -229,12 +229,16 @@ pub fn fuzz(name: &str, corpus: &[Vec<u8>], target: impl Fn(&[u8])) -> Report {
         watchdog.running(None);
         if let Err(p) = outcome {
             let path = save_crash(name, input);
-            panic!(
+            let report = format!(
                 "fuzz target `{name}` panicked on {origin} ({}; replay with \
                  SAPWOOD_FUZZ_SEED={seed}): {}",
                 path.display(),
                 message(p.as_ref())
             );
+            // the quiet hook prints no panic, and the test harness shows only what was
+            // printed: without this line a failing target would name neither input nor seed
+            eprintln!("{report}");
+            panic!("{report}");
         }
     };
     for (path, bytes) in regressions(name) {

@@ -222,8 +222,15 @@ impl Checkpoint {
                      differs): it was edited or damaged; resume from an intact checkpoint",
                 ));
             }
-            let d = v["data"].as_str().ok_or_else(|| bad("no data digest"))?;
-            Some(u64::from_str_radix(d, 16).map_err(|_| bad("a malformed data digest"))?)
+            // null: a version-1 checkpoint (no digest of its data) saved again, as to_json
+            // writes it; it resumes unchecked as the version-1 file did
+            match v.get("data").ok_or_else(|| bad("no data digest"))? {
+                Value::Null => None,
+                d => {
+                    let d = d.as_str().ok_or_else(|| bad("a malformed data digest"))?;
+                    Some(u64::from_str_radix(d, 16).map_err(|_| bad("a malformed data digest"))?)
+                }
+            }
         } else {
             None
         };
