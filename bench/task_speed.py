@@ -93,16 +93,17 @@ def run_library(args: argparse.Namespace) -> None:
     ranking = args.task == "ranking"
     g = np.load(os.path.join(d, "g.npy")) if ranking else None
     tg = np.load(os.path.join(d, "tg.npy")) if ranking else None
-    shape = {"max_depth": 6, "learning_rate": 0.1, "reg_lambda": 1.0, "min_child_weight": 1.0}
+    # Sapwood and XGBoost take the same parameter names
+    params = {"max_depth": 6, "learning_rate": 0.1, "reg_lambda": 1.0, "min_child_weight": 1.0,
+              "max_bin": 256, "nthread": args.threads}
+    if ranking:
+        params.update(objective="rank:ndcg", lambdarank_pair_method="topk",
+                      lambdarank_num_pair_per_sample=32)
+    else:
+        params.update(objective="multi:softprob", num_class=50)
     if args.library == "sapwood":
         import sapwood
 
-        params = dict(shape, max_bin=256, nthread=args.threads)
-        if ranking:
-            params.update(objective="rank:ndcg", lambdarank_pair_method="topk",
-                          lambdarank_num_pair_per_sample=32)
-        else:
-            params.update(objective="multi:softprob", num_class=50)
         start = time.perf_counter()
         booster = sapwood.train(params, sapwood.Dataset(x, label=y, group=g),
                                 num_boost_round=args.rounds, verbose_eval=False)
@@ -112,12 +113,7 @@ def run_library(args: argparse.Namespace) -> None:
     elif args.library == "xgboost":
         import xgboost as xgb
 
-        params = dict(shape, tree_method="hist", max_bin=256, nthread=args.threads)
-        if ranking:
-            params.update(objective="rank:ndcg", lambdarank_pair_method="topk",
-                          lambdarank_num_pair_per_sample=32)
-        else:
-            params.update(objective="multi:softprob", num_class=50)
+        params["tree_method"] = "hist"
         start = time.perf_counter()
         dm = xgb.QuantileDMatrix(x, label=y, max_bin=256)
         if ranking:

@@ -1612,15 +1612,19 @@ fn params_prints_the_reference_by_name_or_alias() {
 
 #[test]
 fn the_portable_switch_is_read_and_gives_the_vector_paths_bits() {
-    // --version says which paths the kernels take; SAPWOOD_PORTABLE turns the vector ones off
-    let version = |portable: bool| {
+    // the binary with the vector paths allowed, or turned off by SAPWOOD_PORTABLE
+    let sapwood_with = |portable: bool| {
         let mut c = sapwood();
         if portable {
             c.env("SAPWOOD_PORTABLE", "1");
         } else {
             c.env_remove("SAPWOOD_PORTABLE");
         }
-        let out = c
+        c
+    };
+    // --version says which paths the kernels take
+    let version = |portable: bool| {
+        let out = sapwood_with(portable)
             .arg("--version")
             .assert()
             .success()
@@ -1649,16 +1653,7 @@ fn the_portable_switch_is_read_and_gives_the_vector_paths_bits() {
             tmp.path().join(format!("{tag}.json")),
             tmp.path().join(format!("{tag}.parquet")),
         );
-        let with_env = |c: &mut Command| {
-            if portable {
-                c.env("SAPWOOD_PORTABLE", "1");
-            } else {
-                c.env_remove("SAPWOOD_PORTABLE");
-            }
-        };
-        let mut train = sapwood();
-        with_env(&mut train);
-        train
+        sapwood_with(portable)
             .args(["train", "--quiet", "--rounds", "20", "--label", &label])
             .args(["--objective", "binary:logistic", "--set", "grad_bits=8"])
             .arg("--data")
@@ -1667,9 +1662,7 @@ fn the_portable_switch_is_read_and_gives_the_vector_paths_bits() {
             .arg(&model)
             .assert()
             .success();
-        let mut predict = sapwood();
-        with_env(&mut predict);
-        predict
+        sapwood_with(portable)
             .args(["predict", "--model"])
             .arg(&model)
             .arg("--data")

@@ -80,6 +80,15 @@ impl Queries {
         self.offsets[q] as usize..self.offsets[q + 1] as usize
     }
 
+    /// Rows of the longest query (0 when there is none).
+    pub fn longest(&self) -> usize {
+        self.offsets
+            .windows(2)
+            .map(|w| (w[1] - w[0]) as usize)
+            .max()
+            .unwrap_or(0)
+    }
+
     /// The boundaries, `len() + 1` values from 0.
     pub fn offsets(&self) -> &[u32] {
         &self.offsets
@@ -473,11 +482,7 @@ pub fn gradients(
     logistic: &(impl Fn(f64) -> f64 + Sync),
     out: &mut [[f32; 2]],
 ) -> [f32; 2] {
-    let longest = (0..queries.len())
-        .map(|q| queries.rows(q).len())
-        .max()
-        .unwrap_or(0);
-    let discounts = discounts(longest);
+    let discounts = discounts(queries.longest());
     let per_query: Vec<(usize, Vec<[f64; 2]>)> = (0..queries.len())
         .into_par_iter()
         .map(|q| {
@@ -533,11 +538,7 @@ pub fn evaluate(
     margins: &[f32],
 ) -> f64 {
     let (mut sum, mut total) = (0.0f64, 0.0f64);
-    let longest = (0..queries.len())
-        .map(|q| queries.rows(q).len())
-        .max()
-        .unwrap_or(0);
-    let discounts = discounts(longest);
+    let discounts = discounts(queries.longest());
     for q in 0..queries.len() {
         let rows = queries.rows(q);
         let (y, s) = (&labels[rows.clone()], &margins[rows.clone()]);
