@@ -148,18 +148,22 @@ def sampled_and_typed(df: pd.DataFrame, label: str) -> tuple[pd.DataFrame, list[
     return df, categorical
 
 
+def with_training_levels(train: pd.DataFrame, test: pd.DataFrame,
+                         categorical: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """`train` and `test` (copied) with each categorical column as a pandas category of the
+    training rows' levels; a level seen only in `test` is missing there."""
+    train, test = train.copy(), test.copy()
+    for c in categorical:
+        levels = sorted(train[c].dropna().unique())
+        for frame in (train, test):
+            frame[c] = pd.Categorical(frame[c].where(frame[c].isin(levels), None), categories=levels)
+    return train, test
+
+
 def folds(df: pd.DataFrame, categorical: list[str], k: int) -> list[tuple[pd.DataFrame, pd.DataFrame]]:
     """k seeded folds, categorical columns as pandas categories of the training levels."""
     fold = np.random.Generator(np.random.PCG64(17)).permutation(len(df)) % k
-    out = []
-    for i in range(k):
-        train, test = df[fold != i].copy(), df[fold == i].copy()
-        for c in categorical:
-            levels = sorted(train[c].dropna().unique())
-            for frame in (train, test):
-                frame[c] = pd.Categorical(frame[c].where(frame[c].isin(levels), None), categories=levels)
-        out.append((train, test))
-    return out
+    return [with_training_levels(df[fold != i], df[fold == i], categorical) for i in range(k)]
 
 
 def score(task: str, y: np.ndarray, p: np.ndarray) -> float:

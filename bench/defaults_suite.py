@@ -78,7 +78,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from categorical_suite import read_item, sampled_and_typed, wheel_path  # noqa: E402
+from categorical_suite import read_item, sampled_and_typed, wheel_path, with_training_levels  # noqa: E402
 from ranking_suite import lambdarank, movielens, ndcg_at, sizes_of  # noqa: E402
 
 SEED = 0
@@ -207,15 +207,8 @@ def splits(df: pd.DataFrame, table: Table, categorical: list[str],
         cut = StratifiedShuffleSplit(n_splits=n, test_size=0.2, random_state=20261205).split(df, y)
     else:
         cut = ShuffleSplit(n_splits=n, test_size=0.2, random_state=20261205).split(df)
-    out = []
-    for tr, te in cut:
-        train, test = df.iloc[np.sort(tr)].copy(), df.iloc[np.sort(te)].copy()
-        for c in categorical:
-            levels = sorted(train[c].dropna().unique())
-            for frame in (train, test):
-                frame[c] = pd.Categorical(frame[c].where(frame[c].isin(levels), None), categories=levels)
-        out.append((train, test))
-    return out
+    return [with_training_levels(df.iloc[np.sort(tr)], df.iloc[np.sort(te)], categorical)
+            for tr, te in cut]
 
 
 def c_index(y: np.ndarray, risk: np.ndarray) -> float:
