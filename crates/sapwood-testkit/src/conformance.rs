@@ -14,7 +14,7 @@ use proptest::test_runner::{Config, TestRunner};
 use sapwood_core::backend::{
     BackendFactory, CpuBackend, CpuFactory, HistBackend, NodeSplit, ShardData, TreeSetup,
 };
-use sapwood_core::data::FeatureCuts;
+use sapwood_core::data::{BinnedMatrix, FeatureCuts};
 use sapwood_core::hash::{HashKey, SampleRate, Stream};
 use sapwood_core::hist::HistBin;
 use sapwood_core::objective::{Objective, ObjectiveKind, ObjectiveParams};
@@ -26,8 +26,8 @@ use sapwood_core::tree::{NodeId, Tree};
 use sapwood_core::Result;
 
 use crate::data::{
-    binned, copy_shard, labels_for, mixed_features, offsets_of, random_bins, shard, with_row_ids,
-    ROWS_PER_ID,
+    binned, copy_shard, labels_for, mixed_features, offsets_of, random_bins, shard, sparse_bins,
+    with_row_ids, ROWS_PER_ID,
 };
 use crate::rng::Rng;
 use crate::train::{assert_cpu_model, first_difference, train_json, Job};
@@ -1032,8 +1032,25 @@ pub fn grow_against_the_cpu(
     seed: u64,
 ) {
     let mut rng = Rng(seed);
-    let n = 1700;
-    let (binned, offsets) = random_bins(&mut rng, n, widths, wide);
+    let (binned, offsets) = random_bins(&mut rng, 1700, widths, wide);
+    let what = format!("widths {widths:?} wide {wide}");
+    grow_shard_against_the_cpu(factory, &mut rng, binned, offsets, widths, q, rate, &what);
+}
+
+/// [`grow_against_the_cpu`] on the rows of `binned` (features of `widths`, bins at
+/// `offsets`).
+#[allow(clippy::too_many_arguments)]
+fn grow_shard_against_the_cpu(
+    factory: &dyn BackendFactory,
+    rng: &mut Rng,
+    binned: BinnedMatrix,
+    offsets: Vec<u32>,
+    widths: &[u32],
+    q: Quantisation,
+    rate: f64,
+    what: &str,
+) {
+    let n = binned.n_rows();
     let total = *offsets.last().expect("offsets") as usize;
     let labels: Vec<f32> = (0..n).map(|_| (rng.unit() - 0.3) * 50.0).collect();
     let spec = ShardData {
@@ -1045,7 +1062,7 @@ pub fn grow_against_the_cpu(
     };
     let mut p = Pair::new(factory, &spec);
     for tree_index in 0..2u32 {
-        let what = format!("widths {widths:?} wide {wide} {q:?} rate {rate} tree {tree_index}");
+        let what = format!("{what} {q:?} rate {rate} tree {tree_index}");
         let max = p.compute_gradients(&what);
         let setup = TreeSetup {
             tree_index,
@@ -1064,7 +1081,7 @@ pub fn grow_against_the_cpu(
         let mut applied = Vec::new();
         for depth in 0..3 {
             p.histograms(&open, total, &format!("{what}: depth {depth}"));
-            let splits = random_splits(&mut rng, &open, &mut next, widths);
+            let splits = random_splits(rng, &open, &mut next, widths);
             p.apply_splits(&splits, &format!("{what}: depth {depth}"));
             applied.extend(splits.iter().cloned());
             open = splits.iter().flat_map(|s| [s.left, s.right]).collect();
@@ -1076,8 +1093,26 @@ pub fn grow_against_the_cpu(
         // to add each row's leaf value
         p.exact_sums(&open, &what);
         // the grown tree: update_margins reads in-bag leaves off the partition
-        let tree = tree_of(&mut rng, &applied, next);
+        let tree = tree_of(rng, &applied, next);
         p.update_margins(&tree, 0, &what);
+    }
+}
+
+/// [`grow_against_the_cpu`] on a shard the CPU stores sparse (each feature mostly one bin,
+/// missing or another, one feature dense), u8 and u16 bins: the CPU builds histograms from
+/// each row's few other bins and fills the common ones in, which must give what the
+/// backend builds from every entry.
+pub fn sparse_shards_match_the_cpu(factory: &dyn BackendFactory) {
+    let widths = [2u32, 3, 9, 40, 2, 17, 5, 2, 2, 3, 2, 7, 2, 2, 60, 2];
+    for (wide, q, rate) in [
+        (false, Quantisation::Exact, 1.0),
+        (false, Quantisation::Bits(8), 0.7),
+        (true, Quantisation::Bits(8), 1.0),
+    ] {
+        let mut rng = Rng(808);
+        let (binned, offsets) = sparse_bins(&mut rng, 3000, &widths, wide);
+        let what = format!("sparse, wide {wide}");
+        grow_shard_against_the_cpu(factory, &mut rng, binned, offsets, &widths, q, rate, &what);
     }
 }
 

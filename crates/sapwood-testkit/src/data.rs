@@ -124,6 +124,30 @@ pub fn random_bins(
     (binned(n, nf, vals, wide), offsets_of(widths))
 }
 
+/// Bins of `n` rows as sparse data has them, and their offsets: each feature holds one bin
+/// (missing, or another for some) in all but one row in 40, except the feature in the
+/// middle, whose bins are all drawn. So few bins differ from their feature's common one
+/// that the CPU backend stores the rows sparse.
+pub fn sparse_bins(
+    rng: &mut Rng,
+    n: usize,
+    widths: &[u32],
+    wide: bool,
+) -> (BinnedMatrix, Vec<u32>) {
+    let nf = widths.len();
+    let vals: Vec<u16> = (0..n * nf)
+        .map(|i| {
+            let (f, w) = (i % nf, widths[i % nf]);
+            if f == nf / 2 || rng.below(40) == 0 {
+                rng.below(w as u64) as u16
+            } else {
+                (f as u32 % w) as u16
+            }
+        })
+        .collect();
+    (binned(n, nf, vals, wide), offsets_of(widths))
+}
+
 /// Rows per value of the row-naming feature pair of [`with_row_ids`].
 pub const ROWS_PER_ID: usize = 200;
 

@@ -73,6 +73,7 @@ macro_rules! conformance {
             histograms_partitions_and_sums_match_the_cpu_with_u16_bins, $small $(, #[$attr])*
         );
         $crate::conformance_test!(histogram_sums_carry_into_the_high_word, $small $(, #[$attr])*);
+        $crate::conformance_test!(sparse_shards_match_the_cpu, $small $(, #[$attr])*);
         $crate::conformance_test!(
             non_finite_and_huge_values_quantise_as_on_the_cpu, $small $(, #[$attr])*
         );

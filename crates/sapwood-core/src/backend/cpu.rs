@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use super::kernel::{self, BinValue, HistValue};
+use super::kernel::{self, BinValue, HistValue, PartRows};
 use super::shard::{self, NodeSpans, ShardLimits};
+use super::sparse_rows::SparseRows;
 use super::{BackendFactory, HistBackend, NodeSplit, ShardData, TreeSetup};
 use crate::data::binned::{BinnedMatrix, Bins, BinsRef};
 use crate::detmath::pow2;
@@ -136,6 +137,9 @@ pub struct CpuBackend {
     binned: Arc<BinnedMatrix>,
     /// the same bins column-major, for routing rows by one feature
     columns: Bins,
+    /// the rows by their uncommon bins, where most of every row is its features' common
+    /// bins: histograms are then built from these
+    sparse: Option<SparseRows>,
     offsets: Vec<u32>,
     total_bins: usize,
     labels: Vec<f32>,
@@ -179,10 +183,16 @@ impl CpuBackend {
         let shape = shard::validate(&s, ShardLimits::default())?;
         let (n, k) = (shape.n, shape.k);
         let columns = transpose(s.binned.bins(), n, shape.nf);
+        let column_bins = match &columns {
+            Bins::U8(c) => BinsRef::U8(c),
+            Bins::U16(c) => BinsRef::U16(c),
+        };
+        let sparse = SparseRows::of(s.binned.bins(), column_bins, n, &s.offsets);
         let margins = s.starting_margins()?;
         Ok(CpuBackend {
             binned: s.binned,
             columns,
+            sparse,
             offsets: s.offsets,
             total_bins: shape.total_bins,
             labels: s.labels,
@@ -204,24 +214,6 @@ impl CpuBackend {
             part_hists: Vec::new(),
             part_packed: Vec::new(),
         })
-    }
-}
-
-/// The rows a histogram part accumulates: a slice of the row array, or (for a root holding
-/// every row) a range of rows read in order.
-#[derive(Clone)]
-enum PartRows<'a> {
-    Listed(&'a [u32]),
-    All(Range<usize>),
-}
-
-impl PartRows<'_> {
-    /// How many rows.
-    fn len(&self) -> usize {
-        match self {
-            PartRows::Listed(r) => r.len(),
-            PartRows::All(r) => r.len(),
-        }
     }
 }
 
@@ -470,11 +462,7 @@ impl Layout {
         out: &mut [HistBin],
     ) {
         match self {
-            Layout::Offsets => {
-                for (o, &v) in out.iter_mut().zip(hist) {
-                    *o = v.bin();
-                }
-            }
+            Layout::Offsets => place_bins(hist, out),
             Layout::Padded => {
                 let base = offsets[feats.start];
                 for (f, padded) in feats.zip(hist.chunks_exact(kernel::PADDED_BINS)) {
@@ -562,10 +550,23 @@ fn build_level<B: BinValue, V: HistValue>(
             },
         );
     }
-    let owned = pool_ranges(cuts.iter().map(|c| if c.parts > 1 { c.parts } else { 0 }));
-    let pool = &*pool;
+    let taken = cuts.iter().map(|c| if c.parts > 1 { c.parts } else { 0 });
+    sum_parts(taken, pool, width, out, |sum, o| {
+        part_layout.place(sum, offsets, 0..nf, o)
+    });
+}
+
+/// Sums the parts of each node cut by rows (`taken` parts of `pool` a node, in node order;
+/// 0 for a node built whole) and has `place` write the sum to the node's histogram in `out`.
+fn sum_parts<V: HistValue>(
+    taken: impl Iterator<Item = usize>,
+    pool: &[Vec<V>],
+    width: usize,
+    out: &mut [HistBin],
+    place: impl Fn(&[V], &mut [HistBin]) + Sync,
+) {
     out.par_chunks_mut(width.max(1))
-        .zip(owned)
+        .zip(pool_ranges(taken))
         .filter(|(_, r)| !r.is_empty())
         .for_each_init(Vec::new, |sum: &mut Vec<V>, (o, r)| {
             let (head, rest) = pool[r].split_first().expect("a cut node has parts");
@@ -576,8 +577,68 @@ fn build_level<B: BinValue, V: HistValue>(
                     x.add(y);
                 }
             }
-            part_layout.place(sum, offsets, 0..nf, o);
+            place(sum, o);
         });
+}
+
+/// [`build_level`] from sparse rows: each node built whole or cut by rows into parts
+/// (never by features: a row's entries span them all), every histogram at full width.
+fn build_level_sparse<V: HistValue>(
+    node_rows: &[PartRows<'_>],
+    sparse: &SparseRows,
+    offsets: &[u32],
+    values: &[V],
+    width: usize,
+    pool: &mut Vec<Vec<V>>,
+    out: &mut [HistBin],
+) {
+    let threads = rayon::current_num_threads();
+    let level: usize = node_rows.iter().map(PartRows::len).sum();
+    // a part's histogram is zeroed, filled in and added back whole: it must add more
+    let min_rows = 2 * width / sparse.entries_per_row();
+    let parts: Vec<usize> = node_rows
+        .iter()
+        .map(|rows| parts_of(rows.len(), level, threads, min_rows))
+        .collect();
+    part_buffers(pool, parts.iter().filter(|&&p| p > 1).sum(), width);
+    {
+        let mut bufs = pool.iter_mut();
+        let mut work: Vec<(PartRows<'_>, Target<'_, V>)> = Vec::new();
+        for ((o, rows), &p) in out.chunks_mut(width.max(1)).zip(node_rows).zip(&parts) {
+            if p == 1 {
+                work.push((rows.clone(), Target::Node(o)));
+                continue;
+            }
+            for piece in cut(rows, p) {
+                let buf = bufs.next().expect("a buffer per part of a cut node");
+                work.push((piece, Target::Part(buf.as_mut_slice())));
+            }
+        }
+        largest_first(
+            work,
+            |(rows, _)| rows.len(),
+            |buf: &mut Vec<V>, (rows, target)| match target {
+                Target::Part(h) => sparse.build(&rows, offsets, values, h),
+                Target::Node(o) => match V::in_place(o) {
+                    Some(h) => sparse.build(&rows, offsets, values, h),
+                    None => {
+                        buf.resize(width, V::default());
+                        sparse.build(&rows, offsets, values, buf);
+                        place_bins(buf, o);
+                    }
+                },
+            },
+        );
+    }
+    let taken = parts.iter().map(|&p| if p > 1 { p } else { 0 });
+    sum_parts(taken, pool, width, out, place_bins);
+}
+
+/// Writes entries as (Σg, Σh) to the same places of `out`.
+fn place_bins<V: HistValue>(hist: &[V], out: &mut [HistBin]) {
+    for (o, &v) in out.iter_mut().zip(hist) {
+        *o = v.bin();
+    }
 }
 
 /// Runs `task` on every item of `work`, largest `size` first (items of equal size in their
@@ -858,6 +919,30 @@ impl HistBackend for CpuBackend {
             } else {
                 PartRows::Listed(&self.rows[span])
             });
+        }
+        if let Some(sparse) = &self.sparse {
+            let offsets = &self.offsets;
+            match self.packed.as_deref() {
+                None => build_level_sparse(
+                    &node_rows,
+                    sparse,
+                    offsets,
+                    &self.gh,
+                    width,
+                    &mut self.part_hists,
+                    out,
+                ),
+                Some(p) => build_level_sparse(
+                    &node_rows,
+                    sparse,
+                    offsets,
+                    p,
+                    width,
+                    &mut self.part_packed,
+                    out,
+                ),
+            }
+            return Ok(());
         }
         let lens: Vec<usize> = nodes
             .iter()
@@ -1449,5 +1534,140 @@ mod tests {
         assert!(kinds.iter().any(|c| c.parts > 1));
         assert!(kinds.iter().any(|c| c.groups > 1));
         assert!(kinds.iter().any(|c| c.parts == 1 && c.groups == 1));
+    }
+
+    /// A shard of `n` rows whose features are mostly one bin each (bin 0, missing, or
+    /// another), one feature in twelve dense: stored sparse.
+    fn sparse_shard(n: usize, wide: bool) -> ShardData {
+        let widths: Vec<u32> = (0..24).map(|f| [2, 3, 9, 40, 300][f % 5]).collect();
+        let widths: Vec<u32> = widths
+            .iter()
+            .map(|&w| if wide { w } else { w.min(256) })
+            .collect();
+        let nf = widths.len();
+        let mut offsets = vec![0u32];
+        for w in &widths {
+            offsets.push(offsets.last().unwrap() + w);
+        }
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |below: u32| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % below as u64) as u16
+        };
+        let mut vals = Vec::with_capacity(n * nf);
+        for _ in 0..n {
+            for (f, &w) in widths.iter().enumerate() {
+                let common = (f as u32 % w) as u16;
+                vals.push(if f % 12 == 5 || next(40) == 0 {
+                    next(w)
+                } else {
+                    common
+                });
+            }
+        }
+        let bins = if wide {
+            Bins::U16(vals)
+        } else {
+            Bins::U8(vals.iter().map(|&v| v as u8).collect())
+        };
+        let labels = (0..n)
+            .map(|i| ((i * 7919) % 113) as f32 / 10.0 - 5.0)
+            .collect();
+        ShardData {
+            binned: Arc::new(BinnedMatrix::from_bins(n, nf, bins).unwrap()),
+            offsets,
+            labels,
+            weights: None,
+            objective: crate::objective::Objective::new(
+                crate::objective::ObjectiveKind::SquaredError,
+                1,
+            )
+            .unwrap(),
+            base_margin: vec![0.0],
+            initial_margins: None,
+            row_offset: 0,
+        }
+    }
+
+    #[test]
+    fn sparse_shards_build_the_dense_histograms_level_after_level() {
+        use crate::hash::SampleRate;
+        use crate::params::Quantisation;
+        use crate::quantise::GroupScales;
+        let n = 20_000;
+        for wide in [false, true] {
+            let mut sparse = CpuBackend::new(sparse_shard(n, wide)).unwrap();
+            let mut dense = CpuBackend::new(sparse_shard(n, wide)).unwrap();
+            assert!(
+                sparse.sparse.is_some(),
+                "a shard this sparse is stored sparse"
+            );
+            dense.sparse = None;
+            let width = sparse.total_bins;
+            let max = sparse
+                .compute_gradients()
+                .unwrap()
+                .iter()
+                .fold([0f32; 2], |m, g| {
+                    [m[0].max(g[0].abs()), m[1].max(g[1].abs())]
+                });
+            dense.compute_gradients().unwrap();
+            // exact (i64 pairs) and 8 bits (packed), all rows and a sample
+            for (q, rate) in [
+                (Quantisation::Exact, 1.0),
+                (Quantisation::Bits(8), 1.0),
+                (Quantisation::Bits(8), 0.7),
+            ] {
+                let setup = TreeSetup {
+                    tree_index: 3,
+                    group: 0,
+                    seed: 9,
+                    row_sample: SampleRate::new(rate),
+                    scales: GroupScales {
+                        grad: Scale::agree(max[0], n as u64, q),
+                        hess: Scale::agree(max[1], n as u64, q),
+                    },
+                };
+                let what = format!("wide {wide} {q:?} rate {rate}");
+                sparse.start_tree(&setup).unwrap();
+                dense.start_tree(&setup).unwrap();
+                if q != Quantisation::Exact {
+                    assert!(sparse.packed.is_some(), "{what}: packed");
+                }
+                let mut open = vec![NodeId::ROOT];
+                let mut next = 1u32;
+                for depth in 0..4 {
+                    let mut a = vec![[0i64; 2]; open.len() * width];
+                    let mut b = vec![[1i64; 2]; open.len() * width];
+                    sparse.build_histograms(&open, &mut a).unwrap();
+                    dense.build_histograms(&open, &mut b).unwrap();
+                    assert!(a == b, "{what}: depth {depth}");
+                    // split each node on a sparse feature, then on the dense one
+                    let splits: Vec<NodeSplit> = open
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &node)| {
+                            let feature = [3, 5, 8, 14][(depth + i) % 4];
+                            next += 2;
+                            NodeSplit {
+                                node,
+                                left: NodeId(next - 2),
+                                right: NodeId(next - 1),
+                                feature,
+                                rule: SplitRule::Numeric { bin: 1 },
+                                default_left: i % 2 == 0,
+                            }
+                        })
+                        .collect();
+                    assert_eq!(
+                        sparse.apply_splits(&splits).unwrap(),
+                        dense.apply_splits(&splits).unwrap()
+                    );
+                    open = splits.iter().flat_map(|s| [s.left, s.right]).collect();
+                }
+            }
+        }
     }
 }

@@ -28,13 +28,14 @@ const NEAR: usize = 24;
 
 /// Where a prefetch puts its line.
 #[derive(Clone, Copy)]
-enum Level {
+pub(super) enum Level {
     L1,
     L2,
 }
 
+/// Asks for the line holding `p` at `level` (a hint: any address is fine).
 #[inline(always)]
-fn prefetch_to<T>(p: *const T, level: Level) {
+pub(super) fn prefetch_to<T>(p: *const T, level: Level) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: prefetching is a hint and never faults, whatever the address.
     unsafe {
@@ -74,6 +75,26 @@ fn prefetch_ahead<B, V>(
     }
 }
 
+/// The rows a histogram part accumulates: a slice of the row array, or (for a root holding
+/// every row) a range of rows read in order.
+#[derive(Clone)]
+pub(super) enum PartRows<'a> {
+    /// Rows by index.
+    Listed(&'a [u32]),
+    /// Every row of a range.
+    All(Range<usize>),
+}
+
+impl PartRows<'_> {
+    /// How many rows.
+    pub(super) fn len(&self) -> usize {
+        match self {
+            PartRows::Listed(r) => r.len(),
+            PartRows::All(r) => r.len(),
+        }
+    }
+}
+
 /// A bin type of the binned matrix.
 pub trait BinValue: Copy + Send + Sync {
     /// The bin as an index.
@@ -109,6 +130,8 @@ impl BinValue for u16 {
 pub trait HistValue: Copy + Send + Sync + Default {
     /// Adds another entry.
     fn add(&mut self, other: Self);
+    /// Takes away another entry (whose sums this one's include).
+    fn sub(&mut self, other: Self);
     /// The entry as (Σg, Σh).
     fn bin(self) -> HistBin;
     /// `hist` as entries of this type, where they are the same (built in place, with
@@ -121,6 +144,12 @@ impl HistValue for [i64; 2] {
     fn add(&mut self, o: Self) {
         self[0] += o[0];
         self[1] += o[1];
+    }
+
+    #[inline(always)]
+    fn sub(&mut self, o: Self) {
+        self[0] -= o[0];
+        self[1] -= o[1];
     }
 
     #[inline(always)]
@@ -137,6 +166,12 @@ impl HistValue for i64 {
     #[inline(always)]
     fn add(&mut self, o: Self) {
         *self += o;
+    }
+
+    // packing is linear, so the difference of two packed sums is the packed difference
+    #[inline(always)]
+    fn sub(&mut self, o: Self) {
+        *self -= o;
     }
 
     #[inline(always)]

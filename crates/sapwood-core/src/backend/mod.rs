@@ -8,7 +8,9 @@
 //! - [`device`]: the shard driver every GPU backend shares ([`device::DeviceShard`]) over a
 //!   small runtime trait ([`device::ShardDevice`]);
 //! - the CPU backend ([`CpuBackend`]), the reference every other backend must match bit for
-//!   bit. A GPU backend is allocation, launches and read-backs under [`device`].
+//!   bit, which builds histograms of sparse shards from each row's uncommon bins (the
+//!   `sparse_rows` module). A GPU backend is allocation, launches and read-backs under
+//!   [`device`].
 
 mod cpu;
 pub mod device;
@@ -16,6 +18,7 @@ pub mod factory;
 pub mod gpu_layout;
 mod kernel;
 pub mod shard;
+mod sparse_rows;
 
 pub use cpu::{CpuBackend, CpuFactory};
 pub use factory::{BackendFactory, ShardData};

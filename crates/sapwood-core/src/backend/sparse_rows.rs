@@ -1,0 +1,324 @@
+//! Sparse rows: each row's bins other than its feature's most common one, for shards whose
+//! rows are mostly that one bin (one-hot and text-like columns, absent entries missing).
+//!
+//! A histogram then costs a row's few uncommon bins rather than one add per feature, and
+//! each feature's common bin is filled in after: the rows' sums less the feature's other
+//! bins. The entries are integers, so that difference is exactly what the dense build adds
+//! up, and the histogram is the dense one bit for bit whichever bin is called common.
+#![allow(unsafe_code)]
+
+use rayon::prelude::*;
+
+use super::kernel::{prefetch_to, BinValue, HistValue, Level, PartRows};
+use crate::data::binned::BinsRef;
+
+/// A shard is stored sparse where its uncommon bins are at most this fraction (one over it)
+/// of its entries: a sparse add reads an index and lands anywhere in the histogram, where
+/// a dense one reads a byte and lands in its feature's run, so sparse pays only well below
+/// one entry in two (one in eight leaves a margin for the fill-in of the common bins).
+const MAX_DENSITY_INVERSE: usize = 8;
+/// Rows a task of the conversion takes.
+const ROWS_PER_TASK: usize = 4096;
+/// How many rows ahead the build prefetches a row's start and value ([`NEAR`]: its
+/// entries, whose place is known once the start has arrived).
+const FAR: usize = 32;
+/// See [`FAR`].
+const NEAR: usize = 12;
+
+/// A shard's rows as their uncommon bins.
+#[derive(Debug)]
+pub(super) struct SparseRows {
+    /// where each row's entries start in `entries`, and where the last ends
+    starts: Vec<u64>,
+    /// each row's uncommon bins as histogram indices (a feature's offset plus the bin), in
+    /// feature order, row after row
+    entries: Vec<u32>,
+    /// each feature's most common bin, as a histogram index
+    common: Vec<u32>,
+}
+
+impl SparseRows {
+    /// The rows of `bins` (`n` rows of `nf` features, row-major; `columns` the same
+    /// column-major) by their uncommon bins, where they are few enough to pay
+    /// ([`MAX_DENSITY_INVERSE`]); features' bins start at `offsets`.
+    pub(super) fn of(
+        bins: BinsRef<'_>,
+        columns: BinsRef<'_>,
+        n: usize,
+        offsets: &[u32],
+    ) -> Option<SparseRows> {
+        match (bins, columns) {
+            (BinsRef::U8(b), BinsRef::U8(c)) => Self::of_typed(b, c, n, offsets),
+            (BinsRef::U16(b), BinsRef::U16(c)) => Self::of_typed(b, c, n, offsets),
+            _ => None,
+        }
+    }
+
+    fn of_typed<B: BinValue>(
+        bins: &[B],
+        columns: &[B],
+        n: usize,
+        offsets: &[u32],
+    ) -> Option<SparseRows> {
+        let nf = offsets.len() - 1;
+        if n == 0 || nf == 0 {
+            return None;
+        }
+        // each feature's most common bin (the lowest of equals) and how many rows it holds
+        let counted: Vec<(u32, usize)> = (0..nf)
+            .into_par_iter()
+            .map(|f| {
+                let width = (offsets[f + 1] - offsets[f]) as usize;
+                let mut counts = vec![0usize; width];
+                for b in &columns[f * n..(f + 1) * n] {
+                    counts[b.index()] += 1;
+                }
+                let (bin, &most) = counts
+                    .iter()
+                    .enumerate()
+                    .rev()
+                    .max_by_key(|&(_, c)| c)
+                    .expect("a feature has a bin");
+                (offsets[f] + bin as u32, most)
+            })
+            .collect();
+        let uncommon: usize = counted.iter().map(|&(_, c)| n - c).sum();
+        if uncommon.checked_mul(MAX_DENSITY_INVERSE)? > n * nf || uncommon > u32::MAX as usize {
+            return None;
+        }
+        let common: Vec<u32> = counted.iter().map(|&(b, _)| b).collect();
+        let is_uncommon =
+            |r: usize, f: usize| offsets[f] + bins[r * nf + f].index() as u32 != common[f];
+        // each block of rows counts its entries, then writes them at its place
+        let counts: Vec<usize> = (0..n.div_ceil(ROWS_PER_TASK))
+            .into_par_iter()
+            .map(|t| {
+                let rows = t * ROWS_PER_TASK..((t + 1) * ROWS_PER_TASK).min(n);
+                rows.map(|r| (0..nf).filter(|&f| is_uncommon(r, f)).count())
+                    .sum()
+            })
+            .collect();
+        let mut entries = vec![0u32; uncommon];
+        let mut starts = vec![0u64; n + 1];
+        let mut pieces = Vec::with_capacity(counts.len());
+        {
+            let (mut rest, mut rest_starts) = (entries.as_mut_slice(), &mut starts[1..]);
+            let mut first = 0u64;
+            for (t, &count) in counts.iter().enumerate() {
+                let (mine, tail) = std::mem::take(&mut rest).split_at_mut(count);
+                let len = ROWS_PER_TASK.min(n - t * ROWS_PER_TASK);
+                let (ends, stail) = std::mem::take(&mut rest_starts).split_at_mut(len);
+                pieces.push((t, mine, ends, first));
+                first += count as u64;
+                rest = tail;
+                rest_starts = stail;
+            }
+        }
+        pieces.into_par_iter().for_each(|(t, mine, ends, first)| {
+            let mut at = 0;
+            for (i, end) in ends.iter_mut().enumerate() {
+                let r = t * ROWS_PER_TASK + i;
+                for f in 0..nf {
+                    let index = offsets[f] + bins[r * nf + f].index() as u32;
+                    if index != common[f] {
+                        mine[at] = index;
+                        at += 1;
+                    }
+                }
+                *end = first + at as u64;
+            }
+        });
+        Some(SparseRows {
+            starts,
+            entries,
+            common,
+        })
+    }
+
+    /// Uncommon bins a row holds, on average (at least 1).
+    pub(super) fn entries_per_row(&self) -> usize {
+        (self.entries.len() / (self.starts.len() - 1).max(1)).max(1)
+    }
+
+    /// Zeroes `hist` (a whole histogram, bins at `offsets`) and builds in it the histogram
+    /// of `rows` from each row's `values`.
+    pub(super) fn build<V: HistValue>(
+        &self,
+        rows: &PartRows<'_>,
+        offsets: &[u32],
+        values: &[V],
+        hist: &mut [V],
+    ) {
+        hist.fill(V::default());
+        let total = match rows {
+            PartRows::Listed(listed) => self.add_listed(listed, values, hist),
+            PartRows::All(all) => all.clone().fold(V::default(), |mut total, r| {
+                let v = values[r];
+                self.add_row(r, v, hist);
+                total.add(v);
+                total
+            }),
+        };
+        for (f, &common) in self.common.iter().enumerate() {
+            let bins = &hist[offsets[f] as usize..offsets[f + 1] as usize];
+            let mut rest = total;
+            rest.sub(bins.iter().fold(V::default(), |mut s, &b| {
+                s.add(b);
+                s
+            }));
+            // the common bin was never added to, so the feature's sum left it out
+            hist[common as usize] = rest;
+        }
+    }
+
+    /// Adds `rows`' values at their entries, prefetching rows ahead (a deep node's rows are
+    /// scattered); returns the values' sum.
+    fn add_listed<V: HistValue>(&self, rows: &[u32], values: &[V], hist: &mut [V]) -> V {
+        let mut total = V::default();
+        for (i, &r) in rows.iter().enumerate() {
+            if let Some(&far) = rows.get(i + FAR) {
+                prefetch_to(self.starts.as_ptr().wrapping_add(far as usize), Level::L2);
+                prefetch_to(values.as_ptr().wrapping_add(far as usize), Level::L2);
+            }
+            if let Some(&near) = rows.get(i + NEAR) {
+                let at = self.starts[near as usize] as usize;
+                prefetch_to(self.entries.as_ptr().wrapping_add(at), Level::L1);
+                prefetch_to(values.as_ptr().wrapping_add(near as usize), Level::L1);
+            }
+            let v = values[r as usize];
+            self.add_row(r as usize, v, hist);
+            total.add(v);
+        }
+        total
+    }
+
+    #[inline(always)]
+    fn add_row<V: HistValue>(&self, r: usize, v: V, hist: &mut [V]) {
+        let entries = &self.entries[self.starts[r] as usize..self.starts[r + 1] as usize];
+        for &e in entries {
+            // SAFETY: every entry is a feature's offset plus one of its bins, below the
+            // histogram's width, which `hist` is (checked by the caller's `debug_assert`
+            // and by construction of every histogram buffer at the shard's width)
+            unsafe { hist.get_unchecked_mut(e as usize).add(v) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::kernel::{pack, unpack};
+
+    fn brute(rows: &[u32], bins: &[u8], offsets: &[u32], gh: &[[i64; 2]]) -> Vec<[i64; 2]> {
+        let nf = offsets.len() - 1;
+        let mut h = vec![[0i64; 2]; offsets[nf] as usize];
+        for &r in rows {
+            for f in 0..nf {
+                let e = &mut h[(offsets[f] + bins[r as usize * nf + f] as u32) as usize];
+                e[0] += gh[r as usize][0];
+                e[1] += gh[r as usize][1];
+            }
+        }
+        h
+    }
+
+    fn columns(bins: &[u8], n: usize, nf: usize) -> Vec<u8> {
+        (0..nf)
+            .flat_map(|f| (0..n).map(move |r| bins[r * nf + f]))
+            .collect()
+    }
+
+    /// A sparse shard: most entries are bin 0 (missing), a few features dense, and one
+    /// feature whose common bin is not 0.
+    fn shard(n: usize) -> (Vec<u8>, Vec<u32>, Vec<[i64; 2]>) {
+        let widths = [
+            2u32, 5, 3, 40, 2, 7, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+        ];
+        let nf = widths.len();
+        let mut offsets = vec![0u32];
+        for w in widths {
+            offsets.push(offsets.last().unwrap() + w);
+        }
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut bins = vec![0u8; n * nf];
+        for r in 0..n {
+            for f in 0..nf {
+                let w = widths[f] as u64;
+                bins[r * nf + f] = match f {
+                    // a dense feature
+                    3 => (next() % w) as u8,
+                    // mostly bin 2
+                    2 => {
+                        if next() % 10 == 0 {
+                            (next() % w) as u8
+                        } else {
+                            2
+                        }
+                    }
+                    _ => {
+                        if next() % 40 == 0 {
+                            (1 + next() % (w - 1)) as u8
+                        } else {
+                            0
+                        }
+                    }
+                };
+            }
+        }
+        let gh = (0..n)
+            .map(|_| [(next() % 2001) as i64 - 1000, (next() % 500) as i64])
+            .collect();
+        (bins, offsets, gh)
+    }
+
+    #[test]
+    fn sparse_builds_are_the_dense_histograms() {
+        let n = 5000;
+        let (bins, offsets, gh) = shard(n);
+        let nf = offsets.len() - 1;
+        let cols = columns(&bins, n, nf);
+        let sparse = SparseRows::of(BinsRef::U8(&bins), BinsRef::U8(&cols), n, &offsets)
+            .expect("sparse enough");
+        assert_eq!(
+            sparse.common[2],
+            offsets[2] + 2,
+            "the common bin need not be 0"
+        );
+        let width = offsets[nf] as usize;
+        let all: Vec<u32> = (0..n as u32).collect();
+        let some: Vec<u32> = (0..n as u32).filter(|r| r % 3 != 1).collect();
+        let mut hist = vec![[7i64; 2]; width];
+        sparse.build(&PartRows::All(0..n), &offsets, &gh, &mut hist);
+        assert_eq!(hist, brute(&all, &bins, &offsets, &gh));
+        sparse.build(&PartRows::Listed(&some), &offsets, &gh, &mut hist);
+        assert_eq!(hist, brute(&some, &bins, &offsets, &gh));
+        sparse.build(&PartRows::Listed(&[]), &offsets, &gh, &mut hist);
+        assert_eq!(hist, vec![[0; 2]; width]);
+        // packed low-bit values: the common bins' differences unpack to the same sums
+        let packed: Vec<i64> = gh.iter().map(|&[g, h]| pack(g, h)).collect();
+        let mut ph = vec![0i64; width];
+        sparse.build(&PartRows::Listed(&some), &offsets, &packed, &mut ph);
+        let unpacked: Vec<[i64; 2]> = ph.into_iter().map(unpack).collect();
+        assert_eq!(unpacked, brute(&some, &bins, &offsets, &gh));
+    }
+
+    #[test]
+    fn dense_shards_stay_dense() {
+        let n = 2000;
+        let (mut bins, offsets, _) = shard(n);
+        let nf = offsets.len() - 1;
+        // every feature's bins spread out: no bin is common
+        for (i, b) in bins.iter_mut().enumerate() {
+            let f = i % nf;
+            *b = (i / nf % (offsets[f + 1] - offsets[f]) as usize) as u8;
+        }
+        let cols = columns(&bins, n, nf);
+        assert!(SparseRows::of(BinsRef::U8(&bins), BinsRef::U8(&cols), n, &offsets).is_none());
+    }
+}
