@@ -749,6 +749,9 @@ fn partition_by<B: BinValue>(
     }
 }
 
+/// Features a transpose copies together ([`transpose`]).
+const TRANSPOSE_TILE: usize = 64;
+
 /// The column-major copy of row-major `bins` (`n` rows of `nf`). Each task reads a block of
 /// rows once, in order, and writes its piece of every column: a column at a time would read
 /// the whole matrix once per feature. [`kernel::COLUMN_PAD`] entries follow the last
@@ -771,9 +774,18 @@ fn transpose(bins: BinsRef<'_>, n: usize, nf: usize) -> Bins {
             .enumerate()
             .for_each(|(i, mut cols)| {
                 let rows = &b[i * block * nf..];
-                for (f, col) in cols.iter_mut().enumerate() {
-                    for (r, v) in col.iter_mut().enumerate() {
-                        *v = rows[r * nf + f];
+                let len = cols.first().map_or(0, |c| c.len());
+                // a tile of features at a time, row by row: each row's piece is a cache
+                // line read once, and the tile's columns are written in order (a whole
+                // column at a time reads a line per row, which a wide block evicts before
+                // the next feature's turn)
+                for (t, tile) in cols.chunks_mut(TRANSPOSE_TILE).enumerate() {
+                    let first = t * TRANSPOSE_TILE;
+                    for r in 0..len {
+                        let row = &rows[r * nf + first..r * nf + first + tile.len()];
+                        for (col, &v) in tile.iter_mut().zip(row) {
+                            col[r] = v;
+                        }
                     }
                 }
             });

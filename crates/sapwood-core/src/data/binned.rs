@@ -162,6 +162,23 @@ impl<'m> Binner<'m> {
     ) where
         <T as TryFrom<u16>>::Error: std::fmt::Debug,
     {
+        self.bin_into_over(start, rows, out, row_step, feature_step, false)
+    }
+
+    /// [`Binner::bin_into`]; where `zeroed` (every entry of `out` it would write is 0, the
+    /// missing bin), a run of [`LANES`] missing values is passed over: a sparse column is
+    /// mostly such runs, and writing rows of many features scatters its bins.
+    fn bin_into_over<T: Copy + TryFrom<u16>>(
+        &self,
+        start: usize,
+        rows: usize,
+        out: &mut [T],
+        row_step: usize,
+        feature_step: usize,
+        zeroed: bool,
+    ) where
+        <T as TryFrom<u16>>::Error: std::fmt::Debug,
+    {
         let columns = self.matrix.columns().iter().zip(self.cuts.features());
         for (f, (col, fc)) in columns.enumerate() {
             let mut put = |r: usize, b: u16| {
@@ -174,6 +191,10 @@ impl<'m> Binner<'m> {
                         Some(s) => {
                             let mut lanes = v.chunks_exact(LANES);
                             for (i, x) in (&mut lanes).enumerate() {
+                                // `fold` rather than `all`: no early exit, so in lanes
+                                if zeroed && x.iter().fold(true, |m, v| m & v.is_nan()) {
+                                    continue;
+                                }
                                 let x = x.try_into().expect("a chunk of LANES");
                                 for (j, b) in s.bins(x).into_iter().enumerate() {
                                     put(i * LANES + j, b);
@@ -232,7 +253,8 @@ impl<'m> Binner<'m> {
         }
     }
 
-    /// Bins every row, row-major, in tasks of [`ROWS_PER_TASK`] rows.
+    /// Bins every row, row-major, in tasks of [`ROWS_PER_TASK`] rows, into `out`, whose
+    /// entries are all 0.
     fn bin_rows<T: Copy + Send + TryFrom<u16>>(&self, out: &mut [T])
     where
         <T as TryFrom<u16>>::Error: std::fmt::Debug,
@@ -241,7 +263,8 @@ impl<'m> Binner<'m> {
         out.par_chunks_mut(ROWS_PER_TASK * nf)
             .enumerate()
             .for_each(|(task, chunk)| {
-                self.bin_into(task * ROWS_PER_TASK, chunk.len() / nf, chunk, nf, 1);
+                // `BinnedMatrix::new` hands over zeroed storage
+                self.bin_into_over(task * ROWS_PER_TASK, chunk.len() / nf, chunk, nf, 1, true);
             });
     }
 }

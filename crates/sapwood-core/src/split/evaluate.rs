@@ -425,6 +425,14 @@ fn categorical(feature: usize, h: &[HistBin], ctx: &Ctx<'_>) -> Option<SplitCand
     best
 }
 
+/// Whether at most one bin of a feature's histogram `h` has a hessian sum: every candidate
+/// then has a side whose hessian is zero or not positive, which every scan refuses, so the
+/// feature has no split (in a sparse shard's deep nodes, most features).
+fn one_bin_holds_the_hessian(h: &[HistBin]) -> bool {
+    let mut held = h.iter().filter(|b| b[1] != 0);
+    held.next().is_none() || held.next().is_none()
+}
+
 /// The best allowed split of `node` over the features in `features`, or None.
 pub fn best_split(
     node: NodeView<'_>,
@@ -480,6 +488,9 @@ pub fn best_split_with(
     let mut best: Option<SplitCandidate> = None;
     for &f in features {
         let h = &node.hist[offsets[f] as usize..offsets[f + 1] as usize];
+        if one_bin_holds_the_hessian(h) {
+            continue;
+        }
         let floor = best.as_ref().map_or(threshold, |b| threshold.max(b.gain));
         let cand = match cuts.feature(f) {
             FeatureCuts::Numeric { .. } if plain => numeric_plain(f, h, &ctx, floor),
