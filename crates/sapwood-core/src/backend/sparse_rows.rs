@@ -54,7 +54,7 @@ impl SparseRows {
         }
     }
 
-    fn of_typed<B: BinValue>(
+    fn of_typed<B: BinValue + PartialEq>(
         bins: &[B],
         columns: &[B],
         n: usize,
@@ -87,15 +87,23 @@ impl SparseRows {
             return None;
         }
         let common: Vec<u32> = counted.iter().map(|&(b, _)| b).collect();
-        let is_uncommon =
-            |r: usize, f: usize| offsets[f] + bins[r * nf + f].index() as u32 != common[f];
+        // the common bins as bin values, to compare whole rows with in lanes
+        let common_bins: Vec<B> = (0..nf)
+            .map(|f| {
+                let bin = (common[f] - offsets[f]) as usize;
+                *columns[f * n..(f + 1) * n]
+                    .iter()
+                    .find(|b| b.index() == bin)
+                    .expect("the most common bin holds a row")
+            })
+            .collect();
+        let row = |r: usize| bins[r * nf..(r + 1) * nf].iter().zip(&common_bins);
         // each block of rows counts its entries, then writes them at its place
         let counts: Vec<usize> = (0..n.div_ceil(ROWS_PER_TASK))
             .into_par_iter()
             .map(|t| {
                 let rows = t * ROWS_PER_TASK..((t + 1) * ROWS_PER_TASK).min(n);
-                rows.map(|r| (0..nf).filter(|&f| is_uncommon(r, f)).count())
-                    .sum()
+                rows.map(|r| row(r).filter(|(b, c)| b != c).count()).sum()
             })
             .collect();
         let mut entries = vec![0u32; uncommon];
@@ -118,10 +126,9 @@ impl SparseRows {
             let mut at = 0;
             for (i, end) in ends.iter_mut().enumerate() {
                 let r = t * ROWS_PER_TASK + i;
-                for f in 0..nf {
-                    let index = offsets[f] + bins[r * nf + f].index() as u32;
-                    if index != common[f] {
-                        mine[at] = index;
+                for (f, (b, c)) in row(r).enumerate() {
+                    if b != c {
+                        mine[at] = offsets[f] + b.index() as u32;
                         at += 1;
                     }
                 }
