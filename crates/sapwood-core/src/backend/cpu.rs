@@ -61,16 +61,30 @@ fn sum_owned_exact(
     sums
 }
 
+/// The gradients of `group`, one a row, from a shard's gradients `grad` (`k` a row) or,
+/// with several groups, their copy group by group (current: see
+/// `CpuBackend::group_gradients`).
+fn gradients_of<'a>(
+    grad: &'a [[f32; 2]],
+    by_group: &'a [[f32; 2]],
+    k: usize,
+    group: usize,
+) -> &'a [[f32; 2]] {
+    if k == 1 {
+        return grad;
+    }
+    let n = grad.len() / k;
+    &by_group[group * n..(group + 1) * n]
+}
+
 /// Rows whose noise is drawn in one run of hashes (two runs on the stack).
 const NOISE_RUN: usize = 256;
 
-/// What a tree's stochastic rounding of low-bit (g, h) needs: the shard's gradients (`k`
-/// groups a row, this tree's `group`; the shard's first row is global row `offset`), the
-/// two noise streams and the scales.
+/// What a tree's stochastic rounding of low-bit (g, h) needs: the gradients of the tree's
+/// group, one a row (the shard's first row is global row `offset`), the two noise streams
+/// and the scales.
 struct LowBitDraw<'a> {
     grad: &'a [[f32; 2]],
-    k: usize,
-    group: usize,
     offset: u64,
     grad_key: HashKey,
     hess_key: HashKey,
@@ -94,14 +108,7 @@ impl LowBitDraw<'_> {
             self.grad_key.hash64_run(global, &mut gn[..m]);
             self.hess_key.hash64_run(global, &mut hn[..m]);
             let exact = &mut exact[..m];
-            if self.k == 1 {
-                quantise_pairs(&self.grad[first..first + m], factors, exact);
-            } else {
-                for (j, x) in exact.iter_mut().enumerate() {
-                    let [g, h] = self.grad[(first + j) * self.k + self.group];
-                    *x = [quantise_by(g, factors[0]), quantise_by(h, factors[1])];
-                }
-            }
+            quantise_pairs(&self.grad[first..first + m], factors, exact);
             for (((o, &[g, h]), &gn), &hn) in out.iter_mut().zip(&*exact).zip(&gn).zip(&hn) {
                 *o = put([
                     self.grad_scale.hist_value_drawn(g, gn),
@@ -148,6 +155,11 @@ pub struct CpuBackend {
     row_offset: u64,
     margins: Vec<f32>,
     grad: Vec<[f32; 2]>,
+    /// with several groups, `grad` group by group (each group's rows in order): a tree
+    /// reads one group's, which row by row are a cache line apart
+    by_group: Vec<[f32; 2]>,
+    /// whether `by_group` holds the current `grad`
+    by_group_current: bool,
     /// the values added to histograms for the current tree, unless they are packed
     gh: Vec<[i64; 2]>,
     /// low-bit (g, h) packed in one i64 when the shard's sums fit 32 bits each
@@ -177,6 +189,39 @@ pub struct CpuBackend {
 }
 
 impl CpuBackend {
+    /// Makes `by_group` the current gradients group by group, where there are several
+    /// groups and it is not yet: once a round, for every tree of the round.
+    fn group_gradients(&mut self) {
+        let k = self.objective.groups();
+        if k == 1 || self.by_group_current {
+            return;
+        }
+        let n = self.grad.len() / k;
+        crate::huge_pages::resize(&mut self.by_group, n * k, [0.0; 2]);
+        let grad = &self.grad;
+        // a block of rows at a time: its rows are read once, in order, and each group's
+        // piece of the block written in order
+        let mut pieces: Vec<Vec<&mut [[f32; 2]]>> =
+            (0..n.div_ceil(ROWS_PER_TASK)).map(|_| Vec::new()).collect();
+        for group in self.by_group.chunks_mut(n.max(1)) {
+            for (piece, p) in group.chunks_mut(ROWS_PER_TASK).zip(pieces.iter_mut()) {
+                p.push(piece);
+            }
+        }
+        pieces
+            .into_par_iter()
+            .enumerate()
+            .for_each(|(t, mut groups)| {
+                let rows = &grad[t * ROWS_PER_TASK * k..];
+                for (g, piece) in groups.iter_mut().enumerate() {
+                    for (r, v) in piece.iter_mut().enumerate() {
+                        *v = rows[r * k + g];
+                    }
+                }
+            });
+        self.by_group_current = true;
+    }
+
     /// A backend over `s.binned` (global rows `s.row_offset..`), margins starting at the
     /// rows' own base margins when given, else at the base margin of each group.
     pub fn new(s: ShardData) -> Result<Self> {
@@ -201,6 +246,8 @@ impl CpuBackend {
             row_offset: s.row_offset,
             margins,
             grad: vec![[0.0; 2]; n * k],
+            by_group: Vec::new(),
+            by_group_current: false,
             gh: Vec::new(),
             exact: None,
             packed: None,
@@ -811,6 +858,7 @@ impl HistBackend for CpuBackend {
     }
 
     fn compute_gradients(&mut self) -> Result<Vec<[f32; 2]>> {
+        self.by_group_current = false;
         Ok(shard::gradients_into(
             &self.objective,
             &self.labels,
@@ -823,15 +871,18 @@ impl HistBackend for CpuBackend {
     fn set_gradients(&mut self, grad: &[[f32; 2]]) -> Result<()> {
         shard::check_gradients(grad.len(), self.grad.len())?;
         self.grad.copy_from_slice(grad);
+        self.by_group_current = false;
         Ok(())
     }
 
     fn start_tree(&mut self, s: &TreeSetup) -> Result<u64> {
-        let k = self.objective.groups();
-        shard::check_group(s.group, k)?;
-        let (grad, offset) = (&self.grad, self.row_offset);
-        let lowbit = s.scales.grad.drop.is_some();
+        shard::check_group(s.group, self.objective.groups())?;
         let n = self.num_rows();
+        self.group_gradients();
+        let k = self.objective.groups();
+        let grad = gradients_of(&self.grad, &self.by_group, k, s.group);
+        let offset = self.row_offset;
+        let lowbit = s.scales.grad.drop.is_some();
         // packing needs every sum over this shard below 2^31 (g) and 2^32 (h)
         let fits = |max: u64, limit: u64| max.checked_mul(n as u64).is_some_and(|m| m < limit);
         let pack = lowbit
@@ -841,8 +892,6 @@ impl HistBackend for CpuBackend {
         if lowbit {
             let draw = LowBitDraw {
                 grad,
-                k,
-                group: s.group,
                 offset,
                 grad_key: HashKey::new(s.seed, Stream::GradNoise, s.tree_index),
                 hess_key: HashKey::new(s.seed, Stream::HessNoise, s.tree_index),
@@ -880,25 +929,11 @@ impl HistBackend for CpuBackend {
             self.packed = None;
             crate::huge_pages::resize(&mut self.gh, n, [0; 2]);
             let factors = [pow2(gs), pow2(hs)];
-            debug_assert_eq!(grad.len(), n * k);
-            if k == 1 {
-                self.gh
-                    .par_chunks_mut(ROWS_PER_TASK)
-                    .zip(grad.par_chunks(ROWS_PER_TASK))
-                    .for_each(|(gh, grad)| quantise_pairs(grad, factors, gh));
-            } else {
-                self.gh
-                    .par_chunks_mut(ROWS_PER_TASK)
-                    .enumerate()
-                    .for_each(|(t, gh)| {
-                        let lo = t * ROWS_PER_TASK;
-                        let [gf, hf] = factors;
-                        for (j, gh) in gh.iter_mut().enumerate() {
-                            let [g, h] = grad[(lo + j) * k + s.group];
-                            *gh = [quantise_by(g, gf), quantise_by(h, hf)];
-                        }
-                    });
-            }
+            debug_assert_eq!(grad.len(), n);
+            self.gh
+                .par_chunks_mut(ROWS_PER_TASK)
+                .zip(grad.par_chunks(ROWS_PER_TASK))
+                .for_each(|(gh, grad)| quantise_pairs(grad, factors, gh));
         }
         self.all_in_bag = s.row_sample.keeps_all();
         let row_key = HashKey::new(s.seed, Stream::RowSample, s.tree_index);
@@ -1040,6 +1075,8 @@ impl HistBackend for CpuBackend {
     }
 
     fn exact_sums(&mut self, nodes: &[NodeId]) -> Result<Vec<HistBin>> {
+        // the tree's group's gradients, as they are now
+        self.group_gradients();
         // set again below for disjoint nodes
         self.owned = None;
         // the fields, not `self`: `owners` is taken below while these are borrowed
@@ -1048,7 +1085,12 @@ impl HistBackend for CpuBackend {
             .iter()
             .map(|&n| Ok(&all[node_spans.get(n)?.range()]))
             .collect::<Result<Vec<_>>>()?;
-        let (grad, gh, k) = (&self.grad, &self.gh, self.objective.groups());
+        // the groups' copy is current: the gradients have not changed since the tree started
+        let k = self.objective.groups();
+        let grad = self.exact.map_or(&[][..], |(group, ..)| {
+            gradients_of(&self.grad, &self.by_group, k, group)
+        });
+        let gh = &self.gh;
         let exact = self.exact;
         let mut spans = self.spans.of(nodes)?;
         spans.sort_unstable();
@@ -1057,10 +1099,10 @@ impl HistBackend for CpuBackend {
             return Ok(rows
                 .into_par_iter()
                 .map(|rows| match exact {
-                    Some((group, gs, hs)) => {
+                    Some((_, gs, hs)) => {
                         let (gf, hf) = (pow2(gs), pow2(hs));
                         rows.iter().fold([0i64; 2], |s, &r| {
-                            let [g, h] = grad[r as usize * k + group];
+                            let [g, h] = grad[r as usize];
                             [s[0] + quantise_by(g, gf), s[1] + quantise_by(h, hf)]
                         })
                     }
@@ -1093,15 +1135,8 @@ impl HistBackend for CpuBackend {
                     }
                 }
                 match exact {
-                    Some((_, gs, hs)) if k == 1 => {
+                    Some((_, gs, hs)) => {
                         sum_owned_exact(owner, rows.len(), &grad[lo..hi], [pow2(gs), pow2(hs)])
-                    }
-                    Some((group, gs, hs)) => {
-                        let (gf, hf) = (pow2(gs), pow2(hs));
-                        sum_owned(owner, rows.len(), |j| {
-                            let [g, h] = grad[(lo + j) * k + group];
-                            [quantise_by(g, gf), quantise_by(h, hf)]
-                        })
                     }
                     None => sum_owned(owner, rows.len(), |j| gh[lo + j]),
                 }
