@@ -1327,6 +1327,8 @@ mod tests {
             (5, 3),
             (ROWS_PER_TASK + 7, 2),
             (3 * ROWS_PER_TASK - 1, 5),
+            // several tiles of features, the last one short
+            (ROWS_PER_TASK + 7, 2 * TRANSPOSE_TILE + 2),
         ] {
             let wide: Vec<u16> = (0..n * nf).map(|i| (i * 7919 % 65_521) as u16).collect();
             let narrow: Vec<u8> = wide.iter().map(|&v| v as u8).collect();
@@ -1581,6 +1583,36 @@ mod tests {
         assert!(kinds.iter().any(|c| c.parts > 1));
         assert!(kinds.iter().any(|c| c.groups > 1));
         assert!(kinds.iter().any(|c| c.parts == 1 && c.groups == 1));
+    }
+
+    #[test]
+    fn gradients_copied_group_by_group_are_each_groups_column() {
+        let (n, k) = (2 * ROWS_PER_TASK + 5, 3);
+        let mut spec = sparse_shard(n, false);
+        spec.objective =
+            crate::objective::Objective::new(crate::objective::ObjectiveKind::Softprob, k).unwrap();
+        spec.labels = (0..n).map(|i| (i % k) as f32).collect();
+        spec.base_margin = vec![0.0; k];
+        let mut b = CpuBackend::new(spec).unwrap();
+        let grad: Vec<[f32; 2]> = (0..n * k).map(|i| [i as f32, -(i as f32)]).collect();
+        b.set_gradients(&grad).unwrap();
+        b.group_gradients();
+        for group in 0..k {
+            let column = gradients_of(&b.grad, &b.by_group, k, group);
+            assert_eq!(column.len(), n);
+            for (r, v) in column.iter().enumerate() {
+                assert_eq!(*v, grad[r * k + group], "group {group}, row {r}");
+            }
+        }
+        // new gradients make the copy stale, and the next call copies them
+        let again: Vec<[f32; 2]> = grad.iter().map(|&[g, h]| [g + 1.0, h]).collect();
+        b.set_gradients(&again).unwrap();
+        assert!(!b.by_group_current);
+        b.group_gradients();
+        assert_eq!(
+            gradients_of(&b.grad, &b.by_group, k, 2)[n - 1],
+            again[n * k - 1]
+        );
     }
 
     /// A shard of `n` rows whose features are mostly one bin each (bin 0, missing, or

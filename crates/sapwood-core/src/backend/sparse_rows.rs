@@ -35,6 +35,8 @@ pub(super) struct SparseRows {
     entries: Vec<u32>,
     /// each feature's most common bin, as a histogram index
     common: Vec<u32>,
+    /// the histogram's bins (every entry is below)
+    width: usize,
 }
 
 impl SparseRows {
@@ -139,6 +141,7 @@ impl SparseRows {
             starts,
             entries,
             common,
+            width: offsets[nf] as usize,
         })
     }
 
@@ -149,6 +152,9 @@ impl SparseRows {
 
     /// Zeroes `hist` (a whole histogram, bins at `offsets`) and builds in it the histogram
     /// of `rows` from each row's `values`.
+    ///
+    /// # Panics
+    /// If `hist` is not as long as the histograms the rows were stored for.
     pub(super) fn build<V: HistValue>(
         &self,
         rows: &PartRows<'_>,
@@ -156,6 +162,8 @@ impl SparseRows {
         values: &[V],
         hist: &mut [V],
     ) {
+        // the unchecked adds below rely on it
+        assert_eq!(hist.len(), self.width, "a whole histogram");
         hist.fill(V::default());
         let total = match rows {
             PartRows::Listed(listed) => self.add_listed(listed, values, hist),
@@ -203,9 +211,9 @@ impl SparseRows {
     fn add_row<V: HistValue>(&self, r: usize, v: V, hist: &mut [V]) {
         let entries = &self.entries[self.starts[r] as usize..self.starts[r + 1] as usize];
         for &e in entries {
-            // SAFETY: every entry is a feature's offset plus one of its bins, below the
-            // histogram's width, which `hist` is (checked by the caller's `debug_assert`
-            // and by construction of every histogram buffer at the shard's width)
+            // SAFETY: every entry is a feature's offset plus one of its bins (the shard's
+            // bins are validated below their feature's width), so below the histogram's
+            // width, which `build` asserts `hist` is
             unsafe { hist.get_unchecked_mut(e as usize).add(v) };
         }
     }

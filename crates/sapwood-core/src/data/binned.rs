@@ -405,6 +405,48 @@ mod tests {
     }
 
     #[test]
+    fn runs_of_missing_values_bin_as_every_value_does() {
+        // columns with runs of NaN longer and shorter than a lane block, values between,
+        // and one feature with more thresholds than the lanes search takes
+        let n = 5 * LANES + 13;
+        let col = |j: usize| -> Vec<f32> {
+            (0..n)
+                .map(|r| match (r / (LANES / 2 + j)) % 3 {
+                    0 => f32::NAN,
+                    _ if r % 5 == j % 5 => f32::NAN,
+                    _ => (r * (j + 3)) as f32 / 7.0 - 20.0,
+                })
+                .collect()
+        };
+        let features = vec![
+            FeatureCuts::Numeric {
+                thresholds: vec![-10.0, 0.0, 5.0, 40.0],
+            },
+            FeatureCuts::Numeric {
+                thresholds: (0..300).map(|t| t as f32 / 3.0 - 20.0).collect(),
+            },
+            FeatureCuts::Numeric {
+                thresholds: vec![1.0],
+            },
+        ];
+        let cuts = Cuts::new(features);
+        let names = (0..3).map(|j| format!("f{j}")).collect();
+        let columns = (0..3).map(|j| Column::Numeric(col(j).into())).collect();
+        let matrix = FeatureMatrix::new(names, columns).unwrap();
+        let binned = BinnedMatrix::new(&matrix, &cuts).unwrap();
+        let binner = Binner::new(&matrix, &cuts).unwrap();
+        // the plain path, into storage that is not zero
+        let mut plain = vec![9u16; n * 3];
+        binner.bin_into(0, n, &mut plain, 3, 1);
+        let got: Vec<u16> = (0..n * 3).map(|i| binned.bin(i / 3, i % 3)).collect();
+        assert_eq!(got, plain);
+        assert!(
+            plain.iter().filter(|&&b| b == 0).count() > n,
+            "missing runs were there"
+        );
+    }
+
+    #[test]
     #[should_panic(expected = "rows 3..6 of a matrix of 5")]
     fn a_slice_past_the_last_row_panics() {
         let m = BinnedMatrix::from_bins(5, 1, Bins::U16(vec![1; 5])).unwrap();
