@@ -20,8 +20,12 @@ L2 1, min child hessian 1, `--threads` threads. Each library trains in its own p
 seconds (binning included, as each library's own Dataset/DMatrix building), peak RSS, the
 held-out score (multi log loss; NDCG@10) and Sapwood's time over each peer's.
 
-    python3 bench/task_speed.py [--task multiclass|ranking|all] [--rounds N] [--threads T]
-        [--repeat R]
+    python3 bench/task_speed.py [--task multiclass|ranking|sparse|all] [--rounds N]
+        [--threads T] [--repeat R] [--min-data-in-bin M]
+
+`--min-data-in-bin M` sets Sapwood's and LightGBM's `min_data_in_bin` (sampled rows a numeric
+bin must hold; Sapwood's default is 1, LightGBM's 3; XGBoost has none). Unset, each library
+keeps its default.
 
 requires: numpy, sapwood (the Python package), xgboost==3.2.0 (or xgboost-cpu),
 lightgbm==4.7.0
@@ -150,6 +154,8 @@ def run_library(args: argparse.Namespace) -> None:
     else:
         params.update(objective="multi:softprob", num_class=50)
     if args.library == "sapwood":
+        if args.min_data_in_bin is not None:
+            params["min_data_in_bin"] = args.min_data_in_bin
         import sapwood
 
         start = time.perf_counter()
@@ -182,8 +188,11 @@ def run_library(args: argparse.Namespace) -> None:
             params.update(objective="binary")
         else:
             params.update(objective="multiclass", num_class=50)
+        ds_params = {"max_bin": 255, "verbosity": -1}
+        if args.min_data_in_bin is not None:
+            ds_params["min_data_in_bin"] = args.min_data_in_bin
         start = time.perf_counter()
-        ds = lgb.Dataset(x, label=y, group=g, params={"max_bin": 255, "verbosity": -1})
+        ds = lgb.Dataset(x, label=y, group=g, params=ds_params)
         booster = lgb.train(params, ds, num_boost_round=args.rounds)
         seconds = time.perf_counter() - start
         p = booster.predict(tx)
@@ -207,6 +216,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=100)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=1, help="runs of every library, one table each")
+    ap.add_argument("--min-data-in-bin", type=int,
+                    help="Sapwood's and LightGBM's min_data_in_bin (default: each library's own)")
     ap.add_argument("--library", help=argparse.SUPPRESS)
     ap.add_argument("--data-dir", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -223,6 +234,8 @@ def main() -> None:
                     cmd = [sys.executable, os.path.abspath(__file__), "--library", library,
                            "--data-dir", data_dir, "--task", task, "--rounds", str(args.rounds),
                            "--threads", str(args.threads)]
+                    if args.min_data_in_bin is not None:
+                        cmd += ["--min-data-in-bin", str(args.min_data_in_bin)]
                     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
                     results.append(json.loads(out.strip().splitlines()[-1]))
                 what = {"multiclass": "50 classes, 200,000 rows x 28 features, held-out multi "
@@ -231,8 +244,10 @@ def main() -> None:
                                    "NDCG@10",
                         "sparse": "binary, 100,000 rows x 5,000 features at 0.5% density "
                                   "(CSR), held-out AUC"}[task]
+                bins = ("" if args.min_data_in_bin is None
+                        else f", min_data_in_bin {args.min_data_in_bin}")
                 print(f"{task} (run {run + 1}): {what}; {args.rounds} rounds, depth 6 / 63 "
-                      f"leaves, {args.threads} threads")
+                      f"leaves, {args.threads} threads{bins}")
                 print(f"{'library':<18}{'train s':>10}{'peak MiB':>10}{'score':>10}{'time ratio':>12}")
                 ours = results[0]
                 for r in results:
