@@ -198,27 +198,8 @@ impl CpuBackend {
         }
         let n = self.grad.len() / k;
         crate::huge_pages::resize(&mut self.by_group, n * k, [0.0; 2]);
-        let grad = &self.grad;
-        // a block of rows at a time: its rows are read once, in order, and each group's
-        // piece of the block written in order
-        let mut pieces: Vec<Vec<&mut [[f32; 2]]>> =
-            (0..n.div_ceil(ROWS_PER_TASK)).map(|_| Vec::new()).collect();
-        for group in self.by_group.chunks_mut(n.max(1)) {
-            for (piece, p) in group.chunks_mut(ROWS_PER_TASK).zip(pieces.iter_mut()) {
-                p.push(piece);
-            }
-        }
-        pieces
-            .into_par_iter()
-            .enumerate()
-            .for_each(|(t, mut groups)| {
-                let rows = &grad[t * ROWS_PER_TASK * k..];
-                for (g, piece) in groups.iter_mut().enumerate() {
-                    for (r, v) in piece.iter_mut().enumerate() {
-                        *v = rows[r * k + g];
-                    }
-                }
-            });
+        // rows of k groups to groups of n rows: the column copy's transpose
+        transpose_into(&self.grad, n, k, &mut self.by_group);
         self.by_group_current = true;
     }
 
@@ -796,7 +777,43 @@ fn partition_by<B: BinValue>(
     }
 }
 
-/// Features a transpose copies together ([`transpose`]).
+/// Writes the column-major copy of row-major `b` (`n` rows of `nf`) to the first `n * nf`
+/// entries of `out`: each task reads a block of rows once, in order, and writes its piece of
+/// every column.
+fn transpose_into<B: Copy + Send + Sync>(b: &[B], n: usize, nf: usize, out: &mut [B]) {
+    if n == 0 || nf == 0 {
+        return;
+    }
+    let block = ROWS_PER_TASK;
+    let mut pieces: Vec<Vec<&mut [B]>> = (0..n.div_ceil(block)).map(|_| Vec::new()).collect();
+    for col in out[..n * nf].chunks_mut(n) {
+        for (piece, p) in col.chunks_mut(block).zip(pieces.iter_mut()) {
+            p.push(piece);
+        }
+    }
+    pieces
+        .into_par_iter()
+        .enumerate()
+        .for_each(|(i, mut cols)| {
+            let rows = &b[i * block * nf..];
+            let len = cols.first().map_or(0, |c| c.len());
+            // a tile of features at a time, row by row: each row's piece is a cache
+            // line read once, and the tile's columns are written in order (a whole
+            // column at a time reads a line per row, which a wide block evicts before
+            // the next feature's turn)
+            for (t, tile) in cols.chunks_mut(TRANSPOSE_TILE).enumerate() {
+                let first = t * TRANSPOSE_TILE;
+                for r in 0..len {
+                    let row = &rows[r * nf + first..r * nf + first + tile.len()];
+                    for (col, &v) in tile.iter_mut().zip(row) {
+                        col[r] = v;
+                    }
+                }
+            }
+        });
+}
+
+/// Features a transpose copies together ([`transpose_into`]).
 const TRANSPOSE_TILE: usize = 64;
 
 /// The column-major copy of row-major `bins` (`n` rows of `nf`). Each task reads a block of
@@ -806,36 +823,7 @@ const TRANSPOSE_TILE: usize = 64;
 fn transpose(bins: BinsRef<'_>, n: usize, nf: usize) -> Bins {
     fn t<B: Copy + Default + Send + Sync>(b: &[B], n: usize, nf: usize) -> Vec<B> {
         let mut out = crate::huge_pages::filled(n * nf + kernel::COLUMN_PAD, B::default());
-        if n == 0 || nf == 0 {
-            return out;
-        }
-        let block = ROWS_PER_TASK;
-        let mut pieces: Vec<Vec<&mut [B]>> = (0..n.div_ceil(block)).map(|_| Vec::new()).collect();
-        for col in out[..n * nf].chunks_mut(n) {
-            for (piece, p) in col.chunks_mut(block).zip(pieces.iter_mut()) {
-                p.push(piece);
-            }
-        }
-        pieces
-            .into_par_iter()
-            .enumerate()
-            .for_each(|(i, mut cols)| {
-                let rows = &b[i * block * nf..];
-                let len = cols.first().map_or(0, |c| c.len());
-                // a tile of features at a time, row by row: each row's piece is a cache
-                // line read once, and the tile's columns are written in order (a whole
-                // column at a time reads a line per row, which a wide block evicts before
-                // the next feature's turn)
-                for (t, tile) in cols.chunks_mut(TRANSPOSE_TILE).enumerate() {
-                    let first = t * TRANSPOSE_TILE;
-                    for r in 0..len {
-                        let row = &rows[r * nf + first..r * nf + first + tile.len()];
-                        for (col, &v) in tile.iter_mut().zip(row) {
-                            col[r] = v;
-                        }
-                    }
-                }
-            });
+        transpose_into(b, n, nf, &mut out);
         out
     }
     match bins {
