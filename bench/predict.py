@@ -105,8 +105,10 @@ def with_categories(rng, X, Xp, y):
 
     def frame(a):
         df = pd.DataFrame(a[:, :26], columns=[f"x{i}" for i in range(26)])
-        df["c30"] = pd.Categorical(rng.integers(0, 30, len(a)).astype(str))
-        df["c200"] = pd.Categorical(rng.integers(0, 200, len(a)).astype(str))
+        # levels that are not integers: an XGBoost export writes levels that all read as
+        # integers as integer categories, which a frame of text categories does not match
+        df["c30"] = pd.Categorical(np.char.add("a", rng.integers(0, 30, len(a)).astype(str)))
+        df["c200"] = pd.Categorical(np.char.add("b", rng.integers(0, 200, len(a)).astype(str)))
         return df
 
     X, Xp = frame(X), frame(Xp)

@@ -7,7 +7,9 @@
 //! bin going left) are looked up for every lane by one byte permute each; the rows' bins
 //! are merged from the level's features with one masked 64-byte load per feature used at
 //! that level (one at the root, at most 2^level below it); one compare sends each lane
-//! left or right. That limits it to trees of complete depth at most 8 (128 positions on
+//! left or right. A position testing a bit set (a categorical split) looks up each lane's
+//! byte of its set and the bin's bit in it with two more permutes, and overrides the
+//! compare for the lanes at that position: a few instructions per set at a level. That limits it to trees of complete depth at most 8 (128 positions on
 //! the last level of splits, the most a two-table byte permute indexes) over byte bins.
 //! The leaf each row reaches is the one [`super::heap_step`] reaches (the same compare on
 //! the same bins, `b - shift > last`, in 8 bits where the bins are 8 bits: see
@@ -18,9 +20,19 @@
 use super::{HeapNode, BLOCK};
 
 /// The deepest tree walked in byte lanes: its last level of splits has 128 positions.
-const MAX_DEPTH: usize = 8;
+pub(super) const MAX_DEPTH: usize = 8;
 /// Positions a level's tables hold (two 64-byte permute tables).
 const TABLE: usize = 128;
+/// `1 << i % 8` at each i: a bin's bit within its byte of a set, by one permute.
+const BITS: [u8; 64] = {
+    let mut t = [0u8; 64];
+    let mut i = 0;
+    while i < 64 {
+        t[i] = 1 << (i % 8);
+        i += 1;
+    }
+    t
+};
 
 /// One level of splits of a [`ByteTree`].
 #[derive(Debug, Clone)]
@@ -33,9 +45,14 @@ struct ByteLevel {
     shift: [u8; TABLE],
     /// per position: the row goes right when `bin - shift > last` (wrapping, 8 bits)
     last: [u8; TABLE],
+    /// the level's bit-set positions (whose `shift` and `last` never send a row right):
+    /// the position, and its set of bins going left as a permute table (bin b is bit
+    /// b % 8 of byte b / 8; the upper 32 bytes are never indexed)
+    sets: Vec<(u8, [u8; 64])>,
 }
 
-/// A numeric tree of complete depth at most [`MAX_DEPTH`], laid out for byte lanes.
+/// A tree of complete depth at most [`MAX_DEPTH`] (numeric rules and bit sets), laid out
+/// for byte lanes.
 #[derive(Debug, Clone)]
 pub(super) struct ByteTree {
     levels: Vec<ByteLevel>,
@@ -45,13 +62,20 @@ pub(super) struct ByteTree {
 
 impl ByteTree {
     /// The byte-lane form of a complete tree (`nodes` in heap order, `values` per bottom
-    /// position), or `None` where it is deeper than [`MAX_DEPTH`] or a rule does not give
-    /// the same way in 8 bits. For bins `b` in 0..=255, `b.wrapping_sub(shift) > last` in
-    /// 16 bits equals the 8-bit compare when `shift` is 0 and `last` is capped at 255 (no
-    /// byte is above it either way), or when `shift` is 1 and `last` is at most 254 (then
-    /// bin 0 wraps above `last` in both widths); a wider `last` with shift 1 (a hostile
-    /// model's bin) walks the 16-bit way.
-    pub(super) fn new(nodes: &[HeapNode], values: &[f32], depth: usize) -> Option<Self> {
+    /// position, `set(slot)` the bit set of bins going left of a slot that tests one
+    /// instead of its numeric rule), or `None` where it is deeper than [`MAX_DEPTH`] or a
+    /// rule does not give the same way in 8 bits. For bins `b` in 0..=255,
+    /// `b.wrapping_sub(shift) > last` in 16 bits equals the 8-bit compare when `shift` is 0
+    /// and `last` is capped at 255 (no byte is above it either way), or when `shift` is 1
+    /// and `last` is at most 254 (then bin 0 wraps above `last` in both widths); a wider
+    /// `last` with shift 1 (a hostile model's bin) walks the 16-bit way. A set's bits past
+    /// bin 255 are never read: no byte bin reaches them.
+    pub(super) fn new(
+        nodes: &[HeapNode],
+        values: &[f32],
+        depth: usize,
+        set: impl Fn(usize) -> Option<[u8; 32]>,
+    ) -> Option<Self> {
         if depth > MAX_DEPTH || values.len() != 1 << depth {
             return None;
         }
@@ -63,15 +87,19 @@ impl ByteTree {
                 ids: [0; TABLE],
                 shift: [0; TABLE],
                 last: [0; TABLE],
+                sets: Vec::new(),
             };
             for (p, n) in nodes.get(first..first + (1 << level))?.iter().enumerate() {
-                let (shift, last) = match (n.shift, n.last) {
-                    (0, last) => (0, last.min(255) as u8),
-                    (1, last) if last <= 254 => (1, last as u8),
+                let bits = set(first + p);
+                let (shift, last) = match (bits.is_some(), n.shift, n.last) {
+                    // the set decides: the compare never sends the row right
+                    (true, _, _) => (0, 255),
+                    (false, 0, last) => (0, last.min(255) as u8),
+                    (false, 1, last) if last <= 254 => (1, last as u8),
                     _ => return None,
                 };
                 // a node always going left (a leaf above the bottom) reads any feature
-                if (shift, last) != (0, 255) {
+                if bits.is_some() || (shift, last) != (0, 255) {
                     let id = match out.columns.iter().position(|&c| c == n.column) {
                         Some(id) => id,
                         None => {
@@ -80,6 +108,11 @@ impl ByteTree {
                         }
                     };
                     out.ids[p] = id as u8;
+                }
+                if let Some(bits) = bits {
+                    let mut table = [0u8; 64];
+                    table[..32].copy_from_slice(&bits);
+                    out.sets.push((p as u8, table));
                 }
                 out.shift[p] = shift;
                 out.last[p] = last;
@@ -148,8 +181,22 @@ pub(super) unsafe fn add_tree(tree: &ByteTree, columns: &[u8], acc: &mut [f32; B
                 let reads = _mm512_cmpeq_epi8_mask(ids, _mm512_set1_epi8(id as i8));
                 bins = _mm512_mask_loadu_epi8(bins, reads, base.add(c as usize).cast());
             }
-            let right =
+            let mut right =
                 _mm512_cmpgt_epu8_mask(_mm512_sub_epi8(bins, table(&l.shift)), table(&l.last));
+            if !l.sets.is_empty() {
+                // each lane's byte of a set (bin / 8, from 16-bit shifts whose bits from
+                // the next lane the mask clears) and its bit within it (1 << bin % 8,
+                // the permute reading the table at bin % 64)
+                let byte_at =
+                    _mm512_and_si512(_mm512_srli_epi16::<3>(bins), _mm512_set1_epi8(0x1f));
+                let bit = _mm512_permutexvar_epi8(bins, _mm512_loadu_si512(BITS.as_ptr().cast()));
+                for (p, t) in &l.sets {
+                    let here = _mm512_cmpeq_epi8_mask(position, _mm512_set1_epi8(*p as i8));
+                    let byte =
+                        _mm512_permutexvar_epi8(byte_at, _mm512_loadu_si512(t.as_ptr().cast()));
+                    right |= here & !_mm512_test_epi8_mask(byte, bit);
+                }
+            }
             // child position 2p, plus one going right
             position = _mm512_add_epi8(position, position);
             position = _mm512_mask_sub_epi8(position, right, position, _mm512_set1_epi8(-1));

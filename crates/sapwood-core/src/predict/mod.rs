@@ -152,6 +152,23 @@ impl<'t> FlatTree<'t> {
 
     /// The complete-tree form of a numeric tree (its level-by-level `nodes`) of `depth`.
     fn heap(tree: &Tree, nodes: &[StepNode], depth: usize) -> Walk {
+        let (nodes, values, _) = Self::complete(tree, nodes, depth);
+        Walk::Heap {
+            nodes,
+            values,
+            depth,
+        }
+    }
+
+    /// A tree's level-by-level `nodes` laid out as a complete tree of `depth` levels: its
+    /// internal slots in heap order, the leaf value of each bottom slot, and the tree node
+    /// each internal slot holds (`u32::MAX` for a slot under a leaf, which always goes
+    /// left). A categorical node's slot keeps its feature and ways but not its set.
+    fn complete(
+        tree: &Tree,
+        nodes: &[StepNode],
+        depth: usize,
+    ) -> (Vec<HeapNode>, Vec<f32>, Vec<u32>) {
         let internal = (1usize << depth) - 1;
         let always_left = HeapNode {
             column: 0,
@@ -159,6 +176,7 @@ impl<'t> FlatTree<'t> {
             last: u16::MAX,
         };
         let mut heap = vec![always_left; internal];
+        let mut held = vec![u32::MAX; internal];
         let mut values = vec![0.0f32; internal + 1];
         // (tree node, heap position, level)
         let mut open = vec![(0usize, 0usize, 0usize)];
@@ -176,14 +194,11 @@ impl<'t> FlatTree<'t> {
                 shift: n.shift,
                 last: n.last,
             };
+            held[h] = i as u32;
             open.push((n.next[0] as usize, 2 * h + 1, level + 1));
             open.push((n.next[1] as usize, 2 * h + 2, level + 1));
         }
-        Walk::Heap {
-            nodes: heap,
-            values,
-            depth,
-        }
+        (heap, values, held)
     }
 
     /// The level-by-level node of tree node `i` (a leaf continues as itself), unless its
@@ -268,14 +283,32 @@ impl<'t> FlatTree<'t> {
         })
     }
 
-    /// The byte-lane form of a complete-tree walk, where it has one.
+    /// The byte-lane form of a complete-tree walk, or of a walk with bit sets at most
+    /// [`byte_lanes::MAX_DEPTH`] deep, where it has one.
     fn byte_tree(&self) -> Option<ByteTree> {
         match &self.walk {
             Walk::Heap {
                 nodes,
                 values,
                 depth,
-            } => ByteTree::new(nodes, values, *depth),
+            } => ByteTree::new(nodes, values, *depth, |_| None),
+            Walk::Sets { nodes, sets, depth } if *depth <= byte_lanes::MAX_DEPTH => {
+                let steps: Vec<StepNode> = nodes.iter().map(|n| n.step).collect();
+                let (heap, values, held) = Self::complete(self.tree, &steps, *depth);
+                ByteTree::new(&heap, &values, *depth, |slot| {
+                    let n = nodes.get(*held.get(slot)? as usize)?;
+                    n.set.then(|| {
+                        // the set's bits of bins 0..=255, little-endian: bin b is bit b % 8
+                        // of byte b / 8 (words past `top` are empty)
+                        let mut bytes = [0u8; 32];
+                        let words = &sets[n.at as usize..][..=usize::from(n.top)];
+                        for (w, word) in words.iter().take(4).enumerate() {
+                            bytes[8 * w..8 * w + 8].copy_from_slice(&word.to_le_bytes());
+                        }
+                        bytes
+                    })
+                })
+            }
             _ => None,
         }
     }
@@ -822,21 +855,23 @@ mod tests {
         }
     }
 
-    /// A block's margins from the byte lanes and from the complete-tree walk, for random
-    /// trees of every depth the lanes take (exactly that deep: level 7 is the two-table
-    /// permute) over 40 features (up to 40 masked loads at a deep level), bins up to 255
-    /// and both missing-value directions, starting from margins that cross the subnormal
-    /// range.
+    /// A block's margins from the byte lanes and from the complete-tree walk (or the walk
+    /// with bit sets), for random trees of every depth the lanes take (exactly that deep:
+    /// level 7 is the two-table permute) over 40 features (up to 40 masked loads at a deep
+    /// level), bins up to 255, both missing-value directions, numeric trees and trees with
+    /// categorical sets (ending below a word, and past bin 64, 128 and 192) and numeric
+    /// rules sending no bin left, starting from margins that cross the subnormal range.
     #[test]
     fn byte_lanes_add_the_complete_walks_leaves() {
         let mut s = Stream(11);
         let nf = 40;
         let tiny = f32::MIN_POSITIVE;
-        for depth in 0..=8 {
+        let mut with_sets = 0;
+        for (depth, categorical) in (0..=8).flat_map(|d| [(d, false), (d, true)]) {
             for nb in [2u16, 8, 256] {
-                let mut tree = random_tree(&mut s, nf, nb, false, depth);
+                let mut tree = random_tree(&mut s, nf, nb, categorical, depth);
                 while tree.depth() != depth {
-                    tree = random_tree(&mut s, nf, nb, false, depth);
+                    tree = random_tree(&mut s, nf, nb, categorical, depth);
                 }
                 // leaves whose sums with the starting margins below fall under the
                 // smallest normal (flushed to +0 by ftz, as training does)
@@ -847,8 +882,9 @@ mod tests {
                 }
                 let flat = FlatTree::new(&tree, nf);
                 let Some(bytes) = flat.byte_tree() else {
-                    panic!("depth {depth}, {nb} bins: a complete walk the lanes should take");
+                    panic!("depth {depth}, {nb} bins: a walk the lanes should take");
                 };
+                with_sets += usize::from(matches!(flat.walk, Walk::Sets { .. }));
                 if !byte_lanes::available() {
                     // scripts/test.sh sets it where /proc/cpuinfo lists AVX-512 VBMI
                     assert!(
@@ -872,8 +908,10 @@ mod tests {
                     });
                     let mut leaf = [0u32; BLOCK];
                     flat.leaves(&columns, &mut leaf);
-                    let Walk::Heap { values, .. } = &flat.walk else {
-                        panic!("a complete walk");
+                    let values = match &flat.walk {
+                        Walk::Heap { values, .. } => values,
+                        Walk::Sets { .. } => &flat.values,
+                        _ => panic!("a complete walk or one with sets"),
                     };
                     let mut got = start;
                     // SAFETY: available() (checked above); the columns hold nf * BLOCK bins
@@ -886,12 +924,15 @@ mod tests {
                         assert_eq!(
                             got[r].to_bits(),
                             want.to_bits(),
-                            "depth {depth}, {nb} bins, block {block}, row {r}"
+                            "depth {depth}, {nb} bins, categorical {categorical}, block \
+                             {block}, row {r}"
                         );
                     }
                 }
             }
         }
+        // trees with bit sets were among them
+        assert!(with_sets >= 10, "{with_sets} trees with sets");
     }
 
     /// Rules the lanes cannot compare in 8 bits (a hostile model's bin past the bytes,
