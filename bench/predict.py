@@ -33,6 +33,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--rust", action="store_true",
                     help="also run the Rust bench (cargo bench -p sapwood --bench predict_synthetic): "
                          "a model of the same shape on the same kind of rows, predicted from Rust")
+    ap.add_argument("--leaves", type=int, default=0,
+                    help="grow loss-guided trees of this many leaves and no depth limit "
+                         "(deeper than 8: the row-at-a-time walk) instead of --depth")
+    ap.add_argument("--max-bin", type=int, default=256,
+                    help="bins per feature; above 256 the bins are 16-bit")
     ap.add_argument("--categorical", action="store_true",
                     help="two of the 28 features pandas categoricals (30 and 200 levels), so the "
                          "trees have categorical splits; the rows are DataFrames for every library")
@@ -49,7 +54,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     Xp = rng.normal(size=(args.rows, 28)).astype(np.float32)
     if args.categorical:
         X, Xp, y = with_categories(rng, X, Xp, y)
-    params = {"objective": "binary:logistic", "max_depth": args.depth, "eta": 0.1}
+    params = {"objective": "binary:logistic", "max_depth": args.depth, "eta": 0.1,
+              "max_bin": args.max_bin}
+    if args.leaves:
+        params.update(grow_policy="lossguide", max_leaves=args.leaves, max_depth=0)
     b = sapwood.train(params, sapwood.Dataset(X, label=y), args.trees, verbose_eval=False)
     tmp = Path(tempfile.mkdtemp())
     b.save_model(tmp / "m.json", format="xgboost")
@@ -72,8 +80,9 @@ def main(argv: Optional[list[str]] = None) -> int:
                 r = json.loads(line)
                 rust[r["threads"]] = r["rows_per_second"]
     kind = " (2 categorical)" if args.categorical else ""
-    print(f"{args.trees} trees of depth {args.depth}, {args.rows:,} rows x 28 features{kind}, "
-          f"best of {args.repeat}")
+    shape = f"{args.leaves} leaves, loss-guided" if args.leaves else f"depth {args.depth}"
+    print(f"{args.trees} trees of {shape}, max_bin {args.max_bin}, {args.rows:,} rows x 28 "
+          f"features{kind}, best of {args.repeat}")
     print("| threads | library | rows/s | Sapwood's speed-up | max diff |")
     print("|---|---|---|---|---|")
     for threads in (1, 2):

@@ -58,6 +58,9 @@ pub(super) struct ByteTree {
     levels: Vec<ByteLevel>,
     /// the leaf value of each bottom position (2^depth of them)
     values: Vec<f32>,
+    /// for the top levels of a deeper tree: per bottom position, where its rows go on
+    /// (`u32::MAX` where a leaf ends there, its value in `values`)
+    below: Option<Vec<u32>>,
 }
 
 impl ByteTree {
@@ -69,12 +72,14 @@ impl ByteTree {
     /// and `last` is capped at 255 (no byte is above it either way), or when `shift` is 1
     /// and `last` is at most 254 (then bin 0 wraps above `last` in both widths); a wider
     /// `last` with shift 1 (a hostile model's bin) walks the 16-bit way. A set's bits past
-    /// bin 255 are never read: no byte bin reaches them.
+    /// bin 255 are never read: no byte bin reaches them. `below` is given for the top
+    /// levels of a deeper tree: where each bottom position's rows go on.
     pub(super) fn new(
         nodes: &[HeapNode],
         values: &[f32],
         depth: usize,
         set: impl Fn(usize) -> Option<[u8; 32]>,
+        below: Option<Vec<u32>>,
     ) -> Option<Self> {
         if depth > MAX_DEPTH || values.len() != 1 << depth {
             return None;
@@ -122,7 +127,23 @@ impl ByteTree {
         Some(ByteTree {
             levels,
             values: values.to_vec(),
+            below,
         })
+    }
+
+    /// The leaf value of bottom position `p`, or the node (or heap position) its rows go on
+    /// from.
+    pub(super) fn end(&self, p: u8) -> Result<f32, u32> {
+        let p = usize::from(p);
+        match self.below.as_ref().map(|b| b[p]) {
+            Some(from) if from != u32::MAX => Err(from),
+            _ => Ok(self.values[p]),
+        }
+    }
+
+    /// Whether rows go on below the levels (the top levels of a deeper tree).
+    pub(super) fn partial(&self) -> bool {
+        self.below.is_some()
     }
 }
 
@@ -141,15 +162,13 @@ pub(super) fn available() -> bool {
     }
 }
 
-/// Adds `tree`'s leaf value to each of a block's 64 margins: `acc[r] = ftz(acc[r] +
-/// value)` (rows past the block's end compute from stale bins and are never read back).
+/// The bottom position each of a block's 64 rows reaches through `tree`'s levels.
 ///
 /// # Safety
-/// [`available`] must be true, and `columns` must hold at least every column the tree's
-/// levels name plus [`BLOCK`] bytes (`columns.len() >= column + BLOCK` for each).
+/// As [`add_tree`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
-pub(super) unsafe fn add_tree(tree: &ByteTree, columns: &[u8], acc: &mut [f32; BLOCK]) {
+unsafe fn walk(tree: &ByteTree, columns: &[u8]) -> std::arch::x86_64::__m512i {
     use std::arch::x86_64::*;
     const _: () = assert!(BLOCK == 64, "one byte lane a row of the block");
     let base = columns.as_ptr();
@@ -202,6 +221,40 @@ pub(super) unsafe fn add_tree(tree: &ByteTree, columns: &[u8], acc: &mut [f32; B
             position = _mm512_mask_sub_epi8(position, right, position, _mm512_set1_epi8(-1));
         }
     }
+    position
+}
+
+/// The bottom position each of a block's 64 rows reaches through the top levels of a
+/// deeper tree (rows past the block's end from stale bins).
+///
+/// # Safety
+/// As [`add_tree`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+pub(super) unsafe fn positions(tree: &ByteTree, columns: &[u8]) -> [u8; BLOCK] {
+    let mut out = [0u8; BLOCK];
+    // SAFETY: the caller's contract is walk's; `out` is 64 bytes
+    unsafe {
+        let position = walk(tree, columns);
+        std::arch::x86_64::_mm512_storeu_si512(out.as_mut_ptr().cast(), position);
+    }
+    out
+}
+
+/// Adds `tree`'s leaf value to each of a block's 64 margins: `acc[r] = ftz(acc[r] +
+/// value)` (rows past the block's end compute from stale bins and are never read back).
+/// The tree is whole ([`ByteTree::partial`] false).
+///
+/// # Safety
+/// [`available`] must be true, and `columns` must hold at least every column the tree's
+/// levels name plus [`BLOCK`] bytes (`columns.len() >= column + BLOCK` for each).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+pub(super) unsafe fn add_tree(tree: &ByteTree, columns: &[u8], acc: &mut [f32; BLOCK]) {
+    use std::arch::x86_64::*;
+    debug_assert!(!tree.partial());
+    // SAFETY: the contract is walk's
+    let position = unsafe { walk(tree, columns) };
     let min_normal = _mm512_set1_ps(f32::MIN_POSITIVE);
     let values = tree.values.as_ptr();
     // SAFETY: each position is below 2^depth = values.len() (depth steps of 2p + 1 from
@@ -233,5 +286,14 @@ pub(super) unsafe fn add_tree(tree: &ByteTree, columns: &[u8], acc: &mut [f32; B
 /// None needed; it panics.
 #[cfg(not(target_arch = "x86_64"))]
 pub(super) unsafe fn add_tree(_: &ByteTree, _: &[u8], _: &mut [f32; BLOCK]) {
+    unreachable!("byte lanes are x86_64 only")
+}
+
+/// Never called: [`available`] is false off x86_64.
+///
+/// # Safety
+/// None needed; it panics.
+#[cfg(not(target_arch = "x86_64"))]
+pub(super) unsafe fn positions(_: &ByteTree, _: &[u8]) -> [u8; BLOCK] {
     unreachable!("byte lanes are x86_64 only")
 }

@@ -83,6 +83,19 @@ struct HeapNode {
     last: u16,
 }
 
+/// A tree's top levels laid out as a complete binary tree ([`FlatTree::complete`]).
+struct Complete {
+    /// the internal slots in heap order
+    nodes: Vec<HeapNode>,
+    /// per bottom slot: the value of the leaf ending there
+    values: Vec<f32>,
+    /// per internal slot: the tree node it holds (`u32::MAX` for a slot under a leaf,
+    /// which always goes left)
+    held: Vec<u32>,
+    /// per bottom slot: the tree node whose rows go on below it, or `u32::MAX` for a leaf
+    below: Vec<u32>,
+}
+
 /// Trees at most this deep are walked as complete binary trees (2^depth slots).
 const MAX_HEAP_DEPTH: usize = 10;
 
@@ -152,53 +165,55 @@ impl<'t> FlatTree<'t> {
 
     /// The complete-tree form of a numeric tree (its level-by-level `nodes`) of `depth`.
     fn heap(tree: &Tree, nodes: &[StepNode], depth: usize) -> Walk {
-        let (nodes, values, _) = Self::complete(tree, nodes, depth);
+        let layout = Self::complete(tree, nodes, depth);
         Walk::Heap {
-            nodes,
-            values,
+            nodes: layout.nodes,
+            values: layout.values,
             depth,
         }
     }
 
-    /// A tree's level-by-level `nodes` laid out as a complete tree of `depth` levels: its
-    /// internal slots in heap order, the leaf value of each bottom slot, and the tree node
-    /// each internal slot holds (`u32::MAX` for a slot under a leaf, which always goes
-    /// left). A categorical node's slot keeps its feature and ways but not its set.
-    fn complete(
-        tree: &Tree,
-        nodes: &[StepNode],
-        depth: usize,
-    ) -> (Vec<HeapNode>, Vec<f32>, Vec<u32>) {
+    /// A tree's level-by-level `nodes` laid out as a complete tree of `depth` levels (its
+    /// top `depth` levels where it is deeper). A categorical node's slot keeps its feature
+    /// and ways but not its set.
+    fn complete(tree: &Tree, nodes: &[StepNode], depth: usize) -> Complete {
         let internal = (1usize << depth) - 1;
         let always_left = HeapNode {
             column: 0,
             shift: 0,
             last: u16::MAX,
         };
-        let mut heap = vec![always_left; internal];
-        let mut held = vec![u32::MAX; internal];
-        let mut values = vec![0.0f32; internal + 1];
+        let mut out = Complete {
+            nodes: vec![always_left; internal],
+            values: vec![0.0f32; internal + 1],
+            held: vec![u32::MAX; internal],
+            below: vec![u32::MAX; internal + 1],
+        };
         // (tree node, heap position, level)
         let mut open = vec![(0usize, 0usize, 0usize)];
         while let Some((i, h, level)) = open.pop() {
             let n = nodes[i];
             let is_leaf = n.next[0] as usize == i;
-            if is_leaf {
+            if is_leaf || level == depth {
                 // always left down to the bottom: the leftmost slot under h
-                let bottom = ((h + 1) << (depth - level)) - 1;
-                values[bottom - internal] = tree.nodes[i].value;
+                let bottom = ((h + 1) << (depth - level)) - 1 - internal;
+                if is_leaf {
+                    out.values[bottom] = tree.nodes[i].value;
+                } else {
+                    out.below[bottom] = i as u32;
+                }
                 continue;
             }
-            heap[h] = HeapNode {
+            out.nodes[h] = HeapNode {
                 column: n.column,
                 shift: n.shift,
                 last: n.last,
             };
-            held[h] = i as u32;
+            out.held[h] = i as u32;
             open.push((n.next[0] as usize, 2 * h + 1, level + 1));
             open.push((n.next[1] as usize, 2 * h + 2, level + 1));
         }
-        (heap, values, held)
+        out
     }
 
     /// The level-by-level node of tree node `i` (a leaf continues as itself), unless its
@@ -283,19 +298,47 @@ impl<'t> FlatTree<'t> {
         })
     }
 
-    /// The byte-lane form of a complete-tree walk, or of a walk with bit sets at most
-    /// [`byte_lanes::MAX_DEPTH`] deep, where it has one.
+    /// The byte-lane form of the walk: all of it where it is at most
+    /// [`byte_lanes::MAX_DEPTH`] deep, else its top levels, each bottom slot of which says
+    /// where its rows go on ([`FlatTree::finish`]). `None` for a row-by-row walk or a rule
+    /// the lanes cannot compare.
     fn byte_tree(&self) -> Option<ByteTree> {
+        let top = byte_lanes::MAX_DEPTH;
         match &self.walk {
             Walk::Heap {
                 nodes,
                 values,
                 depth,
-            } => ByteTree::new(nodes, values, *depth, |_| None),
-            Walk::Sets { nodes, sets, depth } if *depth <= byte_lanes::MAX_DEPTH => {
+            } if *depth <= top => ByteTree::new(nodes, values, *depth, |_| None, None),
+            Walk::Heap { nodes, .. } => {
+                // rows go on from their heap position on the level below the lanes'
+                let internal = (1u32 << top) - 1;
+                let below = (internal..2 * internal + 1).collect();
+                let values = vec![0.0; 1 << top];
+                ByteTree::new(
+                    &nodes[..internal as usize],
+                    &values,
+                    top,
+                    |_| None,
+                    Some(below),
+                )
+            }
+            Walk::Levels { nodes, depth } => {
+                let layout = Self::complete(self.tree, nodes, top.min(*depth));
+                let below = Some(layout.below).filter(|_| *depth > top);
+                ByteTree::new(
+                    &layout.nodes,
+                    &layout.values,
+                    top.min(*depth),
+                    |_| None,
+                    below,
+                )
+            }
+            Walk::Sets { nodes, sets, depth } => {
                 let steps: Vec<StepNode> = nodes.iter().map(|n| n.step).collect();
-                let (heap, values, held) = Self::complete(self.tree, &steps, *depth);
-                ByteTree::new(&heap, &values, *depth, |slot| {
+                let layout = Self::complete(self.tree, &steps, top.min(*depth));
+                let held = &layout.held;
+                let set = |slot: usize| {
                     let n = nodes.get(*held.get(slot)? as usize)?;
                     n.set.then(|| {
                         // the set's bits of bins 0..=255, little-endian: bin b is bit b % 8
@@ -307,9 +350,64 @@ impl<'t> FlatTree<'t> {
                         }
                         bytes
                     })
-                })
+                };
+                let below = Some(layout.below.clone()).filter(|_| *depth > top);
+                ByteTree::new(&layout.nodes, &layout.values, top.min(*depth), set, below)
             }
-            _ => None,
+            Walk::Rows { .. } => None,
+        }
+    }
+
+    /// The value of the leaf row `r` of a block reaches from `from` (a heap position of a
+    /// complete walk, a node of the others) on, one row at a time: the rest of a walk the
+    /// byte lanes took the top of.
+    ///
+    /// # Panics
+    /// If `columns` is shorter than the features the tree was flattened for.
+    #[allow(unsafe_code)]
+    fn finish<T: Copy + Into<u16>>(&self, columns: &[T], r: usize, from: u32) -> f32 {
+        assert!(r < BLOCK && columns.len() >= self.nf * BLOCK);
+        let mut at = from;
+        match &self.walk {
+            Walk::Heap { nodes, values, .. } => {
+                let internal = nodes.len() as u32;
+                while at < internal {
+                    // SAFETY: `at` is internal; columns as for `heap_step` (asserted above)
+                    let (n, b) = unsafe { node_and_bin(nodes, columns, at, r) };
+                    at = 2 * at + 1 + u32::from(b.wrapping_sub(n.shift) > n.last);
+                }
+                values[(at - internal) as usize]
+            }
+            // a step count bound by the nodes: a model whose ways went round (never a
+            // validated one) cannot keep the walk here
+            Walk::Levels { nodes, .. } => {
+                for _ in 0..nodes.len() {
+                    // SAFETY: `at` is a node (`from` is one, and so is every `next`: checked
+                    // in `levels`); columns as above
+                    let (n, b) = unsafe { node_and_bin(nodes, columns, at, r) };
+                    if n.next == [at; 2] {
+                        break;
+                    }
+                    at = n.next[usize::from(b.wrapping_sub(n.shift) > n.last)];
+                }
+                self.values[at as usize]
+            }
+            Walk::Sets { nodes, sets, .. } => {
+                for _ in 0..nodes.len() {
+                    // SAFETY: as for `Levels` (`next` checked in `sets`); every set lies in
+                    // `sets`
+                    let (n, b) = unsafe { node_and_bin(nodes, columns, at, r) };
+                    if n.step.next == [at; 2] {
+                        break;
+                    }
+                    at = unsafe { set_next(&n, sets, b) };
+                }
+                self.values[at as usize]
+            }
+            Walk::Rows { nodes } => {
+                let _ = nodes;
+                unreachable!("a row-by-row walk has no byte lanes")
+            }
         }
     }
 
@@ -566,21 +664,35 @@ unsafe fn set_step<T: Copy + Into<u16>>(
     debug_assert!(leaf.len() <= BLOCK);
     let step = |r: usize, at: u32| {
         // SAFETY: `at` is a node and its column plus `r` lies inside `columns` (see
-        // `level_step`); the word read is at most `n.at + n.top`, inside `sets`
+        // `level_step`); its set lies in `sets`
         unsafe {
             let (n, b) = node_and_bin(nodes, columns, at, r);
-            let w = b >> 6;
-            let word_at = n.at as usize + usize::from(w.min(n.top));
-            debug_assert!(word_at < sets.len());
-            let word = *sets.get_unchecked(word_at);
-            // bits, not branches: a row's way is unpredictable
-            let in_set = (word >> (b & 63)) as u32 & u32::from(w <= n.top) & 1;
-            let numeric_right = u32::from(b.wrapping_sub(n.step.shift) > n.step.last);
-            let right = numeric_right ^ (u32::from(n.set) & (numeric_right ^ in_set ^ 1));
-            n.step.next[right as usize]
+            set_next(&n, sets, b)
         }
     };
     four_at_a_turn(leaf, step);
+}
+
+/// Where node `n` of a walk with bit sets sends bin `b`: a categorical node tests the
+/// bin's bit in its set (a bin past the set's last word is not in it), a numeric one
+/// compares. Both tests are computed and one is selected, so that a row's way is never a
+/// branch (branching took twice the time).
+///
+/// # Safety
+/// `n.at + n.top` is below `sets.len()`.
+#[inline(always)]
+#[allow(unsafe_code)]
+unsafe fn set_next(n: &SetNode, sets: &[u64], b: u16) -> u32 {
+    let w = b >> 6;
+    let word_at = n.at as usize + usize::from(w.min(n.top));
+    debug_assert!(word_at < sets.len());
+    // SAFETY: the word read is at most `n.at + n.top`, inside `sets` (the contract)
+    let word = unsafe { *sets.get_unchecked(word_at) };
+    // bits, not branches: a row's way is unpredictable
+    let in_set = (word >> (b & 63)) as u32 & u32::from(w <= n.top) & 1;
+    let numeric_right = u32::from(b.wrapping_sub(n.step.shift) > n.step.last);
+    let right = numeric_right ^ (u32::from(n.set) & (numeric_right ^ in_set ^ 1));
+    n.step.next[right as usize]
 }
 
 /// Rows per block: a block walks one tree at a time, so the tree stays in cache, and its
@@ -617,11 +729,23 @@ fn add_trees<T: BinValue + Default + Into<u16>>(
                 let sums: &mut [f32; BLOCK] = (&mut acc[g * BLOCK..(g + 1) * BLOCK])
                     .try_into()
                     .expect("a block of margins");
-                if let (Some(Some(bytes)), Some(columns)) = (lanes.get(t), T::bytes(columns)) {
-                    // SAFETY: `lanes` is only filled where byte_lanes::available() (see
-                    // add_walks); the tree's columns are features below `nf` (checked in
-                    // FlatTree::new) and `columns` holds nf * BLOCK bins
-                    unsafe { byte_lanes::add_tree(bytes, columns, sums) };
+                if let (Some(Some(bytes)), Some(narrow)) = (lanes.get(t), T::bytes(columns)) {
+                    if !bytes.partial() {
+                        // SAFETY: `lanes` is only filled where byte_lanes::available() (see
+                        // add_walks); the tree's columns are features below `nf` (checked
+                        // in FlatTree::new) and `columns` holds nf * BLOCK bins
+                        unsafe { byte_lanes::add_tree(bytes, narrow, sums) };
+                        continue;
+                    }
+                    // the top levels in lanes, the rest row by row from where each ended
+                    // SAFETY: as above
+                    let ends = unsafe { byte_lanes::positions(bytes, narrow) };
+                    for (r, (s, &p)) in sums.iter_mut().zip(&ends).take(rows).enumerate() {
+                        let v = bytes
+                            .end(p)
+                            .unwrap_or_else(|from| tree.finish(narrow, r, from));
+                        *s = ftz(*s + v);
+                    }
                     continue;
                 }
                 tree.leaves(columns, leaf);
@@ -937,7 +1061,7 @@ mod tests {
 
     /// Rules the lanes cannot compare in 8 bits (a hostile model's bin past the bytes,
     /// missing values going right) walk the 16-bit way, and every walk still reaches the
-    /// training rule's leaf; deeper trees are left to the complete walk.
+    /// training rule's leaf.
     #[test]
     fn rules_past_a_byte_and_deep_trees_leave_the_lanes() {
         let mut s = Stream(5);
@@ -984,15 +1108,61 @@ mod tests {
                 assert_eq!(*g, want, "bin {bin}, default_left {default_left}, row {r}");
             }
         }
-        // complete walks 9 and 10 deep: past the lanes' 128 positions a level
-        let mut deep = 0;
-        while deep < 4 {
-            let tree = random_tree(&mut s, nf, 200, false, 10);
-            if tree.depth() > 8 {
-                let flat = FlatTree::new(&tree, nf);
-                assert!(matches!(flat.walk, Walk::Heap { .. }));
-                assert!(flat.byte_tree().is_none(), "depth {}", tree.depth());
-                deep += 1;
+    }
+
+    /// Trees deeper than the lanes' 8 levels (complete walks 9 and 10 deep, level-by-level
+    /// walks deeper, walks with bit sets) take their top 8 levels in lanes and the rest row
+    /// by row from where each row ended, and every row reaches the training rule's leaf.
+    #[test]
+    fn deep_trees_take_their_top_levels_in_lanes() {
+        let mut s = Stream(23);
+        let (rows, nf, nb) = (1003, 6, 256u16);
+        let bins: Vec<u8> = (0..rows * nf)
+            .map(|_| match s.next(6) {
+                0 => 0,
+                _ => s.next(u64::from(nb)) as u8,
+            })
+            .collect();
+        let matrix = BinnedMatrix::from_bins(rows, nf, crate::data::Bins::U8(bins)).unwrap();
+        let mut kinds = [0usize; 3];
+        let mut trees = Vec::new();
+        while kinds.iter().any(|&k| k < 3) {
+            let categorical = s.next(2) == 0;
+            let max_depth = if s.next(2) == 0 { 10 } else { 20 };
+            let tree = random_tree(&mut s, nf, nb, categorical, max_depth);
+            if tree.depth() <= byte_lanes::MAX_DEPTH {
+                continue;
+            }
+            let flat = FlatTree::new(&tree, nf);
+            let kind = match flat.walk {
+                Walk::Heap { .. } => 0,
+                Walk::Levels { .. } => 1,
+                Walk::Sets { .. } => 2,
+                Walk::Rows { .. } => panic!("a walk of in-range features"),
+            };
+            kinds[kind] += 1;
+            let lanes = flat.byte_tree();
+            assert!(
+                lanes.as_ref().is_some_and(ByteTree::partial),
+                "depth {}: the lanes take the top levels",
+                tree.depth()
+            );
+            trees.push(tree);
+        }
+        let k = 3;
+        let mut got = vec![0.0f32; rows * k];
+        add_to_margins(&matrix, &trees, k, &mut got);
+        for r in 0..rows {
+            let mut want = [0.0f32; 3];
+            for (t, tree) in trees.iter().enumerate() {
+                want[t % k] = ftz(want[t % k] + tree.value(tree.leaf_of_binned(&matrix, r)));
+            }
+            for g in 0..k {
+                assert_eq!(
+                    got[r * k + g].to_bits(),
+                    want[g].to_bits(),
+                    "row {r}, group {g}"
+                );
             }
         }
     }
