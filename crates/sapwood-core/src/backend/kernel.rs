@@ -102,6 +102,8 @@ pub trait BinValue: Copy + Send + Sync {
     /// The bins as bytes, where they are bytes (the padded kernels read them a word at a
     /// time).
     fn bytes(bins: &[Self]) -> Option<&[u8]>;
+    /// The bins as 16-bit values, where they are (the 16-bit prediction lanes).
+    fn words(bins: &[Self]) -> Option<&[u16]>;
 }
 
 impl BinValue for u8 {
@@ -113,6 +115,10 @@ impl BinValue for u8 {
     fn bytes(bins: &[Self]) -> Option<&[u8]> {
         Some(bins)
     }
+
+    fn words(_: &[Self]) -> Option<&[u16]> {
+        None
+    }
 }
 
 impl BinValue for u16 {
@@ -123,6 +129,10 @@ impl BinValue for u16 {
 
     fn bytes(_: &[Self]) -> Option<&[u8]> {
         None
+    }
+
+    fn words(bins: &[Self]) -> Option<&[u16]> {
+        Some(bins)
     }
 }
 

@@ -15,14 +15,15 @@
 //! level too, a categorical node testing the row's bin against a bit set of its own (bin
 //! 0's bit is the missing values' way), with no branch either. Where the bins are bytes
 //! and the CPU has AVX-512 VBMI, complete trees at most 8 deep walk the whole block at
-//! once instead, a row a byte lane (`byte_lanes`). Each row's trees are summed in the same order every way, so the
+//! once instead, a row a byte lane (`lanes`; 16-bit lanes with AVX-512 BW where the bins
+//! are wider), a deeper tree's top 8 levels so. Each row's trees are summed in the same order every way, so the
 //! margins are the same bits.
 
 use rayon::prelude::*;
 
-mod byte_lanes;
+mod lanes;
 
-use byte_lanes::ByteTree;
+use lanes::{ByteTree, Lane, LaneTree, WordTree};
 
 use crate::backend::BinValue;
 use crate::data::binned::{BinnedMatrix, Binner, BinsRef};
@@ -298,24 +299,24 @@ impl<'t> FlatTree<'t> {
         })
     }
 
-    /// The byte-lane form of the walk: all of it where it is at most
-    /// [`byte_lanes::MAX_DEPTH`] deep, else its top levels, each bottom slot of which says
-    /// where its rows go on ([`FlatTree::finish`]). `None` for a row-by-row walk or a rule
-    /// the lanes cannot compare.
-    fn byte_tree(&self) -> Option<ByteTree> {
-        let top = byte_lanes::MAX_DEPTH;
+    /// The lane form of the walk in lanes of width `W`: all of it where it is at most
+    /// [`lanes::MAX_DEPTH`] deep, else its top levels, each bottom slot of which says
+    /// where its rows go on ([`FlatTree::finish`]). `None` for a row-by-row walk, or a rule
+    /// or set the lanes cannot take.
+    fn lane_tree<W: Lane>(&self) -> Option<LaneTree<W>> {
+        let top = lanes::MAX_DEPTH;
         match &self.walk {
             Walk::Heap {
                 nodes,
                 values,
                 depth,
-            } if *depth <= top => ByteTree::new(nodes, values, *depth, |_| None, None),
+            } if *depth <= top => LaneTree::new(nodes, values, *depth, |_| None, None),
             Walk::Heap { nodes, .. } => {
                 // rows go on from their heap position on the level below the lanes'
                 let internal = (1u32 << top) - 1;
                 let below = (internal..2 * internal + 1).collect();
                 let values = vec![0.0; 1 << top];
-                ByteTree::new(
+                LaneTree::new(
                     &nodes[..internal as usize],
                     &values,
                     top,
@@ -326,7 +327,7 @@ impl<'t> FlatTree<'t> {
             Walk::Levels { nodes, depth } => {
                 let layout = Self::complete(self.tree, nodes, top.min(*depth));
                 let below = Some(layout.below).filter(|_| *depth > top);
-                ByteTree::new(
+                LaneTree::new(
                     &layout.nodes,
                     &layout.values,
                     top.min(*depth),
@@ -352,7 +353,7 @@ impl<'t> FlatTree<'t> {
                     })
                 };
                 let below = Some(layout.below.clone()).filter(|_| *depth > top);
-                ByteTree::new(&layout.nodes, &layout.values, top.min(*depth), set, below)
+                LaneTree::new(&layout.nodes, &layout.values, top.min(*depth), set, below)
             }
             Walk::Rows { .. } => None,
         }
@@ -707,7 +708,7 @@ fn add_trees<T: BinValue + Default + Into<u16>>(
     nf: usize,
     fill: impl Fn(usize, usize, &mut [T]) + Sync,
     trees: &[FlatTree<'_>],
-    lanes: &[Option<ByteTree>],
+    lanes: &[Option<Lanes>],
     k: usize,
     out: &mut [f32],
 ) {
@@ -729,24 +730,13 @@ fn add_trees<T: BinValue + Default + Into<u16>>(
                 let sums: &mut [f32; BLOCK] = (&mut acc[g * BLOCK..(g + 1) * BLOCK])
                     .try_into()
                     .expect("a block of margins");
-                if let (Some(Some(bytes)), Some(narrow)) = (lanes.get(t), T::bytes(columns)) {
-                    if !bytes.partial() {
-                        // SAFETY: `lanes` is only filled where byte_lanes::available() (see
-                        // add_walks); the tree's columns are features below `nf` (checked
-                        // in FlatTree::new) and `columns` holds nf * BLOCK bins
-                        unsafe { byte_lanes::add_tree(bytes, narrow, sums) };
+                // SAFETY: `lanes` is only filled where the CPU walks in those lanes (see
+                // add_walks); the tree's columns are features below `nf` (checked in
+                // FlatTree::new) and `columns` holds nf * BLOCK bins
+                if let Some(Some(lane)) = lanes.get(t) {
+                    if unsafe { lane.add(tree, columns, rows, sums) } {
                         continue;
                     }
-                    // the top levels in lanes, the rest row by row from where each ended
-                    // SAFETY: as above
-                    let ends = unsafe { byte_lanes::positions(bytes, narrow) };
-                    for (r, (s, &p)) in sums.iter_mut().zip(&ends).take(rows).enumerate() {
-                        let v = bytes
-                            .end(p)
-                            .unwrap_or_else(|from| tree.finish(narrow, r, from));
-                        *s = ftz(*s + v);
-                    }
-                    continue;
                 }
                 tree.leaves(columns, leaf);
                 let values = match &tree.walk {
@@ -766,8 +756,57 @@ fn add_trees<T: BinValue + Default + Into<u16>>(
     );
 }
 
-/// [`add_trees`] with `trees` flattened, in byte lanes where the bins are bytes and the
-/// CPU can.
+/// A tree's top levels in SIMD lanes of the bins' width.
+enum Lanes {
+    /// Byte bins (AVX-512 VBMI).
+    Bytes(ByteTree),
+    /// 16-bit bins (AVX-512 BW).
+    Words(WordTree),
+}
+
+impl Lanes {
+    /// Adds `tree`'s leaf values to a block's margins `sums` (`rows` of them), the top
+    /// levels in lanes and a deeper tree's rest row by row from where each row ended;
+    /// false (nothing added) where `columns` are not of the lanes' width.
+    ///
+    /// # Safety
+    /// The CPU walks in these lanes ([`lanes::available`], [`lanes::words_available`]);
+    /// `columns` holds every feature's [`BLOCK`] bins, and the tree splits on no other.
+    #[allow(unsafe_code)]
+    unsafe fn add<T: BinValue + Into<u16>>(
+        &self,
+        tree: &FlatTree<'_>,
+        columns: &[T],
+        rows: usize,
+        sums: &mut [f32; BLOCK],
+    ) -> bool {
+        // SAFETY: by the function's contract
+        let ends: [u16; BLOCK] = match (self, T::bytes(columns), T::words(columns)) {
+            (Lanes::Bytes(b), Some(c), _) if !b.partial() => {
+                unsafe { lanes::add_tree(b, c, sums) };
+                return true;
+            }
+            (Lanes::Bytes(b), Some(c), _) => unsafe { lanes::positions(b, c) }.map(u16::from),
+            (Lanes::Words(w), _, Some(c)) if !w.partial() => {
+                unsafe { lanes::add_words(w, c, sums) };
+                return true;
+            }
+            (Lanes::Words(w), _, Some(c)) => unsafe { lanes::word_positions(w, c) },
+            _ => return false,
+        };
+        // the rest row by row from where each ended
+        for (r, (s, &p)) in sums.iter_mut().zip(&ends).take(rows).enumerate() {
+            let end = match self {
+                Lanes::Bytes(b) => b.end(usize::from(p)),
+                Lanes::Words(w) => w.end(usize::from(p)),
+            };
+            *s = ftz(*s + end.unwrap_or_else(|from| tree.finish(columns, r, from)));
+        }
+        true
+    }
+}
+
+/// [`add_trees`] with `trees` flattened, in SIMD lanes where the CPU can.
 fn add_walks<T: BinValue + Default + Into<u16>>(
     nf: usize,
     fill: impl Fn(usize, usize, &mut [T]) + Sync,
@@ -776,8 +815,14 @@ fn add_walks<T: BinValue + Default + Into<u16>>(
     out: &mut [f32],
 ) {
     let flat: Vec<FlatTree<'_>> = trees.iter().map(|t| FlatTree::new(t, nf)).collect();
-    let lanes: Vec<Option<ByteTree>> = if T::bytes(&[]).is_some() && byte_lanes::available() {
-        flat.iter().map(FlatTree::byte_tree).collect()
+    let lanes: Vec<Option<Lanes>> = if T::bytes(&[]).is_some() && lanes::available() {
+        flat.iter()
+            .map(|t| t.lane_tree().map(Lanes::Bytes))
+            .collect()
+    } else if T::words(&[]).is_some() && lanes::words_available() {
+        flat.iter()
+            .map(|t| t.lane_tree().map(Lanes::Words))
+            .collect()
     } else {
         Vec::new()
     };
@@ -1005,11 +1050,11 @@ mod tests {
                     }
                 }
                 let flat = FlatTree::new(&tree, nf);
-                let Some(bytes) = flat.byte_tree() else {
+                let Some(bytes) = flat.lane_tree::<u8>() else {
                     panic!("depth {depth}, {nb} bins: a walk the lanes should take");
                 };
                 with_sets += usize::from(matches!(flat.walk, Walk::Sets { .. }));
-                if !byte_lanes::available() {
+                if !lanes::available() {
                     // scripts/test.sh sets it where /proc/cpuinfo lists AVX-512 VBMI
                     assert!(
                         std::env::var_os("SAPWOOD_REQUIRE_AVX512").is_none(),
@@ -1041,7 +1086,7 @@ mod tests {
                     // SAFETY: available() (checked above); the columns hold nf * BLOCK bins
                     #[allow(unsafe_code)]
                     unsafe {
-                        byte_lanes::add_tree(&bytes, &columns, &mut got)
+                        lanes::add_tree(&bytes, &columns, &mut got)
                     };
                     for r in 0..BLOCK {
                         let want = ftz(start[r] + values[leaf[r] as usize]);
@@ -1057,6 +1102,71 @@ mod tests {
         }
         // trees with bit sets were among them
         assert!(with_sets >= 10, "{with_sets} trees with sets");
+    }
+
+    /// A block's margins from the 16-bit lanes and from the complete-tree walk, for random
+    /// numeric trees of every depth the lanes take (levels 6 and 7 read two and four
+    /// tables) over 40 features, bins up to 1,024 and up to 65,535 (a rule's last bin at the
+    /// top of the width), both missing-value directions; trees with bit sets are left to
+    /// the walk with sets.
+    #[test]
+    fn word_lanes_add_the_complete_walks_leaves() {
+        let mut s = Stream(29);
+        let nf = 40;
+        for depth in 0..=8 {
+            for nb in [300u16, 1024, u16::MAX] {
+                let mut tree = random_tree(&mut s, nf, nb, false, depth);
+                while tree.depth() != depth {
+                    tree = random_tree(&mut s, nf, nb, false, depth);
+                }
+                let flat = FlatTree::new(&tree, nf);
+                let Some(words) = flat.lane_tree::<u16>() else {
+                    panic!("depth {depth}, {nb} bins: a walk the lanes should take");
+                };
+                let mut categorical = random_tree(&mut s, nf, nb, true, 8);
+                while !matches!(FlatTree::new(&categorical, nf).walk, Walk::Sets { .. }) {
+                    categorical = random_tree(&mut s, nf, nb, true, 8);
+                }
+                assert!(FlatTree::new(&categorical, nf).lane_tree::<u16>().is_none());
+                if !lanes::words_available() {
+                    assert!(
+                        std::env::var_os("SAPWOOD_REQUIRE_AVX512").is_none(),
+                        "SAPWOOD_REQUIRE_AVX512 is set but the 16-bit lanes are unavailable"
+                    );
+                    continue;
+                }
+                let Walk::Heap { values, .. } = &flat.walk else {
+                    panic!("a complete walk");
+                };
+                for block in 0..20 {
+                    let columns: Vec<u16> = (0..nf * BLOCK)
+                        .map(|_| match s.next(6) {
+                            0 => 0,
+                            1 => nb - 1,
+                            _ => s.next(u64::from(nb)) as u16,
+                        })
+                        .collect();
+                    let start: [f32; BLOCK] =
+                        std::array::from_fn(|r| (block * 64 + r) as f32 / 3.0 - 100.0);
+                    let mut leaf = [0u32; BLOCK];
+                    flat.leaves(&columns, &mut leaf);
+                    let mut got = start;
+                    // SAFETY: words_available() (checked above); nf * BLOCK bins
+                    #[allow(unsafe_code)]
+                    unsafe {
+                        lanes::add_words(&words, &columns, &mut got)
+                    };
+                    for r in 0..BLOCK {
+                        let want = ftz(start[r] + values[leaf[r] as usize]);
+                        assert_eq!(
+                            got[r].to_bits(),
+                            want.to_bits(),
+                            "depth {depth}, {nb} bins, block {block}, row {r}"
+                        );
+                    }
+                }
+            }
+        }
     }
 
     /// Rules the lanes cannot compare in 8 bits (a hostile model's bin past the bytes,
@@ -1094,7 +1204,7 @@ mod tests {
             }
             let flat = FlatTree::new(&tree, nf);
             assert_eq!(
-                flat.byte_tree().is_some(),
+                flat.lane_tree::<u8>().is_some(),
                 lanes,
                 "bin {bin}, default_left {default_left}"
             );
@@ -1116,21 +1226,36 @@ mod tests {
     #[test]
     fn deep_trees_take_their_top_levels_in_lanes() {
         let mut s = Stream(23);
-        let (rows, nf, nb) = (1003, 6, 256u16);
-        let bins: Vec<u8> = (0..rows * nf)
+        for nb in [256u16, 1024] {
+            deep_trees_in_lanes(&mut s, nb);
+        }
+    }
+
+    /// [`deep_trees_take_their_top_levels_in_lanes`] over bins `0..nb` (16-bit past 256:
+    /// no bit sets in lanes).
+    fn deep_trees_in_lanes(s: &mut Stream, nb: u16) {
+        let (rows, nf) = (1003, 6);
+        let bins: Vec<u16> = (0..rows * nf)
             .map(|_| match s.next(6) {
                 0 => 0,
-                _ => s.next(u64::from(nb)) as u8,
+                _ => s.next(u64::from(nb)) as u16,
             })
             .collect();
-        let matrix = BinnedMatrix::from_bins(rows, nf, crate::data::Bins::U8(bins)).unwrap();
+        let bins = if nb <= 256 {
+            crate::data::Bins::U8(bins.iter().map(|&b| b as u8).collect())
+        } else {
+            crate::data::Bins::U16(bins)
+        };
+        let matrix = BinnedMatrix::from_bins(rows, nf, bins).unwrap();
         let mut kinds = [0usize; 3];
         let mut trees = Vec::new();
-        while kinds.iter().any(|&k| k < 3) {
-            let categorical = s.next(2) == 0;
+        // walks with sets only over byte bins
+        let sets = if nb <= 256 { 3 } else { 0 };
+        while kinds[0] < 3 || kinds[1] < 3 || kinds[2] < sets {
+            let categorical = nb <= 256 && s.next(2) == 0;
             let max_depth = if s.next(2) == 0 { 10 } else { 20 };
-            let tree = random_tree(&mut s, nf, nb, categorical, max_depth);
-            if tree.depth() <= byte_lanes::MAX_DEPTH {
+            let tree = random_tree(s, nf, nb, categorical, max_depth);
+            if tree.depth() <= lanes::MAX_DEPTH {
                 continue;
             }
             let flat = FlatTree::new(&tree, nf);
@@ -1141,9 +1266,17 @@ mod tests {
                 Walk::Rows { .. } => panic!("a walk of in-range features"),
             };
             kinds[kind] += 1;
-            let lanes = flat.byte_tree();
+            let partial = if nb <= 256 {
+                flat.lane_tree::<u8>()
+                    .as_ref()
+                    .is_some_and(ByteTree::partial)
+            } else {
+                flat.lane_tree::<u16>()
+                    .as_ref()
+                    .is_some_and(WordTree::partial)
+            };
             assert!(
-                lanes.as_ref().is_some_and(ByteTree::partial),
+                partial,
                 "depth {}: the lanes take the top levels",
                 tree.depth()
             );
