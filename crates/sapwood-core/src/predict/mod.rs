@@ -95,6 +95,8 @@ struct Complete {
     held: Vec<u32>,
     /// per bottom slot: the tree node whose rows go on below it, or `u32::MAX` for a leaf
     below: Vec<u32>,
+    /// per bottom slot: the tree node its rows are at (a leaf, or the node they go on from)
+    at: Vec<u32>,
 }
 
 /// Trees at most this deep are walked as complete binary trees (2^depth slots).
@@ -132,6 +134,9 @@ struct FlatTree<'t> {
     tree: &'t Tree,
     /// features of the rows it walks
     nf: usize,
+    /// a level-by-level walk's top [`WHOLE_LEVELS`] levels as a complete tree, taken by
+    /// the whole block at once
+    top: Option<Complete>,
 }
 
 impl<'t> FlatTree<'t> {
@@ -156,11 +161,18 @@ impl<'t> FlatTree<'t> {
             }
             other => other,
         };
+        let top = match &walk {
+            Walk::Levels { nodes, depth } if *depth > WHOLE_LEVELS => {
+                Some(Self::complete(tree, nodes, WHOLE_LEVELS))
+            }
+            _ => None,
+        };
         FlatTree {
             walk,
             values,
             tree,
             nf,
+            top,
         }
     }
 
@@ -189,6 +201,7 @@ impl<'t> FlatTree<'t> {
             values: vec![0.0f32; internal + 1],
             held: vec![u32::MAX; internal],
             below: vec![u32::MAX; internal + 1],
+            at: vec![0; internal + 1],
         };
         // (tree node, heap position, level)
         let mut open = vec![(0usize, 0usize, 0usize)];
@@ -198,6 +211,7 @@ impl<'t> FlatTree<'t> {
             if is_leaf || level == depth {
                 // always left down to the bottom: the leftmost slot under h
                 let bottom = ((h + 1) << (depth - level)) - 1 - internal;
+                out.at[bottom] = i as u32;
                 if is_leaf {
                     out.values[bottom] = tree.nodes[i].value;
                 } else {
@@ -361,23 +375,37 @@ impl<'t> FlatTree<'t> {
 
     /// The value of the leaf row `r` of a block reaches from `from` (a heap position of a
     /// complete walk, a node of the others) on, one row at a time: the rest of a walk the
-    /// byte lanes took the top of.
+    /// lanes took the top of.
+    ///
+    /// # Panics
+    /// If `columns` is shorter than the features the tree was flattened for.
+    fn finish<T: Copy + Into<u16>>(&self, columns: &[T], r: usize, from: u32) -> f32 {
+        let end = self.end_of(columns, r, from) as usize;
+        match &self.walk {
+            Walk::Heap { values, .. } => values[end],
+            _ => self.values[end],
+        }
+    }
+
+    /// Where row `r` of a block ends from `from` (a heap position of a complete walk, a
+    /// node of the others) on, one row at a time, stopping at its leaf: a bottom slot of a
+    /// complete walk, a leaf node of the others.
     ///
     /// # Panics
     /// If `columns` is shorter than the features the tree was flattened for.
     #[allow(unsafe_code)]
-    fn finish<T: Copy + Into<u16>>(&self, columns: &[T], r: usize, from: u32) -> f32 {
+    fn end_of<T: Copy + Into<u16>>(&self, columns: &[T], r: usize, from: u32) -> u32 {
         assert!(r < BLOCK && columns.len() >= self.nf * BLOCK);
         let mut at = from;
         match &self.walk {
-            Walk::Heap { nodes, values, .. } => {
+            Walk::Heap { nodes, .. } => {
                 let internal = nodes.len() as u32;
                 while at < internal {
                     // SAFETY: `at` is internal; columns as for `heap_step` (asserted above)
                     let (n, b) = unsafe { node_and_bin(nodes, columns, at, r) };
                     at = 2 * at + 1 + u32::from(b.wrapping_sub(n.shift) > n.last);
                 }
-                values[(at - internal) as usize]
+                at - internal
             }
             // a step count bound by the nodes: a model whose ways went round (never a
             // validated one) cannot keep the walk here
@@ -391,7 +419,7 @@ impl<'t> FlatTree<'t> {
                     }
                     at = n.next[usize::from(b.wrapping_sub(n.shift) > n.last)];
                 }
-                self.values[at as usize]
+                at
             }
             Walk::Sets { nodes, sets, .. } => {
                 for _ in 0..nodes.len() {
@@ -403,11 +431,18 @@ impl<'t> FlatTree<'t> {
                     }
                     at = unsafe { set_next(&n, sets, b) };
                 }
-                self.values[at as usize]
+                at
             }
-            Walk::Rows { nodes } => {
-                let _ = nodes;
-                unreachable!("a row-by-row walk has no byte lanes")
+            Walk::Rows { nodes } => Self::leaf_of_row(nodes, self.tree, columns, r) as u32,
+        }
+    }
+
+    /// The rest of a walk of `depth` levels whose rows have taken the first
+    /// [`STEPPED_LEVELS`] together: each row on from its node to its leaf alone.
+    fn finish_rows<T: Copy + Into<u16>>(&self, depth: usize, columns: &[T], leaf: &mut [u32]) {
+        if depth > STEPPED_LEVELS {
+            for (r, at) in leaf.iter_mut().enumerate() {
+                *at = self.end_of(columns, r, *at);
             }
         }
     }
@@ -475,31 +510,21 @@ impl<'t> FlatTree<'t> {
     /// If `leaf` is longer than a block or `columns` shorter than the features.
     #[inline]
     #[allow(unsafe_code)]
-    fn leaves<T: Copy + Into<u16>>(&self, columns: &[T], leaf: &mut [u32]) {
+    fn leaves<T: BinValue + Into<u16>>(&self, columns: &[T], leaf: &mut [u32]) {
         assert!(
             leaf.len() <= BLOCK && columns.len() >= self.nf * BLOCK,
             "a block of rows and every feature's column"
         );
         match &self.walk {
             Walk::Heap { nodes, depth, .. } => {
-                match nodes.first() {
-                    // every row starts at the root: its first step needs no node per row,
-                    // a loop the compiler vectorises
-                    Some(root) if *depth > 0 => {
-                        let col = &columns[root.column as usize..][..leaf.len()];
-                        for (at, &b) in leaf.iter_mut().zip(col) {
-                            let b: u16 = b.into();
-                            *at = 1 + u32::from(b.wrapping_sub(root.shift) > root.last);
-                        }
-                        for _ in 1..*depth {
-                            // SAFETY: levels 1..depth of a walk from the root (its step
-                            // just taken) of a complete tree of `depth` levels; columns are
-                            // features below the rows' width (checked in `FlatTree::new`),
-                            // `columns` holds `nf * BLOCK` bins and a block at most BLOCK rows
-                            unsafe { heap_step(nodes, columns, leaf) };
-                        }
-                    }
-                    _ => leaf.fill(0),
+                let top = (*depth).min(WHOLE_LEVELS);
+                top_levels(nodes, top, columns, leaf);
+                for _ in top..*depth {
+                    // SAFETY: levels top..depth of a walk from the root (the top levels
+                    // just taken) of a complete tree of `depth` levels; columns are
+                    // features below the rows' width (checked in `FlatTree::new`),
+                    // `columns` holds `nf * BLOCK` bins and a block at most BLOCK rows
+                    unsafe { heap_step(nodes, columns, leaf) };
                 }
                 let internal = (1u32 << depth) - 1;
                 for at in leaf.iter_mut() {
@@ -507,21 +532,36 @@ impl<'t> FlatTree<'t> {
                 }
             }
             Walk::Levels { nodes, depth } => {
-                leaf.fill(0);
-                for _ in 0..*depth {
-                    // SAFETY: rows start at the root (depth > 0: the tree has nodes) and
-                    // follow `next`, each below `nodes.len()` (checked in `levels`); columns
-                    // as above
+                let taken = match &self.top {
+                    Some(top) => {
+                        top_levels(&top.nodes, WHOLE_LEVELS, columns, leaf);
+                        let first = top.nodes.len() as u32;
+                        for at in leaf.iter_mut() {
+                            *at = top.at[(*at - first) as usize];
+                        }
+                        WHOLE_LEVELS
+                    }
+                    None => {
+                        leaf.fill(0);
+                        0
+                    }
+                };
+                for _ in taken..(*depth).min(STEPPED_LEVELS) {
+                    // SAFETY: rows start at the root or a node under the top levels (depth
+                    // > 0: the tree has nodes) and follow `next`, each below `nodes.len()`
+                    // (checked in `levels`); columns as above
                     unsafe { level_step(nodes, columns, leaf) };
                 }
+                self.finish_rows(*depth, columns, leaf);
             }
             Walk::Sets { nodes, sets, depth } => {
                 leaf.fill(0);
-                for _ in 0..*depth {
+                for _ in 0..(*depth).min(STEPPED_LEVELS) {
                     // SAFETY: as for `Levels` (`next` checked in `sets`), and every node's
                     // set lies in `sets` (built so)
                     unsafe { set_step(nodes, sets, columns, leaf) };
                 }
+                self.finish_rows(*depth, columns, leaf);
             }
             Walk::Rows { nodes } => {
                 for (r, at) in leaf.iter_mut().enumerate() {
@@ -531,6 +571,67 @@ impl<'t> FlatTree<'t> {
         }
     }
 }
+
+/// The top levels of a complete walk taken by the whole block at once: a level's every
+/// node compares the whole block's bins of its feature and keeps the way of the rows at
+/// its position, loops over a block the compiler vectorises (no SIMD instructions of our
+/// own: this is the walk of CPUs without the lanes). A level of 2^l nodes costs 2^l
+/// compares a row, less than a row-at-a-time step while 2^l is small.
+const WHOLE_LEVELS: usize = 5;
+
+/// Moves each of a block's rows down the top `top` levels of a complete walk (`nodes` in
+/// heap order), leaving its heap position in `leaf`.
+///
+/// # Panics
+/// If `nodes` has fewer than the top levels' slots, or a node's column lies past
+/// `columns` less a block.
+fn top_levels<T: BinValue + Into<u16>>(
+    nodes: &[HeapNode],
+    top: usize,
+    columns: &[T],
+    leaf: &mut [u32],
+) {
+    let mut position = [0u8; BLOCK];
+    for level in 0..top {
+        let first = (1usize << level) - 1;
+        let mut right = [0u8; BLOCK];
+        for (p, n) in nodes[first..2 * first + 1].iter().enumerate() {
+            if n.shift == 0 && n.last == u16::MAX {
+                // always left: a slot under a leaf
+                continue;
+            }
+            let at = n.column as usize..n.column as usize + BLOCK;
+            // bytes compare in bytes, twice the lanes of a 16-bit compare
+            if let (Some(bytes), Some((shift, last))) =
+                (T::bytes(columns), u8::rule(n.shift, n.last))
+            {
+                let column: &[u8; BLOCK] = bytes[at].try_into().expect("a block's bins");
+                for ((way, &b), &at) in right.iter_mut().zip(column).zip(&position) {
+                    *way |= u8::from(at == p as u8) & u8::from(b.wrapping_sub(shift) > last);
+                }
+                continue;
+            }
+            let column: &[T; BLOCK] = columns[at].try_into().expect("a block's bins");
+            for ((way, &b), &at) in right.iter_mut().zip(column).zip(&position) {
+                let b: u16 = b.into();
+                *way |= u8::from(at == p as u8) & u8::from(b.wrapping_sub(n.shift) > n.last);
+            }
+        }
+        for (at, way) in position.iter_mut().zip(right) {
+            *at = 2 * *at + way;
+        }
+    }
+    let first = (1u32 << top) - 1;
+    for (at, &p) in leaf.iter_mut().zip(&position) {
+        *at = first + u32::from(p);
+    }
+}
+
+/// The levels a level-by-level walk takes with all of a block's rows together, each a step
+/// whether or not the row has reached its leaf; past them each row goes on alone and stops
+/// at its leaf (a loss-guided tree's leaves lie at many depths, most of its rows' above
+/// its deepest).
+const STEPPED_LEVELS: usize = 8;
 
 /// Whether every way out of a node (`next` of each of `len` nodes) leads to a node, as in
 /// a validated model's trees.
@@ -1007,6 +1108,8 @@ mod tests {
             }
             let mut got = vec![0.0f32; rows * k];
             add_to_margins(&matrix, &trees, k, &mut got);
+            // the walks of CPUs without the lanes, here too
+            let portable = margins_without_lanes(&matrix, &trees, k);
             for r in 0..rows {
                 let mut want = [0.0f32; 2];
                 for (t, tree) in trees.iter().enumerate() {
@@ -1014,14 +1117,42 @@ mod tests {
                     want[t % k] = ftz(want[t % k] + tree.value(leaf));
                 }
                 for g in 0..k {
-                    assert_eq!(
-                        got[r * k + g].to_bits(),
-                        want[g].to_bits(),
-                        "{nb} bins, categorical {categorical}: row {r}, group {g}"
-                    );
+                    for (how, got) in [("", &got), (" without lanes", &portable)] {
+                        assert_eq!(
+                            got[r * k + g].to_bits(),
+                            want[g].to_bits(),
+                            "{nb} bins, categorical {categorical}{how}: row {r}, group {g}"
+                        );
+                    }
                 }
             }
         }
+    }
+
+    /// [`add_to_margins`] from zero margins with no tree in SIMD lanes.
+    fn margins_without_lanes(binned: &BinnedMatrix, trees: &[Tree], k: usize) -> Vec<f32> {
+        let nf = binned.n_features();
+        let flat: Vec<FlatTree<'_>> = trees.iter().map(|t| FlatTree::new(t, nf)).collect();
+        let mut out = vec![0.0f32; binned.n_rows() * k];
+        match binned.bins() {
+            BinsRef::U8(b) => add_trees(
+                nf,
+                |f, r, c| transpose(b, nf, f, r, c),
+                &flat,
+                &[],
+                k,
+                &mut out,
+            ),
+            BinsRef::U16(b) => add_trees(
+                nf,
+                |f, r, c| transpose(b, nf, f, r, c),
+                &flat,
+                &[],
+                k,
+                &mut out,
+            ),
+        }
+        out
     }
 
     /// A block's margins from the byte lanes and from the complete-tree walk (or the walk
@@ -1285,17 +1416,20 @@ mod tests {
         let k = 3;
         let mut got = vec![0.0f32; rows * k];
         add_to_margins(&matrix, &trees, k, &mut got);
+        let portable = margins_without_lanes(&matrix, &trees, k);
         for r in 0..rows {
             let mut want = [0.0f32; 3];
             for (t, tree) in trees.iter().enumerate() {
                 want[t % k] = ftz(want[t % k] + tree.value(tree.leaf_of_binned(&matrix, r)));
             }
             for g in 0..k {
-                assert_eq!(
-                    got[r * k + g].to_bits(),
-                    want[g].to_bits(),
-                    "row {r}, group {g}"
-                );
+                for (how, got) in [("", &got), (" without lanes", &portable)] {
+                    assert_eq!(
+                        got[r * k + g].to_bits(),
+                        want[g].to_bits(),
+                        "{nb} bins{how}: row {r}, group {g}"
+                    );
+                }
             }
         }
     }
