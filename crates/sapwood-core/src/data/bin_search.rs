@@ -7,21 +7,29 @@
 //! it) + (thresholds below it in the block that follows). Each count is 16 independent
 //! compares of fixed length, which the compiler turns into four 4-wide compares, and the
 //! count is exactly the binary search's, whatever the values (±0, infinities): the same
-//! `t < v` compares on the same floats. [`BinSearch::bins`] bins 64 values at once in
-//! AVX-512 lanes with the same counts (the pivots searched by permutes, the block by
-//! gathers).
+//! `t < v` compares on the same floats. Past 256 thresholds (`max_bin` above 256) they are
+//! cut into parts of 256 first, with each part's last threshold in one more block of 16,
+//! and a value's bin is 256 × (parts below it) + its count in the part that follows.
+//! [`BinSearch::bins`] bins 64 values at once in AVX-512 lanes with the same counts (the
+//! part and the pivots searched by permutes or gathers, the block by gathers).
 #![allow(unsafe_code)]
 
-/// Thresholds per block (and pivots, so at most `BLOCK * BLOCK` thresholds).
+/// Thresholds per block (and pivots a part, and parts, so at most `BLOCK^3` thresholds).
 const BLOCK: usize = 16;
+/// Thresholds per part.
+const PART: usize = BLOCK * BLOCK;
+/// Blocks a part holds: 16 of thresholds and one of +inf (a value above every pivot of
+/// 16 full blocks counts 16 and reads it).
+const PART_BLOCKS: usize = BLOCK + 1;
 
 /// A numeric feature's thresholds laid out for [`BinSearch::bin`].
 #[derive(Debug, Clone)]
 pub struct BinSearch {
-    /// the last threshold of each block (+inf past the last block)
-    pivots: [f32; BLOCK],
-    /// the thresholds, `BLOCK` a block, padded with +inf, and always one more block of
-    /// +inf (a value above every pivot of 16 full blocks counts 16 and reads it)
+    /// the last threshold of each part (+inf past the last part)
+    tops: [f32; BLOCK],
+    /// per part, the last threshold of each of its blocks (+inf past its last block)
+    pivots: Vec<[f32; BLOCK]>,
+    /// the thresholds, `BLOCK` a block, padded with +inf, [`PART_BLOCKS`] blocks a part
     blocks: Vec<[f32; BLOCK]>,
 }
 
@@ -50,27 +58,50 @@ fn below(block: &[f32; BLOCK], v: f32) -> usize {
 }
 
 impl BinSearch {
-    /// The layout of `thresholds`; `None` beyond 256 of them, or unless they strictly
+    /// The layout of `thresholds`; `None` beyond 4,096 of them, or unless they strictly
     /// increase (a hostile model's cuts: the binary search handles those).
     pub fn new(thresholds: &[f32]) -> Option<Self> {
-        if thresholds.len() > BLOCK * BLOCK || !thresholds.windows(2).all(|w| w[0] < w[1]) {
+        if thresholds.len() > BLOCK * PART || !thresholds.windows(2).all(|w| w[0] < w[1]) {
             return None;
         }
-        let mut blocks: Vec<[f32; BLOCK]> = thresholds
-            .chunks(BLOCK)
-            .map(|c| {
-                let mut b = [f32::INFINITY; BLOCK];
-                b[..c.len()].copy_from_slice(c);
-                b
-            })
-            .collect();
-        let mut pivots = [f32::INFINITY; BLOCK];
-        for (p, b) in pivots.iter_mut().zip(&blocks) {
-            *p = b[BLOCK - 1];
+        let mut tops = [f32::INFINITY; BLOCK];
+        let mut pivots = Vec::new();
+        let mut blocks = Vec::new();
+        // no thresholds: one part of +inf blocks, every value counts 0
+        let parts: Vec<&[f32]> = match thresholds.len() {
+            0 => vec![&[]],
+            _ => thresholds.chunks(PART).collect(),
+        };
+        for (top, part) in tops.iter_mut().zip(&parts) {
+            *top = part.last().copied().unwrap_or(f32::INFINITY);
+            let mut p = [f32::INFINITY; BLOCK];
+            let start = blocks.len();
+            blocks.resize(start + PART_BLOCKS, [f32::INFINITY; BLOCK]);
+            for ((pivot, block), c) in p
+                .iter_mut()
+                .zip(&mut blocks[start..])
+                .zip(part.chunks(BLOCK))
+            {
+                block[..c.len()].copy_from_slice(c);
+                *pivot = block[BLOCK - 1];
+            }
+            pivots.push(p);
         }
-        // every pivot below a value: the value is past the last (full) block
-        blocks.push([f32::INFINITY; BLOCK]);
-        Some(BinSearch { pivots, blocks })
+        Some(BinSearch {
+            tops,
+            pivots,
+            blocks,
+        })
+    }
+
+    /// The part a (non-NaN) value's count ends in: the parts wholly below it, or the last.
+    #[inline(always)]
+    fn part(&self, v: f32) -> usize {
+        if self.pivots.len() == 1 {
+            0
+        } else {
+            below(&self.tops, v).min(self.pivots.len() - 1)
+        }
     }
 
     /// The bin of `v`: 0 for NaN (missing), else 1 + the number of thresholds below `v`,
@@ -80,8 +111,9 @@ impl BinSearch {
         if v.is_nan() {
             return 0;
         }
-        let p = below(&self.pivots, v).min(self.blocks.len() - 1);
-        (1 + BLOCK * p + below(&self.blocks[p], v)) as u16
+        let s = self.part(v);
+        let p = below(&self.pivots[s], v);
+        (1 + PART * s + BLOCK * p + below(&self.blocks[PART_BLOCKS * s + p], v)) as u16
     }
 }
 
@@ -107,12 +139,13 @@ impl BinSearch {
     }
 
     /// [`BinSearch::bins`] in lanes, four registers of 16 searched side by side: each
-    /// value's pivot count by a branchless search of the 16 pivots (one register, probed
-    /// by permutes: five probes for the 17 possible counts), then its count within that
-    /// block by a search of four gathered probes (the block's last threshold, its pivot,
-    /// is not below the value, so its count is at most 15). Both searches count the
-    /// thresholds `t < v` of an increasing list, as the compares of [`below`] do; NaN is
-    /// bin 0.
+    /// value's part by a branchless search of the parts' last thresholds (one register,
+    /// probed by permutes: five probes for the 17 possible counts, kept below the parts),
+    /// its pivot count in that part likewise (by permutes where there is one part, else by
+    /// gathers), then its count within that block by a search of four gathered probes (the
+    /// block's last threshold, its pivot, is not below the value, so its count is at most
+    /// 15). Each search counts the thresholds `t < v` of an increasing list, as the
+    /// compares of [`below`] do; NaN is bin 0.
     ///
     /// # Safety
     /// The CPU must have AVX-512 F.
@@ -121,23 +154,56 @@ impl BinSearch {
     unsafe fn bins_avx512(&self, v: &[f32; LANES]) -> [u16; LANES] {
         use std::arch::x86_64::*;
         let mut out = [0u16; LANES];
-        // SAFETY: 64 floats of `v`, 16 of the pivots; a gathered index is block * 16 + (at
-        // most 14) with block <= blocks.len() - 1, inside the blocks; 64 u16 stored
+        let parts = self.pivots.len();
+        // a branchless search of 16 increasing values: the count of those below each lane
+        // of `x`, `probe(at)` reading the value at index `at` (plus `base`) of each lane
+        let search =
+            |x: &[__m512; CHAINS], base: &[__m512i; CHAINS], probe: &dyn Fn(__m512i) -> __m512| {
+                let mut p = [_mm512_setzero_si512(); CHAINS];
+                for half in [8, 4, 2, 1, 1] {
+                    for c in 0..CHAINS {
+                        let at = _mm512_add_epi32(
+                            _mm512_add_epi32(base[c], p[c]),
+                            _mm512_set1_epi32(half - 1),
+                        );
+                        let below = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(probe(at), x[c]);
+                        p[c] = _mm512_mask_add_epi32(p[c], below, p[c], _mm512_set1_epi32(half));
+                    }
+                }
+                p
+            };
+        // SAFETY: 64 floats of `v`, 16 of the tops and of one part's pivots; a part is
+        // below `parts`, a pivot count at most 16 (an index within the part's 17 blocks), a
+        // gathered block index (part * 17 + count) * 16 + (at most 14) is inside the
+        // blocks; 64 u16 stored
         unsafe {
             let x: [__m512; CHAINS] =
                 std::array::from_fn(|c| _mm512_loadu_ps(v.as_ptr().add(WIDTH * c)));
-            let pivots = _mm512_loadu_ps(self.pivots.as_ptr());
-            let mut p = [_mm512_setzero_si512(); CHAINS];
-            for half in [8, 4, 2, 1, 1] {
-                for c in 0..CHAINS {
-                    let at = _mm512_add_epi32(p[c], _mm512_set1_epi32(half - 1));
-                    let t = _mm512_permutexvar_ps(at, pivots);
-                    let below = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(t, x[c]);
-                    p[c] = _mm512_mask_add_epi32(p[c], below, p[c], _mm512_set1_epi32(half));
-                }
-            }
-            let last = _mm512_set1_epi32(self.blocks.len() as i32 - 1);
-            let first = p.map(|p| _mm512_slli_epi32::<4>(_mm512_min_epu32(p, last)));
+            let zero = [_mm512_setzero_si512(); CHAINS];
+            let s = if parts == 1 {
+                zero
+            } else {
+                let tops = _mm512_loadu_ps(self.tops.as_ptr());
+                let last = _mm512_set1_epi32(parts as i32 - 1);
+                search(&x, &zero, &|at| _mm512_permutexvar_ps(at, tops))
+                    .map(|s| _mm512_min_epu32(s, last))
+            };
+            let p = if parts == 1 {
+                let pivots = _mm512_loadu_ps(self.pivots[0].as_ptr());
+                search(&x, &zero, &|at| _mm512_permutexvar_ps(at, pivots))
+            } else {
+                let pivots = self.pivots.as_ptr().cast::<f32>();
+                let base = s.map(|s| _mm512_slli_epi32::<4>(s));
+                search(&x, &base, &|at| _mm512_i32gather_ps::<4>(at, pivots))
+            };
+            // where each lane's block starts among the thresholds, and its bin before it
+            let first: [__m512i; CHAINS] = std::array::from_fn(|c| {
+                let block = _mm512_add_epi32(
+                    _mm512_mullo_epi32(s[c], _mm512_set1_epi32(PART_BLOCKS as i32)),
+                    p[c],
+                );
+                _mm512_slli_epi32::<4>(block)
+            });
             let blocks = self.blocks.as_ptr().cast::<f32>();
             let mut count = [_mm512_setzero_si512(); CHAINS];
             for half in [8, 4, 2, 1] {
@@ -151,8 +217,11 @@ impl BinSearch {
                 }
             }
             for c in 0..CHAINS {
+                // 1 + 256 s + 16 p + count
+                let before =
+                    _mm512_add_epi32(_mm512_slli_epi32::<8>(s[c]), _mm512_slli_epi32::<4>(p[c]));
                 let bin =
-                    _mm512_add_epi32(_mm512_add_epi32(first[c], count[c]), _mm512_set1_epi32(1));
+                    _mm512_add_epi32(_mm512_add_epi32(before, count[c]), _mm512_set1_epi32(1));
                 let number = _mm512_cmp_ps_mask::<_CMP_ORD_Q>(x[c], x[c]);
                 let bin = _mm512_maskz_mov_epi32(number, bin);
                 _mm256_storeu_si256(
@@ -174,7 +243,10 @@ mod tests {
     proptest! {
         #[test]
         fn the_bin_is_the_binary_searchs(
-            mut thresholds in proptest::collection::vec(-1e3f32..1e3, 0..=256),
+            mut thresholds in prop_oneof![
+                proptest::collection::vec(-1e3f32..1e3, 0..=256),
+                proptest::collection::vec(-1e3f32..1e3, 257..=1100),
+            ],
             values in proptest::collection::vec(prop_oneof![
                 -2e3f32..2e3,
                 Just(f32::NAN), Just(f32::INFINITY), Just(f32::NEG_INFINITY),
@@ -202,7 +274,9 @@ mod tests {
 
     #[test]
     fn full_blocks_and_the_limit() {
-        for k in [0usize, 1, 15, 16, 17, 255, 256] {
+        for k in [
+            0usize, 1, 15, 16, 17, 255, 256, 257, 511, 512, 1000, 4095, 4096,
+        ] {
             let t: Vec<f32> = (0..k).map(|i| i as f32).collect();
             let s = BinSearch::new(&t).unwrap();
             for i in -1..=(k as i32 + 1) {
@@ -227,7 +301,7 @@ mod tests {
                 "{k} thresholds"
             );
         }
-        assert!(BinSearch::new(&(0..257).map(|i| i as f32).collect::<Vec<_>>()).is_none());
+        assert!(BinSearch::new(&(0..4097).map(|i| i as f32).collect::<Vec<_>>()).is_none());
         // not strictly increasing (a hostile model): left to the binary search
         assert!(BinSearch::new(&[1.0, 1.0]).is_none());
         assert!(BinSearch::new(&[f32::NAN, 1.0]).is_none());

@@ -407,7 +407,8 @@ mod tests {
     #[test]
     fn runs_of_missing_values_bin_as_every_value_does() {
         // columns with runs of NaN longer and shorter than a lane block, values between,
-        // and one feature with more thresholds than the lanes search takes
+        // and one feature with more thresholds than the binary search (not strictly
+        // increasing: the lanes search leaves those to it) and one past 256 (parts)
         let n = 5 * LANES + 13;
         let col = |j: usize| -> Vec<f32> {
             (0..n)
@@ -428,18 +429,34 @@ mod tests {
             FeatureCuts::Numeric {
                 thresholds: vec![1.0],
             },
+            FeatureCuts::Numeric {
+                thresholds: (0..300).map(|t| (t / 2) as f32 / 1.5 - 20.0).collect(),
+            },
         ];
+        let nf = features.len();
         let cuts = Cuts::new(features);
-        let names = (0..3).map(|j| format!("f{j}")).collect();
-        let columns = (0..3).map(|j| Column::Numeric(col(j).into())).collect();
+        let names = (0..nf).map(|j| format!("f{j}")).collect();
+        let columns = (0..nf).map(|j| Column::Numeric(col(j).into())).collect();
         let matrix = FeatureMatrix::new(names, columns).unwrap();
         let binned = BinnedMatrix::new(&matrix, &cuts).unwrap();
         let binner = Binner::new(&matrix, &cuts).unwrap();
         // the plain path, into storage that is not zero
-        let mut plain = vec![9u16; n * 3];
-        binner.bin_into(0, n, &mut plain, 3, 1);
-        let got: Vec<u16> = (0..n * 3).map(|i| binned.bin(i / 3, i % 3)).collect();
+        let mut plain = vec![9u16; n * nf];
+        binner.bin_into(0, n, &mut plain, nf, 1);
+        let got: Vec<u16> = (0..n * nf).map(|i| binned.bin(i / nf, i % nf)).collect();
         assert_eq!(got, plain);
+        // each value as the cuts bin it, one at a time
+        for (i, &b) in plain.iter().enumerate() {
+            let (r, f) = (i / nf, i % nf);
+            let FeatureCuts::Numeric { thresholds } = &cuts.features()[f] else {
+                unreachable!("numeric")
+            };
+            assert_eq!(
+                b,
+                FeatureCuts::bin_value(thresholds, col(f)[r]),
+                "row {r}, feature {f}"
+            );
+        }
         assert!(
             plain.iter().filter(|&&b| b == 0).count() > n,
             "missing runs were there"

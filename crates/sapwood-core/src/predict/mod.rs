@@ -1438,7 +1438,7 @@ mod tests {
     /// one value at a time by the cuts' own rules (`bin_value`, `bin_code`): a categorical
     /// column whose levels are in another order than the cuts' (matched by name, an
     /// unknown level missing), numeric features of 0 to 256 thresholds (the lanes' search)
-    /// and one of 300 (16-bit bins, the binary search), thresholds that do not increase
+    /// and one of 300 (16-bit bins, the search in parts), thresholds that do not increase
     /// (the binary search), NaN, infinities and the thresholds themselves, rows not a
     /// multiple of the block, and trees with categorical splits, complete walks and deep
     /// ones.
