@@ -189,8 +189,9 @@ extern "C" __global__ void __launch_bounds__(256) gradients(
                 float pr = __fmul_rn(__ull2float_rn(pk), INV_ONE);
                 float t = c == label_class ? 1.0f : 0.0f;
                 float g = ftz(__fmul_rn(ftz(__fsub_rn(pr, t)), w));
-                float h = ftz(__fmul_rn(
-                    fmaxf(__fmul_rn(2.0f, __fmul_rn(pr, __fsub_rn(1.0f, pr))), min_hessian), w));
+                // c0: the hessian's factor, 2 or K/(K - 1) (multiclass_hessian)
+                float h = ftz(__fmul_rn(fmaxf(__fmul_rn(__uint_as_float(p.c0),
+                    __fmul_rn(pr, __fsub_rn(1.0f, pr))), min_hessian), w));
                 grad[2u * (base + c)] = g;
                 grad[2u * (base + c) + 1u] = h;
                 record(local_max, maxes, c, g, h);

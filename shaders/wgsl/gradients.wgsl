@@ -243,7 +243,8 @@ fn main(
                 let pr = f32(div_shifted(e, sum)) * INV_ONE;
                 let t = select(0.0, 1.0, c == label_class);
                 let g = ftz(ftz(pr - t) * w);
-                let h = ftz(max(2.0 * (pr * (1.0 - pr)), MIN_HESSIAN) * w);
+                // c0: the hessian's factor, 2 or K/(K - 1) (multiclass_hessian)
+                let h = ftz(max(bitcast<f32>(p.c0) * (pr * (1.0 - pr)), MIN_HESSIAN) * w);
                 grad[2u * (base + c)] = g;
                 grad[2u * (base + c) + 1u] = h;
                 record(c, g, h);

@@ -417,6 +417,8 @@ pub(crate) fn gradients_and_margins<B: HistBackend + ?Sized>(
             quantile_alpha: vec![0.3],
             huber_slope: 2.5,
             tweedie_variance_power: 1.3,
+            // K/(K - 1), not 2: a kernel multiplying by 2 fails
+            multiclass_hessian: sapwood_core::objective::MulticlassHessian::LightGBM,
             ..Default::default()
         };
         let obj = Objective::with_params(kind, k, &constants).expect("objective");

@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::metric::Metric;
-pub use crate::objective::PairMethodKind;
+pub use crate::objective::{MulticlassHessian, PairMethodKind};
 use crate::objective::{Objective, ObjectiveKind, ObjectiveParams, POISSON_MAX_DELTA_STEP};
 use names::{canonical, num, opt, Setting};
 
@@ -177,6 +177,10 @@ pub struct Params {
     /// Ranking: each query's gradients are scaled by log2(1 + Σ|λ|) / Σ|λ|.
     #[serde(skip_serializing_if = "is_true")]
     pub lambdarank_normalization: bool,
+    /// Multiclass: the softmax hessian, XGBoost's 2p(1 - p) or LightGBM's
+    /// K/(K - 1) · p(1 - p).
+    #[serde(skip_serializing_if = "is_xgboost_hessian")]
+    pub multiclass_hessian: MulticlassHessian,
     /// Direction (+1, -1, 0) the prediction must follow along each feature.
     #[serde(skip_serializing_if = "MonotoneConstraints::is_empty")]
     pub monotone_constraints: MonotoneConstraints,
@@ -232,6 +236,10 @@ fn is_half(v: &[f64]) -> bool {
 }
 fn is_topk(v: &PairMethodKind) -> bool {
     *v == PairMethodKind::TopK
+}
+
+fn is_xgboost_hessian(v: &MulticlassHessian) -> bool {
+    *v == MulticlassHessian::XGBoost
 }
 
 /// One number, or a list of them, as `quantile_alpha` is written: models with one value
@@ -338,6 +346,7 @@ impl Default for Params {
             lambdarank_pair_method: PairMethodKind::TopK,
             ndcg_exp_gain: true,
             lambdarank_normalization: true,
+            multiclass_hessian: MulticlassHessian::XGBoost,
             monotone_constraints: MonotoneConstraints::default(),
             monotone_constraints_method: MonotoneMethod::Basic,
             interaction_constraints: Vec::new(),
@@ -609,6 +618,18 @@ impl Params {
                     }
                 }
             }
+            "multiclass_hessian" => {
+                self.multiclass_hessian = match v {
+                    "xgboost" => MulticlassHessian::XGBoost,
+                    "lightgbm" => MulticlassHessian::LightGBM,
+                    other => {
+                        return Err(Error::param(
+                            name,
+                            format!("`{other}` is not xgboost or lightgbm"),
+                        ))
+                    }
+                }
+            }
             _ => unreachable!("PARAM_NAMES lists only names handled here"),
         }
         Ok(())
@@ -640,6 +661,7 @@ impl Params {
             lambdarank_pair_method: self.lambdarank_pair_method,
             ndcg_exp_gain: self.ndcg_exp_gain,
             lambdarank_normalization: self.lambdarank_normalization,
+            multiclass_hessian: self.multiclass_hessian,
         }
     }
 
@@ -675,6 +697,37 @@ mod tests {
         };
         assert_eq!(set.leaf_delta_bound(), 2.0);
         assert_eq!(Params::default().leaf_delta_bound(), 0.0);
+    }
+
+    /// `multiclass_hessian` is read from its two names, refused otherwise (naming the
+    /// parameter), saved only when it is not the default (models saved before it keep their
+    /// bytes) and read back; the objective's hessian follows it.
+    #[test]
+    fn the_multiclass_hessian_is_set_saved_and_read_back() {
+        let mut p = Params::default();
+        let default = serde_json::to_string(&p).unwrap();
+        assert!(!default.contains("multiclass_hessian"));
+        p.set("multiclass_hessian", "lightgbm").unwrap();
+        assert_eq!(p.multiclass_hessian, MulticlassHessian::LightGBM);
+        let saved = serde_json::to_string(&p).unwrap();
+        assert!(
+            saved.contains(r#""multiclass_hessian":"lightgbm""#),
+            "{saved}"
+        );
+        let back: Params = serde_json::from_str(&saved).unwrap();
+        assert_eq!(back, p);
+        let old: Params = serde_json::from_str(&default).unwrap();
+        assert_eq!(old.multiclass_hessian, MulticlassHessian::XGBoost);
+        let err = p
+            .set("multiclass_hessian", "catboost")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("multiclass_hessian") && err.contains("catboost"),
+            "{err}"
+        );
+        p.set("multiclass_hessian", "xgboost").unwrap();
+        assert_eq!(p.multiclass_hessian, MulticlassHessian::XGBoost);
     }
 
     #[test]

@@ -71,6 +71,7 @@ pub const PARAM_NAMES: &[(&str, &[&str])] = &[
     ("lambdarank_pair_method", &[]),
     ("ndcg_exp_gain", &[]),
     ("lambdarank_normalization", &["lambdarank_norm"]),
+    ("multiclass_hessian", &[]),
 ];
 
 /// Canonical run option names and their aliases.
