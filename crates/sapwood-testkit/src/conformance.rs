@@ -417,8 +417,13 @@ pub(crate) fn gradients_and_margins<B: HistBackend + ?Sized>(
             quantile_alpha: vec![0.3],
             huber_slope: 2.5,
             tweedie_variance_power: 1.3,
-            // K/(K - 1), not 2: a kernel multiplying by 2 fails
-            multiclass_hessian: sapwood_core::objective::MulticlassHessian::LightGBM,
+            // K/(K - 1) for 3 and 7 classes, so that a kernel multiplying by 2 fails, and
+            // the default 2 for the others
+            multiclass_hessian: if k == 3 || k == 7 {
+                sapwood_core::objective::MulticlassHessian::LightGBM
+            } else {
+                sapwood_core::objective::MulticlassHessian::XGBoost
+            },
             ..Default::default()
         };
         let obj = Objective::with_params(kind, k, &constants).expect("objective");

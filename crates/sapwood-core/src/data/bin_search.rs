@@ -302,6 +302,47 @@ mod tests {
             );
         }
         assert!(BinSearch::new(&(0..4097).map(|i| i as f32).collect::<Vec<_>>()).is_none());
+        // +inf as a part's last threshold, -inf first, and the zeros' boundary: -0 is not
+        // below +0 nor +0 below -0
+        for k in [3usize, 256, 300, 512] {
+            let mut t: Vec<f32> = (0..k).map(|i| i as f32 - (k / 2) as f32).collect();
+            t[0] = f32::NEG_INFINITY;
+            t[k - 1] = f32::INFINITY;
+            let s = BinSearch::new(&t).unwrap();
+            let probes = [
+                f32::NEG_INFINITY,
+                f32::INFINITY,
+                -0.0,
+                0.0,
+                f32::MIN_POSITIVE,
+                -f32::MIN_POSITIVE,
+                f32::MAX,
+                f32::MIN,
+                f32::NAN,
+            ];
+            for v in probes {
+                assert_eq!(
+                    s.bin(v),
+                    FeatureCuts::bin_value(&t, v),
+                    "{k} thresholds, {v}"
+                );
+            }
+            let v: [f32; LANES] = std::array::from_fn(|i| probes[i % probes.len()]);
+            assert_eq!(
+                s.bins(&v),
+                v.map(|x| FeatureCuts::bin_value(&t, x)),
+                "{k} thresholds"
+            );
+        }
+        // the lanes were taken where the CPU has them (scripts/test.sh sets it where
+        // /proc/cpuinfo lists AVX-512)
+        #[cfg(target_arch = "x86_64")]
+        if std::env::var_os("SAPWOOD_REQUIRE_AVX512").is_some() {
+            assert!(
+                crate::simd::vectors_allowed() && std::arch::is_x86_feature_detected!("avx512f"),
+                "SAPWOOD_REQUIRE_AVX512 is set but the lanes search is unavailable"
+            );
+        }
         // not strictly increasing (a hostile model): left to the binary search
         assert!(BinSearch::new(&[1.0, 1.0]).is_none());
         assert!(BinSearch::new(&[f32::NAN, 1.0]).is_none());

@@ -207,7 +207,7 @@ impl<'t> FlatTree<'t> {
         let mut open = vec![(0usize, 0usize, 0usize)];
         while let Some((i, h, level)) = open.pop() {
             let n = nodes[i];
-            let is_leaf = n.next[0] as usize == i;
+            let is_leaf = n.next == [i as u32; 2];
             if is_leaf || level == depth {
                 // always left down to the bottom: the leftmost slot under h
                 let bottom = ((h + 1) << (depth - level)) - 1 - internal;
