@@ -315,28 +315,44 @@ pub(super) unsafe fn add_tree(tree: &ByteTree, columns: &[u8], acc: &mut [f32; B
     debug_assert!(!tree.partial());
     // SAFETY: the contract is walk's
     let position = unsafe { walk(tree, columns) };
-    let min_normal = _mm512_set1_ps(f32::MIN_POSITIVE);
     let values = tree.values.as_ptr();
     // SAFETY: each position is below 2^depth = values.len() (depth steps of 2p + 1 from
-    // 0); `acc` is 64 floats, four loads and stores of 16
+    // 0); `acc` is 64 floats, four quarters of 16
     unsafe {
-        let quarter = |q: __m128i| {
-            let at = _mm512_cvtepu8_epi32(q);
-            _mm512_i32gather_ps::<4>(at, values)
-        };
-        let leaves = [
-            quarter(_mm512_extracti32x4_epi32::<0>(position)),
-            quarter(_mm512_extracti32x4_epi32::<1>(position)),
-            quarter(_mm512_extracti32x4_epi32::<2>(position)),
-            quarter(_mm512_extracti32x4_epi32::<3>(position)),
+        let quarters = [
+            _mm512_extracti32x4_epi32::<0>(position),
+            _mm512_extracti32x4_epi32::<1>(position),
+            _mm512_extracti32x4_epi32::<2>(position),
+            _mm512_extracti32x4_epi32::<3>(position),
         ];
-        for (q, v) in leaves.into_iter().enumerate() {
-            let at = acc.as_mut_ptr().add(16 * q);
-            let sum = _mm512_add_ps(_mm512_loadu_ps(at), v);
-            // crate::objective::ftz: below the smallest normal in magnitude is +0
-            let tiny = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(_mm512_abs_ps(sum), min_normal);
-            _mm512_storeu_ps(at, _mm512_maskz_mov_ps(!tiny, sum));
+        for (q, p) in quarters.into_iter().enumerate() {
+            add_leaves(
+                acc.as_mut_ptr().add(16 * q),
+                _mm512_cvtepu8_epi32(p),
+                values,
+            );
         }
+    }
+}
+
+/// Adds the leaf values at 16 bottom positions `at` to the 16 margins at `acc`, each
+/// flushed as [`crate::objective::ftz`] flushes it (below the smallest normal in magnitude
+/// is +0): the margins' bits are those of the row-at-a-time walk.
+///
+/// # Safety
+/// `acc` points at 16 floats; every position in `at` indexes `values`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn add_leaves(acc: *mut f32, at: std::arch::x86_64::__m512i, values: *const f32) {
+    use std::arch::x86_64::*;
+    // SAFETY: by the function's contract
+    unsafe {
+        let v = _mm512_i32gather_ps::<4>(at, values);
+        let sum = _mm512_add_ps(_mm512_loadu_ps(acc), v);
+        let tiny =
+            _mm512_cmp_ps_mask::<_CMP_LT_OQ>(_mm512_abs_ps(sum), _mm512_set1_ps(f32::MIN_POSITIVE));
+        _mm512_storeu_ps(acc, _mm512_maskz_mov_ps(!tiny, sum));
     }
 }
 
@@ -425,24 +441,19 @@ pub(super) unsafe fn word_positions(tree: &WordTree, columns: &[u16]) -> [u16; B
 pub(super) unsafe fn add_words(tree: &WordTree, columns: &[u16], acc: &mut [f32; BLOCK]) {
     use std::arch::x86_64::*;
     debug_assert!(!tree.partial());
-    let min_normal = _mm512_set1_ps(f32::MIN_POSITIVE);
     let values = tree.values.as_ptr();
     for half in 0..2 {
         // SAFETY: the contract is walk_words'; each position is below 2^depth =
-        // values.len(); `acc` is 64 floats, two loads and stores of 16 a half
+        // values.len(); `acc` is 64 floats, two quarters of 16 a half
         unsafe {
             let position = walk_words(tree, columns, half);
-            let leaves = [
-                _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64::<0>(position)),
-                _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64::<1>(position)),
+            let quarters = [
+                _mm512_extracti64x4_epi64::<0>(position),
+                _mm512_extracti64x4_epi64::<1>(position),
             ];
-            for (q, at) in leaves.into_iter().enumerate() {
-                let v = _mm512_i32gather_ps::<4>(at, values);
+            for (q, p) in quarters.into_iter().enumerate() {
                 let at = acc.as_mut_ptr().add(32 * half + 16 * q);
-                let sum = _mm512_add_ps(_mm512_loadu_ps(at), v);
-                // crate::objective::ftz: below the smallest normal in magnitude is +0
-                let tiny = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(_mm512_abs_ps(sum), min_normal);
-                _mm512_storeu_ps(at, _mm512_maskz_mov_ps(!tiny, sum));
+                add_leaves(at, _mm512_cvtepu16_epi32(p), values);
             }
         }
     }
