@@ -146,6 +146,15 @@ def train(
     ] = None,
     metric: Optional[Callable[[int, list[tuple[str, npt.NDArray[np.float32]]]], bool]] = None,
 ) -> NativeBooster: ...
+@final
+class NativeListener:
+    """Rank 0's listener, bound on a free port before the coordinator is announced."""
+
+    @property
+    def port(self) -> int: ...
+    def close(self) -> None: ...
+
+def listen(host: str, bind: Optional[str] = None) -> NativeListener: ...
 def train_tcp(
     params: Sequence[tuple[str, str]],
     train: NativeData,
@@ -159,6 +168,7 @@ def train_tcp(
     bind: Optional[str] = None,
     evals: Sequence[tuple[str, NativeData]] = ...,
     callback: Optional[Callable[[int, int, list[tuple[str, str, float]], float], bool]] = None,
+    listener: Optional[NativeListener] = None,
 ) -> NativeBooster: ...
 def check_params(pairs: Sequence[tuple[str, str]]) -> None: ...
 def parameter_names() -> list[tuple[str, list[str]]]: ...

@@ -17,8 +17,8 @@ run's worker is **moved there by Dask** when the training task starts, as any ta
 dependency is. Evaluation sets are reported by rank 0 only: their partitions are moved
 to rank 0's worker.
 
-Rank 0 is the coordinator: it listens on a free port of its worker's host, and every
-rank presents a random token. A rank whose worker dies, or that is silent longer than
+Rank 0 is the coordinator: it listens on a port of its worker's host, bound when the job
+is planned and held for rank 0's task, and every rank presents a random token. A rank whose worker dies, or that is silent longer than
 ``comm_timeout`` seconds, ends every other rank with an error, and :func:`train` (or
 ``fit``) raises it.
 """
@@ -42,7 +42,6 @@ from sklearn.base import ClassifierMixin, RegressorMixin
 
 from . import _data, _params, _sapwood
 from ._data import CategoricalSpec
-from ._net import free_port
 from ._params import Params, canonical_param
 from ._sapwood import DataError, LabelError, ParameterError
 from .core import (
@@ -560,10 +559,14 @@ def _train_rank(
     if not any(canonical_param(k) == "threads" for k, _ in pairs):
         # as xgboost.dask: as many threads as the worker runs tasks at once
         pairs.append(("threads", str(_worker_threads())))
+    listener = None
+    if rank == 0:
+        listener = (getattr(get_worker(), _LISTENERS, None) or {}).pop(job.token, None)
     try:
         native = _sapwood.train_tcp(
             pairs, dtrain._native, row_offset, job.n_total, rank, job.world, job.coordinator,
             job.token, job.timeout, job.bind, native_evals, _callback_hook(callbacks),
+            listener,
         )
     except ParameterError as e:
         raise _params.renamed(e, job.user_names) from None
@@ -577,9 +580,32 @@ def _worker_threads() -> int:
     return max(int(threads or 1), 1)
 
 
-def _coordinator(client: Client, worker: str) -> str:
-    """``host:port`` rank 0 listens on: its worker's host and a port free there."""
-    port = client.run(free_port, workers=[worker])[worker]
+#: The attribute of a Dask worker holding rank 0's listeners until its task takes them.
+_LISTENERS = "_sapwood_listeners"
+
+
+def _listen(token: str, bind: Optional[str], dask_worker: Any = None) -> int:
+    """Binds rank 0's listener on this worker and keeps it there, under the job's token,
+    for rank 0's task; returns its port. Bound now, not merely found free: a free port can
+    be taken by any socket opened before the task would bind it."""
+    listener = _sapwood.listen(get_address_host(dask_worker.address), bind)
+    held: dict[str, Any] = getattr(dask_worker, _LISTENERS, None) or {}
+    held[token] = listener
+    setattr(dask_worker, _LISTENERS, held)
+    return listener.port
+
+
+def _drop_listener(token: str, dask_worker: Any = None) -> None:
+    """Closes the job's listener if rank 0's task never took it."""
+    listener = (getattr(dask_worker, _LISTENERS, None) or {}).pop(token, None)
+    if listener is not None:
+        listener.close()
+
+
+def _coordinator(client: Client, worker: str, token: str, bind: Optional[str]) -> str:
+    """``host:port`` rank 0 listens on: its worker's host and the port of the listener
+    bound there for the job (see :func:`_listen`)."""
+    port = client.run(_listen, token, bind, workers=[worker])[worker]
     host = get_address_host(worker)
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
@@ -746,13 +772,14 @@ def train(
     run.extend(_printing(verbose_eval, bool(eval_sets)))
     timeout = _timeout(comm_timeout, pairs)
     plan = _plan(dtrain._rows, dtrain._cuttable, dtrain._locations())
+    token = secrets.token_hex(16)
     job = _Job(
         pairs=pairs,
         user_names=user_names,
         world=len(plan),
         n_total=dtrain.num_row(),
-        coordinator=_coordinator(client, plan[0].worker),
-        token=secrets.token_hex(16),
+        coordinator=_coordinator(client, plan[0].worker, token, bind),
+        token=token,
         timeout=timeout,
         bind=bind,
     )
@@ -776,7 +803,11 @@ def train(
         )
         for rank, r in enumerate(plan)
     ]
-    booster = _run_job(client, futures)
+    try:
+        booster = _run_job(client, futures)
+    finally:
+        # the worker may be gone: then so is the listener
+        client.run(_drop_listener, token, workers=[plan[0].worker], on_error="ignore")
     if booster is None:
         raise _sapwood.InternalError("internal error (please report it): rank 0 returned no model")
     history = booster.evals_result()

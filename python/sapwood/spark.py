@@ -8,8 +8,8 @@ pyspark 4.1 or newer, Java 17).
 (``DataFrame.mapInArrow(..., barrier=True)``): each task is one rank of a Sapwood TCP job
 (the collective :mod:`sapwood.dask` uses) and hands its partition to the engine as the
 Arrow record batches Spark gives it. The tasks learn each other's row counts, rank 0's
-address and a fresh random token through ``BarrierTaskContext.allGather``: no fixed port,
-no shared file.
+address (a port it has already bound) and a fresh random token through
+``BarrierTaskContext.allGather``: no fixed port, no shared file.
 
 Which rows each rank trains, in which order, decides the model (row sampling and cut
 sampling hash global row indices), so it is fixed, and logged when data is moved:
@@ -89,7 +89,6 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from . import _params, _sapwood
-from ._net import free_port
 from ._params import canonical_param
 from ._sapwood import BackendError, DataError, ParameterError
 from .core import (
@@ -346,6 +345,7 @@ def _train_task(job: _Job, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Rec
     context: Any = BarrierTaskContext.get()
     partition = int(context.partitionId())
     rank = -1
+    listener = None
     try:
         collected = list(batches)
         table = pa.Table.from_batches(collected) if collected else None
@@ -361,7 +361,10 @@ def _train_task(job: _Job, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Rec
         announce = ""
         if partition == first:
             host = _task_host(context, partition)
-            port = free_port()
+            # bound now and kept: a port merely found free could be taken by any socket
+            # opened before training binds it (allGather's own connection, for one)
+            listener = _sapwood.listen(host)
+            port = listener.port
             where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
             announce = json.dumps({"coordinator": where, "token": secrets.token_hex(16)})
         told = json.loads(context.allGather(announce)[first])
@@ -384,6 +387,7 @@ def _train_task(job: _Job, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Rec
             native = _sapwood.train_tcp(
                 pairs, dtrain._native, offset, sum(counts), rank, len(ranked),
                 told["coordinator"], told["token"], job.timeout, None, evals, _callback_hook(callbacks),
+                listener,
             )
         except ParameterError as e:
             raise _params.renamed(e, job.user_names) from None
@@ -397,6 +401,9 @@ def _train_task(job: _Job, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Rec
         raise RuntimeError(
             f"[sapwood.spark {who}] {type(e).__name__}: {e} [/sapwood.spark]"
         ) from e
+    finally:
+        if listener is not None:
+            listener.close()
 
 
 _MARK = re.compile(

@@ -3,23 +3,26 @@
 //! agree on the cuts and classes through the collective, so the model is the one
 //! single-process training saves for all the rows in rank order, byte for byte.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, TcpListener};
 use std::sync::atomic::AtomicBool;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use pyo3::prelude::*;
-use sapwood::collective::tcp::{TcpConfig, TcpTransport};
+use sapwood::collective::tcp::{coordinator_listener, TcpConfig, TcpTransport};
 use sapwood::collective::RingCollective;
 use sapwood::{Booster, CheckedSettings, Dataset, Rows, TrainJob};
 
 use crate::booster::NativeBooster;
 use crate::data::NativeData;
-use crate::errors::{guarded, Kind};
+use crate::errors::{guarded, Kind, OrRaise};
 use crate::training::{interruptibly, Checkpointing, Observer, Outcome};
 
 /// Where this rank's rows sit among the job's, and how it reaches the other ranks.
 struct Rank<'a> {
     config: TcpConfig,
+    /// rank 0's listener, bound before the coordinator's address was announced
+    listener: Mutex<Option<TcpListener>>,
     row_offset: u64,
     n_total: u64,
     callback: Option<&'a Py<PyAny>>,
@@ -42,7 +45,12 @@ fn train_rank(
         metric: None,
         error: None,
     };
-    let booster = TcpTransport::connect(&rank.config).and_then(|transport| {
+    let listener = rank.listener.lock().map_or(None, |mut l| l.take());
+    let transport = match listener {
+        Some(l) => TcpTransport::connect_listening(&rank.config, l),
+        None => TcpTransport::connect(&rank.config),
+    };
+    let booster = transport.and_then(|transport| {
         let mut collective = RingCollective::new(transport, settings.run.comm_codec)
             .with_overlap(settings.run.comm_overlap);
         let rows = Rows::Columns { train, evals };
@@ -94,6 +102,52 @@ fn bind_from(bind: Option<&str>) -> PyResult<Option<IpAddr>> {
     .transpose()
 }
 
+/// Rank 0's listener, bound on a port the system chose before the coordinator's address
+/// is announced to the other ranks, and handed to `train_tcp`.
+#[pyclass(module = "sapwood._sapwood", frozen)]
+pub struct NativeListener {
+    listener: Mutex<Option<TcpListener>>,
+    port: u16,
+}
+
+#[pymethods]
+impl NativeListener {
+    /// The port it listens on.
+    #[getter]
+    fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Stops listening (when the job will not start).
+    fn close(&self) {
+        self.taken();
+    }
+}
+
+impl NativeListener {
+    fn taken(&self) -> Option<TcpListener> {
+        self.listener.lock().map_or(None, |mut l| l.take())
+    }
+}
+
+/// Binds rank 0's listener for a coordinator on `host`: where `train_tcp` would bind it
+/// (`bind`, else loopback for a loopback host, else every interface), on a free port.
+#[pyfunction]
+#[pyo3(signature = (host, bind=None))]
+pub fn listen(host: &str, bind: Option<String>) -> PyResult<NativeListener> {
+    guarded(|| {
+        let listener = coordinator_listener(host, bind_from(bind.as_deref())?).or_raise()?;
+        let port = listener
+            .local_addr()
+            .map_err(|e| Kind::Backend.err(format!("rank 0: listener: {e}")))?
+            .port();
+        Ok(NativeListener {
+            listener: Mutex::new(Some(listener)),
+            port,
+        })
+    })
+}
+
 /// Trains one rank of a TCP job and returns the model (the same on every rank).
 ///
 /// `train` holds the rows `row_offset..row_offset + train.n_rows` of the job's `n_total`,
@@ -103,11 +157,12 @@ fn bind_from(bind: Option<&str>) -> PyResult<Option<IpAddr>> {
 /// error. `bind` is the IP address this rank's listener binds (default: loopback for a
 /// loopback coordinator, else every interface). `evals` are named datasets reported each
 /// round on rank 0 (only rank 0 needs them); `callback(round, num_rounds, metrics,
-/// elapsed)` runs after every round and asks rank 0 to stop by returning True.
+/// elapsed)` runs after every round and asks rank 0 to stop by returning True. `listener`
+/// (rank 0 only, from `listen`) is the coordinator's socket, already bound.
 #[pyfunction]
 #[pyo3(signature = (
     params, train, row_offset, n_total, rank, world, coordinator, token, timeout, bind=None,
-    evals=Vec::new(), callback=None
+    evals=Vec::new(), callback=None, listener=None
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn train_tcp(
@@ -124,8 +179,16 @@ pub fn train_tcp(
     bind: Option<String>,
     evals: Vec<(String, Bound<'_, NativeData>)>,
     callback: Option<Py<PyAny>>,
+    listener: Option<Bound<'_, NativeListener>>,
 ) -> PyResult<NativeBooster> {
     guarded(|| {
+        let listener = match listener {
+            Some(l) => Some(l.get().taken().ok_or_else(|| {
+                Kind::Parameter
+                    .err("invalid parameter `listener`: it was closed or already used by a job")
+            })?),
+            None => None,
+        };
         let settings = crate::params::params_from(&params)?;
         if settings.run.workers != 1 {
             return Err(Kind::Parameter.err(format!(
@@ -158,6 +221,7 @@ pub fn train_tcp(
         let eval_refs: Vec<(&str, &Dataset<'_>)> = eval_sets.iter().map(|(n, d)| (*n, d)).collect();
         let rank = Rank {
             config,
+            listener: Mutex::new(listener),
             row_offset,
             n_total,
             callback: callback.as_ref(),

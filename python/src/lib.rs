@@ -23,6 +23,8 @@ fn _sapwood(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<booster::NativeBooster>()?;
     m.add_function(wrap_pyfunction!(training::train, m)?)?;
     m.add_function(wrap_pyfunction!(distributed::train_tcp, m)?)?;
+    m.add_function(wrap_pyfunction!(distributed::listen, m)?)?;
+    m.add_class::<distributed::NativeListener>()?;
     m.add_function(wrap_pyfunction!(params::check_params, m)?)?;
     m.add_function(wrap_pyfunction!(params::parameter_names, m)?)?;
     errors::register(m)?;

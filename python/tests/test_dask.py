@@ -34,8 +34,11 @@ from sapwood.dask import (  # noqa: E402
     DaskSapwoodRanker,
     DaskSapwoodRegressor,
     _assign,
+    _coordinator,
+    _drop_listener,
     _plan,
     _split,
+    _with_input_types,
 )
 
 from conftest import REPO, marking_rounds  # noqa: E402
@@ -331,6 +334,55 @@ def test_regressor_predictions_equal_the_plain_boosters(client: Client) -> None:
     arr = model.predict(da.from_array(Xt.to_numpy(), chunks=(20, -1)))
     assert isinstance(arr, da.Array)
     np.testing.assert_array_equal(arr.compute(), booster.predict(Xt.to_numpy()))
+
+
+def _binds(host: str, port: int) -> bool:
+    """Whether a socket can bind ``host:port`` here (run on a worker)."""
+    import socket
+
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+        return True
+
+
+def _held(dask_worker: Any = None) -> int:
+    return len(getattr(dask_worker, "_sapwood_listeners", None) or {})
+
+
+def test_rank_0s_port_is_held_from_its_announcement_until_a_job_takes_it(
+    client: Client,
+) -> None:
+    """The coordinator's port is bound on rank 0's worker when the job is planned, not
+    merely found free: no socket opened before rank 0's task can take it. A finished job
+    leaves no listener behind, and one that never ran has its listener closed."""
+    worker = next(iter(client.scheduler_info()["workers"]))
+    where = _coordinator(client, worker, "held-token", None)
+    host, port = where.rsplit(":", 1)[0].strip("[]"), int(where.rsplit(":", 1)[1])
+    assert client.run(_binds, host, port, workers=[worker])[worker] is False
+    client.run(_drop_listener, "held-token", workers=[worker])
+    assert client.run(_binds, host, port, workers=[worker])[worker] is True
+    X, y = np.random.default_rng(3).random((300, 4)), np.arange(300) % 7
+    dask_train(client, {"max_depth": 3}, da.from_array(X, chunks=100), da.from_array(y, 100))
+    assert set(client.run(_held).values()) == {0}
+
+
+def test_a_tcp_rank_joins_on_its_listener_once() -> None:
+    X = np.random.default_rng(4).random((200, 3))
+    d = sapwood.Dataset(X, label=X[:, 0])
+    listener = sapwood._sapwood.listen("127.0.0.1")
+    where = f"127.0.0.1:{listener.port}"
+    pairs = [("num_boost_round", "3")]
+    train = lambda: sapwood._sapwood.train_tcp(  # noqa: E731
+        pairs, d._native, 0, 200, 0, 1, where, "tok", 30.0, None, [], None, listener
+    )
+    assert sapwood.Booster._wrap(_with_input_types(train(), d)).to_json() == sapwood.train(
+        {}, d, 3, verbose_eval=False
+    ).to_json()
+    with pytest.raises(sapwood.ParameterError, match="`listener`: it was closed or already used"):
+        train()
 
 
 def test_misaligned_labels_name_the_parameter(client: Client) -> None:

@@ -6,7 +6,7 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
-use sapwood_collective::tcp::{TcpConfig, TcpTransport};
+use sapwood_collective::tcp::{coordinator_listener, TcpConfig, TcpTransport};
 use sapwood_collective::{RingCollective, Transport};
 use sapwood_core::collective::Collective;
 use sapwood_core::params::CommCodec;
@@ -29,22 +29,29 @@ fn config(rank: usize, world: usize, coordinator: &str, timeout: Duration) -> Tc
     }
 }
 
-/// Runs `f` on `n` ranks (threads of this process, each with its own sockets).
+/// Runs `f` on `n` ranks (threads of this process, each with its own sockets); rank 0
+/// joins on a listener bound before the others are told its port.
 fn on_ranks<T: Send>(
     n: usize,
     codec: CommCodec,
     f: impl Fn(&mut dyn Collective) -> T + Sync,
 ) -> Vec<T> {
-    let coordinator = free_coordinator();
+    let listener = coordinator_listener("127.0.0.1", None).unwrap();
+    let coordinator = format!("127.0.0.1:{}", listener.local_addr().unwrap().port());
+    let mut listener = Some(listener);
     let f = &f;
     let coordinator = &coordinator;
     std::thread::scope(|s| {
         let hs: Vec<_> = (0..n)
             .map(|r| {
+                let listening = if r == 0 { listener.take() } else { None };
                 s.spawn(move || {
-                    let t =
-                        TcpTransport::connect(&config(r, n, coordinator, Duration::from_secs(30)))
-                            .unwrap();
+                    let cfg = config(r, n, coordinator, Duration::from_secs(30));
+                    let t = match listening {
+                        Some(l) => TcpTransport::connect_listening(&cfg, l),
+                        None => TcpTransport::connect(&cfg),
+                    }
+                    .unwrap();
                     f(&mut RingCollective::new(t, codec))
                 })
             })
@@ -421,4 +428,38 @@ fn a_coordinator_that_closes_without_answering_is_reported_as_such() {
             "{err}"
         );
     });
+}
+
+#[test]
+fn only_rank_0_joins_on_a_listener_and_only_on_the_coordinators_port() {
+    let listener = coordinator_listener("127.0.0.1", None).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    assert!(listener.local_addr().unwrap().ip().is_loopback());
+    let coordinator = format!("127.0.0.1:{port}");
+    let err = TcpTransport::connect_listening(
+        &config(1, 2, &coordinator, Duration::from_secs(1)),
+        listener.try_clone().unwrap(),
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(
+        err.contains("rank 1 was given the coordinator's listener"),
+        "{err}"
+    );
+    let elsewhere = format!("127.0.0.1:{}", if port == 65535 { 1 } else { port + 1 });
+    let err = TcpTransport::connect_listening(
+        &config(0, 2, &elsewhere, Duration::from_secs(1)),
+        listener,
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(
+        err.contains(&format!("listener is on port {port}")),
+        "{err}"
+    );
+    // every interface for a coordinator that is not loopback
+    let wide = coordinator_listener("192.0.2.1", None).unwrap();
+    assert!(wide.local_addr().unwrap().ip().is_unspecified());
 }

@@ -124,6 +124,31 @@ impl TcpConfig {
     }
 }
 
+/// A listener for rank 0 of a job whose coordinator is `host`, on a port the system
+/// chooses, bound where [`TcpTransport::connect`] would bind it (`bind`, else loopback for a
+/// loopback host, else every interface). Give it to [`TcpTransport::connect_listening`]
+/// with the coordinator `host:port` of its port: choosing a free port and binding it later
+/// races every socket opened in between.
+pub fn coordinator_listener(host: &str, bind: Option<IpAddr>) -> Result<TcpListener> {
+    let target = if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]:0")
+    } else {
+        format!("{host}:0")
+    };
+    let cfg = TcpConfig {
+        rank: 0,
+        world: 1,
+        coordinator: target,
+        token: String::new(),
+        bind,
+        ports: None,
+        timeout: Duration::ZERO,
+    };
+    let ip = cfg.bind_ip(cfg.coordinator_addr()?);
+    TcpListener::bind(SocketAddr::new(ip, 0))
+        .map_err(|e| config_error(format!("rank 0 cannot listen on {ip} (host `{host}`): {e}")))
+}
+
 /// A refused connection: logged so an operator sees strays and misconfigured workers.
 fn log_refusal(me: usize, from: Option<SocketAddr>, why: &str) {
     let from = from.map_or("an unknown address".to_string(), |a| a.to_string());
@@ -405,6 +430,35 @@ impl TcpTransport {
     /// Joins the job `cfg` describes: returns once this rank is connected to every other,
     /// or with an error naming the ranks that did not arrive within `cfg.timeout`.
     pub fn connect(cfg: &TcpConfig) -> Result<TcpTransport> {
+        Self::join_job(cfg, None)
+    }
+
+    /// Joins the job as rank 0 on `listener`, already bound to the coordinator's port (see
+    /// [`coordinator_listener`]): a port the system chose cannot be taken by another socket
+    /// between choosing it and listening on it.
+    pub fn connect_listening(cfg: &TcpConfig, listener: TcpListener) -> Result<TcpTransport> {
+        if cfg.rank != 0 {
+            return Err(config_error(format!(
+                "rank {} was given the coordinator's listener: only rank 0 listens there",
+                cfg.rank
+            )));
+        }
+        let port = listener
+            .local_addr()
+            .map_err(|e| config_error(format!("rank 0: listener: {e}")))?
+            .port();
+        let wanted = cfg.coordinator_addr()?.port();
+        if port != wanted {
+            return Err(config_error(format!(
+                "rank 0's listener is on port {port}, not the coordinator's port {wanted} \
+                 (coordinator `{}`)",
+                cfg.coordinator
+            )));
+        }
+        Self::join_job(cfg, Some(listener))
+    }
+
+    fn join_job(cfg: &TcpConfig, listening: Option<TcpListener>) -> Result<TcpTransport> {
         cfg.check()?;
         let me = cfg.rank;
         let deadline = Instant::now() + cfg.timeout;
@@ -418,14 +472,18 @@ impl TcpTransport {
             port,
         };
         if me == 0 {
-            let listener =
-                TcpListener::bind(SocketAddr::new(ip, coordinator.port())).map_err(|e| {
-                    config_error(format!(
-                        "rank 0 cannot listen on {} (coordinator `{}`): {e}",
-                        SocketAddr::new(ip, coordinator.port()),
-                        cfg.coordinator
-                    ))
-                })?;
+            let listener = match listening {
+                Some(l) => l,
+                None => {
+                    TcpListener::bind(SocketAddr::new(ip, coordinator.port())).map_err(|e| {
+                        config_error(format!(
+                            "rank 0 cannot listen on {} (coordinator `{}`): {e}",
+                            SocketAddr::new(ip, coordinator.port()),
+                            cfg.coordinator
+                        ))
+                    })?
+                }
+            };
             let arrived = accept_ranks(
                 me,
                 &listener,
