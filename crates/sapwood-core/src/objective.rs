@@ -229,7 +229,7 @@ pub const LOG2_E: f32 = std::f32::consts::LOG2_E;
 /// `max_delta_step` of `count:poisson` when the parameter is 0 (XGBoost's default).
 pub const POISSON_MAX_DELTA_STEP: f64 = 0.7;
 
-const ONE: u32 = 1 << PROB_BITS;
+pub(crate) const ONE: u32 = 1 << PROB_BITS;
 /// The value of one unit of a fixed-point probability, 2^-24.
 pub(crate) const PROB_UNIT: f64 = 1.0 / ONE as f64;
 

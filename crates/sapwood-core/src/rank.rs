@@ -14,6 +14,8 @@ use rayon::prelude::*;
 use crate::detmath;
 use crate::error::{Error, Result};
 
+mod lanes;
+
 /// Query boundaries: query q holds rows `offsets[q]..offsets[q + 1]`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Queries {
@@ -195,6 +197,35 @@ fn discounts(n: usize) -> Vec<f64> {
 
 /// Rows of one query ordered by score, highest first; ties keep row order.
 fn ranked(scores: &[f32]) -> Vec<usize> {
+    if scores.iter().any(|s| s.is_nan()) || scores.len() > u32::MAX as usize {
+        return ranked_by_comparing(scores);
+    }
+    // one u64 a row, the score's order above the row's: every key differs, so an unstable
+    // sort of plain integers gives the order the comparison sort gives, at a fraction of
+    // the cost (a long query's ranking was a sixth of its gradients' time)
+    let mut keys: Vec<u64> = scores
+        .iter()
+        .enumerate()
+        .map(|(i, &s)| {
+            // +0 for -0, which compares equal to it; then bits that ascend with the score
+            let bits = (s + 0.0).to_bits();
+            let ascending = if bits >> 31 == 1 {
+                !bits
+            } else {
+                bits | 0x8000_0000
+            };
+            (u64::from(!ascending) << 32) | i as u64
+        })
+        .collect();
+    keys.sort_unstable();
+    keys.into_iter()
+        .map(|k| (k & 0xffff_ffff) as usize)
+        .collect()
+}
+
+/// [`ranked`] by comparing scores, for a query with NaN scores (equal to every score, as
+/// the order always had them).
+fn ranked_by_comparing(scores: &[f32]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..scores.len()).collect();
     order.sort_by(|&a, &b| {
         scores[b]
@@ -209,7 +240,8 @@ fn ranked(scores: &[f32]) -> Vec<usize> {
 /// at least `k` ranks' discounts.
 fn inverse_ideal_dcg(labels: &[f32], k: usize, exp_gain: bool, discounts: &[f64]) -> f64 {
     let mut sorted: Vec<f32> = labels.to_vec();
-    sorted.sort_by(|a, b| b.total_cmp(a));
+    // values equal in the total order are the same bits: no order among them to keep
+    sorted.sort_unstable_by(|a, b| b.total_cmp(a));
     let idcg: f64 = sorted
         .iter()
         .take(k)
@@ -272,8 +304,33 @@ fn drawn_pairs(
     }
 }
 
-/// What the gradient of a pair of one query needs, by rank (`L`: the logistic function).
-struct PairTerms<'a, L> {
+/// The logistic function of a ranking pair's score gap.
+#[derive(Clone, Copy)]
+pub enum PairLogistic<'a> {
+    /// The binary objective's fixed-point table ([`crate::objective::sigmoid_table`]: 2^-8
+    /// steps, interpolated), as LightGBM's lambdarank reads one: an exponential a pair was
+    /// most of a long query's cost. What training uses.
+    Table(&'a [u32]),
+    /// Any function (the exact logistic, in tests).
+    Function(&'a (dyn Fn(f64) -> f64 + Sync)),
+}
+
+impl PairLogistic<'_> {
+    /// The logistic of `gap`.
+    #[inline(always)]
+    fn at(&self, gap: f64) -> f64 {
+        match self {
+            PairLogistic::Table(t) => {
+                crate::objective::sigmoid_fixed_in(t, gap as f32) as f64
+                    * crate::objective::PROB_UNIT
+            }
+            PairLogistic::Function(f) => f(gap),
+        }
+    }
+}
+
+/// What the gradient of a pair of one query needs, by rank.
+struct PairTerms<'a> {
     loss: RankLoss,
     ys: &'a [f32],
     ss: &'a [f32],
@@ -284,13 +341,19 @@ struct PairTerms<'a, L> {
     damp: bool,
     n_rel: &'a [f64],
     acc: &'a [f64],
-    logistic: &'a L,
+    logistic: PairLogistic<'a>,
 }
 
-impl<L: Fn(f64) -> f64> PairTerms<'_, L> {
+impl PairTerms<'_> {
     /// The gradient and hessian of the pair of ranks (`hi`, `lo`), `hi`'s label the higher.
     #[inline(always)]
     fn terms(&self, hi: usize, lo: usize) -> (f64, f64) {
+        self.terms_with(hi, lo, |gap| self.logistic.at(gap))
+    }
+
+    /// [`Self::terms`] with the logistic at hand (chosen once for many pairs).
+    #[inline(always)]
+    fn terms_with(&self, hi: usize, lo: usize, logistic: impl Fn(f64) -> f64) -> (f64, f64) {
         let delta = match self.loss {
             RankLoss::Pairwise => 1.0,
             RankLoss::Ndcg => {
@@ -306,24 +369,76 @@ impl<L: Fn(f64) -> f64> PairTerms<'_, L> {
             // LightGBM's and XGBoost's damping of pairs already far apart
             delta /= diff.abs() + 0.01;
         }
-        let sigmoid = (self.logistic)(diff);
+        let sigmoid = logistic(diff);
         let lambda = (sigmoid - 1.0) * delta;
         let hess = (sigmoid * (1.0 - sigmoid)).max(1e-16) * delta * 2.0;
         (lambda, hess)
+    }
+
+    /// The terms of the pairs of rank `a` with each rank of `a + 1..n` into `row`, one
+    /// pair at a time: what the lanes compute (and the reference they are tested against).
+    #[cfg_attr(all(target_arch = "x86_64", not(test)), allow(dead_code))]
+    fn row(&self, a: usize, row: &mut PairRow) {
+        let ya = self.ys[a];
+        let n = self.ys.len();
+        let (signed, hess, lambda) = (
+            &mut row.signed[a + 1..n],
+            &mut row.hess[a + 1..n],
+            &mut row.lambda[a + 1..n],
+        );
+        for (j, ((s, h), l)) in signed.iter_mut().zip(hess).zip(lambda).enumerate() {
+            let b = a + 1 + j;
+            let yb = self.ys[b];
+            let a_higher = ya > yb;
+            let (hi, lo) = if a_higher { (a, b) } else { (b, a) };
+            let (lam, hes) = self.terms(hi, lo);
+            let equal = yb == ya;
+            *s = if equal {
+                0.0
+            } else if a_higher {
+                lam
+            } else {
+                -lam
+            };
+            *h = if equal { 0.0 } else { hes };
+            *l = if equal { 0.0 } else { lam };
+        }
+    }
+}
+
+/// The terms of one rank's pairs with the ranks below it, indexed by the other rank: zeros
+/// for a pair of equal labels, which has none.
+struct PairRow {
+    /// λ where the row's rank has the higher label, else -λ: what its gradient gains and
+    /// the other's loses.
+    signed: Vec<f64>,
+    /// The pair's hessian.
+    hess: Vec<f64>,
+    /// λ.
+    lambda: Vec<f64>,
+}
+
+impl PairRow {
+    fn new(n: usize) -> Self {
+        PairRow {
+            signed: vec![0.0; n],
+            hess: vec![0.0; n],
+            lambda: vec![0.0; n],
+        }
     }
 }
 
 /// The gradients of one query: `labels` and `scores` of its rows, `out` its (g, h) pairs;
 /// `discounts` holds at least as many ranks' discounts as the query has rows.
 #[allow(clippy::too_many_arguments)]
-fn query_gradients<L: Fn(f64) -> f64>(
+fn query_gradients(
     p: &RankParams,
     labels: &[f32],
     scores: &[f32],
     draws: PairDraws,
     first_row: u64,
     discounts: &[f64],
-    logistic: &L,
+    logistic: PairLogistic<'_>,
     out: &mut [[f64; 2]],
 ) {
     let n = labels.len();
@@ -377,30 +492,29 @@ fn query_gradients<L: Fn(f64) -> f64>(
     };
     match p.pairs {
         PairMethod::TopK(_) => {
-            // every pair with one document in the top: the top one's sums are kept in
-            // registers over its row of pairs, the other's read and written in rank order
+            // every pair with one document in the top. In lanes, a row's terms are
+            // computed first, then added in the order `top_pairs` adds them; equal labels
+            // add zeros there, which change no sum but for a zero's sign, which no
+            // gradient keeps (a sum that starts at +0 and adds terms is never -0), so
+            // the gradients are the same bits
+            let Some(lanes) = lanes::PairLanes::new(&pair) else {
+                top_pairs(&pair, top, &mut by_rank, &mut sum_lambda);
+                return finish(p, &order, &by_rank, sum_lambda, out);
+            };
+            let mut row = PairRow::new(n);
             for a in 0..top {
-                let ya = ys[a];
+                lanes.row(a, &mut row);
                 let (mut g_a, mut h_a) = (0.0f64, 0.0f64);
-                for b in a + 1..n {
-                    let yb = ys[b];
-                    if yb == ya {
-                        continue;
-                    }
-                    let a_higher = ya > yb;
-                    let (hi, lo) = if a_higher { (a, b) } else { (b, a) };
-                    let (lambda, hess) = pair.terms(hi, lo);
-                    let gb = &mut by_rank[b];
-                    if a_higher {
-                        g_a += lambda;
-                        gb[0] -= lambda;
-                    } else {
-                        g_a -= lambda;
-                        gb[0] += lambda;
-                    }
-                    h_a += hess;
-                    gb[1] += hess;
-                    sum_lambda -= lambda;
+                let terms = row.signed[a + 1..]
+                    .iter()
+                    .zip(&row.hess[a + 1..])
+                    .zip(&row.lambda[a + 1..]);
+                for (gb, ((&s, &h), &l)) in by_rank[a + 1..].iter_mut().zip(terms) {
+                    g_a += s;
+                    gb[0] -= s;
+                    h_a += h;
+                    gb[1] += h;
+                    sum_lambda -= l;
                 }
                 by_rank[a][0] += g_a;
                 by_rank[a][1] += h_a;
@@ -422,7 +536,66 @@ fn query_gradients<L: Fn(f64) -> f64>(
             });
         }
     }
-    for (&i, gh) in order.iter().zip(&by_rank) {
+    finish(p, &order, &by_rank, sum_lambda, out);
+}
+
+/// Every pair of ranks with one in the `top`, row by row, its terms added to `by_rank`
+/// and its -λ to `sum_lambda`: the rank in the top keeps its sums in registers over its
+/// row, the other's are read and written in rank order. Where the lanes are not taken.
+fn top_pairs(pair: &PairTerms<'_>, top: usize, by_rank: &mut [[f64; 2]], sum_lambda: &mut f64) {
+    match pair.logistic {
+        PairLogistic::Table(t) => top_pairs_with(pair, top, by_rank, sum_lambda, |gap| {
+            PairLogistic::Table(t).at(gap)
+        }),
+        PairLogistic::Function(f) => top_pairs_with(pair, top, by_rank, sum_lambda, f),
+    }
+}
+
+/// [`top_pairs`] with the logistic at hand.
+fn top_pairs_with(
+    pair: &PairTerms<'_>,
+    top: usize,
+    by_rank: &mut [[f64; 2]],
+    sum_lambda: &mut f64,
+    logistic: impl Fn(f64) -> f64,
+) {
+    let ys = pair.ys;
+    for a in 0..top {
+        let ya = ys[a];
+        let (mut g_a, mut h_a) = (0.0f64, 0.0f64);
+        for (b, gb) in by_rank.iter_mut().enumerate().skip(a + 1) {
+            let yb = ys[b];
+            if yb == ya {
+                continue;
+            }
+            let a_higher = ya > yb;
+            let (hi, lo) = if a_higher { (a, b) } else { (b, a) };
+            let (lambda, hess) = pair.terms_with(hi, lo, &logistic);
+            if a_higher {
+                g_a += lambda;
+                gb[0] -= lambda;
+            } else {
+                g_a -= lambda;
+                gb[0] += lambda;
+            }
+            h_a += hess;
+            gb[1] += hess;
+            *sum_lambda -= lambda;
+        }
+        by_rank[a][0] += g_a;
+        by_rank[a][1] += h_a;
+    }
+}
+
+/// A query's gradients from its ranks' sums, back in row order, normalised where asked.
+fn finish(
+    p: &RankParams,
+    order: &[usize],
+    by_rank: &[[f64; 2]],
+    sum_lambda: f64,
+    out: &mut [[f64; 2]],
+) {
+    for (&i, gh) in order.iter().zip(by_rank) {
         out[i] = *gh;
     }
     if p.normalise && sum_lambda > 0.0 {
@@ -469,8 +642,7 @@ fn map_delta(y_hi: f32, y_lo: f32, r_hi: usize, r_lo: usize, n_rel: &[f64], acc:
 
 /// LambdaMART gradients of every row (weighted by row) into `out`, query by query; returns
 /// the largest |g| and h. `logistic` is the logistic function of a pair's score gap: the
-/// boosting loop passes the binary objective's fixed-point table (as LightGBM's lambdarank
-/// reads one), since an exponential a pair was most of a long query's cost.
+/// boosting loop passes the binary objective's fixed-point table.
 #[allow(clippy::too_many_arguments)]
 pub fn gradients(
     p: &RankParams,
@@ -479,7 +651,7 @@ pub fn gradients(
     weights: Option<&[f32]>,
     margins: &[f32],
     draws: PairDraws,
-    logistic: &(impl Fn(f64) -> f64 + Sync),
+    logistic: PairLogistic<'_>,
     out: &mut [[f32; 2]],
 ) -> [f32; 2] {
     let discounts = discounts(queries.longest());
@@ -673,6 +845,37 @@ mod tests {
         }
     }
 
+    #[test]
+    fn ranking_by_keys_is_ranking_by_comparing() {
+        let special = [
+            0.0f32,
+            -0.0,
+            1e-40,
+            -1e-40,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            3.5,
+        ];
+        for n in [0usize, 1, 2, 7, 100, 1000] {
+            let scores: Vec<f32> = (0..n)
+                .map(|i| {
+                    let h = crate::hash::hash64(9, crate::hash::Stream::RankPairs, 1, i as u64);
+                    if h.is_multiple_of(4) {
+                        special[(h / 4 % special.len() as u64) as usize]
+                    } else {
+                        ((h >> 16) % 41) as f32 * 0.5 - 10.0
+                    }
+                })
+                .collect();
+            assert_eq!(ranked(&scores), ranked_by_comparing(&scores), "{scores:?}");
+        }
+        // NaN scores take the comparison
+        assert_eq!(
+            ranked(&[1.0, f32::NAN, 2.0]),
+            ranked_by_comparing(&[1.0, f32::NAN, 2.0])
+        );
+    }
+
     fn exact_logistic(d: f64) -> f64 {
         1.0 / (1.0 + (-d).exp())
     }
@@ -722,7 +925,16 @@ mod tests {
         let (mut a, mut b) = (vec![[0f32; 2]; 8], vec![[0f32; 2]; 6]);
         let lab8 = [1.0f32, 0.0, 2.0, 0.0, 1.0, 0.0, 0.0, 1.0];
         let m8 = [0.0f32, 0.1, 0.3, -0.2, 0.5, 0.1, 0.0, 0.4];
-        gradients(&p, &whole, &lab8, None, &m8, draws, &exact_logistic, &mut a);
+        gradients(
+            &p,
+            &whole,
+            &lab8,
+            None,
+            &m8,
+            draws,
+            PairLogistic::Function(&exact_logistic),
+            &mut a,
+        );
         let shifted = PairDraws {
             row_offset: 2,
             ..draws
@@ -735,7 +947,7 @@ mod tests {
             None,
             &margins,
             shifted,
-            &exact_logistic,
+            PairLogistic::Function(&exact_logistic),
             &mut b,
         );
         assert_eq!(&a[2..], &b[..]);
@@ -760,7 +972,7 @@ mod tests {
             None,
             &margins,
             no_draws(),
-            &exact_logistic,
+            PairLogistic::Function(&exact_logistic),
             &mut out,
         );
         // first query: one pair, high doc 0 with score 0.2 against 0.7
@@ -815,7 +1027,7 @@ mod tests {
             None,
             &margins,
             no_draws(),
-            &exact_logistic,
+            PairLogistic::Function(&exact_logistic),
             &mut got,
         );
         for query in 0..q.len() {

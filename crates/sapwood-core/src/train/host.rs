@@ -85,7 +85,7 @@ pub(super) fn host_gradients(
                         key: crate::hash::HashKey::new(seed, Stream::RankPairs, round as u32),
                         row_offset: rows.row_offset,
                     },
-                    &pair_logistic(crate::objective::sigmoid_table()),
+                    crate::rank::PairLogistic::Table(crate::objective::sigmoid_table()),
                     &mut grad,
                 )],
                 (_, Some(risk)) => vec![risk.gradients(&margins, collective, &mut grad)?],
@@ -102,13 +102,4 @@ pub(super) fn host_gradients(
     };
     backend.set_gradients(&grad)?;
     Ok(max)
-}
-
-/// The logistic of a ranking pair's score gap, from the binary objective's fixed-point
-/// `table` (2^-8 steps, interpolated; as LightGBM's lambdarank reads a table): an
-/// exponential a pair was most of a long query's cost.
-fn pair_logistic(table: &[u32]) -> impl Fn(f64) -> f64 + Sync + '_ {
-    move |gap| {
-        crate::objective::sigmoid_fixed_in(table, gap as f32) as f64 * crate::objective::PROB_UNIT
-    }
 }
