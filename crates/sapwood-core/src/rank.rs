@@ -375,57 +375,73 @@ impl PairTerms<'_> {
         (lambda, hess)
     }
 
-    /// The terms of the pairs of rank `a` with each rank of `a + 1..n` into `row`, one
-    /// pair at a time: what the lanes compute (and the reference they are tested against).
-    #[cfg_attr(all(target_arch = "x86_64", not(test)), allow(dead_code))]
-    fn row(&self, a: usize, row: &mut PairRow) {
+    /// Adds the pairs of rank `a` with each rank of `a + 1..n` (for NDCG and RankNet):
+    /// the other rank's terms to `sums` at once, `a`'s own and the pairs' -λ summed in
+    /// [`SUM_LANES`] lanes by the other rank's distance from `a` (as the AVX-512 lanes sum
+    /// them), then added as [`lanes_total`] adds them. Equal labels add nothing.
+    fn add_row_with(
+        &self,
+        a: usize,
+        sums: &mut RankSums,
+        sum_lambda: &mut f64,
+        logistic: impl Fn(f64) -> f64,
+    ) {
         let ya = self.ys[a];
-        let n = self.ys.len();
-        let (signed, hess, lambda) = (
-            &mut row.signed[a + 1..n],
-            &mut row.hess[a + 1..n],
-            &mut row.lambda[a + 1..n],
-        );
-        for (j, ((s, h), l)) in signed.iter_mut().zip(hess).zip(lambda).enumerate() {
-            let b = a + 1 + j;
+        let mut part = [[0.0f64; SUM_LANES]; 3];
+        for b in a + 1..self.ys.len() {
             let yb = self.ys[b];
+            if yb == ya {
+                continue;
+            }
             let a_higher = ya > yb;
             let (hi, lo) = if a_higher { (a, b) } else { (b, a) };
-            let (lam, hes) = self.terms(hi, lo);
-            let equal = yb == ya;
-            *s = if equal {
-                0.0
-            } else if a_higher {
-                lam
-            } else {
-                -lam
-            };
-            *h = if equal { 0.0 } else { hes };
-            *l = if equal { 0.0 } else { lam };
+            let (lambda, hess) = self.terms_with(hi, lo, &logistic);
+            let signed = if a_higher { lambda } else { -lambda };
+            let j = (b - a - 1) % SUM_LANES;
+            part[0][j] += signed;
+            part[1][j] += hess;
+            part[2][j] += lambda;
+            sums.g[b] -= signed;
+            sums.h[b] += hess;
+        }
+        sums.g[a] += lanes_total(&part[0]);
+        sums.h[a] += lanes_total(&part[1]);
+        *sum_lambda -= lanes_total(&part[2]);
+    }
+
+    /// [`Self::add_row_with`] for every rank of the top, the logistic chosen once.
+    fn add_rows(&self, top: usize, sums: &mut RankSums, sum_lambda: &mut f64) {
+        match self.logistic {
+            PairLogistic::Table(t) => {
+                let logistic = |gap| PairLogistic::Table(t).at(gap);
+                for a in 0..top {
+                    self.add_row_with(a, sums, sum_lambda, logistic);
+                }
+            }
+            PairLogistic::Function(f) => {
+                for a in 0..top {
+                    self.add_row_with(a, sums, sum_lambda, f);
+                }
+            }
         }
     }
 }
 
-/// The terms of one rank's pairs with the ranks below it, indexed by the other rank: zeros
-/// for a pair of equal labels, which has none.
-struct PairRow {
-    /// λ where the row's rank has the higher label, else -λ: what its gradient gains and
-    /// the other's loses.
-    signed: Vec<f64>,
-    /// The pair's hessian.
-    hess: Vec<f64>,
-    /// λ.
-    lambda: Vec<f64>,
+/// Lanes a row's own sums are kept in: a row's pairs then add in eight independent chains
+/// instead of one (whose latency bounded a long query's gradients), with or without
+/// vector lanes alike.
+const SUM_LANES: usize = 8;
+
+/// The total of a row's lanes, in one fixed order.
+#[inline(always)]
+fn lanes_total(v: &[f64; SUM_LANES]) -> f64 {
+    ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]))
 }
 
-impl PairRow {
-    fn new(n: usize) -> Self {
-        PairRow {
-            signed: vec![0.0; n],
-            hess: vec![0.0; n],
-            lambda: vec![0.0; n],
-        }
-    }
+/// Gradient and hessian sums of a query's ranks, by rank.
+struct RankSums {
+    g: Vec<f64>,
+    h: Vec<f64>,
 }
 
 /// The gradients of one query: `labels` and `scores` of its rows, `out` its (g, h) pairs;
@@ -492,32 +508,27 @@ fn query_gradients(
     };
     match p.pairs {
         PairMethod::TopK(_) => {
-            // every pair with one document in the top. In lanes, a row's terms are
-            // computed first, then added in the order `top_pairs` adds them; equal labels
-            // add zeros there, which change no sum but for a zero's sign, which no
-            // gradient keeps (a sum that starts at +0 and adds terms is never -0), so
-            // the gradients are the same bits
-            let Some(lanes) = lanes::PairLanes::new(&pair) else {
+            // every pair with one document in the top; NDCG's and RankNet's rows in
+            // lanes (eight pairs at a time where the CPU has AVX-512, their sums in eight
+            // lanes either way, so the same bits)
+            if p.loss == RankLoss::Map {
                 top_pairs(&pair, top, &mut by_rank, &mut sum_lambda);
-                return finish(p, &order, &by_rank, sum_lambda, out);
-            };
-            let mut row = PairRow::new(n);
-            for a in 0..top {
-                lanes.row(a, &mut row);
-                let (mut g_a, mut h_a) = (0.0f64, 0.0f64);
-                let terms = row.signed[a + 1..]
-                    .iter()
-                    .zip(&row.hess[a + 1..])
-                    .zip(&row.lambda[a + 1..]);
-                for (gb, ((&s, &h), &l)) in by_rank[a + 1..].iter_mut().zip(terms) {
-                    g_a += s;
-                    gb[0] -= s;
-                    h_a += h;
-                    gb[1] += h;
-                    sum_lambda -= l;
+            } else {
+                let mut sums = RankSums {
+                    g: vec![0.0; n],
+                    h: vec![0.0; n],
+                };
+                match lanes::PairLanes::new(&pair) {
+                    Some(lanes) => {
+                        for a in 0..top {
+                            lanes.add_row(a, &mut sums, &mut sum_lambda);
+                        }
+                    }
+                    None => pair.add_rows(top, &mut sums, &mut sum_lambda),
                 }
-                by_rank[a][0] += g_a;
-                by_rank[a][1] += h_a;
+                for (gh, (&g, &h)) in by_rank.iter_mut().zip(sums.g.iter().zip(&sums.h)) {
+                    *gh = [g, h];
+                }
             }
         }
         PairMethod::Mean(per_doc) => {
@@ -541,7 +552,7 @@ fn query_gradients(
 
 /// Every pair of ranks with one in the `top`, row by row, its terms added to `by_rank`
 /// and its -λ to `sum_lambda`: the rank in the top keeps its sums in registers over its
-/// row, the other's are read and written in rank order. Where the lanes are not taken.
+/// row, the other's are read and written in rank order. For MAP's pairs.
 fn top_pairs(pair: &PairTerms<'_>, top: usize, by_rank: &mut [[f64; 2]], sum_lambda: &mut f64) {
     match pair.logistic {
         PairLogistic::Table(t) => top_pairs_with(pair, top, by_rank, sum_lambda, |gap| {

@@ -1,9 +1,10 @@
-//! A row of ranking pairs' terms eight pairs at a time, in 512-bit lanes where the CPU has
-//! AVX-512: the same IEEE operations as [`PairTerms::terms`], so the same bits (but for a
-//! NaN's sign and payload, which no IEEE operation fixes).
+//! A row of ranking pairs eight pairs at a time, in 512-bit lanes where the CPU has
+//! AVX-512: the same IEEE operations as [`PairTerms::terms`] and the same sums as
+//! [`PairTerms::add_row_with`], so the same bits (but for a NaN's sign and payload, which
+//! no IEEE operation fixes).
 #![allow(unsafe_code)]
 
-use super::{PairLogistic, PairRow, PairTerms, RankLoss};
+use super::{lanes_total, PairLogistic, PairTerms, RankLoss, RankSums, SUM_LANES};
 
 /// Entries of the sigmoid table: one every 2^-8 over [-20, 20], both ends included.
 const TABLE_LEN: usize =
@@ -59,19 +60,22 @@ impl<'a> PairLanes<'a> {
         })
     }
 
-    /// [`PairTerms::row`] in lanes: the same terms, bit for bit.
-    pub(super) fn row(&self, a: usize, row: &mut PairRow) {
+    /// [`PairTerms::add_row_with`] in lanes: the same sums, bit for bit.
+    pub(super) fn add_row(&self, a: usize, sums: &mut RankSums, sum_lambda: &mut f64) {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: `new` checked that the CPU has AVX-512 F and that the logistic is the
         // sigmoid table, whose steps have TABLE_LEN entries
         unsafe {
-            self.row_avx512(a, row)
+            self.add_row_avx512(a, sums, sum_lambda)
         }
         #[cfg(not(target_arch = "x86_64"))]
-        self.terms.row(a, row)
+        self.terms
+            .add_row_with(a, sums, sum_lambda, |gap| self.terms.logistic.at(gap))
     }
 
-    /// [`Self::row`] on the ranks `a + 1..n`, eight at a time, the last step masked:
+    /// [`Self::add_row`] on the ranks `a + 1..n`, eight at a time (lane j of a step holds
+    /// the rank a + 1 + 8k + j, as [`PairTerms::add_row_with`] sums it), the last step
+    /// masked:
     /// - the pair's Δ as `terms` computes it for (hi, lo) — for NDCG |(gₐ − g_b)(dₐ − d_b)|,
     ///   which a swap of the two only negates inside the absolute value — then damped by
     ///   the score gap of (hi, lo), taken as `terms` takes it (one subtraction a way, the
@@ -81,10 +85,12 @@ impl<'a> PairLanes<'a> {
     ///   to i32 to nearest even, then the index, the fraction and the interpolation in u32
     ///   (from [`steps`]: the last entry's step is 0, its fraction 0 too, which is the
     ///   scalar code's value there), clamped to [1, 2^24 − 1] and scaled by 2^-24 (exact);
-    /// - λ and h in the order `terms` multiplies, then zeros for equal labels.
+    /// - λ and h in the order `terms` multiplies, then zeros for equal labels (and the
+    ///   masked lanes), which change no sum: a sum that starts at +0 and adds terms is
+    ///   never -0, so adding +0 leaves it as it is.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,avx2")]
-    unsafe fn row_avx512(&self, a: usize, row: &mut PairRow) {
+    unsafe fn add_row_avx512(&self, a: usize, sums: &mut RankSums, sum_lambda: &mut f64) {
         use std::arch::x86_64::*;
         let t = self.terms;
         let n = self.ys.len();
@@ -123,6 +129,8 @@ impl<'a> PairLanes<'a> {
         let one_i = _mm256_set1_epi32(1);
         let top = _mm256_set1_epi32(crate::objective::ONE as i32 - 1);
         let steps = self.steps.as_ptr().cast::<i64>();
+        let zero = _mm512_setzero_pd();
+        let (mut own_g, mut own_h, mut own_l) = (zero, zero, zero);
         let mut b = a + 1;
         while b < n {
             let left = n - b;
@@ -182,24 +190,34 @@ impl<'a> PairLanes<'a> {
                 );
                 let signed = _mm512_mask_mov_pd(neg(lambda), a_higher, lambda);
                 let keep = !equal & mask;
-                _mm512_mask_storeu_pd(
-                    row.signed.as_mut_ptr().add(b),
-                    mask,
+                let (signed, hess, lambda) = (
                     _mm512_maskz_mov_pd(keep, signed),
-                );
-                _mm512_mask_storeu_pd(
-                    row.hess.as_mut_ptr().add(b),
-                    mask,
                     _mm512_maskz_mov_pd(keep, hess),
-                );
-                _mm512_mask_storeu_pd(
-                    row.lambda.as_mut_ptr().add(b),
-                    mask,
                     _mm512_maskz_mov_pd(keep, lambda),
                 );
+                own_g = _mm512_add_pd(own_g, signed);
+                own_h = _mm512_add_pd(own_h, hess);
+                own_l = _mm512_add_pd(own_l, lambda);
+                let g = sums.g.as_mut_ptr().add(b);
+                let h = sums.h.as_mut_ptr().add(b);
+                _mm512_mask_storeu_pd(
+                    g,
+                    mask,
+                    _mm512_sub_pd(_mm512_maskz_loadu_pd(mask, g), signed),
+                );
+                _mm512_mask_storeu_pd(h, mask, _mm512_add_pd(_mm512_maskz_loadu_pd(mask, h), hess));
             }
             b += 8;
         }
+        let lanes = |v: __m512d| {
+            let mut out = [0.0f64; SUM_LANES];
+            // SAFETY: eight f64 into eight
+            unsafe { _mm512_storeu_pd(out.as_mut_ptr(), v) };
+            lanes_total(&out)
+        };
+        sums.g[a] += lanes(own_g);
+        sums.h[a] += lanes(own_h);
+        *sum_lambda -= lanes(own_l);
     }
 }
 
@@ -220,22 +238,18 @@ mod tests {
     use super::*;
 
     /// Scores that meet every case of the logistic: ties, the table's ends and beyond,
-    /// tiny gaps, subnormals, infinities and NaN.
-    fn scores(n: usize, seed: u64) -> Vec<f32> {
-        let special = [
-            0.0f32,
-            -0.0,
-            20.0,
-            -20.0,
-            19.999998,
-            1e-40,
-            -1e-40,
-            1e30,
-            f32::INFINITY,
-            f32::NEG_INFINITY,
-            f32::NAN,
-            0.37,
+    /// tiny gaps and subnormals; with `non_finite`, infinities and NaN too (whose NaN
+    /// terms then reach most sums, so the finite scores are checked on their own).
+    fn scores(n: usize, seed: u64, non_finite: bool) -> Vec<f32> {
+        let finite = [
+            0.0f32, -0.0, 20.0, -20.0, 19.999998, 1e-40, -1e-40, 1e30, 0.37,
         ];
+        let more = [f32::INFINITY, f32::NEG_INFINITY, f32::NAN];
+        let special: Vec<f32> = if non_finite {
+            finite.iter().chain(&more).copied().collect()
+        } else {
+            finite.to_vec()
+        };
         (0..n)
             .map(|i| {
                 let h = crate::hash::hash64(seed, crate::hash::Stream::RankPairs, 0, i as u64);
@@ -249,14 +263,23 @@ mod tests {
     }
 
     #[test]
-    fn lanes_give_the_rows_terms_bit_for_bit() {
+    fn lanes_give_the_rows_sums_bit_for_bit() {
         if !available() {
             eprintln!("no AVX-512 F here (or SAPWOOD_PORTABLE): the lanes are not compared");
             return;
         }
         let table = crate::objective::sigmoid_table();
-        for (n, seed) in [(1usize, 1u64), (2, 2), (9, 3), (16, 4), (17, 5), (203, 6)] {
-            let ss = scores(n, seed);
+        let cases = [
+            (1usize, 1u64),
+            (2, 2),
+            (9, 3),
+            (16, 4),
+            (17, 5),
+            (203, 6),
+            (203, 7),
+        ];
+        for ((n, seed), non_finite) in cases.into_iter().flat_map(|c| [(c, false), (c, true)]) {
+            let ss = scores(n, seed, non_finite);
             let ys: Vec<f32> = (0..n).map(|i| ((i * 7 + i / 3) % 5) as f32).collect();
             let gains: Vec<f64> = ys.iter().map(|&y| super::super::gain(y, true)).collect();
             let discounts = super::super::discounts(n);
@@ -275,25 +298,35 @@ mod tests {
                         logistic: PairLogistic::Table(table),
                     };
                     let lanes = PairLanes::new(&terms).expect("lanes for the sigmoid table");
+                    let fresh = || RankSums {
+                        g: vec![0.0; n],
+                        h: vec![0.0; n],
+                    };
+                    let (mut want, mut got) = (fresh(), fresh());
+                    let (mut want_l, mut got_l) = (0.0f64, 0.0f64);
                     for a in 0..n {
-                        let (mut want, mut got) = (PairRow::new(n), PairRow::new(n));
-                        terms.row(a, &mut want);
-                        lanes.row(a, &mut got);
-                        for (w, g) in [
-                            (&want.signed, &got.signed),
-                            (&want.hess, &got.hess),
-                            (&want.lambda, &got.lambda),
-                        ] {
-                            for b in a + 1..n {
-                                let same = w[b].to_bits() == g[b].to_bits()
-                                    || (w[b].is_nan() && g[b].is_nan());
-                                assert!(
-                                    same,
-                                    "{loss:?} damp {damp} n {n} pair ({a}, {b}): {} vs {} \
-                                     (scores {} {}, labels {} {})",
-                                    w[b], g[b], ss[a], ss[b], ys[a], ys[b]
-                                );
-                            }
+                        terms.add_row_with(a, &mut want, &mut want_l, |gap| {
+                            PairLogistic::Table(table).at(gap)
+                        });
+                        lanes.add_row(a, &mut got, &mut got_l);
+                        let same = |w: f64, g: f64| {
+                            w.to_bits() == g.to_bits() || (w.is_nan() && g.is_nan())
+                        };
+                        assert!(same(want_l, got_l), "{loss:?} damp {damp} n {n} row {a}");
+                        for r in 0..n {
+                            assert!(
+                                same(want.g[r], got.g[r]) && same(want.h[r], got.h[r]),
+                                "{loss:?} damp {damp} n {n} after row {a}, rank {r}: \
+                                 {} {} vs {} {} (scores {} {}, labels {} {})",
+                                want.g[r],
+                                want.h[r],
+                                got.g[r],
+                                got.h[r],
+                                ss[a],
+                                ss[r],
+                                ys[a],
+                                ys[r]
+                            );
                         }
                     }
                 }
