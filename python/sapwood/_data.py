@@ -406,19 +406,25 @@ def replace_missing(data: Any, missing: Optional[float]) -> Any:
 
 
 def _kind_name(type_name: str) -> str:
-    """`number`, `bool` or `text` for an Arrow or polars type's name."""
+    """`number`, `bool`, `strings` (text, whose levels exports keep as text) or `text`
+    (categories whose levels may be integers) for an Arrow or polars type's name."""
     t = type_name.lower()
     if t in ("bool", "boolean"):
         return "bool"
     if t in ("string", "utf8", "large_string", "large_utf8", "string_view", "categorical",
-             "enum", "object") or t.startswith(("dictionary", "categorical", "enum")):
-        return "text"
+             "enum", "object") or t.startswith(("categorical", "enum")):
+        return "strings"
+    if t.startswith("dictionary"):
+        values = t.partition("values=")[2].split(",")[0].strip()
+        return "strings" if _kind_name(values) == "strings" else "text"
     return "number"
 
 
 def input_types(data: Any) -> Optional[list[str]]:
-    """What each column of ``data`` holds, in column order (``number``, ``bool`` or
-    ``text``), as the model records it; None when that cannot be told (a native dataset)."""
+    """What each column of ``data`` holds, in column order (``number``, ``bool``,
+    ``strings`` for text and categories of text, ``text`` for other categories), as the
+    model records it; None when that cannot be told (a native dataset). Exports write the
+    levels of ``strings`` as text even where they look like integers."""
     if isinstance(data, NativeData):
         return None
     if is_pandas_frame(data):
@@ -428,10 +434,16 @@ def input_types(data: Any) -> Optional[list[str]]:
         for dtype in data.dtypes:
             if dtype.kind == "b" or str(dtype) == "boolean":
                 out.append("bool")
-            elif isinstance(dtype, pd.CategoricalDtype) or dtype.kind in "OSU" or isinstance(
-                dtype, pd.StringDtype
-            ):
-                out.append("text")
+            elif isinstance(dtype, pd.CategoricalDtype):
+                levels = dtype.categories
+                text = (
+                    levels.dtype.kind in "SU"
+                    or isinstance(levels.dtype, pd.StringDtype)
+                    or (levels.dtype.kind == "O" and all(isinstance(v, str) for v in levels))
+                )
+                out.append("strings" if text else "text")
+            elif dtype.kind in "OSU" or isinstance(dtype, pd.StringDtype):
+                out.append("strings")
             else:
                 out.append("number")
         return out
@@ -450,7 +462,7 @@ def input_types(data: Any) -> Optional[list[str]]:
     arr = np.asarray(data)
     if arr.ndim != 2:
         return None
-    kind = "bool" if arr.dtype.kind == "b" else "text" if arr.dtype.kind in "OSU" else "number"
+    kind = "bool" if arr.dtype.kind == "b" else "strings" if arr.dtype.kind in "OSU" else "number"
     return [kind] * int(arr.shape[1])
 
 

@@ -122,8 +122,9 @@ impl NativeBooster {
         })
     }
 
-    /// What each feature held in the training data (`number`, `bool`, `text`, by feature),
-    /// or None when the model does not record it.
+    /// What each feature held in the training data (`number`, `bool`, `text` for
+    /// categories that may be integers, `strings` for text, by feature), or None when the
+    /// model does not record it.
     #[getter]
     fn input_types(&self) -> Option<Vec<&'static str>> {
         self.inner.model().input_types.as_ref().map(|t| {
@@ -132,13 +133,14 @@ impl NativeBooster {
                     InputType::Number => "number",
                     InputType::Bool => "bool",
                     InputType::Text => "text",
+                    InputType::Strings => "strings",
                 })
                 .collect()
         })
     }
 
     /// The same model recording what each feature held in the training data (`number`,
-    /// `bool` or `text`, one per feature); anything else is an error.
+    /// `bool`, `text` or `strings`, one per feature); anything else is an error.
     fn with_input_types(&self, types: Vec<String>) -> PyResult<NativeBooster> {
         guarded(|| {
             let parsed = types
@@ -147,8 +149,10 @@ impl NativeBooster {
                     "number" => Ok(InputType::Number),
                     "bool" => Ok(InputType::Bool),
                     "text" => Ok(InputType::Text),
+                    "strings" => Ok(InputType::Strings),
                     other => Err(Kind::Parameter.err(format!(
-                        "invalid parameter `input_types`: `{other}` is not number, bool or text"
+                        "invalid parameter `input_types`: `{other}` is not number, bool, text \
+                         or strings"
                     ))),
                 })
                 .collect::<PyResult<Vec<_>>>()?;

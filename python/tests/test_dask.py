@@ -182,7 +182,7 @@ def test_regression_with_categories_is_byte_identical(client: Client) -> None:
         got = dask_train(client, params, ddf.drop(columns="median"), ddf["median"], ranks)
         assert got.to_json() == expected, f"{kind} partitions: the model differs"
     # both record what each column held, so both refuse type drift at prediction
-    assert got._model.input_types == ["text" if c == "city" else "number" for c in X.columns]
+    assert got._model.input_types == ["strings" if c == "city" else "number" for c in X.columns]
     # string levels, sorted so that every partition sees other cities: agreed by name
     strings = frame.assign(city=frame["city"].astype(str)).sort_values("city", kind="stable")
     strings = strings.reset_index(drop=True)

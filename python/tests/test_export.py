@@ -310,3 +310,37 @@ def test_exports_predict_pandas_categoricals_in_any_order_of_levels(tmp_path: Pa
                     assert "not in the training set" in str(e)
                 else:
                     _check("declared unseen level", got, want, "xgboost")
+
+
+def test_text_categories_that_look_like_integers_export_as_text(tmp_path: Path) -> None:
+    """Categories of text whose levels all read as integers ("7", "12", "305", as IDs
+    read as strings) stay text in both exports: the peers read the same frame's
+    categories as text and must find them in the model (XGBoost refused the frame when
+    the export wrote them as integers). Integer categories still export as integers."""
+    import pandas as pd
+
+    xgb = pytest.importorskip("xgboost")
+    lgb = pytest.importorskip("lightgbm")
+    rng = np.random.default_rng(11)
+    n = 2000
+    ids = ["7", "12", "305", "41", "9"]
+    for column, kind in (
+        (pd.Categorical(rng.choice(ids, n)), "strings"),
+        (pd.Categorical(rng.choice([7, 12, 305, 41, 9], n)), "text"),
+    ):
+        frame = pd.DataFrame({"id": column, "x": rng.normal(size=n)})
+        code = pd.Series(column).cat.codes.to_numpy()
+        y = ((code % 2) * 1.5 + frame["x"] + rng.normal(size=n) > 0.7).astype(int)
+        b = sapwood.train({"objective": "binary:logistic", "max_depth": 3},
+                          sapwood.Dataset(frame, label=y), 15)
+        assert b._model.input_types == [kind, "number"]
+        want = np.asarray(b.predict(frame, output_margin=True), dtype=np.float64)
+        b.save_model(tmp_path / "m.json", format="xgboost")
+        b.save_model(tmp_path / "m.txt", format="lightgbm")
+        xb = xgb.Booster(model_file=str(tmp_path / "m.json"))
+        got = xb.inplace_predict(frame, predict_type="margin")
+        _check(f"{kind} categories", got, want, "xgboost")
+        got = xb.predict(xgb.DMatrix(frame, enable_categorical=True), output_margin=True)
+        _check(f"{kind} categories", got, want, "xgboost")
+        lb = lgb.Booster(model_file=str(tmp_path / "m.txt"))
+        _check(f"{kind} categories", lb.predict(frame, raw_score=True), want, "lightgbm")

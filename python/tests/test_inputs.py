@@ -170,3 +170,29 @@ def test_booleans_where_numbers_were_trained_are_refused(tmp_path: Any) -> None:
     m = sapwood.train({}, sapwood.Dataset(X, label=X[:, 0]), 3)
     with pytest.raises(sapwood.SchemaMismatchError, match="holds booleans"):
         m.predict(X > 0)
+
+
+def test_text_and_integer_categories_are_recorded_apart() -> None:
+    # text levels stay text on export even where they read as integers ("7"), so the
+    # model records text apart from integer categories, from pandas and Arrow alike
+    import pandas as pd
+    import pyarrow as pa
+
+    from sapwood._data import input_types
+
+    frame = pd.DataFrame({
+        "text": pd.Categorical(["7", "12", "7"]),
+        "ints": pd.Categorical([7, 12, 7]),
+        "objects": pd.Categorical(pd.Series(["a", "b", "a"], dtype=object)),
+        "words": ["x", "y", "x"],
+        "x": [1.0, 2.0, 3.0],
+    })
+    assert input_types(frame) == ["strings", "text", "strings", "strings", "number"]
+    table = pa.table({
+        "text": pa.array(["7", "12", "7"]).dictionary_encode(),
+        "ints": pa.array([7, 12, 7]).dictionary_encode(),
+        "words": pa.array(["x", "y", "x"]),
+        "x": pa.array([1.0, 2.0, 3.0]),
+    })
+    assert input_types(table) == ["strings", "text", "strings", "number"]
+    assert input_types(np.array([["a", "b"]])) == ["strings", "strings"]

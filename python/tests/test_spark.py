@@ -193,7 +193,7 @@ def test_binary_classification_from_columns_is_byte_identical(spark: SparkSessio
         assert json_of(model) == expected, f"{tasks} tasks: the model differs"
     # string columns were categorical features, as in single-process training
     assert model.getBooster()._model.input_types == [
-        "text" if train[c].dtype == object else "number" for c in columns
+        "strings" if train[c].dtype == object else "number" for c in columns
     ]
     out = model.transform(df).toPandas()
     proba = np.stack([v.toArray() for v in out["probability"]])

@@ -208,12 +208,18 @@ fn copies_of_features(t: &Table, names: &[String]) -> Vec<(String, ArrayRef)> {
         .collect()
 }
 
-/// The kind of values an Arrow type holds, as a model records them.
+/// The kind of values an Arrow type holds, as a model records them: text (a dictionary of
+/// text too) as strings, so that exports keep `"17"` a string; a dictionary of other
+/// values as categories.
 fn input_type_of(t: &sapwood_io::arrow_schema::DataType) -> sapwood::InputType {
     use sapwood_io::arrow_schema::DataType as T;
     match t {
         T::Boolean => sapwood::InputType::Bool,
-        T::Utf8 | T::LargeUtf8 | T::Utf8View | T::Dictionary(..) => sapwood::InputType::Text,
+        T::Utf8 | T::LargeUtf8 | T::Utf8View => sapwood::InputType::Strings,
+        T::Dictionary(_, values) => match input_type_of(values) {
+            sapwood::InputType::Strings => sapwood::InputType::Strings,
+            _ => sapwood::InputType::Text,
+        },
         _ => sapwood::InputType::Number,
     }
 }
@@ -643,4 +649,28 @@ fn numbers_of(array: &ArrayRef, first_row: usize) -> std::result::Result<Vec<Opt
         }
         t => return Err(format!("type {t}, not a number")),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sapwood_io::arrow_schema::DataType as T;
+
+    #[test]
+    fn text_columns_are_strings_and_other_dictionaries_categories() {
+        let dict = |values: T| T::Dictionary(Box::new(T::Int32), Box::new(values));
+        for (t, want) in [
+            (T::Utf8, sapwood::InputType::Strings),
+            (T::LargeUtf8, sapwood::InputType::Strings),
+            (T::Utf8View, sapwood::InputType::Strings),
+            (dict(T::Utf8), sapwood::InputType::Strings),
+            (dict(T::LargeUtf8), sapwood::InputType::Strings),
+            (dict(T::Int64), sapwood::InputType::Text),
+            (T::Int64, sapwood::InputType::Number),
+            (T::Float32, sapwood::InputType::Number),
+            (T::Boolean, sapwood::InputType::Bool),
+        ] {
+            assert_eq!(input_type_of(&t), want, "{t:?}");
+        }
+    }
 }

@@ -80,8 +80,13 @@ pub enum InputType {
     Number,
     /// Booleans, read as 0 and 1.
     Bool,
-    /// Text or categories.
+    /// Categories whose levels may be integers (pandas' integer categories, a Parquet
+    /// dictionary of integers), or text in models saved before [`InputType::Strings`]:
+    /// exports write the levels as integers when every one reads as an integer.
     Text,
+    /// Text, or categories of text: exports write the levels as text, whatever they look
+    /// like (`"17"` stays a string, as the peers read the same column).
+    Strings,
 }
 
 impl std::fmt::Display for InputType {
@@ -89,7 +94,7 @@ impl std::fmt::Display for InputType {
         f.write_str(match self {
             InputType::Number => "numbers",
             InputType::Bool => "booleans",
-            InputType::Text => "text",
+            InputType::Text | InputType::Strings => "text",
         })
     }
 }

@@ -261,12 +261,15 @@ pub fn to_text(model: &Model) -> Result<String> {
     let _ = writeln!(out);
     let cats: Vec<Value> = levels
         .iter()
-        .flatten()
+        .enumerate()
+        .filter_map(|(j, l)| l.map(|l| (j, l)))
         // integer categories as numbers: LightGBM sets a frame's categories from this list
-        .map(|l| match super::integer_levels(l) {
-            Some(ints) => Value::from(ints),
-            None => Value::from(l.to_vec()),
-        })
+        .map(
+            |(j, l)| match super::integer_levels(l, super::input_type(model, j)) {
+                Some(ints) => Value::from(ints),
+                None => Value::from(l.to_vec()),
+            },
+        )
         .collect();
     let pandas = if cats.is_empty() {
         "null".to_string()

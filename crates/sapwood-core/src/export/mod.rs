@@ -23,7 +23,7 @@ pub mod xgboost;
 
 use crate::data::cuts::FeatureCuts;
 use crate::error::{Error, Result};
-use crate::model::Model;
+use crate::model::{InputType, Model};
 use crate::objective::ftz;
 use crate::objective::ObjectiveKind;
 use crate::split::SplitRule;
@@ -180,11 +180,17 @@ pub(crate) fn level_lists(model: &Model) -> Vec<Option<&[String]>> {
         .collect()
 }
 
+/// What feature `j` held in the training data, when the model records it.
+pub(crate) fn input_type(model: &Model, j: usize) -> Option<InputType> {
+    model.input_types.as_ref().and_then(|t| t.get(j).copied())
+}
+
 /// The levels as integers when every one is an integer written plainly (`"17"`, `"-3"`;
-/// not `"017"`): they came from integer categories (pandas), which the peers' readers
-/// match as numbers, not text.
-pub(crate) fn integer_levels(levels: &[String]) -> Option<Vec<i64>> {
-    if levels.is_empty() {
+/// not `"017"`) and the feature was not trained on text (`input`, when the model records
+/// it): they came from integer categories (pandas), which the peers' readers match as
+/// numbers, not text.
+pub(crate) fn integer_levels(levels: &[String], input: Option<InputType>) -> Option<Vec<i64>> {
+    if levels.is_empty() || input == Some(InputType::Strings) {
         return None;
     }
     levels

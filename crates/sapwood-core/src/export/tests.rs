@@ -754,3 +754,48 @@ fn onnx_errors_name_tree_and_node() {
     m.base_margin.pop();
     assert!(onnx::to_bytes(&m).is_err());
 }
+
+#[test]
+fn integer_looking_levels_are_integers_unless_trained_on_text() {
+    use crate::model::InputType;
+    let mut m = model();
+    let ints: Vec<String> = ["7", "12", "305", "-4", "0", "9"]
+        .map(String::from)
+        .to_vec();
+    m.cuts = crate::data::cuts::Cuts::new(vec![
+        m.cuts.feature(0).clone(),
+        FeatureCuts::Categorical {
+            levels: ints,
+            level_bins: LEVEL_BINS.to_vec(),
+            n_bins: 5,
+        },
+    ]);
+    let cats = |m: &Model| {
+        let file: serde_json::Value = serde_json::from_str(&xgboost::to_json(m).unwrap()).unwrap();
+        let enc = file["learner"]["gradient_booster"]["model"]["cats"]["enc"][1].clone();
+        let text = lightgbm::to_text(m).unwrap();
+        let pandas = text
+            .lines()
+            .find(|l| l.starts_with("pandas_categorical:"))
+            .unwrap()
+            .to_string();
+        (enc, pandas)
+    };
+    for types in [None, Some(vec![InputType::Number, InputType::Text])] {
+        m.input_types = types;
+        let (enc, pandas) = cats(&m);
+        assert_eq!(
+            enc["values"],
+            serde_json::json!([7, 12, 305, -4, 0, 9]),
+            "{enc}"
+        );
+        assert_eq!(pandas, "pandas_categorical:[[7,12,305,-4,0,9]]");
+    }
+    m.input_types = Some(vec![InputType::Number, InputType::Strings]);
+    let (enc, pandas) = cats(&m);
+    assert!(enc.get("offsets").is_some(), "text levels: {enc}");
+    assert_eq!(
+        pandas,
+        r#"pandas_categorical:[["7","12","305","-4","0","9"]]"#
+    );
+}

@@ -38,17 +38,17 @@ const XGB_INT64: i64 = 15;
 /// The levels of every feature (None: numeric) as XGBoost 3.x's category container
 /// (`cats`): with it XGBoost re-codes a pandas frame's categories to the codes the trees
 /// use, whatever their order, and refuses a level training never saw. Levels that are all
-/// integers are written as 64-bit integers (pandas' integer categories), others as UTF-8
-/// strings; `sorted_idx` orders each feature's levels as XGBoost looks them up (integers
+/// integers are written as 64-bit integers (pandas' integer categories) unless the feature
+/// was trained on text, others as UTF-8 strings; `sorted_idx` orders each feature's levels as XGBoost looks them up (integers
 /// by value, strings bytewise with bytes read as signed, as XGBoost's own files have them).
-fn category_container(levels: &[Option<&[String]>]) -> Value {
+fn category_container(model: &Model, levels: &[Option<&[String]>]) -> Value {
     let mut enc = Vec::new();
     let mut segments = vec![0usize];
     let mut sorted_idx: Vec<usize> = Vec::new();
-    for l in levels {
+    for (j, l) in levels.iter().enumerate() {
         let l = l.unwrap_or(&[]);
         let mut order: Vec<usize> = (0..l.len()).collect();
-        match super::integer_levels(l) {
+        match super::integer_levels(l, super::input_type(model, j)) {
             Some(ints) => {
                 order.sort_by_key(|&i| ints[i]);
                 enc.push(json!({ "type": XGB_INT64, "values": ints }));
@@ -252,7 +252,7 @@ pub fn to_json(model: &Model) -> Result<String> {
         .flatten()
         .all(|l| l.iter().all(|v| v.is_ascii()));
     if levels.iter().any(Option::is_some) && ascii {
-        booster_model["cats"] = category_container(&levels);
+        booster_model["cats"] = category_container(model, &levels);
     }
     let file = json!({
         "learner": {
