@@ -282,8 +282,9 @@ class Dataset:
             categorical_features=categorical_features,
             feature_names=feature_names,
         )
-        #: What each column holds (``number``, ``bool``, ``text``), recorded in models
-        #: trained on it so that prediction refuses booleans where numbers were trained.
+        #: What each column holds (``number``, ``bool``, ``strings``, ``text``), recorded
+        #: in models trained on it so that prediction refuses booleans where numbers were
+        #: trained and exports keep text levels as text.
         self._input_types: Optional[list[str]] = _data.input_types(data)
         #: Each row's base margin as given (``(n,)`` or ``(n, k)``, float32), or None.
         self._base_margin: Optional[npt.NDArray[np.float32]] = None

@@ -602,6 +602,17 @@ def _drop_listener(token: str, dask_worker: Any = None) -> None:
         listener.close()
 
 
+def _release_listener(client: Client, worker: str, token: str) -> None:
+    """Closes the job's listener on rank 0's worker if its task never took it. A worker that
+    is gone took its listener with it, and is not waited for; nothing here may replace the
+    job's own error."""
+    try:
+        if worker in client.scheduler_info()["workers"]:
+            client.run(_drop_listener, token, workers=[worker], on_error="ignore")
+    except Exception:  # noqa: BLE001 - the job's error, if any, is the one to raise
+        pass
+
+
 def _coordinator(client: Client, worker: str, token: str, bind: Optional[str]) -> str:
     """``host:port`` rank 0 listens on: its worker's host and the port of the listener
     bound there for the job (see :func:`_listen`)."""
@@ -773,41 +784,41 @@ def train(
     timeout = _timeout(comm_timeout, pairs)
     plan = _plan(dtrain._rows, dtrain._cuttable, dtrain._locations())
     token = secrets.token_hex(16)
-    job = _Job(
-        pairs=pairs,
-        user_names=user_names,
-        world=len(plan),
-        n_total=dtrain.num_row(),
-        coordinator=_coordinator(client, plan[0].worker, token, bind),
-        token=token,
-        timeout=timeout,
-        bind=bind,
-    )
-    eval_args = [
-        (name, d._parts, _meta(d), d._group_sizes(0, d.num_row())) for d, name in eval_sets
-    ]
-    futures = [
-        client.submit(
-            _train_rank,
-            job,
-            rank,
-            r.row_offset,
-            [dtrain._parts[p] for p in r.partitions],
-            _meta(dtrain),
-            dtrain._group_sizes(r.row_offset, r.row_offset + r.rows),
-            eval_args if rank == 0 else [],
-            run if rank == 0 else [],
-            workers=[r.worker],
-            allow_other_workers=False,
-            pure=False,
-        )
-        for rank, r in enumerate(plan)
-    ]
+    coordinator = _coordinator(client, plan[0].worker, token, bind)
     try:
+        job = _Job(
+            pairs=pairs,
+            user_names=user_names,
+            world=len(plan),
+            n_total=dtrain.num_row(),
+            coordinator=coordinator,
+            token=token,
+            timeout=timeout,
+            bind=bind,
+        )
+        eval_args = [
+            (name, d._parts, _meta(d), d._group_sizes(0, d.num_row())) for d, name in eval_sets
+        ]
+        futures = [
+            client.submit(
+                _train_rank,
+                job,
+                rank,
+                r.row_offset,
+                [dtrain._parts[p] for p in r.partitions],
+                _meta(dtrain),
+                dtrain._group_sizes(r.row_offset, r.row_offset + r.rows),
+                eval_args if rank == 0 else [],
+                run if rank == 0 else [],
+                workers=[r.worker],
+                allow_other_workers=False,
+                pure=False,
+            )
+            for rank, r in enumerate(plan)
+        ]
         booster = _run_job(client, futures)
     finally:
-        # the worker may be gone: then so is the listener
-        client.run(_drop_listener, token, workers=[plan[0].worker], on_error="ignore")
+        _release_listener(client, plan[0].worker, token)
     if booster is None:
         raise _sapwood.InternalError("internal error (please report it): rank 0 returned no model")
     history = booster.evals_result()

@@ -462,4 +462,12 @@ fn only_rank_0_joins_on_a_listener_and_only_on_the_coordinators_port() {
     // every interface for a coordinator that is not loopback
     let wide = coordinator_listener("192.0.2.1", None).unwrap();
     assert!(wide.local_addr().unwrap().ip().is_unspecified());
+    let err = coordinator_listener("no such host.invalid", None)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("cannot resolve its host `no such host.invalid`"),
+        "{err}"
+    );
 }

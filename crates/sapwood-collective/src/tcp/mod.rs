@@ -135,6 +135,11 @@ pub fn coordinator_listener(host: &str, bind: Option<IpAddr>) -> Result<TcpListe
     } else {
         format!("{host}:0")
     };
+    let resolved = target
+        .to_socket_addrs()
+        .map_err(|e| config_error(format!("rank 0 cannot resolve its host `{host}`: {e}")))?
+        .next()
+        .ok_or_else(|| config_error(format!("rank 0's host `{host}` resolves to no address")))?;
     let cfg = TcpConfig {
         rank: 0,
         world: 1,
@@ -144,7 +149,7 @@ pub fn coordinator_listener(host: &str, bind: Option<IpAddr>) -> Result<TcpListe
         ports: None,
         timeout: Duration::ZERO,
     };
-    let ip = cfg.bind_ip(cfg.coordinator_addr()?);
+    let ip = cfg.bind_ip(resolved);
     TcpListener::bind(SocketAddr::new(ip, 0))
         .map_err(|e| config_error(format!("rank 0 cannot listen on {ip} (host `{host}`): {e}")))
 }

@@ -41,8 +41,8 @@ pub(super) struct PairLanes<'a> {
 
 impl<'a> PairLanes<'a> {
     /// The lanes of `terms`, or None where they do not apply: a CPU without AVX-512 F,
-    /// `SAPWOOD_PORTABLE`, MAP's pairs (a walk over the ranks between) or another logistic
-    /// than [`crate::objective::sigmoid_table`].
+    /// `SAPWOOD_PORTABLE`, MAP's pairs (a walk over the ranks between), another logistic
+    /// than [`crate::objective::sigmoid_table`], or slices shorter than the query.
     pub(super) fn new(terms: &'a PairTerms<'a>) -> Option<Self> {
         let PairLogistic::Table(table) = terms.logistic else {
             return None;
@@ -52,6 +52,12 @@ impl<'a> PairLanes<'a> {
             return None;
         }
         debug_assert_eq!(sigmoid.len(), TABLE_LEN);
+        // the lanes load every rank's entry of these unchecked
+        let n = terms.ys.len();
+        let ranked = terms.ss.len() == n && terms.discounts.len() >= n;
+        if !ranked || (terms.loss == RankLoss::Ndcg && terms.gains.len() < n) {
+            return None;
+        }
         Some(PairLanes {
             terms,
             steps: steps(),
@@ -62,9 +68,17 @@ impl<'a> PairLanes<'a> {
 
     /// [`PairTerms::add_row_with`] in lanes: the same sums, bit for bit.
     pub(super) fn add_row(&self, a: usize, sums: &mut RankSums, sum_lambda: &mut f64) {
+        let n = self.ys.len();
+        assert!(
+            a < n && sums.g.len() >= n && sums.h.len() >= n,
+            "rank {a} of {n}, sums for {} and {} ranks",
+            sums.g.len(),
+            sums.h.len()
+        );
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: `new` checked that the CPU has AVX-512 F and that the logistic is the
-        // sigmoid table, whose steps have TABLE_LEN entries
+        // SAFETY: `new` checked that the CPU has AVX-512 F and AVX2, that the logistic is
+        // the sigmoid table (whose steps have TABLE_LEN entries) and that every slice the
+        // lanes read holds n ranks; the sums hold n ranks (above)
         unsafe {
             self.add_row_avx512(a, sums, sum_lambda)
         }
@@ -225,7 +239,9 @@ impl<'a> PairLanes<'a> {
 fn available() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        crate::simd::vectors_allowed() && std::arch::is_x86_feature_detected!("avx512f")
+        crate::simd::vectors_allowed()
+            && std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx2")
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
