@@ -11,7 +11,15 @@ use sapwood_collective::{RingCollective, Transport};
 use sapwood_core::collective::Collective;
 use sapwood_core::params::CommCodec;
 
-/// A loopback address with a port free right now.
+/// Rank 0's listener and the loopback coordinator address it announces: bound first, so no
+/// other socket can take the port before rank 0 listens (one merely found free can be).
+fn listening() -> (TcpListener, String) {
+    let l = coordinator_listener("127.0.0.1", None).unwrap();
+    let c = format!("127.0.0.1:{}", l.local_addr().unwrap().port());
+    (l, c)
+}
+
+/// A loopback address with a port free right now (where nobody is to listen).
 fn free_coordinator() -> String {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     format!("127.0.0.1:{}", l.local_addr().unwrap().port())
@@ -144,11 +152,12 @@ fn hello(rank: u32, world: u32, token: &str, version: u32) -> Vec<u8> {
 
 #[test]
 fn strays_with_a_wrong_token_version_or_garbage_are_refused_and_the_job_goes_on() {
-    let coordinator = free_coordinator();
+    let (listener, coordinator) = listening();
     let c = coordinator.as_str();
     std::thread::scope(|s| {
-        let rank0 = s.spawn(|| {
-            let t = TcpTransport::connect(&config(0, 2, c, Duration::from_secs(30))).unwrap();
+        let rank0 = s.spawn(move || {
+            let cfg = config(0, 2, c, Duration::from_secs(30));
+            let t = TcpTransport::connect_listening(&cfg, listener).unwrap();
             let mut coll = RingCollective::new(t, CommCodec::Auto);
             let mut v = [5i64, 6];
             coll.allreduce_sum(&mut v, 100).unwrap();
@@ -180,9 +189,10 @@ fn strays_with_a_wrong_token_version_or_garbage_are_refused_and_the_job_goes_on(
 
 #[test]
 fn a_rank_that_never_arrives_is_named_within_the_timeout() {
-    let coordinator = free_coordinator();
+    let (listener, coordinator) = listening();
     let start = Instant::now();
-    let err = TcpTransport::connect(&config(0, 3, &coordinator, Duration::from_secs(2)))
+    let cfg = config(0, 3, &coordinator, Duration::from_secs(2));
+    let err = TcpTransport::connect_listening(&cfg, listener)
         .err()
         .expect("ranks 1 and 2 never come")
         .to_string();
@@ -222,7 +232,7 @@ fn a_rank_that_dies_or_falls_silent_stops_the_others_within_the_timeout() {
         );
     }
     // silent: alive but never sending; the others time out naming whom they waited for
-    let coordinator = free_coordinator();
+    let (listener, coordinator) = listening();
     let c = coordinator.as_str();
     let (done, wait) = std::sync::mpsc::channel::<()>();
     std::thread::scope(|s| {
@@ -232,7 +242,8 @@ fn a_rank_that_dies_or_falls_silent_stops_the_others_within_the_timeout() {
             let _ = wait.recv_timeout(Duration::from_secs(60));
             drop(t);
         });
-        let t = TcpTransport::connect(&config(0, 2, c, Duration::from_secs(2))).unwrap();
+        let cfg = config(0, 2, c, Duration::from_secs(2));
+        let t = TcpTransport::connect_listening(&cfg, listener).unwrap();
         let mut coll = RingCollective::new(t, CommCodec::None);
         let start = Instant::now();
         let mut v = vec![1i64; 100];
@@ -255,7 +266,7 @@ fn a_rank_that_dies_or_falls_silent_stops_the_others_within_the_timeout() {
 #[test]
 fn a_peer_that_stops_reading_fails_the_sender_within_the_timeout() {
     // rank 1 is played by hand: a correct hello, then it neither reads nor sends
-    let coordinator = free_coordinator();
+    let (rank0_listener, coordinator) = listening();
     let c = coordinator.as_str();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -279,8 +290,8 @@ fn a_peer_that_stops_reading_fails_the_sender_within_the_timeout() {
             std::thread::sleep(Duration::from_secs(8));
             drop(listener);
         });
-        let t = TcpTransport::connect(&config(0, 2, c, Duration::from_secs(2))).unwrap();
-        let mut t = t;
+        let cfg = config(0, 2, c, Duration::from_secs(2));
+        let mut t = TcpTransport::connect_listening(&cfg, rank0_listener).unwrap();
         let start = Instant::now();
         // far more than the socket buffers hold: the writer blocks, then times out
         let err = loop {
@@ -364,12 +375,12 @@ fn trickle(coordinator: &str) -> Duration {
 /// failed) and a trickle held the rendezvous for as long as it liked.
 #[test]
 fn idle_and_trickling_strays_never_hold_up_the_rendezvous() {
-    let coordinator = free_coordinator();
+    let (listener, coordinator) = listening();
     let c = coordinator.as_str();
     let timeout = Duration::from_secs(8);
     std::thread::scope(|s| {
-        let rank0 = s.spawn(|| {
-            let t = TcpTransport::connect(&config(0, 2, c, timeout)).unwrap();
+        let rank0 = s.spawn(move || {
+            let t = TcpTransport::connect_listening(&config(0, 2, c, timeout), listener).unwrap();
             let mut coll = RingCollective::new(t, CommCodec::Auto);
             let mut v = [5i64, 6];
             coll.allreduce_sum(&mut v, 100).unwrap();

@@ -466,7 +466,7 @@ pub struct Objective {
     /// Every `quantile_alpha` in full precision: quantile selection compares weights with it.
     quantile_alpha: Vec<f64>,
     /// Pair construction and gains of the ranking losses.
-    rank: crate::rank::RankParams,
+    rank: crate::rank::params::RankParams,
 }
 
 impl Objective {
@@ -530,19 +530,19 @@ impl Objective {
             groups,
             constants,
             quantile_alpha: p.quantile_alpha.clone(),
-            rank: crate::rank::RankParams {
+            rank: crate::rank::params::RankParams {
                 loss: match kind {
-                    ObjectiveKind::RankMap => crate::rank::RankLoss::Map,
-                    ObjectiveKind::RankPairwise => crate::rank::RankLoss::Pairwise,
-                    _ => crate::rank::RankLoss::Ndcg,
+                    ObjectiveKind::RankMap => crate::rank::params::RankLoss::Map,
+                    ObjectiveKind::RankPairwise => crate::rank::params::RankLoss::Pairwise,
+                    _ => crate::rank::params::RankLoss::Ndcg,
                 },
                 pairs: match p.lambdarank_pair_method {
-                    PairMethodKind::TopK => crate::rank::PairMethod::TopK(
+                    PairMethodKind::TopK => crate::rank::params::PairMethod::TopK(
                         p.lambdarank_num_pair_per_sample.unwrap_or(32),
                     ),
-                    PairMethodKind::Mean => {
-                        crate::rank::PairMethod::Mean(p.lambdarank_num_pair_per_sample.unwrap_or(1))
-                    }
+                    PairMethodKind::Mean => crate::rank::params::PairMethod::Mean(
+                        p.lambdarank_num_pair_per_sample.unwrap_or(1),
+                    ),
                 },
                 exp_gain: p.ndcg_exp_gain,
                 normalise: p.lambdarank_normalization,
@@ -657,7 +657,7 @@ impl Objective {
     }
 
     /// Pair construction and gains of a ranking loss.
-    pub fn rank_params(&self) -> &crate::rank::RankParams {
+    pub fn rank_params(&self) -> &crate::rank::params::RankParams {
         &self.rank
     }
 

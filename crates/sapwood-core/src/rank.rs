@@ -15,6 +15,9 @@ use crate::detmath;
 use crate::error::{Error, Result};
 
 mod lanes;
+pub(crate) mod params;
+
+pub use params::{PairMethod, RankLoss, RankParams};
 
 /// Query boundaries: query q holds rows `offsets[q]..offsets[q + 1]`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -131,16 +134,6 @@ impl Queries {
     }
 }
 
-/// Which pairs of documents a query contributes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PairMethod {
-    /// Every pair with at least one document in the model's top `k` (XGBoost's `topk`).
-    TopK(u32),
-    /// `n` partners per document, drawn uniformly among the query's documents with another
-    /// label (XGBoost's `mean`); the draws are hashes of (seed, round, global row).
-    Mean(u32),
-}
-
 /// Where the `mean` pair method's draws come from: the round's key and the global index
 /// of the shard's first row, so that a document draws the same partners on any worker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,30 +142,6 @@ pub struct PairDraws {
     pub key: crate::hash::HashKey,
     /// Global index of the shard's first row.
     pub row_offset: u64,
-}
-
-/// The LambdaMART losses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RankLoss {
-    /// Pairs weighted by the change in NDCG of swapping them.
-    Ndcg,
-    /// Pairs weighted by the change in mean average precision.
-    Map,
-    /// Every pair alike (RankNet).
-    Pairwise,
-}
-
-/// What a ranking loss needs besides margins and labels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RankParams {
-    /// The loss.
-    pub loss: RankLoss,
-    /// Pair construction.
-    pub pairs: PairMethod,
-    /// Gains 2^label - 1 (else the label itself) for NDCG.
-    pub exp_gain: bool,
-    /// Divide each query's gradients by Σ|λ| / log2(1 + Σ|λ|) (`lambdarank_normalization`).
-    pub normalise: bool,
 }
 
 #[inline]
