@@ -521,24 +521,9 @@ fn query_gradients(
 
 /// Every pair of ranks with one in the `top`, row by row, its terms added to `by_rank`
 /// and its -λ to `sum_lambda`: the rank in the top keeps its sums in registers over its
-/// row, the other's are read and written in rank order. For MAP's pairs.
+/// row, the other's are read and written in rank order. For MAP's pairs, whose cost is
+/// their walk over the ranks between (`map_delta`).
 fn top_pairs(pair: &PairTerms<'_>, top: usize, by_rank: &mut [[f64; 2]], sum_lambda: &mut f64) {
-    match pair.logistic {
-        PairLogistic::Table(t) => top_pairs_with(pair, top, by_rank, sum_lambda, |gap| {
-            PairLogistic::Table(t).at(gap)
-        }),
-        PairLogistic::Function(f) => top_pairs_with(pair, top, by_rank, sum_lambda, f),
-    }
-}
-
-/// [`top_pairs`] with the logistic at hand.
-fn top_pairs_with(
-    pair: &PairTerms<'_>,
-    top: usize,
-    by_rank: &mut [[f64; 2]],
-    sum_lambda: &mut f64,
-    logistic: impl Fn(f64) -> f64,
-) {
     let ys = pair.ys;
     for a in 0..top {
         let ya = ys[a];
@@ -550,7 +535,7 @@ fn top_pairs_with(
             }
             let a_higher = ya > yb;
             let (hi, lo) = if a_higher { (a, b) } else { (b, a) };
-            let (lambda, hess) = pair.terms_with(hi, lo, &logistic);
+            let (lambda, hess) = pair.terms(hi, lo);
             if a_higher {
                 g_a += lambda;
                 gb[0] -= lambda;
