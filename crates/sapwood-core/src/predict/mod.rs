@@ -13,8 +13,13 @@
 //! missing values left asks `b <= bin`, one sending them right `b - 1 <= bin - 1` in
 //! wrapping u16 arithmetic, which 0 fails. Trees with categorical splits walk level by
 //! level too, a categorical node testing the row's bin against a bit set of its own (bin
-//! 0's bit is the missing values' way), with no branch either. Where the bins are bytes
-//! and the CPU has AVX-512 VBMI, complete trees at most 8 deep walk the whole block at
+//! 0's bit is the missing values' way), with no branch either. A walk's top levels (up
+//! to `WHOLE_LEVELS`) are taken by the whole block at once, each node of a level testing
+//! every row's bin and keeping the way of the rows at its position: loops the compiler
+//! vectorises where a node compares, and one table lookup a row for a level's sets. A
+//! deeper tree's levels down to `MAX_HEAP_DEPTH` are laid out as a complete tree too, and
+//! past them only the rows still walking go on, a level at a time. Where the bins are
+//! bytes and the CPU has AVX-512 VBMI, complete trees at most 8 deep walk the whole block at
 //! once instead, a row a byte lane (`lanes`; 16-bit lanes with AVX-512 BW where the bins
 //! are wider), a deeper tree's top 8 levels so. Each row's trees are summed in the same order every way, so the
 //! margins are the same bits.
@@ -111,10 +116,12 @@ enum Walk {
         values: Vec<f32>,
         depth: usize,
     },
-    /// Numeric splits only: a block's rows step together, `depth` steps.
+    /// Numeric splits only, deeper than a complete walk: the top levels are walked as a
+    /// complete tree ([`FlatTree::top`]), the rest by the rows still walking.
     Levels { nodes: Vec<StepNode>, depth: usize },
-    /// Some categorical split (or a numeric one sending no bin left): a block's rows step
-    /// together, `depth` steps; `sets` holds the bit sets of the categorical nodes (and
+    /// Some categorical split (or a numeric one sending no bin left): the top levels are
+    /// walked as a complete tree ([`FlatTree::top`]), the rest by the rows still walking;
+    /// `sets` holds the bit sets of the categorical nodes (and
     /// of numeric ones sending no bin left) after a zero word, the one leaves and numeric
     /// nodes read, so that every step's read is in bounds.
     Sets {
@@ -134,9 +141,11 @@ struct FlatTree<'t> {
     tree: &'t Tree,
     /// features of the rows it walks
     nf: usize,
-    /// a level-by-level walk's top [`WHOLE_LEVELS`] levels as a complete tree, taken by
-    /// the whole block at once
+    /// a level-by-level walk's top levels as a complete tree (the first [`WHOLE_LEVELS`]
+    /// of them taken by the whole block at once, the rest a complete walk's steps)
     top: Option<Complete>,
+    /// a walk with bit sets: the sets of `top`'s slots that test one
+    top_sets: Option<TopSets>,
 }
 
 impl<'t> FlatTree<'t> {
@@ -161,11 +170,19 @@ impl<'t> FlatTree<'t> {
             }
             other => other,
         };
-        let top = match &walk {
-            Walk::Levels { nodes, depth } if *depth > WHOLE_LEVELS => {
-                Some(Self::complete(tree, nodes, WHOLE_LEVELS))
+        let (top, top_sets) = match &walk {
+            // (always deeper than a complete walk)
+            Walk::Levels { nodes, depth } => (
+                Some(Self::complete(tree, nodes, (*depth).min(MAX_HEAP_DEPTH))),
+                None,
+            ),
+            Walk::Sets { nodes, sets, depth } if *depth > 0 => {
+                let steps: Vec<StepNode> = nodes.iter().map(|n| n.step).collect();
+                let mut top = Self::complete(tree, &steps, (*depth).min(MAX_HEAP_DEPTH));
+                let sets = TopSets::new(&mut top, nodes, sets);
+                (Some(top), Some(sets))
             }
-            _ => None,
+            _ => (None, None),
         };
         FlatTree {
             walk,
@@ -173,6 +190,7 @@ impl<'t> FlatTree<'t> {
             tree,
             nf,
             top,
+            top_sets,
         }
     }
 
@@ -437,12 +455,28 @@ impl<'t> FlatTree<'t> {
         }
     }
 
-    /// The rest of a walk of `depth` levels whose rows have taken the first
-    /// [`STEPPED_LEVELS`] together: each row on from its node to its leaf alone.
-    fn finish_rows<T: Copy + Into<u16>>(&self, depth: usize, columns: &[T], leaf: &mut [u32]) {
-        if depth > STEPPED_LEVELS {
-            for (r, at) in leaf.iter_mut().enumerate() {
-                *at = self.end_of(columns, r, *at);
+    /// The rest of a walk whose rows have taken its top levels together: the rows not yet
+    /// at a leaf go on a level at a time, together, until each reaches its leaf.
+    #[allow(unsafe_code)]
+    fn finish_rows<T: Copy + Into<u16>>(&self, columns: &[T], leaf: &mut [u32]) {
+        assert!(leaf.len() <= BLOCK && columns.len() >= self.nf * BLOCK);
+        match &self.walk {
+            // SAFETY: every `leaf[r]` is a node (the walk's steps so far follow `next`) and
+            // so is every `next` (checked in `levels`); a node's column plus a row of the
+            // block lies in `columns` (asserted above, features checked in `new`)
+            Walk::Levels { nodes, .. } => together(leaf, nodes.len(), |r, at| unsafe {
+                let (n, b) = node_and_bin(nodes, columns, at, r);
+                n.next[usize::from(b.wrapping_sub(n.shift) > n.last)]
+            }),
+            // SAFETY: as above (`next` checked in `sets`), and every set lies in `sets`
+            Walk::Sets { nodes, sets, .. } => together(leaf, nodes.len(), |r, at| unsafe {
+                let (n, b) = node_and_bin(nodes, columns, at, r);
+                set_next(&n, sets, b)
+            }),
+            _ => {
+                for (r, at) in leaf.iter_mut().enumerate() {
+                    *at = self.end_of(columns, r, *at);
+                }
             }
         }
     }
@@ -501,6 +535,36 @@ impl<'t> FlatTree<'t> {
         }
     }
 
+    /// Moves the block's rows down the walk's top levels together where it has them,
+    /// leaving in `leaf` the tree node each reached (else the root); the levels taken.
+    #[allow(unsafe_code)]
+    fn top_levels<T: BinValue + Into<u16>>(&self, columns: &[T], leaf: &mut [u32]) -> usize {
+        assert!(leaf.len() <= BLOCK && columns.len() >= self.nf * BLOCK);
+        let Some(top) = &self.top else {
+            leaf.fill(0);
+            return 0;
+        };
+        // 2^levels - 1 internal slots
+        let levels = (top.nodes.len() + 1).trailing_zeros() as usize;
+        let whole = levels.min(WHOLE_LEVELS);
+        top_levels(&top.nodes, whole, columns, leaf, self.top_sets.as_ref());
+        for _ in whole..levels {
+            // SAFETY: the rows are at heap positions of level `whole` and on of a complete
+            // tree of `levels` levels, internal ones; columns as for `leaves`
+            unsafe {
+                match &self.top_sets {
+                    Some(sets) => heap_set_step(&top.nodes, sets, columns, leaf),
+                    None => heap_step(&top.nodes, columns, leaf),
+                }
+            }
+        }
+        let first = top.nodes.len() as u32;
+        for at in leaf.iter_mut() {
+            *at = top.at[(*at - first) as usize];
+        }
+        levels
+    }
+
     /// Where each of the block's rows ends, into `leaf` (at most [`BLOCK`] rows): a node
     /// of the training tree, or for a complete walk a bottom slot of its `values`.
     /// `columns` holds the block's bins feature by feature ([`BLOCK`] slots for each of
@@ -518,7 +582,7 @@ impl<'t> FlatTree<'t> {
         match &self.walk {
             Walk::Heap { nodes, depth, .. } => {
                 let top = (*depth).min(WHOLE_LEVELS);
-                top_levels(nodes, top, columns, leaf);
+                top_levels(nodes, top, columns, leaf, None);
                 for _ in top..*depth {
                     // SAFETY: levels top..depth of a walk from the root (the top levels
                     // just taken) of a complete tree of `depth` levels; columns are
@@ -531,37 +595,10 @@ impl<'t> FlatTree<'t> {
                     *at -= internal;
                 }
             }
-            Walk::Levels { nodes, depth } => {
-                let taken = match &self.top {
-                    Some(top) => {
-                        top_levels(&top.nodes, WHOLE_LEVELS, columns, leaf);
-                        let first = top.nodes.len() as u32;
-                        for at in leaf.iter_mut() {
-                            *at = top.at[(*at - first) as usize];
-                        }
-                        WHOLE_LEVELS
-                    }
-                    None => {
-                        leaf.fill(0);
-                        0
-                    }
-                };
-                for _ in taken..(*depth).min(STEPPED_LEVELS) {
-                    // SAFETY: rows start at the root or a node under the top levels (depth
-                    // > 0: the tree has nodes) and follow `next`, each below `nodes.len()`
-                    // (checked in `levels`); columns as above
-                    unsafe { level_step(nodes, columns, leaf) };
+            Walk::Levels { depth, .. } | Walk::Sets { depth, .. } => {
+                if *depth > self.top_levels(columns, leaf) {
+                    self.finish_rows(columns, leaf);
                 }
-                self.finish_rows(*depth, columns, leaf);
-            }
-            Walk::Sets { nodes, sets, depth } => {
-                leaf.fill(0);
-                for _ in 0..(*depth).min(STEPPED_LEVELS) {
-                    // SAFETY: as for `Levels` (`next` checked in `sets`), and every node's
-                    // set lies in `sets` (built so)
-                    unsafe { set_step(nodes, sets, columns, leaf) };
-                }
-                self.finish_rows(*depth, columns, leaf);
             }
             Walk::Rows { nodes } => {
                 for (r, at) in leaf.iter_mut().enumerate() {
@@ -579,17 +616,77 @@ impl<'t> FlatTree<'t> {
 /// compares a row, less than a row-at-a-time step while 2^l is small.
 const WHOLE_LEVELS: usize = 5;
 
+/// The bit sets of a complete walk's top slots that test one, as tables of the way each
+/// bin goes: a level's sets are looked up once a row, whatever their number, rather than
+/// once a row for each (a compare vectorises, a set lookup does not).
+struct TopSets {
+    /// per internal slot: where its table starts in `ways` and its last entry (a bin past
+    /// it reads that entry); slots testing no set read entry 0, which is 0
+    slots: Vec<SetSlot>,
+    /// per slot testing a set: 1 for each bin going right, then 1 for bins past the set
+    ways: Vec<u8>,
+    /// bit l set where level l has a slot testing a set
+    levels: u32,
+}
+
+/// Where a slot's set is looked up.
+#[derive(Clone, Copy, Default)]
+struct SetSlot {
+    column: u32,
+    from: u32,
+    last: u32,
+}
+
+impl TopSets {
+    /// The tables of the sets of `top`'s slots (holding `nodes` of a walk with sets whose
+    /// words are `words`); those slots' compares become always-left, so that only the
+    /// table decides.
+    fn new(top: &mut Complete, nodes: &[SetNode], words: &[u64]) -> Self {
+        let mut out = TopSets {
+            slots: vec![SetSlot::default(); top.nodes.len()],
+            ways: vec![0],
+            levels: 0,
+        };
+        for (slot, &held) in top.held.iter().enumerate() {
+            let Some(n) = nodes.get(held as usize).filter(|n| n.set) else {
+                continue;
+            };
+            let set = &words[n.at as usize..=n.at as usize + usize::from(n.top)];
+            let from = out.ways.len();
+            // bit b % 64 of word b / 64; the entry past the set's words: not in it
+            out.ways.extend(
+                set.iter()
+                    .flat_map(|w| (0..64).map(move |b| (w >> b) as u8 & 1 ^ 1)),
+            );
+            out.ways.push(1);
+            out.slots[slot] = SetSlot {
+                column: n.step.column,
+                from: from as u32,
+                last: (set.len() * 64) as u32,
+            };
+            top.nodes[slot] = HeapNode {
+                column: n.step.column,
+                shift: 0,
+                last: u16::MAX,
+            };
+            out.levels |= 1 << (slot + 1).ilog2();
+        }
+        out
+    }
+}
+
 /// Moves each of a block's rows down the top `top` levels of a complete walk (`nodes` in
-/// heap order), leaving its heap position in `leaf`.
+/// heap order; a slot of `sets` tests its set), leaving its heap position in `leaf`.
 ///
 /// # Panics
-/// If `nodes` has fewer than the top levels' slots, or a node's column lies past
-/// `columns` less a block.
+/// If `nodes` has fewer than the top levels' slots, a node's column lies past `columns`
+/// less a block, or a set past the words.
 fn top_levels<T: BinValue + Into<u16>>(
     nodes: &[HeapNode],
     top: usize,
     columns: &[T],
     leaf: &mut [u32],
+    sets: Option<&TopSets>,
 ) {
     let mut position = [0u8; BLOCK];
     for level in 0..top {
@@ -617,6 +714,16 @@ fn top_levels<T: BinValue + Into<u16>>(
                 *way |= u8::from(at == p as u8) & u8::from(b.wrapping_sub(n.shift) > n.last);
             }
         }
+        if let Some(sets) = sets.filter(|s| s.levels >> level & 1 == 1) {
+            // each row looks up the set of the slot at its position (a slot testing no
+            // set reads entry 0, which sends no row right)
+            let slots = &sets.slots[first..2 * first + 1];
+            for (r, (way, &at)) in right.iter_mut().zip(&position).enumerate() {
+                let s = slots[usize::from(at)];
+                let b: u16 = columns[s.column as usize + r].into();
+                *way |= sets.ways[(s.from + u32::from(b).min(s.last)) as usize];
+            }
+        }
         for (at, way) in position.iter_mut().zip(right) {
             *at = 2 * *at + way;
         }
@@ -626,12 +733,6 @@ fn top_levels<T: BinValue + Into<u16>>(
         *at = first + u32::from(p);
     }
 }
-
-/// The levels a level-by-level walk takes with all of a block's rows together, each a step
-/// whether or not the row has reached its leaf; past them each row goes on alone and stops
-/// at its leaf (a loss-guided tree's leaves lie at many depths, most of its rows' above
-/// its deepest).
-const STEPPED_LEVELS: usize = 8;
 
 /// Whether every way out of a node (`next` of each of `len` nodes) leads to a node, as in
 /// a validated model's trees.
@@ -658,6 +759,45 @@ fn four_at_a_turn(leaf: &mut [u32], step: impl Fn(usize, u32) -> u32) {
     for at in quads.into_remainder() {
         *at = step(r, *at);
         r += 1;
+    }
+}
+
+/// Moves a block's rows on, `leaf[r] = step(r, leaf[r])`, a level at a time until each is
+/// at a leaf (where `step` keeps it), at most `bound` levels (a model whose ways went
+/// round, never a validated one, cannot keep the walk here). Only the rows still walking
+/// take a level's step, and they take it together, their walks overlapping: a loss-guided
+/// tree's rows end at many depths, and one row's walk alone waits on each load.
+#[inline(always)]
+fn together(leaf: &mut [u32], bound: usize, step: impl Fn(usize, u32) -> u32) {
+    debug_assert!(leaf.len() <= BLOCK);
+    // the rows walking, read from one and the rows kept written to the other
+    let mut walking = [[0u8; BLOCK]; 2];
+    for (i, r) in walking[0].iter_mut().enumerate() {
+        *r = i as u8;
+    }
+    let mut live = leaf.len();
+    for level in 0..bound {
+        if live == 0 {
+            break;
+        }
+        let [from, to] = &mut walking;
+        let (from, to) = if level % 2 == 0 {
+            (from, to)
+        } else {
+            (to, from)
+        };
+        let mut kept = 0;
+        for &r in &from[..live] {
+            let r = usize::from(r);
+            let at = leaf[r];
+            let next = step(r, at);
+            leaf[r] = next;
+            // kept unless it stayed: branch-free, the ways are unpredictable (the mask
+            // keeps the index in bounds without a check: `kept` is below the row count)
+            to[kept % BLOCK] = r as u8;
+            kept += usize::from(next != at);
+        }
+        live = kept;
     }
 }
 
@@ -729,48 +869,29 @@ unsafe fn heap_step<T: Copy + Into<u16>>(nodes: &[HeapNode], columns: &[T], leaf
     four_at_a_turn(leaf, step);
 }
 
-/// One level of a level-by-level walk: each of the block's rows at node `leaf[r]` moves
-/// to the child its bin chooses (a leaf to itself), without bounds checks.
+/// One level of a complete-tree walk whose slots may test sets: as [`heap_step`], a slot
+/// of `sets` sending the row right where its table says (its compare never does, and a
+/// slot testing no set reads a table entry that never does), so that a row's way is one
+/// or of the two, never a branch.
 ///
 /// # Safety
-/// Every `leaf[r]` and every node's `next` is below `nodes.len()`; columns as for
-/// [`heap_step`].
+/// As [`heap_step`].
 #[inline(always)]
 #[allow(unsafe_code)]
-unsafe fn level_step<T: Copy + Into<u16>>(nodes: &[StepNode], columns: &[T], leaf: &mut [u32]) {
-    debug_assert!(leaf.len() <= BLOCK);
-    let step = |r: usize, at: u32| {
-        // SAFETY: `at` is a node (the root, or some node's `next`); the node's column plus
-        // `r` lies inside `columns` (see `heap_step`).
-        let (n, b) = unsafe { node_and_bin(nodes, columns, at, r) };
-        n.next[usize::from(b.wrapping_sub(n.shift) > n.last)]
-    };
-    four_at_a_turn(leaf, step);
-}
-
-/// One level of a level-by-level walk with bit sets: as [`level_step`], a categorical
-/// node testing the bin's bit in its set (a bin past the set's last word is not in it).
-/// Both tests are computed and one is selected, so that a row's way is never a branch
-/// (branching took twice the time).
-///
-/// # Safety
-/// As [`level_step`], and every node's `at + top` is below `sets.len()`.
-#[inline(always)]
-#[allow(unsafe_code)]
-unsafe fn set_step<T: Copy + Into<u16>>(
-    nodes: &[SetNode],
-    sets: &[u64],
+unsafe fn heap_set_step<T: Copy + Into<u16>>(
+    nodes: &[HeapNode],
+    sets: &TopSets,
     columns: &[T],
     leaf: &mut [u32],
 ) {
     debug_assert!(leaf.len() <= BLOCK);
     let step = |r: usize, at: u32| {
-        // SAFETY: `at` is a node and its column plus `r` lies inside `columns` (see
-        // `level_step`); its set lies in `sets`
-        unsafe {
-            let (n, b) = node_and_bin(nodes, columns, at, r);
-            set_next(&n, sets, b)
-        }
+        // SAFETY: by the function's contract `at` indexes an internal node, and the node's
+        // column plus `r` lies inside `columns`.
+        let (n, b) = unsafe { node_and_bin(nodes, columns, at, r) };
+        let s = sets.slots[at as usize];
+        let set_right = sets.ways[(s.from + u32::from(b).min(s.last)) as usize];
+        2 * at + 1 + (u32::from(b.wrapping_sub(n.shift) > n.last) | u32::from(set_right))
     };
     four_at_a_turn(leaf, step);
 }
