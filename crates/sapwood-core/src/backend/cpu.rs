@@ -154,6 +154,13 @@ pub struct CpuBackend {
     objective: Objective,
     row_offset: u64,
     margins: Vec<f32>,
+    /// with several groups, the leaf values a tree of group g adds to each row, at
+    /// `g * n + row`, not yet added to `margins`: a row's margins are a cache line or
+    /// more apart from the next row's, so adding one group's tree to them touched a line
+    /// a row for every tree; the values of a round's trees are added together, row by row
+    pending: Vec<f32>,
+    /// per group, whether `pending` holds a tree's values for it
+    pending_groups: Vec<bool>,
     grad: Vec<[f32; 2]>,
     /// with several groups, `grad` group by group (each group's rows in order): a tree
     /// reads one group's, which row by row are a cache line apart
@@ -189,6 +196,33 @@ pub struct CpuBackend {
 }
 
 impl CpuBackend {
+    /// Adds the pending trees' values to the margins, each as its own rounded addition
+    /// (as the trees were added one by one: a row's groups are distinct margins).
+    fn add_pending(&mut self) {
+        if !self.pending_groups.contains(&true) {
+            return;
+        }
+        let k = self.objective.groups();
+        let n = self.num_rows();
+        let groups: Vec<usize> = (0..k).filter(|&g| self.pending_groups[g]).collect();
+        let pending = &self.pending;
+        let chunk = n
+            .div_ceil(TASKS_PER_THREAD * rayon::current_num_threads())
+            .max(ROWS_PER_TASK);
+        self.margins
+            .par_chunks_mut(chunk * k)
+            .enumerate()
+            .for_each(|(c, m)| {
+                let lo = c * chunk;
+                for (i, row) in m.chunks_exact_mut(k).enumerate() {
+                    for &g in &groups {
+                        row[g] = ftz(row[g] + pending[g * n + lo + i]);
+                    }
+                }
+            });
+        self.pending_groups.fill(false);
+    }
+
     /// Makes `by_group` the current gradients group by group, where there are several
     /// groups and it is not yet: once a round, for every tree of the round.
     fn group_gradients(&mut self) {
@@ -226,6 +260,8 @@ impl CpuBackend {
             objective: s.objective,
             row_offset: s.row_offset,
             margins,
+            pending: Vec::new(),
+            pending_groups: vec![false; k],
             grad: vec![[0.0; 2]; n * k],
             by_group: Vec::new(),
             by_group_current: false,
@@ -846,6 +882,7 @@ impl HistBackend for CpuBackend {
     }
 
     fn compute_gradients(&mut self) -> Result<Vec<[f32; 2]>> {
+        self.add_pending();
         self.by_group_current = false;
         Ok(shard::gradients_into(
             &self.objective,
@@ -1146,6 +1183,11 @@ impl HistBackend for CpuBackend {
     fn update_margins(&mut self, tree: &Tree, group: usize) -> Result<()> {
         let k = self.objective.groups();
         let n = self.num_rows();
+        // a second tree of a group (a forest's, or a round's replayed) adds to the margin
+        // the first gave
+        if self.pending_groups.get(group) == Some(&true) {
+            self.add_pending();
+        }
         // the spans are this tree's only the first time after it was grown here; a tree grown
         // elsewhere (replayed from a checkpoint) is routed by bins
         let current = std::mem::replace(&mut self.spans_current, false);
@@ -1197,6 +1239,28 @@ impl HistBackend for CpuBackend {
                 })
                 .flatten()
                 .filter(|l| l.iter().map(|(r, _)| r.len()).sum::<usize>() == n);
+        if let (Some(leaves), true) = (&leaves, k > 1) {
+            // every row of the group's slice is written: each lies in one leaf
+            crate::huge_pages::resize(&mut self.pending, n * k, 0.0);
+            let chunk = n
+                .div_ceil(TASKS_PER_THREAD * rayon::current_num_threads())
+                .max(ROWS_PER_TASK);
+            self.pending[group * n..(group + 1) * n]
+                .par_chunks_mut(chunk)
+                .enumerate()
+                .for_each(|(c, p)| {
+                    let lo = c * chunk;
+                    for &(rows, v) in leaves {
+                        for &r in rows_within(rows, lo..lo + p.len()) {
+                            p[r as usize - lo] = v;
+                        }
+                    }
+                });
+            self.pending_groups[group] = true;
+            return Ok(());
+        }
+        // every other way adds to the margins themselves (a group's own margin: the
+        // pending values of the others are theirs)
         if let Some(leaves) = leaves {
             let chunk = n
                 .div_ceil(TASKS_PER_THREAD * rayon::current_num_threads())
@@ -1240,7 +1304,15 @@ impl HistBackend for CpuBackend {
     }
 
     fn margins(&self) -> Result<Vec<f32>> {
-        Ok(self.margins.clone())
+        let mut margins = self.margins.clone();
+        let k = self.objective.groups();
+        let n = self.num_rows();
+        for g in (0..k).filter(|&g| self.pending_groups[g]) {
+            for (row, &v) in margins.chunks_exact_mut(k).zip(&self.pending[g * n..]) {
+                row[g] = ftz(row[g] + v);
+            }
+        }
+        Ok(margins)
     }
 }
 
