@@ -458,24 +458,29 @@ impl<'t> FlatTree<'t> {
     /// The rest of a walk whose rows have taken its top levels together: the rows not yet
     /// at a leaf go on a level at a time, together, until each reaches its leaf.
     #[allow(unsafe_code)]
-    fn finish_rows<T: Copy + Into<u16>>(&self, columns: &[T], leaf: &mut [u32]) {
+    fn finish_rows<T: Copy + Into<u16>>(&self, columns: &[T], leaf: &mut [u32], start: &Walking) {
         assert!(leaf.len() <= BLOCK && columns.len() >= self.nf * BLOCK);
+        // a row past the block fails `leaf`'s checked index before its step reads a bin
+        debug_assert!(start.rows[..start.live]
+            .iter()
+            .all(|&r| usize::from(r) < leaf.len()));
         match &self.walk {
             // SAFETY: every `leaf[r]` is a node (the walk's steps so far follow `next`) and
             // so is every `next` (checked in `levels`); a node's column plus a row of the
             // block lies in `columns` (asserted above, features checked in `new`)
-            Walk::Levels { nodes, .. } => together(leaf, nodes.len(), |r, at| unsafe {
+            Walk::Levels { nodes, .. } => together(leaf, start, nodes.len(), |r, at| unsafe {
                 let (n, b) = node_and_bin(nodes, columns, at, r);
                 n.next[usize::from(b.wrapping_sub(n.shift) > n.last)]
             }),
             // SAFETY: as above (`next` checked in `sets`), and every set lies in `sets`
-            Walk::Sets { nodes, sets, .. } => together(leaf, nodes.len(), |r, at| unsafe {
+            Walk::Sets { nodes, sets, .. } => together(leaf, start, nodes.len(), |r, at| unsafe {
                 let (n, b) = node_and_bin(nodes, columns, at, r);
                 set_next(&n, sets, b)
             }),
             _ => {
-                for (r, at) in leaf.iter_mut().enumerate() {
-                    *at = self.end_of(columns, r, *at);
+                for &r in &start.rows[..start.live] {
+                    let r = usize::from(r);
+                    leaf[r] = self.end_of(columns, r, leaf[r]);
                 }
             }
         }
@@ -536,13 +541,18 @@ impl<'t> FlatTree<'t> {
     }
 
     /// Moves the block's rows down the walk's top levels together where it has them,
-    /// leaving in `leaf` the tree node each reached (else the root); the levels taken.
+    /// leaving in `leaf` the tree node each reached (else the root); the levels taken, and
+    /// the rows that go on below them.
     #[allow(unsafe_code)]
-    fn top_levels<T: BinValue + Into<u16>>(&self, columns: &[T], leaf: &mut [u32]) -> usize {
+    fn top_levels<T: BinValue + Into<u16>>(
+        &self,
+        columns: &[T],
+        leaf: &mut [u32],
+    ) -> (usize, Walking) {
         assert!(leaf.len() <= BLOCK && columns.len() >= self.nf * BLOCK);
         let Some(top) = &self.top else {
             leaf.fill(0);
-            return 0;
+            return (0, Walking::all(leaf.len()));
         };
         // 2^levels - 1 internal slots
         let levels = (top.nodes.len() + 1).trailing_zeros() as usize;
@@ -559,10 +569,18 @@ impl<'t> FlatTree<'t> {
             }
         }
         let first = top.nodes.len() as u32;
-        for at in leaf.iter_mut() {
-            *at = top.at[(*at - first) as usize];
+        let mut walking = Walking {
+            rows: [0; BLOCK],
+            live: 0,
+        };
+        for (r, at) in leaf.iter_mut().enumerate() {
+            let slot = (*at - first) as usize;
+            *at = top.at[slot];
+            // kept unless its leaf ends there: branch-free (`live` is at most `r`)
+            walking.rows[walking.live % BLOCK] = r as u8;
+            walking.live += usize::from(top.below[slot] != u32::MAX);
         }
-        levels
+        (levels, walking)
     }
 
     /// Where each of the block's rows ends, into `leaf` (at most [`BLOCK`] rows): a node
@@ -596,8 +614,9 @@ impl<'t> FlatTree<'t> {
                 }
             }
             Walk::Levels { depth, .. } | Walk::Sets { depth, .. } => {
-                if *depth > self.top_levels(columns, leaf) {
-                    self.finish_rows(columns, leaf);
+                let (taken, walking) = self.top_levels(columns, leaf);
+                if *depth > taken && walking.live > 0 {
+                    self.finish_rows(columns, leaf, &walking);
                 }
             }
             Walk::Rows { nodes } => {
@@ -762,20 +781,33 @@ fn four_at_a_turn(leaf: &mut [u32], step: impl Fn(usize, u32) -> u32) {
     }
 }
 
-/// Moves a block's rows on, `leaf[r] = step(r, leaf[r])`, a level at a time until each is
+/// The rows of a block not yet at their leaf: the first `live` of `rows`.
+struct Walking {
+    rows: [u8; BLOCK],
+    live: usize,
+}
+
+impl Walking {
+    /// Every row of a block of `rows`.
+    fn all(rows: usize) -> Self {
+        Walking {
+            rows: std::array::from_fn(|i| i as u8),
+            live: rows,
+        }
+    }
+}
+
+/// Moves the `start` rows of a block on, `leaf[r] = step(r, leaf[r])`, a level at a time until each is
 /// at a leaf (where `step` keeps it), at most `bound` levels (a model whose ways went
 /// round, never a validated one, cannot keep the walk here). Only the rows still walking
 /// take a level's step, and they take it together, their walks overlapping: a loss-guided
 /// tree's rows end at many depths, and one row's walk alone waits on each load.
 #[inline(always)]
-fn together(leaf: &mut [u32], bound: usize, step: impl Fn(usize, u32) -> u32) {
+fn together(leaf: &mut [u32], start: &Walking, bound: usize, step: impl Fn(usize, u32) -> u32) {
     debug_assert!(leaf.len() <= BLOCK);
     // the rows walking, read from one and the rows kept written to the other
-    let mut walking = [[0u8; BLOCK]; 2];
-    for (i, r) in walking[0].iter_mut().enumerate() {
-        *r = i as u8;
-    }
-    let mut live = leaf.len();
+    let mut walking = [start.rows, [0u8; BLOCK]];
+    let mut live = start.live;
     for level in 0..bound {
         if live == 0 {
             break;
