@@ -5,7 +5,7 @@
 //! Rows are walked in blocks of `BLOCK`, their bins held feature by feature (transposed
 //! from a binned matrix, or binned straight from raw columns), so a row's bin is one add
 //! away. A tree of numeric splits only is walked by the whole block, level by level: a
-//! leaf continues as itself, so every row takes the tree's depth in steps and each step is
+//! leaf continues as itself, so every row takes the walk's levels in steps and each step is
 //! a load, a compare and a select for each of the block's rows, with no branch to
 //! mispredict and the rows' walks overlapping. Trees at most `MAX_HEAP_DEPTH` deep are laid
 //! out as complete binary trees, where the next node is computed (2i + 1 or 2i + 2) rather
@@ -17,8 +17,9 @@
 //! to `WHOLE_LEVELS`) are taken by the whole block at once, each node of a level testing
 //! every row's bin and keeping the way of the rows at its position: loops the compiler
 //! vectorises where a node compares, and one table lookup a row for a level's sets. A
-//! deeper tree's levels down to `MAX_HEAP_DEPTH` are laid out as a complete tree too, and
-//! past them only the rows still walking go on, a level at a time. Where the bins are
+//! deeper tree's top levels (`MAX_HEAP_DEPTH` of them, `SET_TOP_LEVELS` where it has
+//! sets) are laid out as a complete tree too, and past them only the rows still walking go
+//! on, a level at a time. Where the bins are
 //! bytes and the CPU has AVX-512 VBMI, complete trees at most 8 deep walk the whole block at
 //! once instead, a row a byte lane (`lanes`; 16-bit lanes with AVX-512 BW where the bins
 //! are wider), a deeper tree's top 8 levels so. Each row's trees are summed in the same order every way, so the
@@ -89,6 +90,14 @@ struct HeapNode {
     last: u16,
 }
 
+/// The most levels of a walk with sets laid out as a complete tree: the tables of 8
+/// levels' sets of byte bins take at most 64 KiB.
+const SET_TOP_LEVELS: usize = 8;
+
+/// The most bytes of set tables a tree's top levels take ([`TopSets`]); past it the
+/// tree walks from the root.
+const SET_TABLE_BYTES: usize = 1 << 16;
+
 /// A tree's top levels laid out as a complete binary tree ([`FlatTree::complete`]).
 struct Complete {
     /// the internal slots in heap order
@@ -102,6 +111,16 @@ struct Complete {
     below: Vec<u32>,
     /// per bottom slot: the tree node its rows are at (a leaf, or the node they go on from)
     at: Vec<u32>,
+}
+
+impl Complete {
+    /// The layout as the top levels of a walk keep it, without the parts a walk does not
+    /// read (a model of many deep trees keeps one of these per tree while it predicts).
+    fn walked(mut self) -> Self {
+        self.values = Vec::new();
+        self.held = Vec::new();
+        self
+    }
 }
 
 /// Trees at most this deep are walked as complete binary trees (2^depth slots).
@@ -173,14 +192,18 @@ impl<'t> FlatTree<'t> {
         let (top, top_sets) = match &walk {
             // (always deeper than a complete walk)
             Walk::Levels { nodes, depth } => (
-                Some(Self::complete(tree, nodes, (*depth).min(MAX_HEAP_DEPTH))),
+                Some(Self::complete(tree, nodes, (*depth).min(MAX_HEAP_DEPTH)).walked()),
                 None,
             ),
             Walk::Sets { nodes, sets, depth } if *depth > 0 => {
                 let steps: Vec<StepNode> = nodes.iter().map(|n| n.step).collect();
-                let mut top = Self::complete(tree, &steps, (*depth).min(MAX_HEAP_DEPTH));
-                let sets = TopSets::new(&mut top, nodes, sets);
-                (Some(top), Some(sets))
+                let mut top = Self::complete(tree, &steps, (*depth).min(SET_TOP_LEVELS));
+                // a model of huge sets walks from the root instead (its tables would take
+                // 64 bytes a word of its sets)
+                match TopSets::new(&mut top, nodes, sets) {
+                    Some(sets) => (Some(top.walked()), Some(sets)),
+                    None => (None, None),
+                }
             }
             _ => (None, None),
         };
@@ -477,11 +500,8 @@ impl<'t> FlatTree<'t> {
                 let (n, b) = node_and_bin(nodes, columns, at, r);
                 set_next(&n, sets, b)
             }),
-            _ => {
-                for &r in &start.rows[..start.live] {
-                    let r = usize::from(r);
-                    leaf[r] = self.end_of(columns, r, leaf[r]);
-                }
+            Walk::Heap { .. } | Walk::Rows { .. } => {
+                unreachable!("only level-by-level walks go on below their top levels")
             }
         }
     }
@@ -541,18 +561,14 @@ impl<'t> FlatTree<'t> {
     }
 
     /// Moves the block's rows down the walk's top levels together where it has them,
-    /// leaving in `leaf` the tree node each reached (else the root); the levels taken, and
-    /// the rows that go on below them.
+    /// leaving in `leaf` the tree node each reached (else the root); the rows that go on
+    /// below them.
     #[allow(unsafe_code)]
-    fn top_levels<T: BinValue + Into<u16>>(
-        &self,
-        columns: &[T],
-        leaf: &mut [u32],
-    ) -> (usize, Walking) {
+    fn top_levels<T: BinValue + Into<u16>>(&self, columns: &[T], leaf: &mut [u32]) -> Walking {
         assert!(leaf.len() <= BLOCK && columns.len() >= self.nf * BLOCK);
         let Some(top) = &self.top else {
             leaf.fill(0);
-            return (0, Walking::all(leaf.len()));
+            return Walking::all(leaf.len());
         };
         // 2^levels - 1 internal slots
         let levels = (top.nodes.len() + 1).trailing_zeros() as usize;
@@ -580,7 +596,7 @@ impl<'t> FlatTree<'t> {
             walking.rows[walking.live % BLOCK] = r as u8;
             walking.live += usize::from(top.below[slot] != u32::MAX);
         }
-        (levels, walking)
+        walking
     }
 
     /// Where each of the block's rows ends, into `leaf` (at most [`BLOCK`] rows): a node
@@ -613,9 +629,10 @@ impl<'t> FlatTree<'t> {
                     *at -= internal;
                 }
             }
-            Walk::Levels { depth, .. } | Walk::Sets { depth, .. } => {
-                let (taken, walking) = self.top_levels(columns, leaf);
-                if *depth > taken && walking.live > 0 {
+            Walk::Levels { .. } | Walk::Sets { .. } => {
+                let walking = self.top_levels(columns, leaf);
+                // exactly the rows not at a leaf, whatever the depth a tree reports
+                if walking.live > 0 {
                     self.finish_rows(columns, leaf, &walking);
                 }
             }
@@ -659,8 +676,17 @@ struct SetSlot {
 impl TopSets {
     /// The tables of the sets of `top`'s slots (holding `nodes` of a walk with sets whose
     /// words are `words`); those slots' compares become always-left, so that only the
-    /// table decides.
-    fn new(top: &mut Complete, nodes: &[SetNode], words: &[u64]) -> Self {
+    /// table decides. `None` where the tables would take more than [`SET_TABLE_BYTES`].
+    fn new(top: &mut Complete, nodes: &[SetNode], words: &[u64]) -> Option<Self> {
+        let bytes: usize = top
+            .held
+            .iter()
+            .filter_map(|&i| nodes.get(i as usize).filter(|n| n.set))
+            .map(|n| (usize::from(n.top) + 1) * 64 + 1)
+            .sum();
+        if bytes > SET_TABLE_BYTES {
+            return None;
+        }
         let mut out = TopSets {
             slots: vec![SetSlot::default(); top.nodes.len()],
             ways: vec![0],
@@ -690,7 +716,7 @@ impl TopSets {
             };
             out.levels |= 1 << (slot + 1).ilog2();
         }
-        out
+        Some(out)
     }
 }
 
@@ -699,7 +725,7 @@ impl TopSets {
 ///
 /// # Panics
 /// If `nodes` has fewer than the top levels' slots, a node's column lies past `columns`
-/// less a block, or a set past the words.
+/// less a block.
 fn top_levels<T: BinValue + Into<u16>>(
     nodes: &[HeapNode],
     top: usize,
@@ -707,6 +733,8 @@ fn top_levels<T: BinValue + Into<u16>>(
     leaf: &mut [u32],
     sets: Option<&TopSets>,
 ) {
+    // a position of the levels taken whole fits a byte
+    const _: () = assert!(WHOLE_LEVELS <= 8);
     let mut position = [0u8; BLOCK];
     for level in 0..top {
         let first = (1usize << level) - 1;
@@ -797,9 +825,9 @@ impl Walking {
     }
 }
 
-/// Moves the `start` rows of a block on, `leaf[r] = step(r, leaf[r])`, a level at a time until each is
-/// at a leaf (where `step` keeps it), at most `bound` levels (a model whose ways went
-/// round, never a validated one, cannot keep the walk here). Only the rows still walking
+/// Moves the `start` rows of a block on, `leaf[r] = step(r, leaf[r])`, a level at a time
+/// until each is at a leaf (where `step` keeps it), at most `bound` levels (a model whose
+/// ways went round, never a validated one, cannot keep the walk here). Only the rows still walking
 /// take a level's step, and they take it together, their walks overlapping: a loss-guided
 /// tree's rows end at many depths, and one row's walk alone waits on each load.
 #[inline(always)]
@@ -903,7 +931,7 @@ unsafe fn heap_step<T: Copy + Into<u16>>(nodes: &[HeapNode], columns: &[T], leaf
 
 /// One level of a complete-tree walk whose slots may test sets: as [`heap_step`], a slot
 /// of `sets` sending the row right where its table says (its compare never does, and a
-/// slot testing no set reads a table entry that never does), so that a row's way is one
+/// slot testing no set reads a table entry that never does), so that a row's way is the
 /// or of the two, never a branch.
 ///
 /// # Safety
@@ -1226,6 +1254,8 @@ mod tests {
             (300, false),
             (255, true),
             (300, true),
+            // sets whose tables pass the budget: such trees walk from the root
+            (20_000, true),
         ] {
             // a fifth of the bins missing; rows not a multiple of the block
             let bins: Vec<u16> = (0..rows * nf)
@@ -1259,6 +1289,11 @@ mod tests {
                 // trees with bit sets walk with them, not row by row
                 assert_eq!(matches!(walk, Walk::Sets { .. }), !numeric);
             }
+            let from_root = trees.iter().filter(|t| {
+                let flat = FlatTree::new(t, nf);
+                matches!(flat.walk, Walk::Sets { depth, .. } if depth > 0) && flat.top.is_none()
+            });
+            assert_eq!(from_root.count() > 0, nb == 20_000, "{nb} bins");
             let mut got = vec![0.0f32; rows * k];
             add_to_margins(&matrix, &trees, k, &mut got);
             // the walks of CPUs without the lanes, here too
