@@ -22,6 +22,7 @@ import pytest
 dask = pytest.importorskip("dask")
 distributed = pytest.importorskip("distributed")
 
+import dask  # noqa: E402
 import dask.array as da  # noqa: E402
 import dask.dataframe as dd  # noqa: E402
 from distributed import Client, LocalCluster  # noqa: E402
@@ -65,8 +66,10 @@ def bundled(name: str) -> tuple[pd.DataFrame, pd.DataFrame]:
 @pytest.fixture(scope="module", params=[2, 3, 4], ids=lambda n: f"{n}workers")
 def client(request: pytest.FixtureRequest) -> Iterator[Client]:
     """A cluster of 2, 3 or 4 single-threaded worker processes (pytest runs every test of
-    one size before starting the next cluster)."""
-    with LocalCluster(
+    one size before starting the next cluster). Work stealing is off, so that a task reading
+    partitions :func:`placed` on one worker runs there: stealing once moved one worker's
+    tasks to the others, and three of four workers trained."""
+    with dask.config.set({"distributed.scheduler.work-stealing": False}), LocalCluster(
         n_workers=request.param, processes=True, threads_per_worker=1,
         dashboard_address=":0", silence_logs=40,
     ) as cluster, Client(cluster) as c:
