@@ -19,6 +19,13 @@ use crate::quantise::{quantise_by, quantise_pairs, Scale};
 use crate::split::SplitRule;
 use crate::tree::{NodeId, Tree};
 
+/// Rows each task of a pass over `n` rows' margins takes: a few tasks a thread, none
+/// smaller than [`ROWS_PER_TASK`].
+fn rows_a_task(n: usize) -> usize {
+    n.div_ceil(TASKS_PER_THREAD * rayon::current_num_threads())
+        .max(ROWS_PER_TASK)
+}
+
 /// The entries of ascending `rows` that lie in `range`, found by two binary searches.
 fn rows_within(rows: &[u32], range: Range<usize>) -> &[u32] {
     let a = rows.partition_point(|&r| (r as usize) < range.start);
@@ -206,9 +213,7 @@ impl CpuBackend {
         let n = self.num_rows();
         let groups: Vec<usize> = (0..k).filter(|&g| self.pending_groups[g]).collect();
         let pending = &self.pending;
-        let chunk = n
-            .div_ceil(TASKS_PER_THREAD * rayon::current_num_threads())
-            .max(ROWS_PER_TASK);
+        let chunk = rows_a_task(n);
         self.margins
             .par_chunks_mut(chunk * k)
             .enumerate()
@@ -1142,9 +1147,7 @@ impl HistBackend for CpuBackend {
         // Ranges are few and long, as in `update_margins`: each costs two searches a leaf,
         // and those miss the cache
         let n = self.num_rows();
-        let chunk = n
-            .div_ceil(TASKS_PER_THREAD * rayon::current_num_threads())
-            .max(ROWS_PER_TASK);
+        let chunk = rows_a_task(n);
         // kept for `update_margins`, which adds these leaves' values to the same rows
         let mut owners = std::mem::take(&mut self.owners);
         owners.resize(n, u32::MAX);
@@ -1242,9 +1245,7 @@ impl HistBackend for CpuBackend {
         if let (Some(leaves), true) = (&leaves, k > 1) {
             // every row of the group's slice is written: each lies in one leaf
             crate::huge_pages::resize(&mut self.pending, n * k, 0.0);
-            let chunk = n
-                .div_ceil(TASKS_PER_THREAD * rayon::current_num_threads())
-                .max(ROWS_PER_TASK);
+            let chunk = rows_a_task(n);
             self.pending[group * n..(group + 1) * n]
                 .par_chunks_mut(chunk)
                 .enumerate()
@@ -1262,9 +1263,7 @@ impl HistBackend for CpuBackend {
         // every other way adds to the margins themselves (a group's own margin: the
         // pending values of the others are theirs)
         if let Some(leaves) = leaves {
-            let chunk = n
-                .div_ceil(TASKS_PER_THREAD * rayon::current_num_threads())
-                .max(ROWS_PER_TASK);
+            let chunk = rows_a_task(n);
             self.margins
                 .par_chunks_mut(chunk * k)
                 .enumerate()
