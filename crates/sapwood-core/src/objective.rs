@@ -346,6 +346,41 @@ pub fn exp_neg_fixed(d: f32) -> u32 {
     t[i] - (((t[i] - t[i + 1]) * f) >> shift)
 }
 
+/// Classes whose softmax exponentials a row keeps on the stack.
+const KEPT_CLASSES: usize = 64;
+
+/// Exact integer division by one divisor through its f64 reciprocal: the softmax divides
+/// every class's exponential by the row's sum, and a hardware 64-bit division per class
+/// costs more than the rest of the gradient.
+struct Divisor {
+    d: u64,
+    reciprocal: f64,
+}
+
+impl Divisor {
+    /// Divides by `d`, which must be positive and below 2^53.
+    #[inline(always)]
+    fn new(d: u64) -> Self {
+        Divisor {
+            d,
+            reciprocal: 1.0 / d as f64,
+        }
+    }
+
+    /// floor(a / d) for a below 2^53 (with a·2^-52 below one): the product with the
+    /// reciprocal is within one of the quotient, and one step either way corrects it.
+    #[inline(always)]
+    fn quotient(&self, a: u64) -> u64 {
+        let q = (a as f64 * self.reciprocal) as u64;
+        let q = if q * self.d > a { q - 1 } else { q };
+        if (q + 1) * self.d <= a {
+            q + 1
+        } else {
+            q
+        }
+    }
+}
+
 /// (g, h) of squared error at margin `m`, label `y`, weight `w` (already flushed).
 #[inline(always)]
 fn squared_error(m: f32, y: f32, w: f32) -> [f32; 2] {
@@ -785,17 +820,33 @@ impl Objective {
                 h[0] = 0.0;
             }
             ObjectiveKind::Softprob | ObjectiveKind::Softmax => {
-                // recomputing the cheap table lookups avoids any scratch allocation per row
                 let k = self.groups;
                 let max = margins[..k]
                     .iter()
                     .fold(f32::NEG_INFINITY, |a, &m| a.max(ftz(m)));
-                let e = |c: usize| exp_neg_fixed(max - ftz(margins[c])) as u64;
+                let e = |c: usize| exp_neg_fixed(max - ftz(margins[c]));
+                // up to KEPT_CLASSES exponentials stay on the stack; more are looked up
+                // again rather than allocated per row
+                let mut kept = [0u32; KEPT_CLASSES];
+                let keep = k <= KEPT_CLASSES;
+                let sum: u64 = if keep {
+                    kept.iter_mut()
+                        .take(k)
+                        .enumerate()
+                        .map(|(c, slot)| {
+                            *slot = e(c);
+                            *slot as u64
+                        })
+                        .sum()
+                } else {
+                    (0..k).map(|c| e(c) as u64).sum()
+                };
                 // only all-NaN margins can make the sum zero; keep the division defined
-                let sum: u64 = (0..k).map(e).sum::<u64>().max(1);
+                let divide = Divisor::new(sum.max(1));
                 let class = y as usize;
                 for c in 0..k {
-                    let pk = (e(c) << PROB_BITS) / sum;
+                    let v = if keep { kept[c] } else { e(c) };
+                    let pk = divide.quotient((v as u64) << PROB_BITS);
                     let p = pk as f32 * (1.0 / ONE as f32);
                     let t = if c == class { 1.0 } else { 0.0 };
                     g[c] = ftz(ftz(p - t) * w);
@@ -996,6 +1047,31 @@ pub enum PairMethodKind {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_reciprocal_division_is_exact_integer_division() {
+        let mut state = 7u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            state >> 11
+        };
+        // the softmax's range: sums up to many classes of 2^24, numerators below 2^49
+        let mut divisors = vec![1u64, 2, 3, 7, (1 << 24) - 1, 1 << 24, 50 << 24, 1 << 40];
+        divisors.extend((0..200).map(|_| 1 + next() % (1u64 << 32)));
+        for d in divisors {
+            let div = Divisor::new(d);
+            let mut numerators = vec![0u64, 1, d - 1, d, d + 1];
+            for m in [1u64, 3, 1 << 20, (1 << 48) / d] {
+                numerators.extend([m * d - 1, m * d, m * d + 1]);
+            }
+            numerators.extend((0..500).map(|_| next() % (1u64 << 49)));
+            for a in numerators {
+                assert_eq!(div.quotient(a), a / d, "{a} / {d}");
+            }
+        }
+    }
 
     #[test]
     fn the_row_formula_loop_gives_the_row_by_row_bits_and_maxima() {
