@@ -29,15 +29,17 @@ TOLERANCE = 0.005
 #: than TOLERANCE, the margin is a fraction of a percent to a few percent; each is allowed
 #: its measured excess plus 1 point:
 GAPS: dict[str, float] = {
-    # pinball 1526.9 vs LightGBM 1507.2 (+1.3%)
-    "reg:quantileerror": 0.023,
-    # RMSE 8622.5 vs LightGBM 8579.1 (+0.5%)
-    "huber": 0.016,
+    # MAE 5888.5 vs XGBoost 5811.7 (+1.3%) on this split since the categorical prior became
+    # per-node (city has 46 levels); over 10 folds of train and test pooled the per-node
+    # prior's MAE is 6026 against the fixed prior's 6040
+    "reg:absoluteerror": 0.023,
+    # pinball 1522.7 vs LightGBM 1507.2 (+1.0%)
+    "reg:quantileerror": 0.020,
     # no peer has this loss with a usable start (XGBoost's starts far from the labels):
-    # compared with LightGBM's Huber loss at the same slope, RMSE 9236.6 vs 8579.1 (+7.7%)
-    "reg:pseudohubererror": 0.087,
-    # Poisson deviance 6.4575 vs LightGBM 6.3675 (+1.4%)
-    "count:poisson": 0.025,
+    # compared with LightGBM's Huber loss at the same slope, RMSE 9023.2 vs 8579.1 (+5.2%)
+    "reg:pseudohubererror": 0.062,
+    # Poisson deviance 6.5152 vs LightGBM 6.3675 (+2.3%; 6.4575 with the fixed prior)
+    "count:poisson": 0.033,
     # Tweedie deviance 0.4601 vs XGBoost 0.4569 (+0.7%)
     "reg:tweedie": 0.017,
 }

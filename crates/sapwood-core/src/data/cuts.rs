@@ -821,8 +821,16 @@ mod tests {
             }),
             301
         );
-        // by default levels 0 and 1, seen once and twice, share the rare bin
-        assert_eq!(bins_of(&BinLimits::default()), 300);
+        // by default every level seen has a bin; with min_category_count 3 levels 0 and 1,
+        // seen once and twice, share the rare bin
+        assert_eq!(bins_of(&BinLimits::default()), 301);
+        assert_eq!(
+            bins_of(&BinLimits {
+                min_category_count: 3,
+                ..Default::default()
+            }),
+            300
+        );
         // the parameters of a model saved before max_cat_bin: max_bin caps the levels too
         let legacy = crate::params::Params {
             max_bin: 16,

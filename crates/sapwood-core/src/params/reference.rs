@@ -138,7 +138,7 @@ pub const PARAM_DOCS: &[ParamDoc] = &[
     ),
     param(
         "max_cat_bin",
-        "4096",
+        "65535",
         "integer",
         "0 or 3..=65535",
         "categorical features",
@@ -323,9 +323,10 @@ pub const PARAM_DOCS: &[ParamDoc] = &[
         "number",
         ">= 0",
         "categorical features",
-        "Prior weight, in hessian units, shrinking each level's mean gradient toward the \
-         node's when levels are ordered and splits scored; 0 for none. Nodes with at most \
-         max_cat_threshold levels keep the unshrunk search.",
+        "Largest prior weight, in hessian units, shrinking each level's mean gradient toward \
+         the node's when levels are ordered and splits scored; each node estimates its own \
+         prior from how much its levels differ, between 1 and this. 0 for none. Nodes with \
+         at most max_cat_threshold levels keep the unshrunk search.",
     ),
     param(
         "cat_l2",
@@ -354,7 +355,7 @@ pub const PARAM_DOCS: &[ParamDoc] = &[
     ),
     param(
         "min_category_count",
-        "3",
+        "1",
         "integer",
         ">= 0",
         "categorical features",

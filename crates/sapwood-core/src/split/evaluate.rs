@@ -289,9 +289,53 @@ fn numeric_plain(
     })
 }
 
-/// Levels with fewer estimated rows than `min(cat_smooth, this)` are not scanned (they stay
-/// on the right with the missing values); measured on bench/categoricals.py.
-const MAX_LEVEL_FILTER: f64 = 10.0;
+/// Multiple of the estimated noise-to-signal ratio σ²/τ² that a node's prior weighs.
+/// The search keeps the best of many orderings, the luckiest arrangement of noise, so one
+/// level's James–Stein prior (1) is too weak for it; 3 kept flights' `tailnum` and `dest`
+/// within fold noise of dropping them (bench/categoricals.py) where 1 did not.
+const PRIOR_FACTOR: f64 = 3.0;
+
+/// The prior, in hessian units, that shrinks a node's levels toward its mean: an empirical
+/// Bayes estimate from the levels themselves, within [min(1, `cat_smooth`), `cat_smooth`].
+/// Levels whose rows agree (an institution's earnings over the years) get little, levels
+/// that are noise (tail numbers) the most, where one constant must serve both.
+fn node_prior(h: &[HistBin], ctx: &Ctx<'_>, mean: f64) -> f64 {
+    let cap = ctx.p.cat_smooth;
+    if cap <= 0.0 {
+        return 0.0;
+    }
+    // A level with hessian H deviates from the node's mean by r = G - mean·H. If level
+    // effects spread with variance τ² per hessian unit and each unit adds noise σ²,
+    // E[r²/H] = σ² + τ²·H: the least-squares line of r²/H on H over the levels has
+    // intercept σ² and slope τ².
+    let (mut n, mut sx, mut sy, mut sxx, mut sxy) = (0.0f64, 0.0f64, 0.0f64, 0.0f64, 0.0f64);
+    for &bin in &h[1..] {
+        let (g, hh) = ctx.real(bin);
+        if hh > 0.0 {
+            let r = g - mean * hh;
+            let z = r * r / hh;
+            n += 1.0;
+            sx += hh;
+            sy += z;
+            sxx += hh * hh;
+            sxy += hh * z;
+        }
+    }
+    let spread = sxx / n - (sx / n) * (sx / n);
+    if n < 3.0 || spread <= 0.0 {
+        return cap;
+    }
+    let tau2 = (sxy / n - (sx / n) * (sy / n)) / spread;
+    let sigma2 = sy / n - tau2 * sx / n;
+    let floor = cap.min(1.0);
+    if tau2 <= 0.0 {
+        cap
+    } else if sigma2 <= 0.0 {
+        floor
+    } else {
+        (PRIOR_FACTOR * sigma2 / tau2).clamp(floor, cap)
+    }
+}
 
 fn categorical(feature: usize, h: &[HistBin], ctx: &Ctx<'_>) -> Option<SplitCandidate> {
     let nb = h.len();
@@ -325,25 +369,26 @@ fn categorical(feature: usize, h: &[HistBin], ctx: &Ctx<'_>) -> Option<SplitCand
     // prefixes from both ends. Ordering and scoring on the same rows is optimistic: among
     // thousands of levels with a few rows each, some look extreme by chance, and the sorted
     // prefix collects them. So each level's deviation from the node's mean gradient is
-    // shrunk by h / (h + cat_smooth) (an empirical-Bayes prior worth `cat_smooth` of hessian
-    // at the node's mean) both for the order and for the gain a partition is scored with; a
-    // level with much more hessian than `cat_smooth` keeps its own statistics. With
-    // `cat_smooth` = 0 this is the unshrunk search. The children keep their true sums.
-    // LightGBM also leaves levels with fewer than `cat_smooth` rows out of the scan; with
-    // the shrinkage doing that job the cut is capped (MAX_LEVEL_FILTER), so that a prior
-    // worth many rows does not hide every level of a column such as first names.
+    // shrunk by h / (h + prior) (an empirical-Bayes prior worth `prior` of hessian at the
+    // node's mean, estimated per node by node_prior) both for the order and for the gain a
+    // partition is scored with; a level with much more hessian than the prior keeps its own
+    // statistics. With `cat_smooth` = 0 this is the unshrunk search. The children keep
+    // their true sums. LightGBM also leaves levels with fewer than `cat_smooth` rows out of
+    // the scan; here every level is scanned, the shrinkage doing that job: a cut of levels
+    // under 10 rows hid ID-like columns whose levels have a few rows each (scorecard's
+    // 6,247 institutions, about five years each).
     // A node with at most `max_cat_threshold` occupied levels offers little to select from
     // (and few-level columns such as diamonds' clarity or chile's region lost accuracy
     // to the prior): there the search is LightGBM's unshrunk one.
     let occupied = h[1..].iter().filter(|b| b[1] > 0).count();
-    let smooth = if occupied > ctx.p.max_cat_threshold {
-        ctx.p.cat_smooth
-    } else {
-        0.0
-    };
     let (g_total, h_total) = ctx.real(ctx.total);
     let mean = if h_total > 0.0 {
         g_total / h_total
+    } else {
+        0.0
+    };
+    let smooth = if occupied > ctx.p.max_cat_threshold {
+        node_prior(h, ctx, mean)
     } else {
         0.0
     };
@@ -362,9 +407,6 @@ fn categorical(feature: usize, h: &[HistBin], ctx: &Ctx<'_>) -> Option<SplitCand
             dev[b] -= dev_sum * ctx.real(bin).1 / h_total;
         }
     }
-    let mut used: Vec<usize> = (1..nb)
-        .filter(|&b| h[b][1] > 0 && ctx.est_count(h[b][1]) >= smooth.min(MAX_LEVEL_FILTER))
-        .collect();
     let ratio = |b: usize| {
         let (g, hh) = ctx.real(h[b]);
         if smooth > 0.0 {
@@ -373,24 +415,41 @@ fn categorical(feature: usize, h: &[HistBin], ctx: &Ctx<'_>) -> Option<SplitCand
             g / hh
         }
     };
-    used.sort_by(|&a, &b| ratio(a).total_cmp(&ratio(b)).then(a.cmp(&b)));
-    let max_levels = ctx.p.max_cat_threshold.min(used.len().div_ceil(2)).max(1);
+    let mut keyed: Vec<(f64, usize)> = (1..nb)
+        .filter(|&b| h[b][1] > 0)
+        .map(|b| (ratio(b), b))
+        .collect();
+    let by_ratio = |x: &(f64, usize), y: &(f64, usize)| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1));
+    let max_levels = ctx.p.max_cat_threshold.min(keyed.len().div_ceil(2)).max(1);
+    let take = max_levels.min(keyed.len().saturating_sub(1)).max(1);
+    // only the first `take` levels from either end are scanned: select them, and sort only
+    // them (the order is total, so the selected levels are the same on every backend)
+    let n_keyed = keyed.len();
+    let (low, high): (Vec<usize>, Vec<usize>) = if 2 * take < n_keyed {
+        keyed.select_nth_unstable_by(take, by_ratio);
+        let mut low = keyed[..take].to_vec();
+        low.sort_unstable_by(by_ratio);
+        keyed.select_nth_unstable_by(n_keyed - take - 1, by_ratio);
+        let mut high = keyed[n_keyed - take..].to_vec();
+        high.sort_unstable_by(|x, y| by_ratio(y, x));
+        (
+            low.iter().map(|k| k.1).collect(),
+            high.iter().map(|k| k.1).collect(),
+        )
+    } else {
+        keyed.sort_unstable_by(by_ratio);
+        let order: Vec<usize> = keyed.iter().map(|k| k.1).collect();
+        let high = order.iter().rev().take(take).copied().collect();
+        (order.into_iter().take(take).collect(), high)
+    };
     let lambda = ctx.p.lambda + ctx.p.cat_l2;
     let min_group = ctx.p.min_data_per_group as f64;
-    for reverse in [false, true] {
-        let order: Vec<usize> = if reverse {
-            used.iter().rev().copied().collect()
-        } else {
-            used.clone()
-        };
+    for order in [low, high] {
         let mut left = [0i64; 2];
         let mut left_dev = 0.0;
         let mut group = 0.0;
         let mut bins: Vec<u16> = Vec::new();
-        for &b in order
-            .iter()
-            .take(max_levels.min(order.len().saturating_sub(1)).max(1))
-        {
+        for &b in &order {
             left = add(left, h[b]);
             left_dev += dev[b];
             group += ctx.est_count(h[b][1]);
@@ -671,6 +730,141 @@ mod tests {
             }
             let want = want.filter(|&g| g > MIN_SPLIT_GAIN);
             prop_assert_eq!(got.map(|c| c.gain), want);
+        }
+    }
+
+    /// A node's histogram over `levels` levels of 1 to `rows` rows (hessian 1 a row, and
+    /// gradients in units of 2^-10): each level's effect drawn with spread `effect`, each
+    /// row's noise with spread `noise`.
+    fn levels_histogram(
+        levels: usize,
+        rows: usize,
+        effect: f64,
+        noise: f64,
+        seed: u64,
+    ) -> Vec<HistBin> {
+        let mut state = seed;
+        let mut uniform = move || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+        };
+        // a uniform on [-0.5, 0.5) has variance 1/12
+        let scale = 12f64.sqrt();
+        let mut h = vec![[0i64; 2]; levels + 1];
+        for (i, bin) in h.iter_mut().enumerate().skip(1) {
+            let e = effect * scale * uniform();
+            for _ in 0..1 + i % rows {
+                let g = e + noise * scale * uniform();
+                bin[0] += (g * 1024.0).round() as i64;
+                bin[1] += 1;
+            }
+        }
+        h
+    }
+
+    fn prior_of(h: &[HistBin], p: &SplitParams) -> f64 {
+        let total = h.iter().fold([0i64; 2], |a, &b| add(a, b));
+        let units = Units {
+            grad: 1.0 / 1024.0,
+            hess: 1.0,
+        };
+        let ctx = Ctx {
+            p,
+            bounds: None,
+            units,
+            total,
+            parent_gain: 0.0,
+            count_factor: 1.0,
+        };
+        let (g, hh) = ctx.real(total);
+        node_prior(h, &ctx, g / hh)
+    }
+
+    #[test]
+    fn each_node_estimates_its_prior_from_how_much_its_levels_differ() {
+        let p = SplitParams::from_params(&Params::default());
+        // levels far apart, rows that agree (an institution's earnings): the least prior
+        let signal = prior_of(&levels_histogram(2000, 5, 10.0, 1.0, 1), &p);
+        assert_eq!(signal, 1.0);
+        // levels that are noise (tail numbers): the cap
+        let noise = prior_of(&levels_histogram(2000, 5, 0.0, 1.0, 2), &p);
+        assert_eq!(noise, p.cat_smooth);
+        // level effects as large as a row's noise: σ²/τ² = 1, so the prior is PRIOR_FACTOR
+        let even = prior_of(&levels_histogram(2000, 40, 1.0, 1.0, 3), &p);
+        assert!((even / PRIOR_FACTOR - 1.0).abs() < 0.3, "{even}");
+        // levels that all hold the same hessian cannot tell noise from level effects apart
+        // (only sums reach the node): the cap
+        let mut equal = vec![[0i64; 2]; 2001];
+        for (i, bin) in equal.iter_mut().enumerate().skip(1) {
+            *bin = [(i as i64 % 7 - 3) * 10_240, 5];
+        }
+        assert_eq!(prior_of(&equal, &p), p.cat_smooth);
+        // the cap bounds it, and 0 turns shrinkage off
+        let capped = SplitParams {
+            cat_smooth: 2.0,
+            ..p
+        };
+        assert_eq!(
+            prior_of(&levels_histogram(2000, 40, 1.0, 1.0, 3), &capped),
+            2.0
+        );
+        let off = SplitParams {
+            cat_smooth: 0.0,
+            ..p
+        };
+        assert_eq!(prior_of(&levels_histogram(2000, 5, 0.0, 1.0, 2), &off), 0.0);
+    }
+
+    proptest! {
+        #[test]
+        fn the_selected_ends_are_the_ends_of_the_full_order(
+            levels in 5usize..120,
+            threshold in 1usize..12,
+            seed in 0u64..1000,
+        ) {
+            // unshrunk, so that the reference is short: sort every level by g/h, scan up to
+            // `take` levels from each end
+            let h = levels_histogram(levels, 3, 1.0, 1.0, seed);
+            let p = SplitParams {
+                cat_smooth: 0.0,
+                max_cat_threshold: threshold,
+                min_child_weight: 0.0,
+                ..SplitParams::from_params(&Params::default())
+            };
+            let total = h.iter().fold([0i64; 2], |a, &b| add(a, b));
+            let units = Units { grad: 1.0 / 1024.0, hess: 1.0 };
+            let (g, hh) = (total[0] as f64 * units.grad, total[1] as f64);
+            let ctx = Ctx { p: &p, bounds: None, units, total, parent_gain: leaf_gain(g, hh, &p, p.lambda), count_factor: 1.0 };
+            let got = categorical(0, &h, &ctx);
+            let mut order: Vec<usize> = (1..h.len()).collect();
+            order.sort_by(|&a, &b| {
+                let r = |x: usize| h[x][0] as f64 / h[x][1] as f64;
+                r(a).total_cmp(&r(b)).then(a.cmp(&b))
+            });
+            let take = p.max_cat_threshold.min(order.len().div_ceil(2)).min(order.len() - 1).max(1);
+            let mut want: Option<(f64, Vec<u16>)> = None;
+            for end in [order.clone(), order.iter().rev().copied().collect()] {
+                let mut left = [0i64; 2];
+                let mut bins = Vec::new();
+                for &b in end.iter().take(take) {
+                    left = add(left, h[b]);
+                    bins.push(b as u16);
+                    if let Some((gain, _)) = ctx.gain(left, p.lambda + p.cat_l2, 0) {
+                        if want.as_ref().is_none_or(|w| gain > w.0) {
+                            let mut sorted = bins.clone();
+                            sorted.sort_unstable();
+                            want = Some((gain, sorted));
+                        }
+                    }
+                }
+            }
+            let got = got.map(|c| match c.rule {
+                SplitRule::Categorical { left } => (c.gain, (1..h.len() as u16).filter(|&b| left.contains(b)).collect::<Vec<u16>>()),
+                _ => unreachable!(),
+            });
+            prop_assert_eq!(got, want);
         }
     }
 
