@@ -298,7 +298,8 @@ const PRIOR_FACTOR: f64 = 3.0;
 /// The prior, in hessian units, that shrinks a node's levels toward its mean: an empirical
 /// Bayes estimate from the levels themselves, within [min(1, `cat_smooth`), `cat_smooth`].
 /// Levels whose rows agree (an institution's earnings over the years) get little, levels
-/// that are noise (tail numbers) the most, where one constant must serve both.
+/// that are noise (tail numbers) the most, where one constant must serve both. Where the
+/// levels cannot tell (fewer than 3, one hessian for all) the prior is `cat_smooth`.
 fn node_prior(h: &[HistBin], ctx: &Ctx<'_>, mean: f64) -> f64 {
     let cap = ctx.p.cat_smooth;
     if cap <= 0.0 {
@@ -328,7 +329,7 @@ fn node_prior(h: &[HistBin], ctx: &Ctx<'_>, mean: f64) -> f64 {
     let tau2 = (sxy / n - (sx / n) * (sy / n)) / spread;
     let sigma2 = sy / n - tau2 * sx / n;
     let floor = cap.min(1.0);
-    if tau2 <= 0.0 {
+    if !(tau2.is_finite() && sigma2.is_finite()) || tau2 <= 0.0 {
         cap
     } else if sigma2 <= 0.0 {
         floor
@@ -815,6 +816,61 @@ mod tests {
             ..p
         };
         assert_eq!(prior_of(&levels_histogram(2000, 5, 0.0, 1.0, 2), &off), 0.0);
+        // fewer than 3 levels: the cap
+        assert_eq!(
+            prior_of(&[[0, 0], [10_240, 2], [-10_240, 3]], &p),
+            p.cat_smooth
+        );
+        // deviations on a line through the origin, no noise (σ² = 0): the floor
+        let mut line = vec![[0i64; 2]];
+        for hess in 1..=50i64 {
+            line.push([hess * 3 * 1024, hess]);
+            line.push([-hess * 3 * 1024, hess]);
+        }
+        assert_eq!(prior_of(&line, &p), 1.0);
+    }
+
+    /// The gain and left levels of `categorical` on `h` under `p`.
+    fn categorical_split(h: &[HistBin], p: &SplitParams) -> Option<(f64, Vec<u16>)> {
+        let total = h.iter().fold([0i64; 2], |a, &b| add(a, b));
+        let units = Units {
+            grad: 1.0 / 1024.0,
+            hess: 1.0,
+        };
+        let (g, hh) = (total[0] as f64 * units.grad, total[1] as f64);
+        let ctx = Ctx {
+            p,
+            bounds: None,
+            units,
+            total,
+            parent_gain: leaf_gain(g, hh, p, p.lambda),
+            count_factor: 1.0,
+        };
+        categorical(0, h, &ctx).map(|c| match c.rule {
+            SplitRule::Categorical { left } => (
+                c.gain,
+                (1..h.len() as u16).filter(|&b| left.contains(b)).collect(),
+            ),
+            _ => unreachable!(),
+        })
+    }
+
+    #[test]
+    fn the_search_shrinks_by_the_nodes_own_prior() {
+        let p = SplitParams::from_params(&Params::default());
+        let with_cap = |cat_smooth: f64| SplitParams { cat_smooth, ..p };
+        // levels that are the signal: the prior is 1 whatever the cap, so the search is the
+        // one a cap of 1 gives (a constant prior of 100 would shrink it to another)
+        let signal = levels_histogram(2000, 5, 10.0, 1.0, 1);
+        let found = categorical_split(&signal, &with_cap(100.0));
+        assert!(found.is_some());
+        assert_eq!(found, categorical_split(&signal, &with_cap(1.0)));
+        // levels that are noise: the prior is the cap, so the cap matters
+        let noise = levels_histogram(2000, 5, 0.0, 1.0, 2);
+        assert_ne!(
+            categorical_split(&noise, &with_cap(100.0)),
+            categorical_split(&noise, &with_cap(1.0))
+        );
     }
 
     proptest! {
@@ -826,7 +882,13 @@ mod tests {
         ) {
             // unshrunk, so that the reference is short: sort every level by g/h, scan up to
             // `take` levels from each end
-            let h = levels_histogram(levels, 3, 1.0, 1.0, seed);
+            let mut h = levels_histogram(levels, 3, 1.0, 1.0, seed);
+            // some levels absent from the node
+            for (i, bin) in h.iter_mut().enumerate().skip(1) {
+                if (i as u64 + seed).is_multiple_of(5) {
+                    *bin = [0, 0];
+                }
+            }
             let p = SplitParams {
                 cat_smooth: 0.0,
                 max_cat_threshold: threshold,
@@ -838,12 +900,12 @@ mod tests {
             let (g, hh) = (total[0] as f64 * units.grad, total[1] as f64);
             let ctx = Ctx { p: &p, bounds: None, units, total, parent_gain: leaf_gain(g, hh, &p, p.lambda), count_factor: 1.0 };
             let got = categorical(0, &h, &ctx);
-            let mut order: Vec<usize> = (1..h.len()).collect();
+            let mut order: Vec<usize> = (1..h.len()).filter(|&b| h[b][1] > 0).collect();
             order.sort_by(|&a, &b| {
                 let r = |x: usize| h[x][0] as f64 / h[x][1] as f64;
                 r(a).total_cmp(&r(b)).then(a.cmp(&b))
             });
-            let take = p.max_cat_threshold.min(order.len().div_ceil(2)).min(order.len() - 1).max(1);
+            let take = p.max_cat_threshold.min(order.len().div_ceil(2)).min(order.len().saturating_sub(1)).max(1);
             let mut want: Option<(f64, Vec<u16>)> = None;
             for end in [order.clone(), order.iter().rev().copied().collect()] {
                 let mut left = [0i64; 2];
