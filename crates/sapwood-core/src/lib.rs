@@ -37,6 +37,8 @@ pub mod rank;
 pub mod simd;
 pub mod split;
 pub mod survival;
+#[cfg(test)]
+mod test_rng;
 pub mod train;
 pub mod tree;
 pub mod warm_pool;

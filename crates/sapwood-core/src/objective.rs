@@ -1050,13 +1050,8 @@ mod tests {
 
     #[test]
     fn the_reciprocal_division_is_exact_integer_division() {
-        let mut state = 7u64;
-        let mut next = || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            state >> 11
-        };
+        let mut lcg = crate::test_rng::lcg(7);
+        let mut next = || lcg() >> 11;
         // the softmax's range: sums up to many classes of 2^24, numerators below 2^49
         let mut divisors = vec![1u64, 2, 3, 7, (1 << 24) - 1, 1 << 24, 50 << 24, 1 << 40];
         divisors.extend((0..200).map(|_| 1 + next() % (1u64 << 32)));

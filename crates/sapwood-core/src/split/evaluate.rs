@@ -421,11 +421,16 @@ fn categorical(feature: usize, h: &[HistBin], ctx: &Ctx<'_>) -> Option<SplitCand
         .map(|b| (ratio(b), b))
         .collect();
     let by_ratio = |x: &(f64, usize), y: &(f64, usize)| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1));
-    let max_levels = ctx.p.max_cat_threshold.min(keyed.len().div_ceil(2)).max(1);
-    let take = max_levels.min(keyed.len().saturating_sub(1)).max(1);
-    // only the first `take` levels from either end are scanned: select them, and sort only
-    // them (the order is total, so the selected levels are the same on every backend)
+    // at most `max_cat_threshold` levels (and at most half of them, and never all) from
+    // either end are scanned: select them, and sort only them (the order is total, so the
+    // selected levels are the same on every backend)
     let n_keyed = keyed.len();
+    let take = ctx
+        .p
+        .max_cat_threshold
+        .min(n_keyed.div_ceil(2))
+        .min(n_keyed.saturating_sub(1))
+        .max(1);
     let (low, high): (Vec<usize>, Vec<usize>) = if 2 * take < n_keyed {
         keyed.select_nth_unstable_by(take, by_ratio);
         let mut low = keyed[..take].to_vec();
@@ -744,13 +749,8 @@ mod tests {
         noise: f64,
         seed: u64,
     ) -> Vec<HistBin> {
-        let mut state = seed;
-        let mut uniform = move || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-        };
+        let mut lcg = crate::test_rng::lcg(seed);
+        let mut uniform = move || (lcg() >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
         // a uniform on [-0.5, 0.5) has variance 1/12
         let scale = 12f64.sqrt();
         let mut h = vec![[0i64; 2]; levels + 1];

@@ -205,13 +205,8 @@ mod tests {
 
     #[test]
     fn quantiles_match_a_sort() {
-        let mut state = 12345u64;
-        let mut next = || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 33) as u32
-        };
+        let mut lcg = crate::test_rng::lcg(12345);
+        let mut next = || (lcg() >> 33) as u32;
         let n = 5000;
         let values: Vec<f32> = (0..n)
             .map(|_| (next() % 2001) as f32 * 0.37 - 370.0)
