@@ -1,12 +1,16 @@
 """Each objective against XGBoost and LightGBM on a bundled dataset that suits it.
 
-    python bench/objectives.py [--rounds 200] [--json out.json]
+    python bench/objectives.py [--rounds 200] [--folds 5] [--json out.json]
 
 Matched parameters (depth 6, 256 bins, learning rate 0.1, lambda 1, min_child_weight 1 and
-no minimum of rows per leaf, one thread per library so times compare), the same train/test split, the metric that fits the loss
-computed here by one formula for all three libraries on the test rows, and the fit time.
-python/tests/test_objectives.py runs the same cases with fewer rounds and asserts the
-quality bar.
+no minimum of rows per leaf, one thread per library so times compare), the same rows for
+every library, the metric that fits the loss computed here by one formula for all three on
+the held-out rows, and the fit time. By default the dataset's bundled train/test split;
+with --folds K, the train and test rows pooled and cut into K seeded folds, each held out
+once, the metric averaged over the folds (one split of a few thousand rows moves a loss by
+a few percent from one binning or split rule to the next; five folds by about a fifth of
+that). python/tests/test_objectives.py runs the same cases with fewer rounds and asserts
+the quality bar.
 """
 
 from __future__ import annotations
@@ -24,18 +28,19 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[1]
 
 
+def read(name: str) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
+    """(meta, train, test) of datasets/<name> as the files hold them."""
+    meta = json.loads((REPO / "datasets" / name / "meta.json").read_text())
+    part = lambda p: pd.read_csv(  # noqa: E731
+        REPO / "datasets" / name / f"{p}.csv", keep_default_na=False, na_values=[""]
+    )
+    return meta, part("train"), part("test")
+
+
 def load(name: str) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
     """(meta, train, test) of datasets/<name>, categoricals with the training levels."""
-    meta = json.loads((REPO / "datasets" / name / "meta.json").read_text())
-    read = lambda part: pd.read_csv(  # noqa: E731
-        REPO / "datasets" / name / f"{part}.csv", keep_default_na=False, na_values=[""]
-    )
-    train, test = read("train"), read("test")
-    for c in meta["categorical"]:
-        levels = sorted(train[c].dropna().unique())
-        train[c] = pd.Categorical(train[c], categories=levels)
-        test[c] = pd.Categorical(test[c], categories=levels)
-    return meta, train, test
+    meta, train, test = read(name)
+    return (meta, *with_levels(train, test, meta["categorical"]))
 
 
 def pinball(alpha: float) -> Callable[[np.ndarray, np.ndarray], float]:
@@ -154,15 +159,61 @@ METRIC_NAMES = {
 }
 
 
-def run_case(name: str, rounds: int, grad_bits: int = 0) -> dict[str, Any]:
-    """Trains `name` with the three libraries; returns metric and seconds per library."""
+def with_levels(train: pd.DataFrame, test: pd.DataFrame,
+                categorical: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Categorical columns as pandas categories of the training rows' levels."""
+    train, test = train.copy(), test.copy()
+    for c in categorical:
+        levels = sorted(train[c].dropna().unique())
+        train[c] = pd.Categorical(train[c], categories=levels)
+        test[c] = pd.Categorical(test[c], categories=levels)
+    return train, test
+
+
+def splits(dataset: str, folds: int) -> list[tuple[pd.DataFrame, pd.DataFrame]]:
+    """The bundled (train, test) split, or `folds` seeded folds of the pooled rows."""
+    if folds <= 1:
+        return [load(dataset)[1:]]
+    meta, train, test = read(dataset)
+    pooled = pd.concat([train, test], ignore_index=True)
+    order = np.random.default_rng(20261205).permutation(len(pooled))
+    parts = np.array_split(order, folds)
+    out = []
+    for k in range(folds):
+        rest = np.sort(np.concatenate([parts[j] for j in range(folds) if j != k]))
+        out.append(with_levels(pooled.iloc[rest].reset_index(drop=True),
+                               pooled.iloc[np.sort(parts[k])].reset_index(drop=True),
+                               meta["categorical"]))
+    return out
+
+
+def run_case(name: str, rounds: int, grad_bits: int = 0, folds: int = 1,
+             params: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+    """Trains `name` with the three libraries on the bundled split (`folds` 1) or on each of
+    `folds` folds of the pooled rows; returns the metric (the folds' mean) and the seconds
+    (summed over folds) per library."""
+    dataset, label = CASES[name][0], CASES[name][1]
+    per_fold = [fit_case(name, train, test, rounds, grad_bits, params or {})
+                for train, test in splits(dataset, folds)]
+    out: dict[str, Any] = {"dataset": dataset, "label": label, "folds": max(folds, 1),
+                           "rows": per_fold[0]["rows"]}
+    for k in per_fold[0]:
+        if k in ("sapwood", "xgboost", "lightgbm"):
+            out[k] = float(np.mean([r[k] for r in per_fold]))
+        elif k.endswith("_s"):
+            out[k] = float(sum(r[k] for r in per_fold))
+    return out
+
+
+def fit_case(name: str, train: pd.DataFrame, test: pd.DataFrame, rounds: int,
+             grad_bits: int, more: dict[str, Any]) -> dict[str, Any]:
+    """Trains `name` with the three libraries on one split; metric and seconds per library."""
     import lightgbm as lgb
     import xgboost as xgb
 
     import sapwood
 
     dataset, label, dropped, extra, xgb_obj, lgb_obj, metric, _ = CASES[name]
-    meta, train, test = load(dataset)
     train = train.dropna(subset=[label])
     test = test.dropna(subset=[label])
     y_train, y_test = train.pop(label), test.pop(label)
@@ -178,7 +229,7 @@ def run_case(name: str, rounds: int, grad_bits: int = 0) -> dict[str, Any]:
     out: dict[str, Any] = {"dataset": dataset, "label": label, "rows": len(train)}
 
     params = {"objective": extra.get("objective", name), "max_depth": 6, "max_bin": 256, "learning_rate": 0.1,
-              "lambda": 1.0, "threads": 1, "grad_bits": grad_bits, **extra}
+              "lambda": 1.0, "threads": 1, "grad_bits": grad_bits, **extra, **more}
     t = time.perf_counter()
     b = sapwood.train(params, sapwood.Dataset(train, label=y_train_np), rounds, verbose_eval=False)
     out["sapwood_s"] = time.perf_counter() - t
@@ -231,13 +282,24 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=200)
     ap.add_argument("--grad-bits", type=int, default=0)
+    ap.add_argument("--folds", type=int, default=1,
+                    help="K: K seeded folds of the pooled train and test rows (default: the bundled split)")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a Sapwood parameter for every Sapwood fit")
     args = ap.parse_args(argv)
+    more: dict[str, Any] = {}
+    for kv in args.set:
+        k, v = kv.split("=", 1)
+        try:
+            more[k] = json.loads(v)
+        except json.JSONDecodeError:
+            more[k] = v
     rows = {}
     print(f"| objective | dataset (label) | metric | Sapwood | XGBoost | LightGBM | time S / X / L (s) |")
     print("|---|---|---|---|---|---|---|")
     for name in CASES:
-        r = run_case(name, args.rounds, args.grad_bits)
+        r = run_case(name, args.rounds, args.grad_bits, args.folds, more)
         rows[name] = r
         metric = METRIC_NAMES[name]
         fmt = lambda k: f"{r[k]:.6g}" if k in r else "—"  # noqa: E731

@@ -32,6 +32,9 @@ const PIN_CAT_BIN: (&str, &str) = ("max_cat_bin", "0");
 const PIN_CAT_COUNT: (&str, &str) = ("min_category_count", "1");
 /// XGBoost's learning rate, Sapwood's default then.
 const PIN_RATE: (&str, &str) = ("learning_rate", "0.3");
+/// The binning of numeric features then: bins of balanced weight, with no bin of its own
+/// for a value many rows share.
+const PIN_HEAVY: (&str, &str) = ("heavy_value_bins", "false");
 /// The pins alone.
 const PINNED: &[(&str, &str)] = &[
     PIN_THRESHOLD,
@@ -39,6 +42,7 @@ const PINNED: &[(&str, &str)] = &[
     PIN_CAT_BIN,
     PIN_CAT_COUNT,
     PIN_RATE,
+    PIN_HEAVY,
 ];
 
 /// The golden cases.
@@ -53,6 +57,7 @@ const CASES: &[Case] = &[
             PIN_CAT_BIN,
             PIN_CAT_COUNT,
             PIN_RATE,
+            PIN_HEAVY,
             ("grow_policy", "lossguide"),
             ("max_leaves", "12"),
             ("max_depth", "0"),
@@ -71,6 +76,7 @@ const CASES: &[Case] = &[
             PIN_CAT_BIN,
             PIN_CAT_COUNT,
             PIN_RATE,
+            PIN_HEAVY,
             ("max_cat_to_onehot", "2"),
             ("learning_rate", "0.2"),
         ],
@@ -84,6 +90,7 @@ const CASES: &[Case] = &[
             PIN_CAT_BIN,
             PIN_CAT_COUNT,
             PIN_RATE,
+            PIN_HEAVY,
             ("grad_bits", "8"),
             ("max_depth", "5"),
             ("min_data_in_bin", "3"),
@@ -98,6 +105,7 @@ const CASES: &[Case] = &[
             PIN_CAT_BIN,
             PIN_CAT_COUNT,
             PIN_RATE,
+            PIN_HEAVY,
             ("max_bin", "32"),
             ("min_child_weight", "3"),
             ("gamma", "0.1"),

@@ -85,10 +85,6 @@ macro_rules! quality_tests {
     ($($test:ident: $name:literal,)*) => {
         mod exact {
             $(#[test] fn $test() { super::check($name, sapwood::Quantisation::Exact); })*
-            #[test]
-            fn breast_cancer_auc() {
-                super::check("breast_cancer", sapwood::Quantisation::Exact);
-            }
         }
         mod grad_bits_8 {
             $(#[test] fn $test() { super::check($name, sapwood::Quantisation::Bits(8)); })*
@@ -97,12 +93,28 @@ macro_rules! quality_tests {
 }
 
 /// `breast_cancer`'s test set has 113 rows (about 3,000 positive-negative pairs), and
-/// XGBoost's AUC misorders 3 of them (1 − AUC = 0.0010). With 8-bit gradients Sapwood
-/// measured 0.99799, 3 more pairs: twice XGBoost's error, so this one set is held to 2.5
-/// times it (the README says so); exact gradients meet the common bar on it.
+/// XGBoost's AUC misorders 3 of them (1 − AUC = 0.0010): a pair is a third of its error, so
+/// a relative bar finer than a pair measures nothing. Sapwood is held to one pair more than
+/// XGBoost (4 misordered, 1 − AUC = 0.0013, with exact and with 8-bit gradients alike; 8-bit
+/// gradients misordered 6 when numeric bins were of balanced weight only).
+const BREAST_CANCER_ONE_PAIR: f64 = 4.0 / 3.0 + 1e-6;
+
 #[test]
-fn grad_bits_8_breast_cancer_within_two_and_a_half_times_the_error() {
-    check_within("breast_cancer", Quantisation::Bits(8), Some(2.5));
+fn breast_cancer_auc_within_one_pair() {
+    check_within(
+        "breast_cancer",
+        Quantisation::Exact,
+        Some(BREAST_CANCER_ONE_PAIR),
+    );
+}
+
+#[test]
+fn grad_bits_8_breast_cancer_auc_within_one_pair() {
+    check_within(
+        "breast_cancer",
+        Quantisation::Bits(8),
+        Some(BREAST_CANCER_ONE_PAIR),
+    );
 }
 
 quality_tests! {

@@ -1597,8 +1597,8 @@ def train(
     - ``grow_policy``: ``depthwise`` (default, level by level) or ``lossguide``
       (best-first, LightGBM's leaf-wise growth).
     - ``max_bin`` [max_bins]: bins per numeric feature, default 256.
-    - ``max_cat_bin`` [max_cat_bins]: bins per categorical feature, default 4096: the
-      most frequent levels seen at least ``min_category_count`` (default 3) times get one
+    - ``max_cat_bin`` [max_cat_bins]: bins per categorical feature, default 65535: the
+      most frequent levels seen at least ``min_category_count`` (default 1) times get one
       each, the rest share one.
     - ``min_child_weight`` [min_sum_hessian_in_leaf]: minimum hessian sum in a child,
       default 1.
@@ -1619,6 +1619,8 @@ def train(
       ``min_data_per_group``, ``min_category_count``: categorical splits, as LightGBM
       and XGBoost name them.
     - ``min_data_in_bin``: rows a numeric bin must hold, default 1.
+    - ``heavy_value_bins``: with more distinct values than bins, a value that alone weighs
+      a mean bin gets a bin of its own (LightGBM's binning), default true.
     - ``bin_sample_rows`` [bin_construct_sample_cnt, subsample_for_bin]: rows sampled to
       compute the bins.
     - ``eval_metric`` [metric]: metrics reported on ``evals`` (a name, a list, or a

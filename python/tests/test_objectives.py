@@ -1,6 +1,6 @@
 """Each objective beyond the first three against live XGBoost and LightGBM, with matched
-parameters on the bundled dataset that suits it (bench/objectives.py holds the cases and
-prints the full table).
+parameters on the bundled dataset that suits it, over FOLDS folds of its rows
+(bench/objectives.py holds the cases and prints the full table).
 
 The bar: Sapwood's test metric within TOLERANCE of the better peer's (a fraction of the
 metric, which here is an error or a deviance, except AUC and accuracy where the error is
@@ -24,24 +24,31 @@ spec.loader.exec_module(bench)
 
 #: Sapwood's error may exceed the better peer's by this fraction of it.
 TOLERANCE = 0.005
-#: Measured with 100 rounds (bench/objectives.py --rounds 100), one test split each, every
-#: library with min_child_weight 1 and no minimum of rows per leaf. Where a peer wins by more
-#: than TOLERANCE, the margin is a fraction of a percent to a few percent; each is allowed
-#: its measured excess plus 1 point:
+#: Each case is scored over this many seeded folds of its dataset's train and test rows
+#: pooled (bench/objectives.py --folds 5): on one split of a few thousand rows the gaps moved
+#: by several percent with each change to binning or to categorical splits (txhousing's
+#: pinball loss at alpha 0.9 went 1522.7 -> 1575.5 with the bins of heavy values, while over
+#: ten folds it moved by 0.1%), so a bar on one split measured the split.
+FOLDS = 5
+#: Measured with 100 rounds over FOLDS folds, every library with min_child_weight 1 and no
+#: minimum of rows per leaf. Where a peer wins by more than TOLERANCE, each is allowed its
+#: measured excess plus 1 point:
 GAPS: dict[str, float] = {
-    # MAE 5888.5 vs XGBoost 5811.7 (+1.3%) on this split since the categorical prior became
-    # per-node (city has 46 levels); over 10 folds of train and test pooled the per-node
-    # prior's MAE is 6026 against the fixed prior's 6040
-    "reg:absoluteerror": 0.023,
-    # pinball 1522.7 vs LightGBM 1507.2 (+1.0%)
-    "reg:quantileerror": 0.020,
+    # pinball 1606.1 vs XGBoost 1540.0 (+4.3%); LightGBM 1609.7. Neither cat_smooth 0,
+    # cat_l2 0 nor max_cat_threshold 64 closes it (1575.0, 1599.7, 1573.8)
+    "reg:quantileerror": 0.053,
     # no peer has this loss with a usable start (XGBoost's starts far from the labels):
-    # compared with LightGBM's Huber loss at the same slope, RMSE 9023.2 vs 8579.1 (+5.2%)
-    "reg:pseudohubererror": 0.062,
-    # Poisson deviance 6.5152 vs LightGBM 6.3675 (+2.3%; 6.4575 with the fixed prior)
-    "count:poisson": 0.033,
-    # Tweedie deviance 0.4601 vs XGBoost 0.4569 (+0.7%)
-    "reg:tweedie": 0.017,
+    # compared with LightGBM's Huber loss at the same slope, RMSE 9182.0 vs 8938.9 (+2.7%)
+    "reg:pseudohubererror": 0.037,
+    # Poisson deviance 5.9512 vs LightGBM 5.7403 (+3.7%); XGBoost 5.9013
+    "count:poisson": 0.047,
+    # 1 - AUC 0.03503 vs LightGBM 0.03366 (+4.1%); XGBoost 0.03480
+    "binary:logitraw": 0.051,
+    # penguins' 344 rows: Sapwood and XGBoost misclassify 7, LightGBM 4 (its leaf-wise
+    # trees; the losses are the same)
+    "multi:softmax": 0.77,
+    # mean pinball 2039.6 vs XGBoost 2012.2 (+1.4%)
+    "reg:quantileerror[0.1,0.5,0.9]": 0.024,
 }
 ROUNDS = 100
 
@@ -52,7 +59,7 @@ def _error(name: str, value: float) -> float:
 
 @pytest.mark.parametrize("name", list(bench.CASES))
 def test_each_objective_matches_the_better_peer(name: str) -> None:
-    r = bench.run_case(name, ROUNDS)
+    r = bench.run_case(name, ROUNDS, folds=FOLDS)
     peers = [r[k] for k in ("xgboost", "lightgbm") if k in r]
     # a peer whose own default start fails on this data (XGBoost's pseudo-Huber starts far
     # from labels in the tens of thousands) is not a bar

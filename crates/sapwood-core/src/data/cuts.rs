@@ -25,6 +25,8 @@ pub struct BinLimits {
     pub min_data_in_bin: usize,
     /// Sampled rows a level needs for a bin of its own.
     pub min_category_count: usize,
+    /// Whether a numeric value that alone weighs a mean bin gets a bin of its own.
+    pub heavy_value_bins: bool,
 }
 
 impl From<&crate::params::Params> for BinLimits {
@@ -39,6 +41,7 @@ impl From<&crate::params::Params> for BinLimits {
             },
             min_data_in_bin: p.min_data_in_bin,
             min_category_count: p.min_category_count,
+            heavy_value_bins: p.heavy_value_bins,
         }
     }
 }
@@ -292,9 +295,7 @@ impl Cuts {
             .features
             .par_iter()
             .map(|f| match f {
-                FeatureSample::Numeric(values) => {
-                    numeric_cuts(values, limits.max_bin, limits.min_data_in_bin)
-                }
+                FeatureSample::Numeric(values) => numeric_cuts(values, limits),
                 FeatureSample::Categorical(counts) => {
                     categorical_cuts(counts, limits.max_cat_bin, limits.min_category_count)
                 }
@@ -483,12 +484,9 @@ fn midpoint(a: f32, b: f32) -> f32 {
 
 /// Numeric cuts: one bin per distinct sampled value while they fit, a bin closing only once it
 /// holds `min_data_in_bin` sampled rows (LightGBM's rule, which keeps thresholds off values a
-/// handful of rows own); else bins of balanced weight.
-fn numeric_cuts(
-    values: &[(f32, f32)],
-    max_bin: usize,
-    min_data_in_bin: usize,
-) -> Result<FeatureCuts> {
+/// handful of rows own); else bins of balanced weight, where a value that alone weighs a
+/// mean bin gets a bin of its own.
+fn numeric_cuts(values: &[(f32, f32)], limits: &BinLimits) -> Result<FeatureCuts> {
     let mut v = values.to_vec();
     // a total order on (value, weight) makes the weight sums below independent of which
     // worker contributed which rows
@@ -505,8 +503,8 @@ fn numeric_cuts(
             _ => distinct.push((x, w as f64, 1)),
         }
     }
-    let min_rows = min_data_in_bin.max(1);
-    let value_bins = max_bin - 1;
+    let min_rows = limits.min_data_in_bin.max(1);
+    let value_bins = limits.max_bin - 1;
     let m = distinct.len();
     let mut thresholds = Vec::new();
     if m <= value_bins {
@@ -521,21 +519,42 @@ fn numeric_cuts(
     } else {
         // as in LightGBM, many distinct values only cap the bin count at rows / min_data_in_bin
         let value_bins = value_bins.min(values.len() / min_rows).max(2);
-        let mut rest: f64 = distinct.iter().map(|d| d.1).sum();
-        let mut bins_left = value_bins;
+        let total: f64 = distinct.iter().map(|d| d.1).sum();
+        // A value many rows share (a round price, a salary converted from one currency) is
+        // often where the label changes: as in LightGBM, one that weighs a mean bin is
+        // bounded by thresholds on both sides, and the other values share the other bins.
+        let heavy: Vec<bool> = distinct
+            .iter()
+            .map(|d| limits.heavy_value_bins && d.1 >= total / value_bins as f64)
+            .collect();
+        let mut light_left: f64 = distinct
+            .iter()
+            .zip(&heavy)
+            .filter(|(_, &h)| !h)
+            .map(|(d, _)| d.1)
+            .sum();
+        let mut light_bins = value_bins - heavy.iter().filter(|&&h| h).count();
+        let mut mean = light_left / light_bins.max(1) as f64;
         let mut acc = 0.0;
         for i in 0..m - 1 {
             acc += distinct[i].1;
-            let values_left = m - 1 - i;
-            let target = rest / bins_left as f64;
-            if acc >= target || values_left < bins_left {
+            if !heavy[i] {
+                light_left -= distinct[i].1;
+            }
+            // while no more values are left than bins, each takes one
+            let fill = m - 1 - i < value_bins - thresholds.len();
+            // a bin that holds half a mean ends before a heavy value rather than take it in
+            let close = fill || heavy[i] || acc >= mean || (heavy[i + 1] && acc >= 0.5 * mean);
+            if close {
                 thresholds.push(midpoint(distinct[i].0, distinct[i + 1].0));
-                rest -= acc;
-                acc = 0.0;
-                bins_left -= 1;
-                if bins_left == 1 {
+                if thresholds.len() + 1 >= value_bins {
                     break;
                 }
+                if !heavy[i] {
+                    light_bins = light_bins.saturating_sub(1);
+                    mean = light_left / light_bins.max(1) as f64;
+                }
+                acc = 0.0;
             }
         }
     }
@@ -742,6 +761,57 @@ mod tests {
         assert_eq!(nonzero.len(), 15);
         assert!(
             nonzero.iter().all(|&c| (600..=700).contains(&c)),
+            "{counts:?}"
+        );
+    }
+
+    #[test]
+    fn a_value_many_rows_share_gets_a_bin_of_its_own() {
+        // 9,000 distinct values and one, 4,500.25, that 1,000 rows share: over 15 value
+        // bins a mean bin weighs 667, so the shared value must be bounded on both sides
+        // (balanced bins would put it in with about 300 of its neighbours)
+        let shared = 4_500.25f32;
+        let mut values: Vec<f32> = (0..9_000).map(|i| i as f32).collect();
+        values.extend(std::iter::repeat_n(shared, 1_000));
+        let limits = BinLimits {
+            max_bin: 16,
+            ..Default::default()
+        };
+        let thresholds = &thresholds_of(values.clone(), limits);
+        assert!(thresholds.len() < 16, "{}", thresholds.len());
+        let bin = FeatureCuts::bin_value(thresholds, shared);
+        let in_bin = values
+            .iter()
+            .filter(|&&v| FeatureCuts::bin_value(thresholds, v) == bin)
+            .count();
+        assert_eq!(in_bin, 1_000, "{thresholds:?}");
+        // balanced bins alone (models saved before the rule) put neighbours in with it
+        let balanced = &thresholds_of(
+            values.clone(),
+            BinLimits {
+                heavy_value_bins: false,
+                ..limits
+            },
+        );
+        let bin_then = FeatureCuts::bin_value(balanced, shared);
+        assert!(
+            values
+                .iter()
+                .filter(|&&v| FeatureCuts::bin_value(balanced, v) == bin_then)
+                .count()
+                > 1_100
+        );
+        // the other bins still balance the other values: none holds twice its share
+        let mut counts = vec![0usize; thresholds.len() + 2];
+        for &v in &values {
+            counts[FeatureCuts::bin_value(thresholds, v) as usize] += 1;
+        }
+        let share = 9_000 / (thresholds.len() - 1);
+        assert!(
+            counts[1..]
+                .iter()
+                .enumerate()
+                .all(|(b, &c)| b + 1 == bin as usize || c <= 2 * share),
             "{counts:?}"
         );
     }

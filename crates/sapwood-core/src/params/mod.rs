@@ -147,6 +147,11 @@ pub struct Params {
     /// Sampled rows a numeric bin must hold before the next bin starts (LightGBM's
     /// `min_data_in_bin`; 1 gives every distinct value its own bin while they fit).
     pub min_data_in_bin: usize,
+    /// Where a numeric feature has more distinct values than bins, a value that alone
+    /// weighs a mean bin gets a bin of its own (LightGBM's binning); false bins by balanced
+    /// weight only, as models saved before it (which read as false).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub heavy_value_bins: bool,
     /// Levels seen fewer times than this in the binning sample share one "other" bin.
     pub min_category_count: usize,
     /// Rows sampled (by hash of the global row index) to compute the cuts.
@@ -334,6 +339,10 @@ impl Default for Params {
             cat_l2: 1.0,
             min_data_per_group: 0,
             min_data_in_bin: 1,
+            // a value many rows share is often where the label turns: the bins of a
+            // salary converted from five currencies took the Stack Overflow survey's
+            // country log loss from 0.6736 to 0.6429 (LightGBM 0.6292)
+            heavy_value_bins: true,
             // every level seen gets a bin, as XGBoost's: the per-node prior shrinks a
             // level of one or two rows almost to the node's mean where levels are noise
             // (loans' 4,411 job titles stay within 0.1% of dropping the column), and lets it
@@ -575,6 +584,7 @@ impl Params {
             "cat_l2" => self.cat_l2 = num(name, v)?,
             "min_data_per_group" => self.min_data_per_group = num(name, v)?,
             "min_data_in_bin" => self.min_data_in_bin = num(name, v)?,
+            "heavy_value_bins" => self.heavy_value_bins = flag(name, v)?,
             "min_category_count" => self.min_category_count = num(name, v)?,
             "bin_sample_rows" => self.bin_sample_rows = num(name, v)?,
             "eval_metric" => {

@@ -57,6 +57,7 @@ pub const PARAM_NAMES: &[(&str, &[&str])] = &[
     ("cat_l2", &[]),
     ("min_data_per_group", &[]),
     ("min_data_in_bin", &[]),
+    ("heavy_value_bins", &[]),
     ("min_category_count", &[]),
     ("bin_sample_rows", &["bin_construct_sample_cnt"]),
     ("eval_metric", &["metric"]),

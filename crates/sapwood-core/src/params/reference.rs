@@ -354,6 +354,16 @@ pub const PARAM_DOCS: &[ParamDoc] = &[
          min_data_in_bin); 1 gives each distinct value its own bin while they fit.",
     ),
     param(
+        "heavy_value_bins",
+        "true",
+        "boolean",
+        "true or false",
+        "numeric features",
+        "With more distinct values than bins, a value that alone weighs a mean bin gets a \
+         bin of its own (LightGBM's rule); false: bins of balanced weight only, as models \
+         saved before it.",
+    ),
+    param(
         "min_category_count",
         "1",
         "integer",

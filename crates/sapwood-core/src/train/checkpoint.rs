@@ -481,6 +481,7 @@ pub fn continued_params(
         max_bin: was.max_bin,
         max_cat_bin: was.max_cat_bin,
         min_data_in_bin: was.min_data_in_bin,
+        heavy_value_bins: was.heavy_value_bins,
         min_category_count: was.min_category_count,
         bin_sample_rows: was.bin_sample_rows,
         ..Params::clone(params)
