@@ -35,6 +35,8 @@ const PIN_RATE: (&str, &str) = ("learning_rate", "0.3");
 /// The binning of numeric features then: bins of balanced weight, with no bin of its own
 /// for a value many rows share.
 const PIN_HEAVY: (&str, &str) = ("heavy_value_bins", "false");
+/// XGBoost's softmax hessian, the default then.
+const PIN_HESSIAN: (&str, &str) = ("multiclass_hessian", "xgboost");
 /// The pins alone.
 const PINNED: &[(&str, &str)] = &[
     PIN_THRESHOLD,
@@ -43,6 +45,7 @@ const PINNED: &[(&str, &str)] = &[
     PIN_CAT_COUNT,
     PIN_RATE,
     PIN_HEAVY,
+    PIN_HESSIAN,
 ];
 
 /// The golden cases.
@@ -58,6 +61,7 @@ const CASES: &[Case] = &[
             PIN_CAT_COUNT,
             PIN_RATE,
             PIN_HEAVY,
+            PIN_HESSIAN,
             ("grow_policy", "lossguide"),
             ("max_leaves", "12"),
             ("max_depth", "0"),
@@ -77,6 +81,7 @@ const CASES: &[Case] = &[
             PIN_CAT_COUNT,
             PIN_RATE,
             PIN_HEAVY,
+            PIN_HESSIAN,
             ("max_cat_to_onehot", "2"),
             ("learning_rate", "0.2"),
         ],
@@ -91,6 +96,7 @@ const CASES: &[Case] = &[
             PIN_CAT_COUNT,
             PIN_RATE,
             PIN_HEAVY,
+            PIN_HESSIAN,
             ("grad_bits", "8"),
             ("max_depth", "5"),
             ("min_data_in_bin", "3"),
@@ -106,6 +112,7 @@ const CASES: &[Case] = &[
             PIN_CAT_COUNT,
             PIN_RATE,
             PIN_HEAVY,
+            PIN_HESSIAN,
             ("max_bin", "32"),
             ("min_child_weight", "3"),
             ("gamma", "0.1"),

@@ -5,7 +5,7 @@ parameters on the bundled dataset that suits it, over FOLDS folds of its rows
 The bar: Sapwood's test metric within TOLERANCE of the better peer's (a fraction of the
 metric, which here is an error or a deviance, except AUC and accuracy where the error is
 1 - metric). Where a loss is measured to miss that bar, GAPS holds the excess allowed and
-why; python/README.md lists the same.
+why; the objectives guide (docs/guide/objectives.md) lists the same.
 """
 
 from __future__ import annotations

@@ -182,9 +182,9 @@ pub struct Params {
     /// Ranking: each query's gradients are scaled by log2(1 + Σ|λ|) / Σ|λ|.
     #[serde(skip_serializing_if = "is_true")]
     pub lambdarank_normalization: bool,
-    /// Multiclass: the softmax hessian, XGBoost's 2p(1 - p) or LightGBM's
-    /// K/(K - 1) · p(1 - p).
-    #[serde(skip_serializing_if = "is_xgboost_hessian")]
+    /// Multiclass: the softmax hessian, LightGBM's K/(K - 1) · p(1 - p) or XGBoost's
+    /// 2p(1 - p) (models saved before it, which read as XGBoost's).
+    #[serde(default, skip_serializing_if = "is_xgboost_hessian")]
     pub multiclass_hessian: MulticlassHessian,
     /// Direction (+1, -1, 0) the prediction must follow along each feature.
     #[serde(skip_serializing_if = "MonotoneConstraints::is_empty")]
@@ -359,7 +359,11 @@ impl Default for Params {
             lambdarank_pair_method: PairMethodKind::TopK,
             ndcg_exp_gain: true,
             lambdarank_normalization: true,
-            multiclass_hessian: MulticlassHessian::XGBoost,
+            // LightGBM's: at 100 rounds of 0.1 its larger steps fit four of the defaults
+            // suite's five multiclass tables better (the Stack Overflow survey's country
+            // 0.6442 -> 0.6246, beside LightGBM's 0.6292) and a 50-class task far better
+            // (1.7963 -> 1.5846); two lose at most 0.4%
+            multiclass_hessian: MulticlassHessian::LightGBM,
             monotone_constraints: MonotoneConstraints::default(),
             monotone_constraints_method: MonotoneMethod::Basic,
             interaction_constraints: Vec::new(),
@@ -714,14 +718,11 @@ mod tests {
     }
 
     /// `multiclass_hessian` is read from its two names, refused otherwise (naming the
-    /// parameter), saved only when it is not the default (models saved before it keep their
-    /// bytes) and read back; the objective's hessian follows it.
+    /// parameter), saved only when it is LightGBM's (models saved before it, with XGBoost's,
+    /// keep their bytes and read back as XGBoost's) and read back.
     #[test]
     fn the_multiclass_hessian_is_set_saved_and_read_back() {
         let mut p = Params::default();
-        let default = serde_json::to_string(&p).unwrap();
-        assert!(!default.contains("multiclass_hessian"));
-        p.set("multiclass_hessian", "lightgbm").unwrap();
         assert_eq!(p.multiclass_hessian, MulticlassHessian::LightGBM);
         let saved = serde_json::to_string(&p).unwrap();
         assert!(
@@ -730,8 +731,13 @@ mod tests {
         );
         let back: Params = serde_json::from_str(&saved).unwrap();
         assert_eq!(back, p);
-        let old: Params = serde_json::from_str(&default).unwrap();
+        p.set("multiclass_hessian", "xgboost").unwrap();
+        let before = serde_json::to_string(&p).unwrap();
+        assert!(!before.contains("multiclass_hessian"));
+        let old: Params = serde_json::from_str(&before).unwrap();
         assert_eq!(old.multiclass_hessian, MulticlassHessian::XGBoost);
+        p.set("multiclass_hessian", "lightgbm").unwrap();
+        assert_eq!(p.multiclass_hessian, MulticlassHessian::LightGBM);
         let err = p
             .set("multiclass_hessian", "catboost")
             .unwrap_err()

@@ -464,13 +464,13 @@ pub const PARAM_DOCS: &[ParamDoc] = &[
     ),
     param(
         "multiclass_hessian",
-        "xgboost",
+        "lightgbm",
         "text",
-        "xgboost, lightgbm",
+        "lightgbm, xgboost",
         "multi:softprob, multi:softmax",
-        "The softmax hessian: XGBoost's 2p(1 - p), or LightGBM's K/(K - 1) p(1 - p) for K \
-         classes, whose leaves step about twice as far with many classes (1.6 times with \
-         five).",
+        "The softmax hessian: LightGBM's K/(K - 1) p(1 - p) for K classes, whose leaves step \
+         about twice as far as with XGBoost's 2p(1 - p) with many classes (1.6 times with \
+         five); models saved before it read as xgboost.",
     ),
     run(
         "threads",

@@ -482,6 +482,9 @@ pub fn continued_params(
         max_cat_bin: was.max_cat_bin,
         min_data_in_bin: was.min_data_in_bin,
         heavy_value_bins: was.heavy_value_bins,
+        // the softmax hessian is the model's: one saved with XGBoost's (before LightGBM's
+        // became the default) trains on as it began, whichever API continues it
+        multiclass_hessian: was.multiclass_hessian,
         min_category_count: was.min_category_count,
         bin_sample_rows: was.bin_sample_rows,
         ..Params::clone(params)
