@@ -106,19 +106,22 @@ fn every_loss_learns_and_saves_one_model_for_one_to_three_workers() {
     }
 }
 
-/// The lower weighted α-quantile: the smallest value whose cumulative weight reaches α of
-/// the total.
-fn lower_quantile(mut pairs: Vec<(f32, f64)>, alpha: f64) -> f32 {
-    pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let total: f64 = pairs.iter().map(|p| p.1).sum();
-    let mut cum = 0.0;
-    for (v, w) in &pairs {
-        cum += w;
-        if cum >= alpha * total {
-            return *v;
-        }
+/// The α-quantile of unweighted values as XGBoost defines it: sorted ascending, the value
+/// at the 1-based position α·(n + 1), interpolated toward the next (the first value below
+/// 1 / (n + 1), the last from n / (n + 1)).
+fn interpolated_quantile(mut values: Vec<f32>, alpha: f64) -> f32 {
+    values.sort_by(|a, b| a.total_cmp(b));
+    let n = values.len() as f64;
+    if alpha <= 1.0 / (n + 1.0) {
+        return values[0];
     }
-    pairs.last().unwrap().0
+    if alpha >= n / (n + 1.0) {
+        return values[values.len() - 1];
+    }
+    let x = alpha * (n + 1.0);
+    let k = x.floor() - 1.0;
+    let (v0, v1) = (values[k as usize] as f64, values[k as usize + 1] as f64);
+    (v0 + (x - 1.0 - k) * (v1 - v0)) as f32
 }
 
 #[test]
@@ -148,10 +151,9 @@ fn quantile_losses_set_each_leaf_to_the_quantile_of_its_residuals() {
         let model = b.model();
         // the base margin is the α-quantile of the labels
         let base = model.base_margin[0];
-        let labels: Vec<(f32, f64)> = y.iter().map(|&v| (v, 1.0)).collect();
         assert_eq!(
             base,
-            lower_quantile(labels, alpha),
+            interpolated_quantile(y.to_vec(), alpha),
             "{objective} base margin"
         );
         let leaves = b
@@ -169,16 +171,16 @@ fn quantile_losses_set_each_leaf_to_the_quantile_of_its_residuals() {
             if n.split.is_some() {
                 continue;
             }
-            let residuals: Vec<(f32, f64)> = (0..y.len())
+            let residuals: Vec<f32> = (0..y.len())
                 .filter(|&i| leaves.values[i] as usize == node)
-                .map(|i| (y[i] - base, 1.0))
+                .map(|i| y[i] - base)
                 .collect();
             if residuals.is_empty() {
                 continue;
             }
             assert_eq!(
                 n.value,
-                lower_quantile(residuals, alpha),
+                interpolated_quantile(residuals, alpha),
                 "{objective} alpha {alpha}: leaf {node}"
             );
             checked += 1;

@@ -34,9 +34,10 @@ FOLDS = 5
 #: minimum of rows per leaf. Where a peer wins by more than TOLERANCE, each is allowed its
 #: measured excess plus 1 point:
 GAPS: dict[str, float] = {
-    # pinball 1606.1 vs XGBoost 1540.0 (+4.3%); LightGBM 1609.7. Neither cat_smooth 0,
-    # cat_l2 0 nor max_cat_threshold 64 closes it (1575.0, 1599.7, 1573.8)
-    "reg:quantileerror": 0.053,
+    # pinball 1586.2 vs XGBoost 1540.0 (+3.0%; +4.3% with the lower weighted quantile in
+    # the leaves); LightGBM 1609.7. Neither cat_smooth 0, cat_l2 0 nor max_cat_threshold 64
+    # closed it (1575.0, 1599.7, 1573.8 then), nor does dropping city (+2.5% then)
+    "reg:quantileerror": 0.040,
     # no peer has this loss with a usable start (XGBoost's starts far from the labels):
     # compared with LightGBM's Huber loss at the same slope, RMSE 9182.0 vs 8938.9 (+2.7%)
     "reg:pseudohubererror": 0.037,
@@ -47,8 +48,8 @@ GAPS: dict[str, float] = {
     # penguins' 344 rows: Sapwood and XGBoost misclassify 7, LightGBM 4 (its leaf-wise
     # trees; the losses are the same)
     "multi:softmax": 0.77,
-    # mean pinball 2039.6 vs XGBoost 2012.2 (+1.4%)
-    "reg:quantileerror[0.1,0.5,0.9]": 0.024,
+    # mean pinball 2029.1 vs XGBoost 2012.2 (+0.8%)
+    "reg:quantileerror[0.1,0.5,0.9]": 0.019,
 }
 ROUNDS = 100
 
