@@ -1620,7 +1620,7 @@ def train(
       and XGBoost name them.
     - ``min_data_in_bin``: rows a numeric bin must hold, default 1.
     - ``heavy_value_bins``: with more distinct values than bins, a value that alone weighs
-      a mean bin gets a bin of its own (LightGBM's binning), default true.
+      a mean bin is bounded by thresholds on both sides (LightGBM's binning), default true.
     - ``bin_sample_rows`` [bin_construct_sample_cnt, subsample_for_bin]: rows sampled to
       compute the bins.
     - ``eval_metric`` [metric]: metrics reported on ``evals`` (a name, a list, or a

@@ -523,9 +523,10 @@ fn numeric_cuts(values: &[(f32, f32)], limits: &BinLimits) -> Result<FeatureCuts
         // A value many rows share (a round price, a salary converted from one currency) is
         // often where the label changes: as in LightGBM, one that weighs a mean bin is
         // bounded by thresholds on both sides, and the other values share the other bins.
+        // (a sample whose weights are all zero has no mean bin, and no heavy value)
         let heavy: Vec<bool> = distinct
             .iter()
-            .map(|d| limits.heavy_value_bins && d.1 >= total / value_bins as f64)
+            .map(|d| limits.heavy_value_bins && total > 0.0 && d.1 >= total / value_bins as f64)
             .collect();
         let mut light_left: f64 = distinct
             .iter()
@@ -533,7 +534,7 @@ fn numeric_cuts(values: &[(f32, f32)], limits: &BinLimits) -> Result<FeatureCuts
             .filter(|(_, &h)| !h)
             .map(|(d, _)| d.1)
             .sum();
-        let mut light_bins = value_bins - heavy.iter().filter(|&&h| h).count();
+        let mut light_bins = value_bins.saturating_sub(heavy.iter().filter(|&&h| h).count());
         let mut mean = light_left / light_bins.max(1) as f64;
         let mut acc = 0.0;
         for i in 0..m - 1 {
@@ -814,6 +815,25 @@ mod tests {
                 .all(|(b, &c)| b + 1 == bin as usize || c <= 2 * share),
             "{counts:?}"
         );
+    }
+
+    #[test]
+    fn a_sample_of_no_weight_has_no_heavy_value() {
+        // every sampled row weighs 0: no mean bin, so no value is heavy (nor a panic)
+        let values: Vec<f32> = (0..1_000).map(|i| (i % 300) as f32).collect();
+        let n = values.len();
+        let m = FeatureMatrix::new(vec!["x".into()], vec![Column::Numeric(Cow::Owned(values))])
+            .unwrap();
+        let sample = CutSample::collect(&m, Some(&vec![0.0; n]), 0, n as u64, 0, usize::MAX);
+        let cuts = Cuts::from_sample(
+            &sample,
+            &BinLimits {
+                max_bin: 16,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert!(cuts.feature(0).n_bins() <= 16);
     }
 
     #[test]

@@ -359,9 +359,9 @@ pub const PARAM_DOCS: &[ParamDoc] = &[
         "boolean",
         "true or false",
         "numeric features",
-        "With more distinct values than bins, a value that alone weighs a mean bin gets a \
-         bin of its own (LightGBM's rule); false: bins of balanced weight only, as models \
-         saved before it.",
+        "With more distinct values than bins, a value that alone weighs a mean bin is \
+         bounded by thresholds on both sides (LightGBM's rule); false: bins of balanced \
+         weight only, as models saved before it.",
     ),
     param(
         "min_category_count",

@@ -81,8 +81,11 @@ pub fn weighted_quantiles(
     let mut totals = vec![0i64; 2 * slots];
     for (i, &s) in slot_of.iter().enumerate() {
         if s != NO_SLOT {
-            totals[s as usize] += weight_of(i);
-            totals[slots + s as usize] += 1;
+            let w = weight_of(i);
+            totals[s as usize] += w;
+            // a row of no weight (masked, or below the fixed point's unit) is not a row of
+            // the quantile: it would shrink the mean weight and move the position
+            totals[slots + s as usize] += i64::from(w > 0);
         }
     }
     collective.allreduce_sum(&mut totals, bound)?;
@@ -268,8 +271,10 @@ mod tests {
             .iter()
             .zip(weights)
             .map(|(&v, &w)| (v, w as f64))
+            .filter(|p| p.1 > 0.0)
             .collect();
         pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let rows = pairs.len() as f64;
         let mut groups: Vec<(f32, f64)> = Vec::new(); // (value, weight through it)
         let mut through = 0.0;
         for (v, w) in pairs {
@@ -279,7 +284,7 @@ mod tests {
                 _ => groups.push((v, through)),
             }
         }
-        let step = through / values.len() as f64;
+        let step = through / rows;
         let h = (alpha * (through + step) - step).max(0.0);
         let g = groups
             .iter()
@@ -310,6 +315,45 @@ mod tests {
         let k = x.floor() - 1.0;
         let (v0, v1) = (d[k as usize] as f64, d[k as usize + 1] as f64);
         (v0 + (x - 1.0 - k) * (v1 - v0)) as f32
+    }
+
+    #[test]
+    fn rows_of_no_weight_change_no_quantile() {
+        // 0 and 10 of weight 1, then rows of weight 0 below, between and above them
+        let quantile = |values: &[f32], weights: &[f32], alpha: f64| {
+            let n = values.len();
+            weighted_quantiles(
+                &vec![0; n],
+                values,
+                Some(weights),
+                1,
+                alpha,
+                n as u64,
+                &mut Single,
+            )
+            .unwrap()[0]
+                .unwrap()
+        };
+        for alpha in [0.1, 0.4, 0.5, 0.9] {
+            let two = quantile(&[0.0, 10.0], &[1.0, 1.0], alpha);
+            let masked = quantile(
+                &[-5.0, 0.0, 5.0, 10.0, 100.0],
+                &[0.0, 1.0, 0.0, 1.0, 0.0],
+                alpha,
+            );
+            assert_eq!(masked, two, "alpha {alpha}");
+            assert_eq!(
+                masked,
+                brute(
+                    &[-5.0, 0.0, 5.0, 10.0, 100.0],
+                    &[0.0, 1.0, 0.0, 1.0, 0.0],
+                    alpha
+                ),
+                "alpha {alpha}"
+            );
+        }
+        // XGBoost's position α·3 − 1 between the two: 0.2 at α 0.4
+        assert_eq!(quantile(&[0.0, 10.0], &[1.0, 1.0], 0.4), 2.0);
     }
 
     #[test]
