@@ -102,7 +102,9 @@ def placed(c: Client, collection: Any) -> Any:
     workers = sorted(c.scheduler_info()["workers"])
     array = isinstance(collection, da.Array)
     parts = list(collection.to_delayed().ravel()) if array else collection.to_delayed()
-    futures = [c.compute(p, workers=[workers[i % len(workers)]]) for i, p in enumerate(parts)]
+    # impure: every placing computes afresh, under new keys (a retry is a new placement)
+    fresh = [dask.delayed(_same, pure=False)(p) for p in parts]
+    futures = [c.compute(p, workers=[workers[i % len(workers)]]) for i, p in enumerate(fresh)]
     if not array:
         return dd.from_delayed(futures, meta=collection._meta, divisions=collection.divisions)
     blocks = [
@@ -110,6 +112,10 @@ def placed(c: Client, collection: Any) -> Any:
         for f, rows in zip(futures, collection.chunks[0])
     ]
     return da.concatenate(blocks, axis=0)
+
+
+def _same(x: Any) -> Any:
+    return x
 
 
 def partitionings(frame: pd.DataFrame, workers: int) -> dict[str, dd.DataFrame]:
@@ -134,10 +140,18 @@ def dask_train(
 ) -> sapwood.Booster:
     """``sapwood.dask.train``, checking that at least ``min_ranks`` workers take part
     (where more than one must, the partitions are first :func:`placed` on the workers)."""
-    if min_ranks > 1:
-        X, y, kw = placed(c, X), placed(c, y), {k: placed(c, v) for k, v in kw.items()}
-    dtrain = DaskDataset(c, X, y, **kw)
-    ranks = len(_plan(dtrain._rows, dtrain._cuttable, dtrain._locations()))
+    # Dask schedules the dataset's packing of each partition where it starts soonest, which
+    # for partitions of a few kilobytes may be another worker than the one holding them
+    # (CI once saw all three partitions packed on one of two workers): a placement that
+    # leaves too few workers holding data is made again, at most three times in all.
+    for attempt in range(3):
+        Xp, yp, kwp = X, y, kw
+        if min_ranks > 1:
+            Xp, yp, kwp = placed(c, X), placed(c, y), {k: placed(c, v) for k, v in kw.items()}
+        dtrain = DaskDataset(c, Xp, yp, **kwp)
+        ranks = len(_plan(dtrain._rows, dtrain._cuttable, dtrain._locations()))
+        if ranks >= min_ranks:
+            break
     assert ranks >= min_ranks, f"only {ranks} workers hold the {dtrain.npartitions} partitions"
     out = sapwood.dask.train(c, params, dtrain, ROUNDS, verbose_eval=False)
     assert set(out) == {"booster", "history"}
