@@ -148,6 +148,19 @@ def sampled_and_typed(df: pd.DataFrame, label: str) -> tuple[pd.DataFrame, list[
     return df, categorical
 
 
+def parsed_sets(pairs: list[str]) -> dict[str, Any]:
+    """`KEY=VALUE` options as parameters, each value read as JSON where it is JSON (numbers,
+    booleans, lists) and kept as text where it is not."""
+    out: dict[str, Any] = {}
+    for kv in pairs:
+        k, v = kv.split("=", 1)
+        try:
+            out[k] = json.loads(v)
+        except json.JSONDecodeError:
+            out[k] = v
+    return out
+
+
 def with_training_levels(train: pd.DataFrame, test: pd.DataFrame,
                          categorical: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """`train` and `test` (copied) with each categorical column as a pandas category of the

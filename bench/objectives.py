@@ -27,6 +27,9 @@ import pandas as pd
 
 REPO = Path(__file__).resolve().parents[1]
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from categorical_suite import parsed_sets, with_training_levels  # noqa: E402
+
 
 def read(name: str) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
     """(meta, train, test) of datasets/<name> as the files hold them."""
@@ -40,7 +43,7 @@ def read(name: str) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
 def load(name: str) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
     """(meta, train, test) of datasets/<name>, categoricals with the training levels."""
     meta, train, test = read(name)
-    return (meta, *with_levels(train, test, meta["categorical"]))
+    return (meta, *with_training_levels(train, test, meta["categorical"]))
 
 
 def pinball(alpha: float) -> Callable[[np.ndarray, np.ndarray], float]:
@@ -159,17 +162,6 @@ METRIC_NAMES = {
 }
 
 
-def with_levels(train: pd.DataFrame, test: pd.DataFrame,
-                categorical: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Categorical columns as pandas categories of the training rows' levels."""
-    train, test = train.copy(), test.copy()
-    for c in categorical:
-        levels = sorted(train[c].dropna().unique())
-        train[c] = pd.Categorical(train[c], categories=levels)
-        test[c] = pd.Categorical(test[c], categories=levels)
-    return train, test
-
-
 def splits(dataset: str, folds: int) -> list[tuple[pd.DataFrame, pd.DataFrame]]:
     """The bundled (train, test) split, or `folds` seeded folds of the pooled rows."""
     if folds <= 1:
@@ -181,7 +173,7 @@ def splits(dataset: str, folds: int) -> list[tuple[pd.DataFrame, pd.DataFrame]]:
     out = []
     for k in range(folds):
         rest = np.sort(np.concatenate([parts[j] for j in range(folds) if j != k]))
-        out.append(with_levels(pooled.iloc[rest].reset_index(drop=True),
+        out.append(with_training_levels(pooled.iloc[rest].reset_index(drop=True),
                                pooled.iloc[np.sort(parts[k])].reset_index(drop=True),
                                meta["categorical"]))
     return out
@@ -288,13 +280,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="a Sapwood parameter for every Sapwood fit")
     args = ap.parse_args(argv)
-    more: dict[str, Any] = {}
-    for kv in args.set:
-        k, v = kv.split("=", 1)
-        try:
-            more[k] = json.loads(v)
-        except json.JSONDecodeError:
-            more[k] = v
+    more = parsed_sets(args.set)
     rows = {}
     print(f"| objective | dataset (label) | metric | Sapwood | XGBoost | LightGBM | time S / X / L (s) |")
     print("|---|---|---|---|---|---|---|")
