@@ -37,6 +37,8 @@ const PIN_RATE: (&str, &str) = ("learning_rate", "0.3");
 const PIN_HEAVY: (&str, &str) = ("heavy_value_bins", "false");
 /// XGBoost's softmax hessian, the default then.
 const PIN_HESSIAN: (&str, &str) = ("multiclass_hessian", "xgboost");
+/// XGBoost's bound on Poisson leaves, Sapwood's then.
+const PIN_POISSON: (&str, &str) = ("poisson_leaf_bound", "0.7");
 /// The pins alone.
 const PINNED: &[(&str, &str)] = &[
     PIN_THRESHOLD,
@@ -46,6 +48,7 @@ const PINNED: &[(&str, &str)] = &[
     PIN_RATE,
     PIN_HEAVY,
     PIN_HESSIAN,
+    PIN_POISSON,
 ];
 
 /// The golden cases.
@@ -62,6 +65,7 @@ const CASES: &[Case] = &[
             PIN_RATE,
             PIN_HEAVY,
             PIN_HESSIAN,
+            PIN_POISSON,
             ("grow_policy", "lossguide"),
             ("max_leaves", "12"),
             ("max_depth", "0"),
@@ -82,6 +86,7 @@ const CASES: &[Case] = &[
             PIN_RATE,
             PIN_HEAVY,
             PIN_HESSIAN,
+            PIN_POISSON,
             ("max_cat_to_onehot", "2"),
             ("learning_rate", "0.2"),
         ],
@@ -97,6 +102,7 @@ const CASES: &[Case] = &[
             PIN_RATE,
             PIN_HEAVY,
             PIN_HESSIAN,
+            PIN_POISSON,
             ("grad_bits", "8"),
             ("max_depth", "5"),
             ("min_data_in_bin", "3"),
@@ -113,6 +119,7 @@ const CASES: &[Case] = &[
             PIN_RATE,
             PIN_HEAVY,
             PIN_HESSIAN,
+            PIN_POISSON,
             ("max_bin", "32"),
             ("min_child_weight", "3"),
             ("gamma", "0.1"),

@@ -279,7 +279,7 @@ fn log_link_losses_predict_positive_means_close_to_the_labels() {
 }
 
 #[test]
-fn poisson_leaves_take_xgboosts_step_bound_unless_max_delta_step_is_set() {
+fn poisson_leaves_take_their_step_bound_unless_max_delta_step_is_set() {
     // a few rows with counts a thousand times the others': unbounded, the leaves that
     // isolate them step by log(1000)-ish units of log-mean at once
     let d = data_for(ObjectiveKind::Poisson, 2_000, 3);
@@ -292,7 +292,7 @@ fn poisson_leaves_take_xgboosts_step_bound_unless_max_delta_step_is_set() {
         .map(|(i, &v)| if i % 97 == 0 { v * 1000.0 + 500.0 } else { v })
         .collect();
     let d = Dataset::from_parts(d.features().clone(), Some(Label::Values(y)), None).unwrap();
-    let largest_step = |max_delta_step: f64| {
+    let largest_step = |max_delta_step: f64, poisson_leaf_bound: f64| {
         let params = Params {
             objective: ObjectiveKind::Poisson,
             num_rounds: 10,
@@ -300,6 +300,7 @@ fn poisson_leaves_take_xgboosts_step_bound_unless_max_delta_step_is_set() {
             min_child_weight: 0.0,
             learning_rate: 0.5,
             max_delta_step,
+            poisson_leaf_bound,
             ..Default::default()
         };
         let b = Booster::train(&params, &d, &[]).unwrap();
@@ -311,16 +312,19 @@ fn poisson_leaves_take_xgboosts_step_bound_unless_max_delta_step_is_set() {
             .map(|n| n.value.abs() as f64)
             .fold(0.0, f64::max)
     };
-    // 0 means XGBoost's 0.7 for count:poisson, shrunk by the learning rate
-    let default = largest_step(0.0);
-    assert!(default <= 0.7 * 0.5 + 1e-6, "{default}");
-    assert!(
-        default >= 0.7 * 0.5 - 1e-6,
-        "the bound should bind here: {default}"
-    );
-    // a bound the user sets is the bound
-    let set = largest_step(3.0);
-    assert!(set > 0.7 * 0.5 + 0.1 && set <= 3.0 * 0.5 + 1e-6, "{set}");
+    let binds_at = |step: f64, bound: f64| (step - bound * 0.5).abs() <= 1e-6;
+    // max_delta_step 0: the leaves are bounded by poisson_leaf_bound (2 by default),
+    // shrunk by the learning rate
+    let bound = Params::default().poisson_leaf_bound;
+    assert_eq!(bound, 2.0);
+    let default = largest_step(0.0, bound);
+    assert!(binds_at(default, bound), "{default}");
+    // XGBoost's 0.7, as models saved before the bound was a parameter
+    let xgboost = largest_step(0.0, 0.7);
+    assert!(binds_at(xgboost, 0.7), "{xgboost}");
+    // a bound the user sets is the bound, whatever poisson_leaf_bound says
+    let set = largest_step(3.0, 0.7);
+    assert!(set > bound * 0.5 + 0.1 && set <= 3.0 * 0.5 + 1e-6, "{set}");
 }
 
 #[test]

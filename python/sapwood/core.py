@@ -1607,7 +1607,10 @@ def train(
     - ``gamma`` [min_split_loss, min_gain_to_split, min_split_gain]: minimum loss
       reduction of a split, default 0.
     - ``max_delta_step``: bound on leaf values before shrinkage, 0 (default) for none
-      (``count:poisson``: 0.7, as XGBoost).
+      (``count:poisson``: ``poisson_leaf_bound``); for ``count:poisson`` also the
+      hessian's offset (0.7 when 0), as in XGBoost.
+    - ``poisson_leaf_bound``: ``count:poisson``'s bound on leaf values when
+      ``max_delta_step`` is 0, default 2 (XGBoost's is 0.7).
     - ``min_data_in_leaf`` [min_child_samples]: minimum rows in a child, default 0.
     - ``subsample`` [bagging_fraction]: fraction of rows sampled every round, default 1.
     - ``colsample_bytree`` [feature_fraction]: fraction of features per tree, default 1.

@@ -318,7 +318,7 @@ fn objective_json(p: &Params, k: usize) -> Result<(Value, String, usize)> {
         ),
         ObjectiveKind::Poisson => (
             json!({"name": name, "poisson_regression_param": {"max_delta_step":
-                p.leaf_delta_bound().to_string()}}),
+                p.poisson_hessian_offset().to_string()}}),
             "[1E0]".to_string(),
             0,
         ),

@@ -32,6 +32,7 @@ pub const PARAM_NAMES: &[(&str, &[&str])] = &[
         &["min_split_loss", "min_gain_to_split", "min_split_gain"],
     ),
     ("max_delta_step", &[]),
+    ("poisson_leaf_bound", &[]),
     ("min_data_in_leaf", &["min_child_samples"]),
     ("subsample", &["bagging_fraction"]),
     ("colsample_bytree", &["feature_fraction"]),

@@ -185,8 +185,18 @@ pub const PARAM_DOCS: &[ParamDoc] = &[
         "number",
         ">= 0; 0 means no bound",
         ALL,
-        "Bound on a leaf's value before shrinkage. count:poisson bounds leaves by 0.7 when it \
-         is 0, as XGBoost does.",
+        "Bound on a leaf's value before shrinkage. For count:poisson also the hessian's offset \
+         (the hessian is taken at margin + it, 0.7 when it is 0), as in XGBoost; when it is 0, \
+         count:poisson leaves are bounded by poisson_leaf_bound.",
+    ),
+    param(
+        "poisson_leaf_bound",
+        "2",
+        "number",
+        "> 0",
+        "count:poisson",
+        "Bound on a count:poisson leaf's value before shrinkage when max_delta_step is 0 \
+         (XGBoost bounds by 0.7, LightGBM not at all); models saved before it read as 0.7.",
     ),
     param(
         "min_data_in_leaf",

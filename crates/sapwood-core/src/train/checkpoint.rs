@@ -485,6 +485,8 @@ pub fn continued_params(
         // the softmax hessian is the model's: one saved with XGBoost's (before LightGBM's
         // became the default) trains on as it began, whichever API continues it
         multiclass_hessian: was.multiclass_hessian,
+        // so is the Poisson leaf bound (XGBoost's 0.7 in models saved before it was 2)
+        poisson_leaf_bound: was.poisson_leaf_bound,
         min_category_count: was.min_category_count,
         bin_sample_rows: was.bin_sample_rows,
         ..Params::clone(params)
