@@ -236,3 +236,22 @@ def test_a_model_continued_keeps_its_softmax_hessian() -> None:
     straight = sapwood.train(old, data, 20, verbose_eval=False)
     assert continued.to_json() == straight.to_json()
     assert sapwood.train(params, data, 20, verbose_eval=False).to_json() != straight.to_json()
+
+
+def test_a_model_continued_keeps_its_poisson_leaf_bound() -> None:
+    """A count:poisson model trained with XGBoost's leaf bound of 0.7 (the bound before it
+    was 2) and continued without naming one trains on with 0.7: 10 + 10 rounds save the
+    bytes of 20, which differ from 20 rounds at the default bound (the bound binds here: a
+    few rows hold counts a hundred times the others')."""
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(2_000, 5)).astype(np.float32)
+    y = rng.poisson(np.exp(x[:, 0] + 0.5 * x[:, 1])).astype(np.float32)
+    y[::97] *= 100
+    data = sapwood.Dataset(x, label=y)
+    params = {"objective": "count:poisson", "max_depth": 4, "learning_rate": 0.3, "nthread": 2}
+    old = {**params, "poisson_leaf_bound": 0.7}
+    first = sapwood.train(old, data, 10, verbose_eval=False)
+    continued = sapwood.train(params, data, 10, xgb_model=first, verbose_eval=False)
+    straight = sapwood.train(old, data, 20, verbose_eval=False)
+    assert continued.to_json() == straight.to_json()
+    assert sapwood.train(params, data, 20, verbose_eval=False).to_json() != straight.to_json()
