@@ -515,6 +515,27 @@ fn every_objectives_base_score_is_a_margin_of_zero_in_xgboost() {
     }
 }
 
+/// XGBoost reads `poisson_regression_param.max_delta_step` as the Poisson hessian's offset
+/// (for training on), which is 0.7 whatever Sapwood's leaf bound, unless `max_delta_step`
+/// sets both.
+#[test]
+fn poissons_hessian_offset_is_exported_not_its_leaf_bound() {
+    let offset = |max_delta_step: f64, poisson_leaf_bound: f64| {
+        let mut m = model();
+        m.params.objective = ObjectiveKind::Poisson;
+        m.params.max_delta_step = max_delta_step;
+        m.params.poisson_leaf_bound = poisson_leaf_bound;
+        let file: serde_json::Value = serde_json::from_str(&xgboost::to_json(&m).unwrap()).unwrap();
+        file["learner"]["objective"]["poisson_regression_param"]["max_delta_step"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(offset(0.0, 2.0), "0.7");
+    assert_eq!(offset(0.0, 1.4), "0.7");
+    assert_eq!(offset(3.0, 2.0), "3");
+}
+
 #[test]
 fn base_margin_is_folded_into_each_groups_first_tree() {
     let mut m = model();

@@ -183,7 +183,7 @@ pub const PARAM_DOCS: &[ParamDoc] = &[
         "max_delta_step",
         "0",
         "number",
-        ">= 0; 0 means no bound",
+        ">= 0; 0 means no bound (count:poisson: poisson_leaf_bound)",
         ALL,
         "Bound on a leaf's value before shrinkage. For count:poisson also the hessian's offset \
          (the hessian is taken at margin + it, 0.7 when it is 0), as in XGBoost; when it is 0, \
@@ -196,7 +196,8 @@ pub const PARAM_DOCS: &[ParamDoc] = &[
         "> 0",
         "count:poisson",
         "Bound on a count:poisson leaf's value before shrinkage when max_delta_step is 0 \
-         (XGBoost bounds by 0.7, LightGBM not at all); models saved before it read as 0.7.",
+         (XGBoost bounds by 0.7, LightGBM not at all: a very large value); models saved \
+         before it read as 0.7, and training a model on keeps the model's.",
     ),
     param(
         "min_data_in_leaf",

@@ -388,6 +388,17 @@ pub fn continued_params(
             ),
         )
     };
+    // the model's bound is kept below; a model built in Rust rather than read from a file
+    // (which validates it) may hold any
+    if !(was.poisson_leaf_bound.is_finite() && was.poisson_leaf_bound > 0.0) {
+        return Err(Error::param(
+            "poisson_leaf_bound",
+            format!(
+                "the model to continue holds {}, which must be a finite number > 0",
+                was.poisson_leaf_bound
+            ),
+        ));
+    }
     if params.objective != was.objective {
         return Err(differ(
             "objective",
