@@ -541,11 +541,7 @@ impl Objective {
                 c1: (2.0 - p.tweedie_variance_power) as f32,
             },
             ObjectiveKind::Poisson => LossConstants {
-                c0: if p.max_delta_step > 0.0 {
-                    p.max_delta_step as f32
-                } else {
-                    POISSON_MAX_DELTA_STEP as f32
-                },
+                c0: p.poisson_hessian_offset() as f32,
                 c1: 0.0,
             },
             ObjectiveKind::Softprob | ObjectiveKind::Softmax => LossConstants {
@@ -960,6 +956,16 @@ impl Default for ObjectiveParams {
 }
 
 impl ObjectiveParams {
+    /// `count:poisson`'s hessian offset (its hessian is taken at margin + this):
+    /// `max_delta_step`, or XGBoost's 0.7 without one.
+    pub fn poisson_hessian_offset(&self) -> f64 {
+        if self.max_delta_step > 0.0 {
+            self.max_delta_step
+        } else {
+            POISSON_MAX_DELTA_STEP
+        }
+    }
+
     /// Checks the constants `kind` reads, naming the parameter.
     pub fn validate(&self, kind: ObjectiveKind) -> Result<()> {
         match kind {

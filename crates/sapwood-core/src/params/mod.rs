@@ -399,6 +399,12 @@ impl Default for Params {
     }
 }
 
+/// Whether `v` may bound `count:poisson` leaves: finite and above 0 (checked where params
+/// are set and where a model is continued with its own).
+pub(crate) fn poisson_leaf_bound_valid(v: f64) -> bool {
+    v.is_finite() && v > 0.0
+}
+
 fn finite_at_least(name: &'static str, v: f64, min: f64) -> Result<()> {
     if v.is_finite() && v >= min {
         Ok(())
@@ -511,7 +517,7 @@ impl Params {
         finite_at_least("alpha", self.alpha, 0.0)?;
         finite_at_least("gamma", self.gamma, 0.0)?;
         finite_at_least("max_delta_step", self.max_delta_step, 0.0)?;
-        if !(self.poisson_leaf_bound.is_finite() && self.poisson_leaf_bound > 0.0) {
+        if !poisson_leaf_bound_valid(self.poisson_leaf_bound) {
             return Err(Error::param(
                 "poisson_leaf_bound",
                 format!("{} must be a finite number > 0", self.poisson_leaf_bound),
@@ -699,14 +705,9 @@ impl Params {
         }
     }
 
-    /// `count:poisson`'s hessian offset (its hessian is taken at margin + this):
-    /// `max_delta_step`, or XGBoost's 0.7 without one.
+    /// `count:poisson`'s hessian offset: [`ObjectiveParams::poisson_hessian_offset`].
     pub fn poisson_hessian_offset(&self) -> f64 {
-        if self.max_delta_step > 0.0 {
-            self.max_delta_step
-        } else {
-            POISSON_MAX_DELTA_STEP
-        }
+        self.objective_params().poisson_hessian_offset()
     }
 
     /// The constants of the loss.

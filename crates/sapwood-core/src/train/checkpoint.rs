@@ -390,7 +390,7 @@ pub fn continued_params(
     };
     // the model's bound is kept below; a model built in Rust rather than read from a file
     // (which validates it) may hold any
-    if !(was.poisson_leaf_bound.is_finite() && was.poisson_leaf_bound > 0.0) {
+    if !crate::params::poisson_leaf_bound_valid(was.poisson_leaf_bound) {
         return Err(Error::param(
             "poisson_leaf_bound",
             format!(
