@@ -1612,18 +1612,18 @@ fn params_prints_the_reference_by_name_or_alias() {
 
 #[test]
 fn the_portable_switch_is_read_and_gives_the_vector_paths_bits() {
-    // the binary with the vector paths allowed, or turned off by SAPWOOD_PORTABLE
-    let sapwood_with = |portable: bool| {
+    // the binary with every vector path allowed (None), AVX2 but no AVX-512 ("avx2"), or
+    // the portable paths only ("1")
+    let sapwood_with = |portable: Option<&str>| {
         let mut c = sapwood();
-        if portable {
-            c.env("SAPWOOD_PORTABLE", "1");
-        } else {
-            c.env_remove("SAPWOOD_PORTABLE");
-        }
+        match portable {
+            Some(v) => c.env("SAPWOOD_PORTABLE", v),
+            None => c.env_remove("SAPWOOD_PORTABLE"),
+        };
         c
     };
     // --version says which paths the kernels take
-    let version = |portable: bool| {
+    let version = |portable: Option<&str>| {
         let out = sapwood_with(portable)
             .arg("--version")
             .assert()
@@ -1633,7 +1633,7 @@ fn the_portable_switch_is_read_and_gives_the_vector_paths_bits() {
             .clone();
         String::from_utf8(out).unwrap()
     };
-    let (portable, native) = (version(true), version(false));
+    let (portable, avx2, native) = (version(Some("1")), version(Some("avx2")), version(None));
     assert!(
         portable.contains("vector paths: portable (SAPWOOD_PORTABLE is set)"),
         "{portable}"
@@ -1642,13 +1642,21 @@ fn the_portable_switch_is_read_and_gives_the_vector_paths_bits() {
         native.contains("vector paths: ") && !native.contains("SAPWOOD_PORTABLE is set"),
         "{native}"
     );
-    // the same job trains the same bytes and predicts the same values either way: every
-    // kernel's vector path gives its portable path's bits (categorical and missing values
+    // on a CPU with AVX2 the limited binary names it and no AVX-512; on one without, the
+    // portable paths
+    assert!(
+        avx2.contains("vector paths: AVX2 (no AVX-512: SAPWOOD_PORTABLE=avx2 is set)")
+            || avx2.contains("vector paths: portable (the CPU has no vector extension"),
+        "{avx2}"
+    );
+    assert!(!avx2.contains("AVX-512 F"), "{avx2}");
+    // the same job trains the same bytes and predicts the same values every way: every
+    // kernel's vector paths give its portable path's bits (categorical and missing values
     // in chile, 8-bit gradients for the low-bit draw's hashes)
     let tmp = tempfile::tempdir().unwrap();
     let dir = repo().join("datasets").join("chile");
     let label = meta("chile")["label"].as_str().unwrap().to_string();
-    let run = |portable: bool, tag: &str| {
+    let run = |portable: Option<&str>, tag: &str| {
         let (model, out) = (
             tmp.path().join(format!("{tag}.json")),
             tmp.path().join(format!("{tag}.parquet")),
@@ -1673,7 +1681,13 @@ fn the_portable_switch_is_read_and_gives_the_vector_paths_bits() {
             .success();
         (std::fs::read(&model).unwrap(), std::fs::read(&out).unwrap())
     };
-    let (a, b) = (run(false, "native"), run(true, "portable"));
-    assert!(a.0 == b.0, "the portable paths trained another model");
-    assert!(a.1 == b.1, "the portable paths predicted other values");
+    let native = run(None, "native");
+    for (limit, tag) in [("avx2", "avx2"), ("1", "portable")] {
+        let other = run(Some(limit), tag);
+        assert!(native.0 == other.0, "the {tag} paths trained another model");
+        assert!(
+            native.1 == other.1,
+            "the {tag} paths predicted other values"
+        );
+    }
 }

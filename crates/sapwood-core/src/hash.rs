@@ -76,7 +76,7 @@ impl HashKey {
     /// same integer operations).
     pub fn hash64_run(self, first: u64, out: &mut [u64]) {
         #[cfg(target_arch = "x86_64")]
-        if crate::simd::vectors_allowed() && std::arch::is_x86_feature_detected!("avx512f") {
+        if crate::simd::avx512_allowed() && std::arch::is_x86_feature_detected!("avx512f") {
             #[allow(unsafe_code)]
             // SAFETY: the CPU has AVX-512 F, the only feature the function is compiled for.
             unsafe {
@@ -84,7 +84,7 @@ impl HashKey {
             }
         }
         #[cfg(target_arch = "x86_64")]
-        if crate::simd::vectors_allowed() && std::arch::is_x86_feature_detected!("avx2") {
+        if crate::simd::avx2_allowed() && std::arch::is_x86_feature_detected!("avx2") {
             #[allow(unsafe_code)]
             // SAFETY: the CPU has AVX2, the only feature the function is compiled for.
             unsafe {

@@ -133,7 +133,7 @@ pub fn quantise_pairs(grad: &[[f32; 2]], factors: [f64; 2], out: &mut [[i64; 2]]
     let n = grad.len().min(out.len());
     let (grad, out) = (&grad[..n], &mut out[..n]);
     #[cfg(target_arch = "x86_64")]
-    if crate::simd::vectors_allowed()
+    if crate::simd::avx512_allowed()
         && std::arch::is_x86_feature_detected!("avx512f")
         && std::arch::is_x86_feature_detected!("avx512dq")
     {
@@ -254,7 +254,7 @@ mod tests {
             let factors = [pow2(shifts.0), pow2(shifts.1)];
             let mut out = vec![[7i64; 2]; grad.len()];
             #[cfg(target_arch = "x86_64")]
-            if crate::simd::vectors_allowed()
+            if crate::simd::avx512_allowed()
                 && std::arch::is_x86_feature_detected!("avx512f")
                 && std::arch::is_x86_feature_detected!("avx512dq")
             {

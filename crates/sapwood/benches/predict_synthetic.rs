@@ -3,7 +3,8 @@
 //! second, best of `--repeat`. `bench/predict.py` runs the same shape from Python beside
 //! XGBoost's `inplace_predict` and LightGBM's `predict`.
 //!
-//! cargo bench -p sapwood --bench predict_synthetic -- --rows 200000 --trees 100 --depth 8
+//! cargo bench -p sapwood --bench predict_synthetic -- --rows 200000 --trees 100 --depth 8 \
+//!     --max-bin 256
 
 use std::time::Instant;
 
@@ -57,11 +58,12 @@ fn main() {
             .and_then(|i| argv.get(i + 1))
             .map_or(default, |v| v.parse().expect("a number"))
     };
-    let (rows, trees, depth, repeat) = (
+    let (rows, trees, depth, repeat, max_bin) = (
         arg("--rows", 200_000),
         arg("--trees", 100),
         arg("--depth", 8),
         arg("--repeat", 5),
+        arg("--max-bin", 256),
     );
     let train = columns(100_000, 28, 1);
     let mut noise = Normal(3);
@@ -76,11 +78,14 @@ fn main() {
         num_rounds: trees,
         max_depth: depth,
         learning_rate: 0.1,
+        max_bin,
         ..Default::default()
     };
     let booster = Booster::train(&params, &dataset(train, Some(y)), &[]).unwrap();
     let data = dataset(columns(rows, 28, 2), None);
-    println!("{trees} trees of depth {depth}, {rows} rows x 28 features, best of {repeat}");
+    println!(
+        "{trees} trees of depth {depth}, max_bin {max_bin}, {rows} rows x 28 features, best of {repeat}"
+    );
     for threads in [1, 2] {
         let opts = PredictOptions {
             threads,

@@ -19,7 +19,7 @@ pub(super) fn encode(values: &[i64], out: &mut Vec<u8>) -> usize {
             #[allow(unsafe_code)]
             return unsafe { super::group_lanes::encode(values, out) };
         }
-        if sapwood_core::simd::vectors_allowed()
+        if sapwood_core::simd::avx512_allowed()
             && std::arch::is_x86_feature_detected!("avx512f")
             && std::arch::is_x86_feature_detected!("avx512vl")
             && std::arch::is_x86_feature_detected!("avx512dq")

@@ -116,7 +116,7 @@ static PERMS: [Perm; MAX_WIDTH + 1] = {
 
 /// Whether this CPU runs the lanes.
 pub(super) fn available() -> bool {
-    sapwood_core::simd::vectors_allowed()
+    sapwood_core::simd::avx512_allowed()
         && std::arch::is_x86_feature_detected!("avx512f")
         && std::arch::is_x86_feature_detected!("avx512bw")
         && std::arch::is_x86_feature_detected!("avx512vbmi")

@@ -428,7 +428,7 @@ pub unsafe fn split_rows_numeric<B: BinValue>(
 ) -> usize {
     #[cfg(target_arch = "x86_64")]
     if let Some(bytes) = B::bytes(column) {
-        if crate::simd::vectors_allowed()
+        if crate::simd::avx512_allowed()
             && std::arch::is_x86_feature_detected!("avx512f")
             && bytes.len() <= i32::MAX as usize
             && t < i32::MAX as usize
@@ -557,8 +557,7 @@ mod tests {
     #[test]
     fn numeric_splits_in_lanes_move_the_rows_one_at_a_time_would() {
         #[cfg(target_arch = "x86_64")]
-        let lanes =
-            crate::simd::vectors_allowed() && std::arch::is_x86_feature_detected!("avx512f");
+        let lanes = crate::simd::avx512_allowed() && std::arch::is_x86_feature_detected!("avx512f");
         #[cfg(not(target_arch = "x86_64"))]
         let lanes = false;
         if !lanes {

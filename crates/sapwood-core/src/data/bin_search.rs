@@ -57,6 +57,29 @@ fn below(block: &[f32; BLOCK], v: f32) -> usize {
     }
 }
 
+/// [`below`] in two 8-wide AVX compares: the same `t < v` on the same floats (`v` is not
+/// NaN), half the instructions.
+///
+/// # Safety
+/// The CPU must have AVX.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx")]
+#[inline]
+unsafe fn below_avx(block: &[f32; BLOCK], v: f32) -> usize {
+    use std::arch::x86_64::_CMP_LT_OQ;
+    use std::arch::x86_64::{_mm256_cmp_ps, _mm256_loadu_ps, _mm256_movemask_ps, _mm256_set1_ps};
+    // SAFETY: the two loads read the block's 16 f32s, in bounds; AVX by the contract
+    let bits = unsafe {
+        let vv = _mm256_set1_ps(v);
+        let p = block.as_ptr();
+        let mask = |i: usize| {
+            _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(_mm256_loadu_ps(p.add(i)), vv)) as u32
+        };
+        mask(0) | (mask(8) << 8)
+    };
+    (!bits).trailing_zeros() as usize
+}
+
 impl BinSearch {
     /// The layout of `thresholds`; `None` beyond 4,096 of them, or unless they strictly
     /// increase (a hostile model's cuts: the binary search handles those).
@@ -94,24 +117,26 @@ impl BinSearch {
         })
     }
 
-    /// The part a (non-NaN) value's count ends in: the parts wholly below it, or the last.
-    #[inline(always)]
-    fn part(&self, v: f32) -> usize {
-        if self.pivots.len() == 1 {
-            0
-        } else {
-            below(&self.tops, v).min(self.pivots.len() - 1)
-        }
-    }
-
     /// The bin of `v`: 0 for NaN (missing), else 1 + the number of thresholds below `v`,
     /// as [`crate::data::FeatureCuts::bin_value`] gives it.
     #[inline]
     pub fn bin(&self, v: f32) -> u16 {
+        self.bin_by(v, below)
+    }
+
+    /// [`BinSearch::bin`] counting each block's thresholds below `v` by `below`: the part
+    /// it ends in (the parts wholly below it, or the last), the pivots below it in that
+    /// part, the thresholds below it in the block after them.
+    #[inline(always)]
+    fn bin_by(&self, v: f32, below: impl Fn(&[f32; BLOCK], f32) -> usize) -> u16 {
         if v.is_nan() {
             return 0;
         }
-        let s = self.part(v);
+        let s = if self.pivots.len() == 1 {
+            0
+        } else {
+            below(&self.tops, v).min(self.pivots.len() - 1)
+        };
         let p = below(&self.pivots[s], v);
         (1 + PART * s + BLOCK * p + below(&self.blocks[PART_BLOCKS * s + p], v)) as u16
     }
@@ -131,11 +156,35 @@ impl BinSearch {
     #[inline]
     pub fn bins(&self, v: &[f32; LANES]) -> [u16; LANES] {
         #[cfg(target_arch = "x86_64")]
-        if crate::simd::vectors_allowed() && std::arch::is_x86_feature_detected!("avx512f") {
+        if crate::simd::avx512_allowed() && std::arch::is_x86_feature_detected!("avx512f") {
             // SAFETY: the CPU has AVX-512 F (checked above)
             return unsafe { self.bins_avx512(v) };
         }
+        #[cfg(target_arch = "x86_64")]
+        if crate::simd::avx2() {
+            // SAFETY: the CPU has AVX2, and with it AVX (checked above)
+            return unsafe { self.bins_avx(v) };
+        }
         v.map(|x| self.bin(x))
+    }
+
+    /// [`BinSearch::bins`] a value at a time with 8-wide compares ([`below_avx`]): for
+    /// CPUs with AVX2 but not AVX-512 (the search in lanes needs AVX-512's permutes and
+    /// masks; AVX2's gathers are slow on many of those CPUs).
+    ///
+    /// # Safety
+    /// The CPU must have AVX.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx")]
+    unsafe fn bins_avx(&self, v: &[f32; LANES]) -> [u16; LANES] {
+        // a loop, not `map`: `map` called the search out of line, a call and a
+        // `vzeroupper` a value
+        let mut out = [0u16; LANES];
+        for (o, &x) in out.iter_mut().zip(v) {
+            // SAFETY: AVX by the function's contract
+            *o = self.bin_by(x, |b, x| unsafe { below_avx(b, x) });
+        }
+        out
     }
 
     /// [`BinSearch::bins`] in lanes, four registers of 16 searched side by side: each
@@ -267,7 +316,14 @@ mod tests {
             // 64 at a time (the lanes), every probe in every lane
             for start in 0..probes.len() {
                 let v: [f32; LANES] = std::array::from_fn(|i| probes[(start + i) % probes.len()]);
-                prop_assert_eq!(s.bins(&v), v.map(|x| FeatureCuts::bin_value(&thresholds, x)));
+                let expected = v.map(|x| FeatureCuts::bin_value(&thresholds, x));
+                prop_assert_eq!(s.bins(&v), expected);
+                // the AVX path too, where the CPU has it (`bins` takes the AVX-512 one)
+                #[cfg(target_arch = "x86_64")]
+                if std::arch::is_x86_feature_detected!("avx") {
+                    // SAFETY: the CPU has AVX
+                    prop_assert_eq!(unsafe { s.bins_avx(&v) }, expected);
+                }
             }
         }
     }
@@ -300,6 +356,15 @@ mod tests {
                 v.map(|x| FeatureCuts::bin_value(&t, x)),
                 "{k} thresholds"
             );
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx") {
+                // SAFETY: the CPU has AVX
+                assert_eq!(
+                    unsafe { s.bins_avx(&v) },
+                    v.map(|x| FeatureCuts::bin_value(&t, x)),
+                    "{k} thresholds, AVX"
+                );
+            }
         }
         assert!(BinSearch::new(&(0..4097).map(|i| i as f32).collect::<Vec<_>>()).is_none());
         // +inf as a part's last threshold, -inf first, and the zeros' boundary: -0 is not
@@ -333,13 +398,22 @@ mod tests {
                 v.map(|x| FeatureCuts::bin_value(&t, x)),
                 "{k} thresholds"
             );
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx") {
+                // SAFETY: the CPU has AVX
+                assert_eq!(
+                    unsafe { s.bins_avx(&v) },
+                    v.map(|x| FeatureCuts::bin_value(&t, x)),
+                    "{k} thresholds, AVX"
+                );
+            }
         }
         // the lanes were taken where the CPU has them (scripts/test.sh sets it where
         // /proc/cpuinfo lists AVX-512)
         #[cfg(target_arch = "x86_64")]
         if std::env::var_os("SAPWOOD_REQUIRE_AVX512").is_some() {
             assert!(
-                crate::simd::vectors_allowed() && std::arch::is_x86_feature_detected!("avx512f"),
+                crate::simd::avx512_allowed() && std::arch::is_x86_feature_detected!("avx512f"),
                 "SAPWOOD_REQUIRE_AVX512 is set but the lanes search is unavailable"
             );
         }

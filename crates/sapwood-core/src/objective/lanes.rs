@@ -18,7 +18,7 @@ pub(super) fn logistic_rows(
 ) {
     #[cfg(target_arch = "x86_64")]
     if t.len() == TABLE_LEN
-        && crate::simd::vectors_allowed()
+        && crate::simd::avx512_allowed()
         && std::arch::is_x86_feature_detected!("avx512f")
     {
         let n = out.len().min(margins.len()).min(labels.len());

@@ -197,7 +197,7 @@ impl<W: Lane> LaneTree<W> {
 pub(super) fn words_available() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        crate::simd::vectors_allowed()
+        crate::simd::avx512_allowed()
             && std::arch::is_x86_feature_detected!("avx512f")
             && std::arch::is_x86_feature_detected!("avx512bw")
     }
@@ -211,7 +211,7 @@ pub(super) fn words_available() -> bool {
 pub(super) fn available() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        crate::simd::vectors_allowed()
+        crate::simd::avx512_allowed()
             && std::arch::is_x86_feature_detected!("avx512f")
             && std::arch::is_x86_feature_detected!("avx512bw")
             && std::arch::is_x86_feature_detected!("avx512vbmi")

@@ -239,7 +239,7 @@ impl<'a> PairLanes<'a> {
 fn available() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        crate::simd::vectors_allowed()
+        crate::simd::avx512_allowed()
             && std::arch::is_x86_feature_detected!("avx512f")
             && std::arch::is_x86_feature_detected!("avx2")
     }

@@ -117,7 +117,7 @@ impl Screen {
     /// instruction; elsewhere each lane converts on its own).
     pub fn mark(&self, g: &[i64], h: &[i64], miss: [i64; 2], out: &mut [u8]) {
         #[cfg(target_arch = "x86_64")]
-        if crate::simd::vectors_allowed()
+        if crate::simd::avx512_allowed()
             && std::arch::is_x86_feature_detected!("avx512f")
             && std::arch::is_x86_feature_detected!("avx512dq")
         {
