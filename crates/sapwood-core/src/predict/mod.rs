@@ -848,24 +848,27 @@ fn leads_to_nodes(next: impl Iterator<Item = [u32; 2]>, len: usize) -> bool {
 }
 
 /// Moves every row of a block one level, `leaf[r] = step(r, leaf[r])`, four rows a turn:
-/// four independent walks in flight, and a quarter of the loop's own work.
+/// four independent walks in flight, and a quarter of the loop's own work. The four are a
+/// quarter of the block apart: four neighbours' results were packed into a vector by the
+/// compiler, which spilled the walk's registers to the stack.
 #[inline(always)]
 fn four_at_a_turn(leaf: &mut [u32], step: impl Fn(usize, u32) -> u32) {
-    let mut quads = leaf.chunks_exact_mut(4);
-    let mut r = 0;
-    for q in &mut quads {
+    let q = leaf.len() / 4;
+    let (a, rest) = leaf.split_at_mut(q);
+    let (b, rest) = rest.split_at_mut(q);
+    let (c, rest) = rest.split_at_mut(q);
+    let (d, tail) = rest.split_at_mut(q);
+    for (r, (((a, b), c), d)) in a.iter_mut().zip(b).zip(c).zip(d).enumerate() {
         let next = [
-            step(r, q[0]),
-            step(r + 1, q[1]),
-            step(r + 2, q[2]),
-            step(r + 3, q[3]),
+            step(r, *a),
+            step(r + q, *b),
+            step(r + 2 * q, *c),
+            step(r + 3 * q, *d),
         ];
-        q.copy_from_slice(&next);
-        r += 4;
+        [*a, *b, *c, *d] = next;
     }
-    for at in quads.into_remainder() {
-        *at = step(r, *at);
-        r += 1;
+    for (r, at) in tail.iter_mut().enumerate() {
+        *at = step(4 * q + r, *at);
     }
 }
 
