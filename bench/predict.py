@@ -7,8 +7,12 @@ and each library predicts the same rows with the same trees, from Python, with 1
 threads: Sapwood's `Booster.predict`, XGBoost's `inplace_predict`, LightGBM's `predict`.
 Prints rows per second and the ratio of Sapwood's to each peer's (above 1: Sapwood is
 faster), and the largest difference of the outputs; `--rust` adds Sapwood's rows per second
-from Rust (its own bench, a model of the same shape) and its ratios to the peers'. Best of `--repeat`; one run's ratios
-only (the machine is shared).
+from Rust (its own bench, a model of the same shape) and its ratios to the peers'. The
+libraries take turns `--repeat` times: rows per second are the best turn's, and the speed-up
+is the median of the turns' ratios (each turn's Sapwood time against the peer's next to it),
+which a shared machine's slow spells move less than a ratio of two best times.
+`SAPWOOD_PORTABLE=avx2` (or `=1`) in the environment measures Sapwood's paths for CPUs
+without AVX-512 (or without AVX2 either).
 """
 
 from __future__ import annotations
@@ -16,12 +20,12 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Optional
 
 import numpy as np
 
-from explain import best_of  # bench/explain.py, beside this script
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -29,7 +33,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--rows", type=int, default=200_000)
     ap.add_argument("--trees", type=int, default=100)
     ap.add_argument("--depth", type=int, default=8)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--rust", action="store_true",
                     help="also run the Rust bench (cargo bench -p sapwood --bench predict_synthetic): "
                          "a model of the same shape on the same kind of rows, predicted from Rust")
@@ -82,21 +86,24 @@ def main(argv: Optional[list[str]] = None) -> int:
     kind = " (2 categorical)" if args.categorical else ""
     shape = f"{args.leaves} leaves, loss-guided" if args.leaves else f"depth {args.depth}"
     print(f"{args.trees} trees of {shape}, max_bin {args.max_bin}, {args.rows:,} rows x 28 "
-          f"features{kind}, best of {args.repeat}")
+          f"features{kind}, {args.repeat} turns")
     print("| threads | library | rows/s | Sapwood's speed-up | max diff |")
     print("|---|---|---|---|---|")
     for threads in (1, 2):
         b.set_param({"nthread": threads})
         xb.set_param({"nthread": threads})
-        s_ours, ours = best_of(args.repeat, lambda: b.predict(Xp))
-        s_x, px = best_of(args.repeat, lambda: xb.inplace_predict(Xp))
-        s_l, pl = best_of(args.repeat, lambda: lb.predict(Xp, num_threads=threads))
-        b.set_param({"nthread": threads})
+        (t_ours, ours), (t_x, px), (t_l, pl) = in_turns(args.repeat, [
+            lambda: b.predict(Xp),
+            lambda: xb.inplace_predict(Xp),
+            lambda: lb.predict(Xp, num_threads=threads),
+        ])
+        s_x = min(t_x)
         ours = np.asarray(ours, dtype=np.float64)
-        for name, s, p in (("Sapwood", s_ours, ours), ("XGBoost inplace_predict", s_x, px),
-                           ("LightGBM predict", s_l, pl)):
+        for name, t, p in (("Sapwood", t_ours, ours), ("XGBoost inplace_predict", t_x, px),
+                           ("LightGBM predict", t_l, pl)):
             diff = float(np.abs(np.asarray(p, dtype=np.float64) - ours).max())
-            print(f"| {threads} | {name} | {args.rows / s:,.0f} | {s / s_ours:.2f} | {diff:.2g} |",
+            speedup = float(np.median(np.asarray(t) / np.asarray(t_ours)))
+            print(f"| {threads} | {name} | {args.rows / min(t):,.0f} | {speedup:.2f} | {diff:.2g} |",
                   flush=True)
         if threads in rust:
             # its own model of the same shape: no output to compare
@@ -104,6 +111,18 @@ def main(argv: Optional[list[str]] = None) -> int:
                   f"{rust[threads] * s_x / args.rows:.2f} x XGBoost, "
                   f"{rust[threads] * s_l / args.rows:.2f} x LightGBM | - |", flush=True)
     return 0
+
+
+def in_turns(repeat: int, fns: list) -> list[tuple[list[float], object]]:
+    """Each of `fns` timed `repeat` times, taking turns: (its times, its last output)."""
+    times: list[list[float]] = [[] for _ in fns]
+    outs: list[object] = [None] * len(fns)
+    for _ in range(repeat):
+        for i, fn in enumerate(fns):
+            t = time.perf_counter()
+            outs[i] = fn()
+            times[i].append(time.perf_counter() - t)
+    return list(zip(times, outs))
 
 
 def with_categories(rng, X, Xp, y):
