@@ -7,10 +7,11 @@ and each library predicts the same rows with the same trees, from Python, with 1
 threads: Sapwood's `Booster.predict`, XGBoost's `inplace_predict`, LightGBM's `predict`.
 Prints rows per second and the ratio of Sapwood's to each peer's (above 1: Sapwood is
 faster), and the largest difference of the outputs; `--rust` adds Sapwood's rows per second
-from Rust (its own bench, a model of the same shape) and its ratios to the peers'. The
-libraries take turns `--repeat` times: rows per second are the best turn's, and the speed-up
-is the median of the turns' ratios (each turn's Sapwood time against the peer's next to it),
-which a shared machine's slow spells move less than a ratio of two best times.
+from Rust (its own bench, a model of the same shape and bins) and its ratios to the peers'
+best turns. The libraries take turns `--repeat` times: rows per second are the best turn's,
+and the speed-up is the median of the turns' ratios (each turn's Sapwood time against the
+peer's next to it), which a shared machine's slow spells move less than a ratio of two best
+times.
 `SAPWOOD_PORTABLE=avx2` (or `=1`) in the environment measures Sapwood's paths for CPUs
 without AVX-512 (or without AVX2 either).
 """
@@ -25,7 +26,6 @@ from pathlib import Path
 from typing import Optional
 
 import numpy as np
-
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -77,7 +77,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         out = subprocess.run(
             ["cargo", "bench", "-q", "-p", "sapwood", "--bench", "predict_synthetic", "--",
              "--rows", str(args.rows), "--trees", str(args.trees), "--depth", str(args.depth),
-             "--repeat", str(args.repeat)],
+             "--repeat", str(args.repeat), "--max-bin", str(args.max_bin)],
             cwd=root, check=True, capture_output=True, text=True).stdout
         for line in out.splitlines():
             if line.startswith("{"):
@@ -97,7 +97,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             lambda: xb.inplace_predict(Xp),
             lambda: lb.predict(Xp, num_threads=threads),
         ])
-        s_x = min(t_x)
+        # the Rust bench's rows per second against the peers' best turns
+        s_x, s_l = min(t_x), min(t_l)
         ours = np.asarray(ours, dtype=np.float64)
         for name, t, p in (("Sapwood", t_ours, ours), ("XGBoost inplace_predict", t_x, px),
                            ("LightGBM predict", t_l, pl)):

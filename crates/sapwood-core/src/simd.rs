@@ -83,7 +83,8 @@ pub fn describe() -> String {
         let has = |f: bool, name: &str| f.then(|| name.to_string());
         let wide = limit == Vectors::Avx512;
         let found: Vec<String> = [
-            has(std::arch::is_x86_feature_detected!("avx2"), "AVX2"),
+            // the AVX2 paths are taken with the extensions that came with it
+            has(avx2(), "AVX2"),
             has(
                 wide && std::arch::is_x86_feature_detected!("avx512f"),
                 "AVX-512 F",

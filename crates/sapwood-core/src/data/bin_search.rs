@@ -11,7 +11,8 @@
 //! cut into parts of 256 first, with each part's last threshold in one more block of 16,
 //! and a value's bin is 256 × (parts below it) + its count in the part that follows.
 //! [`BinSearch::bins`] bins 64 values at once in AVX-512 lanes with the same counts (the
-//! part and the pivots searched by permutes or gathers, the block by gathers).
+//! part and the pivots searched by permutes or gathers, the block by gathers), or where
+//! the CPU has AVX2 but not AVX-512, a value at a time with 8-wide compares.
 #![allow(unsafe_code)]
 
 /// Thresholds per block (and pivots a part, and parts, so at most `BLOCK^3` thresholds).

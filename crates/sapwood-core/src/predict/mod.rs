@@ -14,7 +14,8 @@
 //! wrapping u16 arithmetic, which 0 fails. Trees with categorical splits walk level by
 //! level too, a categorical node testing the row's bin against a bit set of its own (bin
 //! 0's bit is the missing values' way), with no branch either. A walk's top levels (up
-//! to `WHOLE_LEVELS`) are taken by the whole block at once, each node of a level testing
+//! to `WHOLE_LEVELS`, `WORD_WHOLE_LEVELS` where the bins are 16 bits) are taken by the
+//! whole block at once, each node of a level testing
 //! every row's bin and keeping the way of the rows at its position: loops the compiler
 //! vectorises where a node compares, and one table lookup a row for a level's sets. A
 //! deeper tree's top levels (`MAX_HEAP_DEPTH` of them, `SET_TOP_LEVELS` where it has
@@ -22,8 +23,9 @@
 //! on, a level at a time. Where the bins are
 //! bytes and the CPU has AVX-512 VBMI, complete trees at most 8 deep walk the whole block at
 //! once instead, a row a byte lane (`lanes`; 16-bit lanes with AVX-512 BW where the bins
-//! are wider), a deeper tree's top 8 levels so. Each row's trees are summed in the same order every way, so the
-//! margins are the same bits.
+//! are wider), a deeper tree's top 8 levels so. Without those lanes the walks are also
+//! compiled for AVX2 and take that compilation where the CPU has it (`Compiled`). Each
+//! row's trees are summed in the same order every way, so the margins are the same bits.
 
 use rayon::prelude::*;
 
@@ -160,8 +162,9 @@ struct FlatTree<'t> {
     tree: &'t Tree,
     /// features of the rows it walks
     nf: usize,
-    /// a level-by-level walk's top levels as a complete tree (the first [`WHOLE_LEVELS`]
-    /// of them taken by the whole block at once, the rest a complete walk's steps)
+    /// a level-by-level walk's top levels as a complete tree (the first
+    /// [`whole_levels`] of them taken by the whole block at once, the rest a complete
+    /// walk's steps)
     top: Option<Complete>,
     /// a walk with bit sets: the sets of `top`'s slots that test one
     top_sets: Option<TopSets>,
@@ -794,7 +797,7 @@ fn top_levels<T: BinValue + Into<u16>>(
     sets: Option<&TopSets>,
 ) {
     // a position of the levels taken whole fits a byte
-    const _: () = assert!(WHOLE_LEVELS <= 8);
+    const _: () = assert!(WHOLE_LEVELS <= 8 && WORD_WHOLE_LEVELS <= 8);
     let mut position = [0u8; BLOCK];
     for level in 0..top {
         let first = (1usize << level) - 1;
@@ -1109,10 +1112,13 @@ fn add_trees<T: BinValue + Default + Into<u16>>(
                 }
                 match compiled {
                     Compiled::Baseline => tree.add(columns, leaf, sums),
-                    // SAFETY: the CPU has what the AVX2 compilation is for (it is made
-                    // only so: `Compiled::taken`)
                     #[cfg(target_arch = "x86_64")]
-                    Compiled::Avx2 => unsafe { tree.add_avx2(columns, leaf, sums) },
+                    Compiled::Avx2 => {
+                        debug_assert!(crate::simd::avx2());
+                        // SAFETY: the CPU has what the AVX2 compilation is for (it is made
+                        // only so: `Compiled::taken`)
+                        unsafe { tree.add_avx2(columns, leaf, sums) }
+                    }
                 }
             }
             for (r, row) in m.chunks_exact_mut(k).enumerate() {
@@ -1326,6 +1332,23 @@ mod tests {
             open.push((r, depth + 1));
         }
         Tree { nodes }
+    }
+
+    #[test]
+    fn four_at_a_turn_steps_every_row_once_with_its_own_index() {
+        for len in 0..=BLOCK {
+            let mut leaf: Vec<u32> = (0..len as u32).map(|r| 1000 + r).collect();
+            let seen = std::cell::RefCell::new(vec![0u32; len]);
+            four_at_a_turn(&mut leaf, |r, at| {
+                seen.borrow_mut()[r] += 1;
+                // each row's own position comes with its index
+                assert_eq!(at, 1000 + r as u32, "{len} rows");
+                2 * at
+            });
+            assert!(seen.into_inner().iter().all(|&n| n == 1), "{len} rows");
+            let want: Vec<u32> = (0..len as u32).map(|r| 2 * (1000 + r)).collect();
+            assert_eq!(leaf, want, "{len} rows");
+        }
     }
 
     #[test]
