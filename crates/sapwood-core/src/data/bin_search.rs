@@ -329,6 +329,17 @@ mod tests {
         }
     }
 
+    /// `bins` and, where the CPU has AVX, the AVX path give `bin_value`'s bins of `v`.
+    fn lanes_bin_as_the_reference(s: &BinSearch, t: &[f32], v: &[f32; LANES], what: &str) {
+        let want = v.map(|x| FeatureCuts::bin_value(t, x));
+        assert_eq!(s.bins(v), want, "{what}");
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx") {
+            // SAFETY: the CPU has AVX
+            assert_eq!(unsafe { s.bins_avx(v) }, want, "{what}, AVX");
+        }
+    }
+
     #[test]
     fn full_blocks_and_the_limit() {
         for k in [
@@ -352,20 +363,7 @@ mod tests {
                 2 => f32::NEG_INFINITY,
                 _ => (i % 16) as f32 * k as f32 / 12.0 - 1.0 + (i / 16) as f32 * 0.5,
             });
-            assert_eq!(
-                s.bins(&v),
-                v.map(|x| FeatureCuts::bin_value(&t, x)),
-                "{k} thresholds"
-            );
-            #[cfg(target_arch = "x86_64")]
-            if std::arch::is_x86_feature_detected!("avx") {
-                // SAFETY: the CPU has AVX
-                assert_eq!(
-                    unsafe { s.bins_avx(&v) },
-                    v.map(|x| FeatureCuts::bin_value(&t, x)),
-                    "{k} thresholds, AVX"
-                );
-            }
+            lanes_bin_as_the_reference(&s, &t, &v, &format!("{k} thresholds"));
         }
         assert!(BinSearch::new(&(0..4097).map(|i| i as f32).collect::<Vec<_>>()).is_none());
         // +inf as a part's last threshold, -inf first, and the zeros' boundary: -0 is not
@@ -394,20 +392,7 @@ mod tests {
                 );
             }
             let v: [f32; LANES] = std::array::from_fn(|i| probes[i % probes.len()]);
-            assert_eq!(
-                s.bins(&v),
-                v.map(|x| FeatureCuts::bin_value(&t, x)),
-                "{k} thresholds"
-            );
-            #[cfg(target_arch = "x86_64")]
-            if std::arch::is_x86_feature_detected!("avx") {
-                // SAFETY: the CPU has AVX
-                assert_eq!(
-                    unsafe { s.bins_avx(&v) },
-                    v.map(|x| FeatureCuts::bin_value(&t, x)),
-                    "{k} thresholds, AVX"
-                );
-            }
+            lanes_bin_as_the_reference(&s, &t, &v, &format!("{k} thresholds"));
         }
         // the lanes were taken where the CPU has them (scripts/test.sh sets it where
         // /proc/cpuinfo lists AVX-512)
