@@ -10,9 +10,10 @@
 //! `t < v` compares on the same floats. Past 256 thresholds (`max_bin` above 256) they are
 //! cut into parts of 256 first, with each part's last threshold in one more block of 16,
 //! and a value's bin is 256 × (parts below it) + its count in the part that follows.
-//! [`BinSearch::bins`] bins 64 values at once in AVX-512 lanes with the same counts (the
-//! part and the pivots searched by permutes or gathers, the block by gathers), or where
-//! the CPU has AVX2 but not AVX-512, a value at a time with 8-wide compares.
+//! [`BinSearch::bins`] bins 64 values at once: in AVX-512 lanes with the same counts (the
+//! part and the pivots searched by permutes or gathers, the block by gathers), else a
+//! level at a time over the 64 (every value's part, then every value's pivot count, then
+//! every count in a block), with 8-wide compares where the CPU has AVX2.
 #![allow(unsafe_code)]
 
 /// Thresholds per block (and pivots a part, and parts, so at most `BLOCK^3` thresholds).
@@ -35,20 +36,26 @@ pub struct BinSearch {
 }
 
 /// How many of `block` (increasing, so those below `v` come first) are below `v`: four
-/// 4-wide compares, and the length of the run of ones in their mask (SSE is part of every
-/// x86_64; a fixed-length loop elsewhere).
+/// 4-wide compares packed into one 16-bit mask, and the length of its run of ones (SSE2
+/// is part of every x86_64; a fixed-length loop elsewhere).
 #[inline(always)]
 fn below(block: &[f32; BLOCK], v: f32) -> usize {
     #[cfg(target_arch = "x86_64")]
     {
-        use std::arch::x86_64::{_mm_cmplt_ps, _mm_loadu_ps, _mm_movemask_ps, _mm_set1_ps};
-        // SAFETY: SSE is enabled on every x86_64 target, and the four loads read the
+        use std::arch::x86_64::{
+            _mm_castps_si128, _mm_cmplt_ps, _mm_loadu_ps, _mm_movemask_epi8, _mm_packs_epi16,
+            _mm_packs_epi32, _mm_set1_ps,
+        };
+        // SAFETY: SSE2 is enabled on every x86_64 target, and the four loads read the
         // block's 16 f32s, in bounds.
         let bits = unsafe {
             let vv = _mm_set1_ps(v);
             let p = block.as_ptr();
-            let mask = |i: usize| _mm_movemask_ps(_mm_cmplt_ps(_mm_loadu_ps(p.add(i)), vv)) as u32;
-            mask(0) | (mask(4) << 4) | (mask(8) << 8) | (mask(12) << 12)
+            let lt = |i: usize| _mm_castps_si128(_mm_cmplt_ps(_mm_loadu_ps(p.add(i)), vv));
+            // each compare's lanes are 0 or -1, which the saturating packs keep
+            let low = _mm_packs_epi32(lt(0), lt(4));
+            let high = _mm_packs_epi32(lt(8), lt(12));
+            _mm_movemask_epi8(_mm_packs_epi16(low, high)) as u32
         };
         (!bits).trailing_zeros() as usize
     }
@@ -58,27 +65,57 @@ fn below(block: &[f32; BLOCK], v: f32) -> usize {
     }
 }
 
+/// How many of the first 4 of `tops` are below `v` (at most 4 parts: 1,024 thresholds):
+/// one compare.
+#[inline(always)]
+fn below4(tops: &[f32; BLOCK], v: f32) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_cmplt_ps, _mm_loadu_ps, _mm_movemask_ps, _mm_set1_ps};
+        // SAFETY: SSE is enabled on every x86_64 target, and the load reads 4 of 16 f32s
+        let bits =
+            unsafe { _mm_movemask_ps(_mm_cmplt_ps(_mm_loadu_ps(tops.as_ptr()), _mm_set1_ps(v))) };
+        (!(bits as u32)).trailing_zeros() as usize
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        tops[..4].iter().map(|&t| usize::from(t < v)).sum()
+    }
+}
+
 /// [`below`] in two 8-wide AVX compares: the same `t < v` on the same floats (`v` is not
-/// NaN), half the instructions.
+/// NaN), half the instructions, and the count as the ones of the two masks (the block
+/// increases, so they are the run below `v`): two `popcnt`s where a 16-bit mask took the
+/// compiler five packs and shuffles.
 ///
 /// # Safety
-/// The CPU must have AVX.
+/// The CPU must have AVX and POPCNT.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx")]
+#[target_feature(enable = "avx,popcnt")]
 #[inline]
 unsafe fn below_avx(block: &[f32; BLOCK], v: f32) -> usize {
+    // SAFETY: the two loads read the block's 16 f32s, in bounds; AVX by the contract
+    unsafe {
+        let p = block.as_ptr();
+        (below_avx8(p, v) + below_avx8(p.add(8), v)) as usize
+    }
+}
+
+/// How many of the 8 increasing floats at `p` are below `v`: one 8-wide compare.
+///
+/// # Safety
+/// The CPU must have AVX and POPCNT, and `p` must point to 8 floats.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx,popcnt")]
+#[inline]
+unsafe fn below_avx8(p: *const f32, v: f32) -> u32 {
     use std::arch::x86_64::_CMP_LT_OQ;
     use std::arch::x86_64::{_mm256_cmp_ps, _mm256_loadu_ps, _mm256_movemask_ps, _mm256_set1_ps};
-    // SAFETY: the two loads read the block's 16 f32s, in bounds; AVX by the contract
-    let bits = unsafe {
-        let vv = _mm256_set1_ps(v);
-        let p = block.as_ptr();
-        let mask = |i: usize| {
-            _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(_mm256_loadu_ps(p.add(i)), vv)) as u32
-        };
-        mask(0) | (mask(8) << 8)
-    };
-    (!bits).trailing_zeros() as usize
+    // SAFETY: by the function's contract
+    unsafe {
+        let lt = _mm256_cmp_ps::<_CMP_LT_OQ>(_mm256_loadu_ps(p), _mm256_set1_ps(v));
+        (_mm256_movemask_ps(lt) as u32).count_ones()
+    }
 }
 
 impl BinSearch {
@@ -166,24 +203,76 @@ impl BinSearch {
             // SAFETY: the CPU has AVX2, and with it AVX (checked above)
             return unsafe { self.bins_avx(v) };
         }
-        v.map(|x| self.bin(x))
+        self.bins_portable(v)
     }
 
-    /// [`BinSearch::bins`] a value at a time with 8-wide compares ([`below_avx`]): for
-    /// CPUs with AVX2 but not AVX-512 (the search in lanes needs AVX-512's permutes and
-    /// masks; AVX2's gathers are slow on many of those CPUs).
+    /// [`BinSearch::bins`] with SSE2's 4-wide compares ([`below`]), on any CPU.
+    fn bins_portable(&self, v: &[f32; LANES]) -> [u16; LANES] {
+        if self.pivots.len() <= 4 {
+            self.bins_by(v, below4, below)
+        } else {
+            self.bins_by(v, below, below)
+        }
+    }
+
+    /// [`BinSearch::bins`] with 8-wide compares ([`below_avx`]): for CPUs with AVX2 but
+    /// not AVX-512 (the search in lanes needs AVX-512's permutes and masks; AVX2's gathers
+    /// are slow on many of those CPUs).
     ///
     /// # Safety
-    /// The CPU must have AVX.
+    /// The CPU must have AVX and POPCNT.
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx")]
+    #[target_feature(enable = "avx,popcnt")]
     unsafe fn bins_avx(&self, v: &[f32; LANES]) -> [u16; LANES] {
-        // a loop, not `map`: `map` called the search out of line, a call and a
-        // `vzeroupper` a value
+        // at most 8 parts (2,048 thresholds): their last thresholds in one compare
+        let top8 = |_: &[f32; BLOCK], x: f32| {
+            // SAFETY: `tops` holds 16 floats; AVX and POPCNT by the function's contract
+            unsafe { below_avx8(self.tops.as_ptr(), x) as usize }
+        };
+        // SAFETY: AVX and POPCNT by the function's contract
+        let below = |b: &[f32; BLOCK], x: f32| unsafe { below_avx(b, x) };
+        if self.pivots.len() <= BLOCK / 2 {
+            self.bins_by(v, top8, below)
+        } else {
+            self.bins_by(v, below, below)
+        }
+    }
+
+    /// The bins of 64 values, each as [`BinSearch::bin_by`] counts it, a level at a time:
+    /// every value's part, then every value's pivots below it, then every value's count
+    /// in its block. A value's three counts wait on each other (a compare, a mask, then a
+    /// load at the index it gives), so one value at a time kept few in flight; a level's
+    /// 64 counts are independent and overlap (with AVX2 and 1,023 thresholds, half the time).
+    /// `tops` counts a value's parts below it (given [`BinSearch::tops`]), `below` a
+    /// block's thresholds below it.
+    #[inline(always)]
+    fn bins_by(
+        &self,
+        v: &[f32; LANES],
+        tops: impl Fn(&[f32; BLOCK], f32) -> usize,
+        below: impl Fn(&[f32; BLOCK], f32) -> usize,
+    ) -> [u16; LANES] {
+        let parts = self.pivots.len();
+        // each value's part
+        let mut part = [0usize; LANES];
+        if parts > 1 {
+            for (s, &x) in part.iter_mut().zip(v) {
+                *s = tops(&self.tops, x).min(parts - 1);
+            }
+        }
+        // each value's block among `blocks`, and the bin before that block's thresholds
+        let mut block = [0usize; LANES];
+        let mut before = [0u16; LANES];
+        for (((b, f), &s), &x) in block.iter_mut().zip(&mut before).zip(&part).zip(v) {
+            let p = below(&self.pivots[s], x);
+            *b = PART_BLOCKS * s + p;
+            *f = (1 + PART * s + BLOCK * p) as u16;
+        }
+        // a NaN is below no threshold (every count 0, a valid index) and is bin 0
         let mut out = [0u16; LANES];
-        for (o, &x) in out.iter_mut().zip(v) {
-            // SAFETY: AVX by the function's contract
-            *o = self.bin_by(x, |b, x| unsafe { below_avx(b, x) });
+        for (((o, &b), &f), &x) in out.iter_mut().zip(&block).zip(&before).zip(v) {
+            let bin = f + below(&self.blocks[b], x) as u16;
+            *o = if x.is_nan() { 0 } else { bin };
         }
         out
     }
@@ -319,10 +408,13 @@ mod tests {
                 let v: [f32; LANES] = std::array::from_fn(|i| probes[(start + i) % probes.len()]);
                 let expected = v.map(|x| FeatureCuts::bin_value(&thresholds, x));
                 prop_assert_eq!(s.bins(&v), expected);
+                prop_assert_eq!(s.bins_portable(&v), expected);
                 // the AVX path too, where the CPU has it (`bins` takes the AVX-512 one)
                 #[cfg(target_arch = "x86_64")]
-                if std::arch::is_x86_feature_detected!("avx") {
-                    // SAFETY: the CPU has AVX
+                if std::arch::is_x86_feature_detected!("avx")
+                    && std::arch::is_x86_feature_detected!("popcnt")
+                {
+                    // SAFETY: the CPU has AVX and POPCNT
                     prop_assert_eq!(unsafe { s.bins_avx(&v) }, expected);
                 }
             }
@@ -333,9 +425,12 @@ mod tests {
     fn lanes_bin_as_the_reference(s: &BinSearch, t: &[f32], v: &[f32; LANES], what: &str) {
         let want = v.map(|x| FeatureCuts::bin_value(t, x));
         assert_eq!(s.bins(v), want, "{what}");
+        assert_eq!(s.bins_portable(v), want, "{what}, SSE");
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx") {
-            // SAFETY: the CPU has AVX
+        if std::arch::is_x86_feature_detected!("avx")
+            && std::arch::is_x86_feature_detected!("popcnt")
+        {
+            // SAFETY: the CPU has AVX and POPCNT
             assert_eq!(unsafe { s.bins_avx(v) }, want, "{what}, AVX");
         }
     }
