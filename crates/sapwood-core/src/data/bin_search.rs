@@ -35,9 +35,9 @@ pub struct BinSearch {
     blocks: Vec<[f32; BLOCK]>,
 }
 
-/// How many of `block` (increasing, so those below `v` come first) are below `v`: four
-/// 4-wide compares packed into one 16-bit mask, and the length of its run of ones (SSE2
-/// is part of every x86_64; a fixed-length loop elsewhere).
+/// How many of `block` (increasing, so those below `v` come first) are below `v` (0 for a
+/// NaN): four 4-wide compares packed into one 16-bit mask, and the length of its run of
+/// ones (SSE2 is part of every x86_64; a fixed-length loop elsewhere).
 #[inline(always)]
 fn below(block: &[f32; BLOCK], v: f32) -> usize {
     #[cfg(target_arch = "x86_64")]
@@ -65,8 +65,8 @@ fn below(block: &[f32; BLOCK], v: f32) -> usize {
     }
 }
 
-/// How many of the first 4 of `tops` are below `v` (at most 4 parts: 1,024 thresholds):
-/// one compare.
+/// How many of the first 4 of `tops` are below `v` (at most 4 parts: 1,024 thresholds; 0
+/// for a NaN): one compare.
 #[inline(always)]
 fn below4(tops: &[f32; BLOCK], v: f32) -> usize {
     #[cfg(target_arch = "x86_64")]
@@ -83,10 +83,10 @@ fn below4(tops: &[f32; BLOCK], v: f32) -> usize {
     }
 }
 
-/// [`below`] in two 8-wide AVX compares: the same `t < v` on the same floats (`v` is not
-/// NaN), half the instructions, and the count as the ones of the two masks (the block
-/// increases, so they are the run below `v`): two `popcnt`s where a 16-bit mask took the
-/// compiler five packs and shuffles.
+/// [`below`] in two 8-wide AVX compares: the same `t < v` on the same floats (a NaN `v`
+/// counts 0 in both), half the instructions, and the count as the ones of the two masks (the
+/// block increases, so they are the run below `v`): two `popcnt`s where a 16-bit mask took
+/// the compiler five packs and shuffles.
 ///
 /// # Safety
 /// The CPU must have AVX and POPCNT.
@@ -94,14 +94,16 @@ fn below4(tops: &[f32; BLOCK], v: f32) -> usize {
 #[target_feature(enable = "avx,popcnt")]
 #[inline]
 unsafe fn below_avx(block: &[f32; BLOCK], v: f32) -> usize {
-    // SAFETY: the two loads read the block's 16 f32s, in bounds; AVX by the contract
+    // SAFETY: the two loads read the block's 16 f32s, in bounds; AVX and POPCNT by the
+    // contract
     unsafe {
         let p = block.as_ptr();
         (below_avx8(p, v) + below_avx8(p.add(8), v)) as usize
     }
 }
 
-/// How many of the 8 increasing floats at `p` are below `v`: one 8-wide compare.
+/// How many of the 8 increasing floats at `p` are below `v`: one 8-wide compare (a NaN
+/// `v` counts 0, as no `t < NaN` holds).
 ///
 /// # Safety
 /// The CPU must have AVX and POPCNT, and `p` must point to 8 floats.
@@ -190,7 +192,8 @@ const CHAINS: usize = LANES / WIDTH;
 
 impl BinSearch {
     /// The bins of 64 values, each as [`BinSearch::bin`] gives it: in AVX-512 lanes where
-    /// the CPU has them (a fifth of the instructions a value).
+    /// the CPU has them (a fifth of the instructions a value), else a level at a time with
+    /// AVX2's or SSE2's compares.
     #[inline]
     pub fn bins(&self, v: &[f32; LANES]) -> [u16; LANES] {
         #[cfg(target_arch = "x86_64")]
@@ -200,13 +203,14 @@ impl BinSearch {
         }
         #[cfg(target_arch = "x86_64")]
         if crate::simd::avx2() {
-            // SAFETY: the CPU has AVX2, and with it AVX (checked above)
+            // SAFETY: the CPU has AVX2, and with it AVX, and POPCNT (`avx2` checks both)
             return unsafe { self.bins_avx(v) };
         }
         self.bins_portable(v)
     }
 
-    /// [`BinSearch::bins`] with SSE2's 4-wide compares ([`below`]), on any CPU.
+    /// [`BinSearch::bins`] with [`below`]'s compares (SSE2's, 4 wide, on every x86_64), the
+    /// parts' last thresholds in one compare ([`below4`]) where there are at most 4 parts.
     fn bins_portable(&self, v: &[f32; LANES]) -> [u16; LANES] {
         if self.pivots.len() <= 4 {
             self.bins_by(v, below4, below)
@@ -215,9 +219,10 @@ impl BinSearch {
         }
     }
 
-    /// [`BinSearch::bins`] with 8-wide compares ([`below_avx`]): for CPUs with AVX2 but
-    /// not AVX-512 (the search in lanes needs AVX-512's permutes and masks; AVX2's gathers
-    /// are slow on many of those CPUs).
+    /// [`BinSearch::bins`] with 8-wide compares ([`below_avx`]), the parts' last thresholds
+    /// in one where there are at most 8 parts: for CPUs with AVX2 but not AVX-512 (the
+    /// search in lanes needs AVX-512's permutes and masks; AVX2's gathers are slow on many
+    /// of those CPUs).
     ///
     /// # Safety
     /// The CPU must have AVX and POPCNT.
@@ -437,8 +442,12 @@ mod tests {
 
     #[test]
     fn full_blocks_and_the_limit() {
+        // every switch of the searches: one part, at most 4 (one SSE2 compare of the parts'
+        // last thresholds), at most 8 (one AVX compare), and more, with and without the
+        // +inf past the last part
         for k in [
-            0usize, 1, 15, 16, 17, 255, 256, 257, 511, 512, 1000, 4095, 4096,
+            0usize, 1, 15, 16, 17, 255, 256, 257, 511, 512, 1000, 1024, 1025, 1280, 1793, 2047,
+            2048, 2049, 3000, 3840, 4095, 4096,
         ] {
             let t: Vec<f32> = (0..k).map(|i| i as f32).collect();
             let s = BinSearch::new(&t).unwrap();
@@ -452,10 +461,14 @@ mod tests {
                 assert_eq!(s.bin(i as f32), FeatureCuts::bin_value(&t, i as f32));
             }
             assert_eq!(s.bin(f32::INFINITY), k as u16 + 1);
+            // a threshold itself (the last, the middle one) and a value above them all too
             let v: [f32; LANES] = std::array::from_fn(|i| match i {
                 0 => f32::NAN,
                 1 => f32::INFINITY,
                 2 => f32::NEG_INFINITY,
+                3 => k as f32 - 1.0,
+                4 => k as f32,
+                5 => (k / 2) as f32,
                 _ => (i % 16) as f32 * k as f32 / 12.0 - 1.0 + (i / 16) as f32 * 0.5,
             });
             lanes_bin_as_the_reference(&s, &t, &v, &format!("{k} thresholds"));
