@@ -331,11 +331,16 @@ pub(crate) fn sigmoid_fixed_in(t: &[u32], m: f32) -> u32 {
 /// exp(-d) for d >= 0 in units of 2^-24, by table interpolation (0 beyond [`EXP_RANGE`]).
 #[inline]
 pub fn exp_neg_fixed(d: f32) -> u32 {
+    exp_neg_fixed_in(exp_table(), d)
+}
+
+/// [`exp_neg_fixed`] with the table ([`exp_table`]) at hand.
+#[inline(always)]
+pub(crate) fn exp_neg_fixed_in(t: &[u32], d: f32) -> u32 {
     let d = ftz(d);
     if d.is_nan() || d >= EXP_RANGE as f32 {
         return 0;
     }
-    let t = exp_table();
     let fixed = detmath::round_ties_even_f32(d.max(0.0) * (1u32 << MARGIN_FRAC_BITS) as f32) as u32;
     let shift = MARGIN_FRAC_BITS - EXP_STEP_BITS;
     let i = (fixed >> shift) as usize;
@@ -344,6 +349,59 @@ pub fn exp_neg_fixed(d: f32) -> u32 {
     }
     let f = fixed & ((1 << shift) - 1);
     t[i] - (((t[i] - t[i + 1]) * f) >> shift)
+}
+
+/// The (g, h) of every class of one softmax row (`margins` of its classes, label `y` and
+/// weight `w` already flushed), handed to `put(class, g, h)`: the exponentials from `t`
+/// ([`exp_table`]) below the row's largest margin, each divided exactly by their sum, and
+/// the hessian `factor` · p(1 − p) (2, XGBoost's, or K/(K − 1), LightGBM's).
+#[inline(always)]
+fn softmax_row(
+    t: &[u32],
+    factor: f32,
+    margins: &[f32],
+    y: f32,
+    w: f32,
+    mut put: impl FnMut(usize, f32, f32),
+) {
+    let k = margins.len();
+    let max = margins
+        .iter()
+        .fold(f32::NEG_INFINITY, |a, &m| a.max(ftz(m)));
+    let e = |c: usize| exp_neg_fixed_in(t, max - ftz(margins[c]));
+    // up to KEPT_CLASSES exponentials stay on the stack; more are looked up again rather
+    // than allocated per row
+    let mut kept = [0u32; KEPT_CLASSES];
+    let keep = k <= KEPT_CLASSES;
+    let sum: u64 = if keep {
+        kept.iter_mut()
+            .take(k)
+            .enumerate()
+            .map(|(c, slot)| {
+                *slot = e(c);
+                *slot as u64
+            })
+            .sum()
+    } else {
+        (0..k).map(|c| e(c) as u64).sum()
+    };
+    // only all-NaN margins can make the sum zero; keep the division defined
+    let divide = Divisor::new(sum.max(1));
+    let class = y as usize;
+    // `c` is the class: it picks the target and the exponential, kept or looked up again
+    #[allow(clippy::needless_range_loop)]
+    for c in 0..k {
+        let v = if keep { kept[c] } else { e(c) };
+        let pk = divide.quotient((v as u64) << PROB_BITS);
+        let p = pk as f32 * (1.0 / ONE as f32);
+        let target = if c == class { 1.0 } else { 0.0 };
+        // one rounding for the hessian's factor, as the kernels do
+        put(
+            c,
+            ftz(ftz(p - target) * w),
+            ftz((factor * (p * (1.0 - p))).max(MIN_HESSIAN) * w),
+        );
+    }
 }
 
 /// Classes whose softmax exponentials a row keeps on the stack.
@@ -816,41 +874,33 @@ impl Objective {
                 h[0] = 0.0;
             }
             ObjectiveKind::Softprob | ObjectiveKind::Softmax => {
-                let k = self.groups;
-                let max = margins[..k]
-                    .iter()
-                    .fold(f32::NEG_INFINITY, |a, &m| a.max(ftz(m)));
-                let e = |c: usize| exp_neg_fixed(max - ftz(margins[c]));
-                // up to KEPT_CLASSES exponentials stay on the stack; more are looked up
-                // again rather than allocated per row
-                let mut kept = [0u32; KEPT_CLASSES];
-                let keep = k <= KEPT_CLASSES;
-                let sum: u64 = if keep {
-                    kept.iter_mut()
-                        .take(k)
-                        .enumerate()
-                        .map(|(c, slot)| {
-                            *slot = e(c);
-                            *slot as u64
-                        })
-                        .sum()
-                } else {
-                    (0..k).map(|c| e(c) as u64).sum()
-                };
-                // only all-NaN margins can make the sum zero; keep the division defined
-                let divide = Divisor::new(sum.max(1));
-                let class = y as usize;
-                for c in 0..k {
-                    let v = if keep { kept[c] } else { e(c) };
-                    let pk = divide.quotient((v as u64) << PROB_BITS);
-                    let p = pk as f32 * (1.0 / ONE as f32);
-                    let t = if c == class { 1.0 } else { 0.0 };
-                    g[c] = ftz(ftz(p - t) * w);
-                    // c0 is the factor, 2 or K/(K - 1): one rounding as the kernels do
-                    h[c] = ftz((self.constants.c0 * (p * (1.0 - p))).max(MIN_HESSIAN) * w);
-                }
+                let t = exp_table();
+                softmax_row(t, c0, &margins[..self.groups], y, w, |c, gc, hc| {
+                    g[c] = gc;
+                    h[c] = hc;
+                });
             }
         }
+    }
+
+    /// Writes the (g, h) of every row and class of a softmax loss into `out` (`groups` a
+    /// row, as [`Objective::gradient`] gives them) and raises `max` (each class's largest
+    /// |g| and h) to the rows'; false (nothing written) for the other losses. The table is
+    /// found once and each row's classes go in one loop, not through a dispatch a row.
+    pub fn softmax_rows(
+        &self,
+        margins: &[f32],
+        labels: &[f32],
+        weights: Option<&[f32]>,
+        out: &mut [[f32; 2]],
+        max: &mut [[f32; 2]],
+    ) -> bool {
+        if !matches!(self.kind, ObjectiveKind::Softprob | ObjectiveKind::Softmax) {
+            return false;
+        }
+        let (k, t, factor) = (self.groups, exp_table(), self.constants.c0);
+        lanes::softmax_rows(t, factor, k, margins, labels, weights, out, max);
+        true
     }
 
     /// Margins that correspond to `base_score` in output space.

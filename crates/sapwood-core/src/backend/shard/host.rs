@@ -37,6 +37,12 @@ pub fn gradients_into(
         .enumerate()
         .map(|(task, chunk)| {
             let mut max = vec![[0.0f32; 2]; k];
+            let (lo, rows) = (task * ROWS_PER_TASK, chunk.len() / k);
+            let m = &margins[lo * k..(lo + rows) * k];
+            let w = weights.map(|w| &w[lo..lo + rows]);
+            if objective.softmax_rows(m, &labels[lo..lo + rows], w, chunk, &mut max) {
+                return max;
+            }
             let mut g = vec![0.0f32; k];
             let mut h = vec![0.0f32; k];
             for (j, row) in chunk.chunks_exact_mut(k).enumerate() {
