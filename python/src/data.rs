@@ -6,7 +6,7 @@
 //! prediction call, under a read-only borrow of every array.
 
 use std::borrow::Cow;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use numpy::ndarray::{ArrayView2, Axis};
 use numpy::{
@@ -29,6 +29,9 @@ enum Source {
     Codes(Py<PyArray1<u32>>, Vec<String>),
     /// A column converted or copied at construction.
     Owned(Column<'static>),
+    /// Column `j` of a matrix converted at construction into one block, column after
+    /// column (one allocation, backed by huge pages where the OS allows).
+    Block(Arc<Vec<f32>>, usize),
     /// Column `j` of the table imported from Arrow.
     Table(usize),
 }
@@ -63,16 +66,20 @@ fn input(message: impl Into<String>) -> PyErr {
     NativeError::Input(message.into()).into()
 }
 
-/// Copies every column of a 2-D view into owned float32 vectors, in parallel.
-fn columns_of<T: Copy + Sync + Into<f64>>(view: ArrayView2<'_, T>) -> Vec<Vec<f32>> {
+/// Copies every column of a 2-D view into one float32 block, column after column, in
+/// parallel. The block is one allocation backed by huge pages where the OS allows: with a
+/// vector of its own for each column, faulting in fresh 4 KiB pages took most of the copy
+/// (a 2M x 28 C-ordered matrix: 116 ms, against 46-51 ms as one block).
+fn columns_of<T: Copy + Sync + Into<f64>>(view: ArrayView2<'_, T>) -> Vec<f32> {
     let (n, nf) = view.dim();
+    // zeroed by every thread, a part each (a page's first write faults it in)
+    let mut block = sapwood::huge_pages::filled(n * nf, 0f32);
     if view.is_standard_layout() {
         // row-major: blocks of rows, each read once in order and written to every column,
         // rather than one strided pass over the whole matrix per column
         const ROWS: usize = 4_096;
-        let mut columns = vec![vec![0f32; n]; nf];
         let mut blocks: Vec<Vec<&mut [f32]>> = (0..n.div_ceil(ROWS)).map(|_| Vec::new()).collect();
-        for c in columns.iter_mut() {
+        for c in block.chunks_mut(n.max(1)).take(nf) {
             for (b, part) in c.chunks_mut(ROWS).enumerate() {
                 blocks[b].push(part);
             }
@@ -88,13 +95,18 @@ fn columns_of<T: Copy + Sync + Into<f64>>(view: ArrayView2<'_, T>) -> Vec<Vec<f3
                     }
                 }
             });
-        return columns;
+        return block;
     }
     let columns: Vec<_> = view.axis_iter(Axis(1)).collect();
-    columns
-        .into_par_iter()
-        .map(|c| c.iter().map(|&v| v.into() as f32).collect())
-        .collect()
+    block
+        .par_chunks_mut(n.max(1))
+        .zip(columns)
+        .for_each(|(out, c)| {
+            for (o, &v) in out.iter_mut().zip(c.iter()) {
+                *o = v.into() as f32;
+            }
+        });
+    block
 }
 
 /// A 1-D numeric column as float32: borrowed when it already is contiguous float32.
@@ -235,6 +247,9 @@ impl NativeData {
                     }
                 }
                 Source::Owned(c) => borrow_column(c),
+                Source::Block(block, j) => Column::Numeric(Cow::Borrowed(
+                    block.get(j * n..(j + 1) * n).ok_or_else(changed)?,
+                )),
                 Source::Table(j) => {
                     let t = self.table.as_ref().ok_or_else(changed)?;
                     borrow_column(t.column(*j))
@@ -309,10 +324,9 @@ impl NativeData {
                 )));
             }
             data.n_rows = rows;
-            let owned = |cols: Vec<Vec<f32>>| -> Vec<Source> {
-                cols.into_iter()
-                    .map(|c| Source::Owned(Column::Numeric(Cow::Owned(c))))
-                    .collect()
+            let block_sources = |block: Vec<f32>| -> Vec<Source> {
+                let block = Arc::new(block);
+                (0..cols).map(|j| Source::Block(block.clone(), j)).collect()
             };
             if let Ok(a) = array.cast::<PyArray2<f32>>() {
                 if a.is_fortran_contiguous() {
@@ -321,12 +335,14 @@ impl NativeData {
                 } else {
                     let r = a.try_readonly().map_err(|e| input(e.to_string()))?;
                     let view = r.as_array();
-                    data.sources = owned(py.detach(|| crate::pool::install(|| columns_of(view))));
+                    data.sources =
+                        block_sources(py.detach(|| crate::pool::install(|| columns_of(view))));
                 }
             } else if let Ok(a) = array.cast::<PyArray2<f64>>() {
                 let r = a.try_readonly().map_err(|e| input(e.to_string()))?;
                 let view = r.as_array();
-                data.sources = owned(py.detach(|| crate::pool::install(|| columns_of(view))));
+                data.sources =
+                    block_sources(py.detach(|| crate::pool::install(|| columns_of(view))));
             } else {
                 return Err(input("expected a float32 or float64 numpy array"));
             }
@@ -534,7 +550,7 @@ impl NativeData {
                     .table
                     .as_ref()
                     .is_some_and(|t| t.column(*j).is_categorical()),
-                Source::Vector(_) | Source::MatrixColumn(_) => false,
+                Source::Vector(_) | Source::MatrixColumn(_) | Source::Block(..) => false,
             })
             .collect()
     }

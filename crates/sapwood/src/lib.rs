@@ -31,6 +31,7 @@ pub use sapwood_core::export;
 pub use sapwood_core::files::{
     check_writable, output_target, remove_stale_temporaries, write_atomic, OutputTarget,
 };
+pub use sapwood_core::huge_pages;
 pub use sapwood_core::metric::{argmax, Metric};
 pub use sapwood_core::model::{ClassLabel, InputType, Model};
 pub use sapwood_core::objective::ObjectiveKind;
