@@ -80,13 +80,6 @@ unsafe fn logistic_avx512(
     use std::arch::x86_64::*;
     debug_assert_eq!(t.len(), TABLE_LEN);
     let zero = _mm512_setzero_ps();
-    let abs_mask = _mm512_set1_epi32(0x7fff_ffff);
-    let smallest = _mm512_set1_ps(f32::MIN_POSITIVE);
-    let ftz = |x: __m512| {
-        let a = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(x), abs_mask));
-        // NaN compares false, as `x.abs() < MIN_POSITIVE` does
-        _mm512_mask_mov_ps(x, _mm512_cmp_ps_mask::<_CMP_LT_OQ>(a, smallest), zero)
-    };
     let range = super::SIGMOID_RANGE as f32;
     let (lo, hi) = (_mm512_set1_ps(-range), _mm512_set1_ps(range));
     let unit = _mm512_set1_ps((1u32 << super::MARGIN_FRAC_BITS) as f32);
@@ -98,7 +91,7 @@ unsafe fn logistic_avx512(
     let prob_unit = _mm512_set1_ps(1.0 / super::ONE as f32);
     let one = _mm512_set1_ps(1.0);
     let min_hessian = _mm512_set1_ps(super::MIN_HESSIAN);
-    let unweighted = _mm512_set1_ps(ftz_scalar_one());
+    let unweighted = _mm512_set1_ps(ftz(1.0));
     let even = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
     let odd = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
     for (s, o) in out.chunks_exact_mut(LANES).enumerate() {
@@ -108,13 +101,13 @@ unsafe fn logistic_avx512(
         // gathered index is at most TABLE_LEN - 1 (shown below).
         unsafe {
             let m = _mm512_loadu_ps(margins.as_ptr().add(at));
-            let y = ftz(_mm512_loadu_ps(labels.as_ptr().add(at)));
+            let y = flush(_mm512_loadu_ps(labels.as_ptr().add(at)));
             let w = match weights {
-                Some(w) => ftz(_mm512_loadu_ps(w.as_ptr().add(at))),
+                Some(w) => flush(_mm512_loadu_ps(w.as_ptr().add(at))),
                 None => unweighted,
             };
             let m = _mm512_mask_mov_ps(m, _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(m, m), zero);
-            let m = _mm512_min_ps(_mm512_max_ps(ftz(m), lo), hi);
+            let m = _mm512_min_ps(_mm512_max_ps(flush(m), lo), hi);
             let fixed = _mm512_cvt_roundps_epi32::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(
                 _mm512_mul_ps(m, unit),
             );
@@ -129,9 +122,9 @@ unsafe fn logistic_avx512(
             let p = _mm512_add_epi32(t0, step);
             let p = _mm512_min_epu32(_mm512_max_epu32(p, one_i), top);
             let p = _mm512_mul_ps(_mm512_cvtepi32_ps(p), prob_unit);
-            let g = ftz(_mm512_mul_ps(ftz(_mm512_sub_ps(p, y)), w));
+            let g = flush(_mm512_mul_ps(flush(_mm512_sub_ps(p, y)), w));
             let h = _mm512_max_ps(_mm512_mul_ps(p, _mm512_sub_ps(one, p)), min_hessian);
-            let h = ftz(_mm512_mul_ps(h, w));
+            let h = flush(_mm512_mul_ps(h, w));
             let dst = o.as_mut_ptr().cast::<f32>();
             _mm512_storeu_ps(dst, _mm512_permutex2var_ps(g, even, h));
             _mm512_storeu_ps(dst.add(LANES), _mm512_permutex2var_ps(g, odd, h));
@@ -167,6 +160,21 @@ pub(super) fn softmax_rows(
         unsafe { softmax_avx512(t, factor, k, margins, labels, weights, out, max) };
         return;
     }
+    softmax_by_rows(t, factor, k, margins, labels, weights, out, max);
+}
+
+/// [`softmax_rows`] a row at a time.
+#[allow(clippy::too_many_arguments)]
+fn softmax_by_rows(
+    t: &[u32],
+    factor: f32,
+    k: usize,
+    margins: &[f32],
+    labels: &[f32],
+    weights: Option<&[f32]>,
+    out: &mut [[f32; 2]],
+    max: &mut [[f32; 2]],
+) {
     let rows = out.chunks_exact_mut(k).zip(margins.chunks_exact(k));
     for (i, ((row, m), &y)) in rows.zip(labels).enumerate() {
         let w = ftz(weights.map_or(1.0, |w| w[i]));
@@ -219,13 +227,6 @@ unsafe fn softmax_avx512(
     use std::arch::x86_64::*;
     debug_assert!(t.len() == EXP_TABLE_LEN && (1..=MAX_LANE_CLASSES).contains(&k));
     let zero = _mm512_setzero_ps();
-    let abs_mask = _mm512_set1_epi32(0x7fff_ffff);
-    let smallest = _mm512_set1_ps(f32::MIN_POSITIVE);
-    let ftz = |x: __m512| {
-        let a = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(x), abs_mask));
-        // NaN compares false, as `x.abs() < MIN_POSITIVE` does
-        _mm512_mask_mov_ps(x, _mm512_cmp_ps_mask::<_CMP_LT_OQ>(a, smallest), zero)
-    };
     let range = _mm512_set1_ps(super::EXP_RANGE as f32);
     let unit = _mm512_set1_ps((1u32 << super::MARGIN_FRAC_BITS) as f32);
     let frac_mask = _mm512_set1_epi32((1 << 14) - 1);
@@ -246,8 +247,8 @@ unsafe fn softmax_avx512(
     };
     let rows = out.chunks_exact_mut(k).zip(margins.chunks_exact(k));
     for (i, ((row, m), &y)) in rows.zip(labels).enumerate() {
-        let w = _mm512_set1_ps(ftz_scalar(weights.map_or(1.0, |w| w[i])));
-        let class = ftz_scalar(y) as usize;
+        let w = _mm512_set1_ps(ftz(weights.map_or(1.0, |w| w[i])));
+        let class = ftz(y) as usize;
         // SAFETY: every load and store is masked to the row's k classes (`m`, `row` and
         // `max` hold k of them); every gathered index is at most EXP_TABLE_LEN - 1
         unsafe {
@@ -255,7 +256,7 @@ unsafe fn softmax_avx512(
             let mut top = _mm512_set1_ps(f32::NEG_INFINITY);
             for (c, f) in flushed.iter_mut().enumerate().take(chunks) {
                 let x = _mm512_maskz_loadu_ps(lanes(c), m.as_ptr().add(c * LANES));
-                *f = ftz(x);
+                *f = flush(x);
                 let x = _mm512_mask_mov_ps(_mm512_set1_ps(f32::NEG_INFINITY), lanes(c), *f);
                 top = _mm512_max_ps(x, top);
             }
@@ -263,7 +264,7 @@ unsafe fn softmax_avx512(
             let mut e = [_mm512_setzero_si512(); MAX_LANE_CLASSES / LANES];
             let mut sum = _mm512_setzero_si512();
             for (c, e) in e.iter_mut().enumerate().take(chunks) {
-                let d = ftz(_mm512_sub_ps(top, flushed[c]));
+                let d = flush(_mm512_sub_ps(top, flushed[c]));
                 let kept = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(d, range) & lanes(c);
                 let x = _mm512_mul_ps(_mm512_max_ps(d, zero), unit);
                 let fixed = _mm512_cvt_roundps_epi32::<
@@ -299,10 +300,10 @@ unsafe fn softmax_avx512(
                 let is_class = _mm512_cmpeq_epi32_mask(ids, _mm512_set1_epi32(class as i32))
                     & u16::from(class < k).wrapping_neg();
                 let target = _mm512_maskz_mov_ps(is_class, one);
-                let g = ftz(_mm512_mul_ps(ftz(_mm512_sub_ps(p, target)), w));
+                let g = flush(_mm512_mul_ps(flush(_mm512_sub_ps(p, target)), w));
                 let h = _mm512_mul_ps(factor, _mm512_mul_ps(p, _mm512_sub_ps(one, p)));
-                let h = ftz(_mm512_mul_ps(_mm512_max_ps(h, min_hessian), w));
-                let g_abs = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(g), abs_mask));
+                let h = flush(_mm512_mul_ps(_mm512_max_ps(h, min_hessian), w));
+                let g_abs = _mm512_abs_ps(g);
                 // pairs (g, h) of classes c·16.. in two registers of eight, masked to k
                 let n = (k - c * LANES).min(LANES);
                 let first = ((1u32 << (2 * n.min(8))) - 1) as u16;
@@ -346,15 +347,16 @@ unsafe fn quotient_avx512(
     _mm512_mask_mov_epi64(q, under, q1)
 }
 
-/// `ftz` of one value (the lanes' weights and labels, flushed as the scalar rows flush
-/// them).
-fn ftz_scalar(x: f32) -> f32 {
-    ftz(x)
-}
-
-/// The weight of an unweighted row, flushed as [`rows_by`] flushes it.
-fn ftz_scalar_one() -> f32 {
-    ftz(1.0)
+/// [`ftz`] in lanes: each lane whose magnitude is below the smallest normal becomes +0 (a
+/// NaN compares false and stays, as `x.abs() < MIN_POSITIVE` is false for it).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn flush(x: std::arch::x86_64::__m512) -> std::arch::x86_64::__m512 {
+    use std::arch::x86_64::*;
+    let a = _mm512_abs_ps(x);
+    let small = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(a, _mm512_set1_ps(f32::MIN_POSITIVE));
+    _mm512_mask_mov_ps(x, small, _mm512_setzero_ps())
 }
 
 #[cfg(test)]
@@ -505,15 +507,7 @@ mod tests {
         // within 1..=64 and the maxima hold k pairs
         unsafe { softmax_avx512(t, factor, k, m, y, w, &mut lanes, &mut lanes_max) };
         let (mut plain, mut plain_max) = (vec![[7.0f32; 2]; m.len()], start);
-        let rows = plain.chunks_exact_mut(k).zip(m.chunks_exact(k));
-        for (i, ((row, m), &y)) in rows.zip(y).enumerate() {
-            let w = ftz(w.map_or(1.0, |w| w[i]));
-            softmax_row(t, factor, m, ftz(y), w, |c, g, h| {
-                row[c] = [g, h];
-                plain_max[c][0] = plain_max[c][0].max(g.abs());
-                plain_max[c][1] = plain_max[c][1].max(h);
-            });
-        }
+        softmax_by_rows(t, factor, k, m, y, w, &mut plain, &mut plain_max);
         Some([(lanes, lanes_max), (plain, plain_max)])
     }
 
@@ -600,13 +594,8 @@ mod tests {
         // sums of up to 64 exponentials of at most 2^24, and numerators e * 2^24: exact
         // multiples of the sum (where a product a shade low must step up) and their
         // neighbours, then a spread of others
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut lcg = crate::test_rng::lcg(0x9e37_79b9_7f4a_7c15);
+        let mut next = || lcg() >> 16;
         for _ in 0..2000 {
             let d = 1 + next() % (64 << 24);
             let divisor = super::super::Divisor::new(d);
