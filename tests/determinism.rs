@@ -34,7 +34,12 @@ fn one_two_three_and_seven_threads_save_identical_models() {
         ("binary", ObjectiveKind::Logistic),
         ("multiclass", ObjectiveKind::Softprob),
     ] {
-        for quantisation in [Quantisation::Exact, Quantisation::Bits(8)] {
+        // every row in the bag too: the CPU then builds several classes' roots in one pass
+        for (quantisation, subsample) in [
+            (Quantisation::Exact, 0.8),
+            (Quantisation::Bits(8), 0.8),
+            (Quantisation::Exact, 1.0),
+        ] {
             for (policy, max_depth, max_leaves) in [
                 (GrowPolicy::Depthwise, 6, 0),
                 (GrowPolicy::Lossguide, 0, 31),
@@ -46,7 +51,7 @@ fn one_two_three_and_seven_threads_save_identical_models() {
                     max_depth,
                     max_leaves,
                     num_rounds: 12,
-                    subsample: 0.8,
+                    subsample,
                     colsample_bytree: 0.8,
                     seed: 42,
                     ..Default::default()
@@ -57,7 +62,8 @@ fn one_two_three_and_seven_threads_save_identical_models() {
                     let other = model_with_threads(&params, task, threads);
                     assert!(
                         one == other,
-                        "{objective} {quantisation:?} {policy:?}: {threads} threads differ"
+                        "{objective} {quantisation:?} subsample {subsample} {policy:?}: \
+                         {threads} threads differ"
                     );
                 }
                 assert!(one.len() > 1000);
@@ -88,13 +94,17 @@ fn one_to_four_in_process_workers_save_identical_models_with_every_codec_overlap
         ("multiclass", ObjectiveKind::Softprob),
     ] {
         let d = synthetic(3_001, task, 17);
-        for quantisation in [Quantisation::Exact, Quantisation::Bits(8)] {
+        for (quantisation, subsample) in [
+            (Quantisation::Exact, 0.9),
+            (Quantisation::Bits(8), 0.9),
+            (Quantisation::Exact, 1.0),
+        ] {
             let base = Params {
                 objective,
                 quantisation,
                 num_rounds: 6,
                 max_depth: 5,
-                subsample: 0.9,
+                subsample,
                 seed: 3,
                 ..Default::default()
             };
@@ -122,12 +132,12 @@ fn one_to_four_in_process_workers_save_identical_models_with_every_codec_overlap
                     let s = train_as(&base, serial, &d, &[("train", &d)]).unwrap();
                     assert!(
                         s.to_json() == reference,
-                        "{objective} {quantisation:?} {workers} workers {comm_codec:?}, no overlap: model differs"
+                        "{objective} {quantisation:?} subsample {subsample} {workers} workers {comm_codec:?}, no overlap: model differs"
                     );
                     let b = train_as(&base, run, &d, &[("train", &d)]).unwrap();
                     assert!(
                         b.to_json() == reference,
-                        "{objective} {quantisation:?} {workers} workers {comm_codec:?}: model differs"
+                        "{objective} {quantisation:?} subsample {subsample} {workers} workers {comm_codec:?}: model differs"
                     );
                     // the deep levels (8 and 16 histograms) went in chunks
                     assert!(

@@ -1187,6 +1187,9 @@ impl HistBackend for Keeping {
     fn set_gradients(&mut self, grad: &[[f32; 2]]) -> Result<()> {
         self.inner.set_gradients(grad)
     }
+    fn start_round(&mut self, setups: &[TreeSetup]) -> Result<()> {
+        self.inner.start_round(setups)
+    }
     fn start_tree(&mut self, s: &TreeSetup) -> Result<u64> {
         self.inner.start_tree(s)
     }

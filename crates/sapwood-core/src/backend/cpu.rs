@@ -6,6 +6,7 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use super::kernel::{self, BinValue, HistValue, PartRows};
+use super::roots;
 use super::shard::{self, NodeSpans, ShardLimits};
 use super::sparse_rows::SparseRows;
 use super::{BackendFactory, HistBackend, NodeSplit, ShardData, TreeSetup};
@@ -200,6 +201,13 @@ pub struct CpuBackend {
     part_hists: Vec<Vec<HistBin>>,
     /// the same for packed low-bit histograms
     part_packed: Vec<Vec<i64>>,
+    /// the setups of the round's trees (from `start_round`) while the gradients they were
+    /// given with are current: the roots of trees still to start may be built ahead
+    round: Vec<TreeSetup>,
+    /// root histograms built ahead, with the setup of the tree each is for
+    roots_ahead: Vec<(TreeSetup, Vec<HistBin>)>,
+    /// the setup of the tree started last
+    started: Option<TreeSetup>,
 }
 
 impl CpuBackend {
@@ -226,6 +234,59 @@ impl CpuBackend {
                 }
             });
         self.pending_groups.fill(false);
+    }
+
+    /// Forgets the round's setups and the roots built ahead for them: the gradients they
+    /// were built from are about to change.
+    fn end_round(&mut self) {
+        self.round.clear();
+        self.roots_ahead.clear();
+    }
+
+    /// The started tree's root histogram from a pass shared with the round's next trees
+    /// (built now, for this tree and up to three after it, unless an earlier tree's pass
+    /// built it), or `None` where that pass does not apply: fewer than two trees in the
+    /// round, a sparse shard, 16-bit bins, many features, low-bit quantisation or sampled
+    /// rows.
+    fn root_ahead(&mut self) -> Option<Vec<HistBin>> {
+        let s = self.started?;
+        if let Some(i) = self.roots_ahead.iter().position(|(t, _)| *t == s) {
+            return Some(self.roots_ahead.swap_remove(i).1);
+        }
+        let at = self.round.iter().position(|t| *t == s)?;
+        // the same quantisation as start_tree's exact mode, of every row
+        let applies = |t: &TreeSetup| t.scales.grad.drop.is_none() && t.row_sample.keeps_all();
+        if self.sparse.is_some() || !applies(&s) || !self.all_in_bag {
+            return None;
+        }
+        if !roots::fits(self.binned.n_features()) {
+            return None;
+        }
+        self.group_gradients();
+        let BinsRef::U8(bins) = self.binned.bins() else {
+            return None;
+        };
+        let pass: Vec<TreeSetup> = self.round[at..]
+            .iter()
+            .filter(|t| applies(t))
+            .take(roots::GROUPS_A_PASS)
+            .copied()
+            .collect();
+        let k = self.objective.groups();
+        let grads: Vec<&[[f32; 2]]> = pass
+            .iter()
+            .map(|t| gradients_of(&self.grad, &self.by_group, k, t.group))
+            .collect();
+        let factors: Vec<[f64; 2]> = pass
+            .iter()
+            .map(|t| [pow2(t.scales.grad.shift), pow2(t.scales.hess.shift)])
+            .collect();
+        let mut hists = vec![vec![[0i64; 2]; self.total_bins]; pass.len()];
+        roots::build_roots(bins, &self.offsets, &grads, &factors, &mut hists);
+        let mut built = pass.into_iter().zip(hists);
+        let first = built.next().map(|(_, h)| h);
+        self.roots_ahead.extend(built);
+        first
     }
 
     /// Makes `by_group` the current gradients group by group, where there are several
@@ -282,6 +343,9 @@ impl CpuBackend {
             owned: None,
             part_hists: Vec::new(),
             part_packed: Vec::new(),
+            round: Vec::new(),
+            roots_ahead: Vec::new(),
+            started: None,
         })
     }
 }
@@ -888,6 +952,7 @@ impl HistBackend for CpuBackend {
 
     fn compute_gradients(&mut self) -> Result<Vec<[f32; 2]>> {
         self.add_pending();
+        self.end_round();
         self.by_group_current = false;
         Ok(shard::gradients_into(
             &self.objective,
@@ -902,6 +967,19 @@ impl HistBackend for CpuBackend {
         shard::check_gradients(grad.len(), self.grad.len())?;
         self.grad.copy_from_slice(grad);
         self.by_group_current = false;
+        self.end_round();
+        Ok(())
+    }
+
+    fn start_round(&mut self, setups: &[TreeSetup]) -> Result<()> {
+        self.end_round();
+        for s in setups {
+            shard::check_group(s.group, self.objective.groups())?;
+        }
+        // one tree's root is built best on its own
+        if setups.len() >= 2 {
+            self.round.extend_from_slice(setups);
+        }
         Ok(())
     }
 
@@ -980,12 +1058,20 @@ impl HistBackend for CpuBackend {
         self.spans.reset(self.rows.len() as u32);
         self.spans_current = true;
         self.owned = None;
+        self.started = Some(*s);
         Ok(self.rows.len() as u64)
     }
 
     fn build_histograms(&mut self, nodes: &[NodeId], out: &mut [HistBin]) -> Result<()> {
         let width = self.total_bins;
         shard::check_hist_len(out.len(), nodes.len(), width)?;
+        if nodes == [NodeId::ROOT] && self.spans.get(NodeId::ROOT)?.len as usize == self.num_rows()
+        {
+            if let Some(root) = self.root_ahead() {
+                out.copy_from_slice(&root);
+                return Ok(());
+            }
+        }
         let n = self.num_rows();
         let mut node_rows = Vec::with_capacity(nodes.len());
         for &node in nodes {
@@ -1807,5 +1893,84 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn roots_built_ahead_are_each_trees_own_root() {
+        use crate::hash::SampleRate;
+        use crate::params::Quantisation;
+        use crate::quantise::GroupScales;
+        let (n, k) = (20_000, 6);
+        let shard = |sparse: bool| {
+            let mut spec = sparse_shard(n, false);
+            spec.objective =
+                crate::objective::Objective::new(crate::objective::ObjectiveKind::Softprob, k)
+                    .unwrap();
+            spec.labels = (0..n).map(|i| ((i * 7) % k) as f32).collect();
+            spec.base_margin = (0..k).map(|g| g as f32 / 10.0).collect();
+            let mut b = CpuBackend::new(spec).unwrap();
+            if !sparse {
+                b.sparse = None;
+            }
+            b
+        };
+        let root = |b: &mut CpuBackend, s: &TreeSetup| {
+            b.start_tree(s).unwrap();
+            let mut h = vec![[5i64, -5]; b.total_bins];
+            b.build_histograms(&[NodeId::ROOT], &mut h).unwrap();
+            h
+        };
+        let (mut ahead, mut plain) = (shard(false), shard(false));
+        let max = ahead.compute_gradients().unwrap();
+        plain.compute_gradients().unwrap();
+        let setups = |q: Quantisation, rate: f64, round: u32| -> Vec<TreeSetup> {
+            (0..k)
+                .map(|g| TreeSetup {
+                    tree_index: round * k as u32 + g as u32,
+                    group: g,
+                    seed: 3,
+                    row_sample: SampleRate::new(rate),
+                    scales: GroupScales {
+                        grad: Scale::agree(max[g][0], n as u64, q),
+                        hess: Scale::agree(max[g][1], n as u64, q),
+                    },
+                })
+                .collect()
+        };
+        let exact = setups(Quantisation::Exact, 1.0, 0);
+        ahead.start_round(&exact).unwrap();
+        for (g, s) in exact.iter().enumerate() {
+            assert!(root(&mut ahead, s) == root(&mut plain, s), "group {g}");
+            // the first tree's pass built the next three roots, the fifth's the sixth
+            let left = [3, 2, 1, 0, 1, 0][g];
+            assert_eq!(ahead.roots_ahead.len(), left, "after group {g}");
+        }
+        // a tree not of the round is built on its own, as is every tree where the pass
+        // does not apply: low-bit quantisation, sampled rows, a sparse shard
+        ahead.start_round(&exact).unwrap();
+        let mut other = exact[1];
+        other.tree_index += 100;
+        assert!(root(&mut ahead, &other) == root(&mut plain, &other));
+        assert!(ahead.roots_ahead.is_empty());
+        for (q, rate) in [(Quantisation::Bits(8), 1.0), (Quantisation::Exact, 0.5)] {
+            let round = setups(q, rate, 1);
+            ahead.start_round(&round).unwrap();
+            for s in &round {
+                assert!(root(&mut ahead, s) == root(&mut plain, s), "{q:?} {rate}");
+                assert!(ahead.roots_ahead.is_empty(), "{q:?} {rate}");
+            }
+        }
+        let mut sparse = shard(true);
+        assert!(sparse.sparse.is_some());
+        sparse.compute_gradients().unwrap();
+        sparse.start_round(&exact).unwrap();
+        assert!(root(&mut sparse, &exact[0]) == root(&mut plain, &exact[0]));
+        assert!(sparse.roots_ahead.is_empty());
+        // new gradients end the round: nothing built ahead survives them
+        ahead.start_round(&exact).unwrap();
+        root(&mut ahead, &exact[0]);
+        assert_eq!(ahead.roots_ahead.len(), 3);
+        ahead.compute_gradients().unwrap();
+        assert!(ahead.roots_ahead.is_empty() && ahead.round.is_empty());
     }
 }

@@ -17,6 +17,7 @@ pub mod device;
 pub mod factory;
 pub mod gpu_layout;
 mod kernel;
+mod roots;
 pub mod shard;
 mod sparse_rows;
 
@@ -78,6 +79,15 @@ pub trait HistBackend: Send {
     /// Replaces every group's gradients with `grad` (`groups` per row, row-major), computed
     /// on the host: losses without a kernel, ranking, custom objectives.
     fn set_gradients(&mut self, grad: &[[f32; 2]]) -> Result<()>;
+
+    /// The setups of a round's trees, one a group in the order they will start, given after
+    /// the round's gradients and before its first tree: a backend may build what the trees
+    /// share ahead of them (the CPU backend builds several groups' root histograms in one
+    /// pass over the bins). The default builds nothing.
+    fn start_round(&mut self, setups: &[TreeSetup]) -> Result<()> {
+        let _ = setups;
+        Ok(())
+    }
 
     /// Quantises the group's gradients, samples rows and resets the partition to the root;
     /// returns the rows in the root on this shard.

@@ -256,8 +256,10 @@ pub fn boost(
     for round in first_round..params.num_rounds {
         let local = round_trees.gradients(round, custom, backend, observer, collective)?;
         let max = agreed_maxima(&local, collective, round)?;
-        for (group, bound) in margin_bound.iter_mut().enumerate() {
-            let tree = round_trees.grow(round, group, &max, backend, collective, &mut store)?;
+        let setups: Vec<TreeSetup> = (0..k).map(|g| round_trees.setup(round, g, &max)).collect();
+        backend.start_round(&setups)?;
+        for ((group, bound), setup) in margin_bound.iter_mut().enumerate().zip(&setups) {
+            let tree = round_trees.grow(setup, backend, collective, &mut store)?;
             check_tree(&tree, round, round * k + group, bound)?;
             backend.update_margins(&tree, group)?;
             add_to_evals(evals, &tree, group, k);
@@ -489,33 +491,36 @@ impl RoundTrees<'_> {
         }
     }
 
-    /// Grows the tree of `group` in `round` with the scales every worker agreed on from
-    /// `max` (see [`agreed_maxima`]); quantile objectives refit its leaves.
+    /// The setup of the tree of `group` in `round`, with the scales every worker agreed on
+    /// from `max` (see [`agreed_maxima`]).
+    fn setup(&self, round: usize, group: usize, max: &[u64]) -> TreeSetup {
+        let p = self.params;
+        let k = self.objective.groups();
+        let scale =
+            |bits: u64| Scale::agree(f32::from_bits(bits as u32), self.n_total, p.quantisation);
+        TreeSetup {
+            tree_index: (round * k + group) as u32,
+            group,
+            seed: p.seed,
+            row_sample: SampleRate::new(p.subsample),
+            scales: GroupScales {
+                grad: scale(max[2 * group]),
+                hess: scale(max[2 * group + 1]),
+            },
+        }
+    }
+
+    /// Grows the tree `setup` describes; quantile objectives refit its leaves.
     fn grow(
         &self,
-        round: usize,
-        group: usize,
-        max: &[u64],
+        setup: &TreeSetup,
         backend: &mut dyn HistBackend,
         collective: &mut dyn Collective,
         store: &mut HistStore,
     ) -> Result<Tree> {
         let (cfg, p) = (self.cfg, self.params);
         let k = self.objective.groups();
-        let scale =
-            |bits: u64| Scale::agree(f32::from_bits(bits as u32), self.n_total, p.quantisation);
-        let scales = GroupScales {
-            grad: scale(max[2 * group]),
-            hess: scale(max[2 * group + 1]),
-        };
-        let tree_index = (round * k + group) as u32;
-        let setup = TreeSetup {
-            tree_index,
-            group,
-            seed: p.seed,
-            row_sample: SampleRate::new(p.subsample),
-            scales,
-        };
+        let (group, tree_index) = (setup.group, setup.tree_index);
         let features = sample_features(
             cfg.cuts.n_features(),
             p.colsample_bytree,
@@ -523,7 +528,7 @@ impl RoundTrees<'_> {
             p.seed,
             tree_index,
         );
-        let mut tree = grow_tree(cfg, backend, collective, &setup, &features, store)?;
+        let mut tree = grow_tree(cfg, backend, collective, setup, &features, store)?;
         if let (true, Some(rows)) = (self.objective.kind().refits_leaves(), self.rows) {
             // every group's margins before this round's trees are added
             let margins = backend.margins()?;
