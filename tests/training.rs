@@ -157,6 +157,7 @@ fn integer_weights_act_like_repeated_rows() {
                 rows.iter().map(|&r| codes[r]).collect::<Vec<u32>>(),
                 levels.clone(),
             ),
+            sapwood::Column::Sparse { .. } => unreachable!("the synthetic set is dense"),
         };
     }
     let sapwood::Label::Values(y) = base.label().unwrap() else {
@@ -602,7 +603,9 @@ fn evaluation_set_label_errors_name_the_set_and_rows_are_global() {
     let mut b = Dataset::builder();
     for (j, n) in train.features().names().iter().enumerate() {
         match train.features().column(j) {
-            sapwood::Column::Numeric(_) => b = b.numeric(n.clone(), vec![1.0, 2.0]),
+            sapwood::Column::Numeric(_) | sapwood::Column::Sparse { .. } => {
+                b = b.numeric(n.clone(), vec![1.0, 2.0])
+            }
             sapwood::Column::Categorical { levels, .. } => {
                 b = b.categorical(n.clone(), vec![0u32, 0], levels.clone())
             }
@@ -992,4 +995,146 @@ fn early_stopping_watches_an_observers_own_metric_before_the_round_ends() {
         )
         .unwrap();
     assert!(p.values == own.last_margins);
+}
+
+/// A table where most values are absent, as dense columns (absent: NaN) and with its first
+/// three features held sparse: entries at 2%, 10% and 60% of the rows, stored zeros and a
+/// few stored NaNs among them.
+fn sparse_and_dense(n: usize) -> (Dataset<'static>, Dataset<'static>) {
+    use sapwood::{Column, FeatureMatrix, Label};
+    use std::borrow::Cow;
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (state >> 33) as f64 / (1u64 << 31) as f64
+    };
+    let names: Vec<String> = (0..6).map(|f| format!("f{f}")).collect();
+    let mut dense = vec![vec![f32::NAN; n]; 6];
+    let mut stored: Vec<Vec<u32>> = vec![Vec::new(); 3];
+    for i in 0..n {
+        for (f, density) in [0.02, 0.1, 0.6].into_iter().enumerate() {
+            let u = next();
+            if u < density {
+                // a fifth of the entries are stored zeros, a few are stored NaNs
+                dense[f][i] = if u < density / 5.0 {
+                    0.0
+                } else if u > density * 0.99 {
+                    f32::NAN
+                } else {
+                    (next() * 10.0 - 3.0) as f32
+                };
+                stored[f].push(i as u32);
+            }
+        }
+        for col in dense.iter_mut().skip(3) {
+            col[i] = (next() * 4.0 - 2.0) as f32;
+        }
+    }
+    let label: Vec<f32> = (0..n)
+        .map(|i| {
+            let v = |f: usize| {
+                if dense[f][i].is_nan() {
+                    -1.0
+                } else {
+                    dense[f][i]
+                }
+            };
+            let s = v(0) + 0.5 * v(1) - 0.3 * v(2) + v(3) * v(4) + 0.2 * next() as f32;
+            (s > 0.5) as u8 as f32
+        })
+        .collect();
+    let sparse_columns = (0..6)
+        .map(|f| {
+            if f < 3 {
+                Column::Sparse {
+                    len: n,
+                    start: 0,
+                    values: Cow::Owned(stored[f].iter().map(|&r| dense[f][r as usize]).collect()),
+                    rows: Cow::Owned(stored[f].clone()),
+                }
+            } else {
+                Column::Numeric(Cow::Owned(dense[f].clone()))
+            }
+        })
+        .collect();
+    let dense_columns = dense
+        .into_iter()
+        .map(|c| Column::Numeric(c.into()))
+        .collect();
+    let data = |columns| {
+        let m = FeatureMatrix::new(names.clone(), columns).unwrap();
+        Dataset::from_parts(m, Some(Label::Values(label.clone())), None).unwrap()
+    };
+    (data(sparse_columns), data(dense_columns))
+}
+
+#[test]
+fn sparse_columns_train_and_predict_as_their_dense_values() {
+    let (sparse, dense) = sparse_and_dense(20_011);
+    // the cut sample is drawn (fewer sample rows than rows): a sparse column's entries are
+    // drawn by the same hash as its dense twin's rows
+    let params = Params {
+        objective: ObjectiveKind::Logistic,
+        num_rounds: 15,
+        max_bin: 64,
+        bin_sample_rows: 5_000,
+        ..Default::default()
+    };
+    let want = Booster::train(&params, &dense, &[]).unwrap();
+    let got = Booster::train(&params, &sparse, &[]).unwrap();
+    assert!(
+        got.to_json() == want.to_json(),
+        "the model of the sparse columns"
+    );
+    // three workers take a slice of the sparse columns each
+    let run = RunOptions {
+        workers: 3,
+        ..Default::default()
+    };
+    let workers = Booster::train_with(&params, &run, &sparse, &[], &mut sapwood::Quiet).unwrap();
+    assert!(workers.to_json() == want.to_json(), "three workers");
+    let (a, b) = (
+        want.predict(&dense).unwrap(),
+        want.predict(&sparse).unwrap(),
+    );
+    assert_eq!(a.values.len(), 20_011);
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert!(
+        bits(&a.values) == bits(&b.values),
+        "predictions from sparse columns"
+    );
+    // the model learnt from the sparse features: without them it predicts otherwise
+    let used = want.feature_importance(sapwood::Importance::Weight);
+    assert!(["f0", "f1", "f2"]
+        .iter()
+        .all(|f| used.get(*f).is_some_and(|&w| w > 0.0)));
+}
+
+#[test]
+fn sparse_columns_with_bad_indices_are_refused_naming_the_feature() {
+    use sapwood::{Column, FeatureMatrix};
+    use std::borrow::Cow;
+    let col = |rows: Vec<u32>, values: Vec<f32>| Column::Sparse {
+        len: 5,
+        start: 0,
+        rows: Cow::Owned(rows),
+        values: Cow::Owned(values),
+    };
+    for (c, why) in [
+        (col(vec![1, 3], vec![1.0]), "2 rows for 1 values"),
+        (col(vec![3, 1], vec![1.0, 2.0]), "not ascending"),
+        (col(vec![1, 1], vec![1.0, 2.0]), "not ascending"),
+        (col(vec![1, 5], vec![1.0, 2.0]), "outside rows 0..5"),
+    ] {
+        let e = FeatureMatrix::new(vec!["s".into()], vec![c])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`s`") || e.contains("s:") || e.contains(" s "),
+            "{e}"
+        );
+        assert!(e.contains(why), "{e}");
+    }
 }

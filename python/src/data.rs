@@ -275,6 +275,17 @@ impl NativeData {
 fn borrow_column<'a>(c: &'a Column<'_>) -> Column<'a> {
     match c {
         Column::Numeric(v) => Column::Numeric(Cow::Borrowed(v.as_ref())),
+        Column::Sparse {
+            len,
+            start,
+            rows,
+            values,
+        } => Column::Sparse {
+            len: *len,
+            start: *start,
+            rows: Cow::Borrowed(rows.as_ref()),
+            values: Cow::Borrowed(values.as_ref()),
+        },
         Column::Categorical { codes, levels } => Column::Categorical {
             codes: Cow::Borrowed(codes.as_ref()),
             levels: levels.clone(),
@@ -401,8 +412,9 @@ impl NativeData {
 
     /// A dataset from a compressed sparse column matrix (scipy's CSC arrays): column `j`
     /// holds `data[indptr[j]..indptr[j + 1]]` at rows `indices[...]`. Absent entries are
-    /// missing (NaN) and stored zeros are values, as in XGBoost. Each column is written
-    /// straight from the sparse structure, so no dense row-major matrix is ever built.
+    /// missing (NaN) and stored zeros are values, as in XGBoost. Each column keeps its
+    /// entries alone (row indices ascending, as scipy's canonical format has them), so no
+    /// dense matrix is ever built.
     #[staticmethod]
     #[pyo3(signature = (indptr, indices, data, n_rows, names, label=None, weight=None))]
     #[allow(clippy::too_many_arguments)]
@@ -453,26 +465,32 @@ impl NativeData {
             let contiguous = || input("sparse matrix: indices and data must be contiguous");
             let indices = indices.as_slice().ok_or_else(contiguous)?;
             let values = values.as_slice().ok_or_else(contiguous)?;
-            let columns: Vec<Vec<f32>> = py.detach(|| {
+            if n_rows > u32::MAX as usize {
+                return Err(input(format!(
+                    "sparse matrix: {n_rows} rows; at most {} are supported",
+                    u32::MAX
+                )));
+            }
+            // each column keeps its entries alone (the engine's sparse column): a value a
+            // row would cost n_rows x cols floats, most of them missing
+            let columns: Vec<Column<'static>> = py.detach(|| {
                 crate::pool::install(|| {
                     ranges
                         .into_par_iter()
-                        .map(|r| {
-                            let mut col = vec![f32::NAN; n_rows];
-                            for (&i, &v) in indices[r.clone()].iter().zip(&values[r]) {
-                                col[i as usize] = v;
-                            }
-                            col
+                        .map(|r| Column::Sparse {
+                            len: n_rows,
+                            start: 0,
+                            rows: Cow::Owned(
+                                indices[r.clone()].iter().map(|&i| i as u32).collect(),
+                            ),
+                            values: Cow::Owned(values[r].to_vec()),
                         })
                         .collect()
                 })
             });
             NativeData {
                 names,
-                sources: columns
-                    .into_iter()
-                    .map(|c| Source::Owned(Column::Numeric(Cow::Owned(c))))
-                    .collect(),
+                sources: columns.into_iter().map(Source::Owned).collect(),
                 matrix: None,
                 table: None,
                 n_rows,

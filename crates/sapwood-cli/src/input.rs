@@ -106,6 +106,17 @@ impl Source {
                                     levels: levels.clone(),
                                 }
                             }
+                            sapwood::Column::Sparse {
+                                len,
+                                start,
+                                rows,
+                                values,
+                            } => sapwood::Column::Sparse {
+                                len: *len,
+                                start: *start,
+                                rows: rows.to_vec().into(),
+                                values: values.to_vec().into(),
+                            },
                         })
                         .collect(),
                 )?;
@@ -196,9 +207,12 @@ fn copies_of_features(t: &Table, names: &[String]) -> Vec<(String, ArrayRef)> {
         .filter_map(|n| {
             let j = t.features.names().iter().position(|m| m == n)?;
             let a: ArrayRef = match t.features.column(j) {
-                sapwood::Column::Numeric(v) => Arc::new(Float32Array::from_iter(
-                    v.iter().map(|&x| (!x.is_nan()).then_some(x)),
-                )),
+                c @ (sapwood::Column::Numeric(_) | sapwood::Column::Sparse { .. }) => {
+                    let v = c.dense_values().unwrap_or_default();
+                    Arc::new(Float32Array::from_iter(
+                        v.iter().map(|&x| (!x.is_nan()).then_some(x)),
+                    ))
+                }
                 sapwood::Column::Categorical { codes, levels } => Arc::new(StringArray::from_iter(
                     codes.iter().map(|&c| levels.get(c as usize)),
                 )),

@@ -51,7 +51,7 @@ fn numeric_column(t: &sapwood_io::Table, name: &str) -> Vec<f32> {
         .unwrap_or_else(|| panic!("no column {name}"));
     match t.features.column(j) {
         Column::Numeric(v) => v.to_vec(),
-        Column::Categorical { .. } => panic!("{name} is not numeric"),
+        Column::Categorical { .. } | Column::Sparse { .. } => panic!("{name} is not dense numeric"),
     }
 }
 
@@ -738,7 +738,7 @@ fn predict_keeps_ids_and_writes_raw_margins_from_csv() {
                 .count();
             assert_eq!(acc, 200, "the training data is learnt exactly");
         }
-        Column::Numeric(_) => panic!("class labels are strings"),
+        Column::Numeric(_) | Column::Sparse { .. } => panic!("class labels are strings"),
     }
     let inspect = sapwood()
         .arg("inspect")
@@ -1128,7 +1128,9 @@ fn mixed_type_classes_get_distinct_columns_and_integers_are_not_taken_for_string
         Column::Categorical { levels, .. } => {
             assert!(levels.iter().all(|l| l.contains(':')), "{levels:?}")
         }
-        Column::Numeric(_) => panic!("mixed classes are written as text, not bool or int"),
+        Column::Numeric(_) | Column::Sparse { .. } => {
+            panic!("mixed classes are written as text, not bool or int")
+        }
     }
     // a string feature in training, integers at prediction: refused, naming the column
     let mut text = String::from("c,y\n");

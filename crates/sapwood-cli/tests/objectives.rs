@@ -138,6 +138,7 @@ fn prediction_column(path: &Path) -> Result<Vec<f32>, Vec<String>> {
         Column::Categorical { codes, levels } => {
             Err(codes.iter().map(|&c| levels[c as usize].clone()).collect())
         }
+        c @ Column::Sparse { .. } => Ok(c.dense_values().unwrap_or_default().into_owned()),
     }
 }
 

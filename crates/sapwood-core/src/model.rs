@@ -322,7 +322,21 @@ pub fn select_columns<'a>(
                     levels: levels.clone(),
                 }
             }
-            (Column::Numeric(_), _) => {
+            (
+                Column::Sparse {
+                    len,
+                    start,
+                    rows,
+                    values,
+                },
+                FeatureCuts::Numeric { .. },
+            ) => Column::Sparse {
+                len: *len,
+                start: *start,
+                rows: Cow::Borrowed(&rows[..]),
+                values: Cow::Borrowed(&values[..]),
+            },
+            (Column::Numeric(_) | Column::Sparse { .. }, _) => {
                 return Err(Error::SchemaMismatch(format!(
                     "column `{name}` is numeric but was categorical in training"
                 )))

@@ -443,6 +443,7 @@ mod tests {
         match t.features.column(j) {
             Column::Numeric(v) => v.to_vec(),
             Column::Categorical { levels, .. } => panic!("numeric expected, levels {levels:?}"),
+            Column::Sparse { .. } => panic!("the reader writes dense columns"),
         }
     }
 
@@ -450,6 +451,7 @@ mod tests {
         match t.features.column(j) {
             Column::Categorical { codes, levels } => (codes.to_vec(), levels.clone()),
             Column::Numeric(v) => panic!("categorical expected, values {v:?}"),
+            Column::Sparse { .. } => panic!("categorical expected, got a sparse column"),
         }
     }
 

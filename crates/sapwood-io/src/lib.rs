@@ -205,7 +205,7 @@ impl Table {
                             .iter()
                             .flat_map(|p| match p.features.column(j) {
                                 Column::Categorical { codes, .. } => codes.to_vec(),
-                                Column::Numeric(_) => Vec::new(),
+                                Column::Numeric(_) | Column::Sparse { .. } => Vec::new(),
                             })
                             .collect(),
                     ),
@@ -214,9 +214,9 @@ impl Table {
                 _ => Column::Numeric(Cow::Owned(
                     parts
                         .iter()
-                        .flat_map(|p| match p.features.column(j) {
-                            Column::Numeric(v) => v.to_vec(),
-                            Column::Categorical { .. } => Vec::new(),
+                        .flat_map(|p| {
+                            let c = p.features.column(j);
+                            c.dense_values().map_or_else(Vec::new, |v| v.to_vec())
                         })
                         .collect(),
                 )),

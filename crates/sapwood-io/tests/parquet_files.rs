@@ -50,6 +50,7 @@ fn check(file: &str) {
                     assert_eq!(got, w.as_str(), "{file}:{name}[{i}]");
                 }
             }
+            Column::Sparse { .. } => panic!("{file}:{name}: the reader writes dense columns"),
         }
         checked += 1;
     }
@@ -182,7 +183,7 @@ fn level_names(t: &sapwood_io::Table, name: &str) -> Vec<Option<String>> {
                 (c != sapwood_core::data::MISSING_CATEGORY).then(|| levels[c as usize].clone())
             })
             .collect(),
-        Column::Numeric(_) => panic!("{name} should be categorical"),
+        Column::Numeric(_) | Column::Sparse { .. } => panic!("{name} should be categorical"),
     }
 }
 

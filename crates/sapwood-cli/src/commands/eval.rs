@@ -17,6 +17,9 @@ use crate::settings;
 fn label_from_feature(model: &Model, col: &Column<'_>) -> LabelColumn {
     match col {
         Column::Numeric(v) => LabelColumn::Numeric(v.to_vec()),
+        Column::Sparse { .. } => {
+            LabelColumn::Numeric(col.dense_values().map_or_else(Vec::new, |v| v.into_owned()))
+        }
         Column::Categorical { codes, levels } => {
             let text_classes = model
                 .classes

@@ -217,6 +217,22 @@ impl<'m> Binner<'m> {
                         put(r, FeatureCuts::bin_code(bins, c));
                     }
                 }
+                (Column::Sparse { .. }, FeatureCuts::Numeric { thresholds }, _) => {
+                    let bin = |x: f32| match &self.searches[f] {
+                        Some(s) => s.bin(x),
+                        None => FeatureCuts::bin_value(thresholds, x),
+                    };
+                    if !zeroed {
+                        let missing = bin(f32::NAN);
+                        for r in 0..rows {
+                            put(r, missing);
+                        }
+                    }
+                    let entries = col.sparse_entries(start..start + rows);
+                    for (r, x) in entries.into_iter().flatten() {
+                        put(r - start, bin(x));
+                    }
+                }
                 _ => unreachable!("feature kinds are checked in Binner::new"),
             }
         }
@@ -234,6 +250,8 @@ impl<'m> Binner<'m> {
             let (base, len) = match col {
                 Column::Numeric(v) => (v.as_ptr(), v.len()),
                 Column::Categorical { codes, .. } => (codes.as_ptr().cast(), codes.len()),
+                // a block's few entries of a sparse column are found by search
+                Column::Sparse { .. } => continue,
             };
             let end = (start + rows).min(len);
             if start >= end {

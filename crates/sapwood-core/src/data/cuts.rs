@@ -355,6 +355,24 @@ impl CutSample {
                         .map(|&i| (v[i], w(i)))
                         .collect(),
                 ),
+                // the sampled rows' entries, found by the hash `rows` was drawn with
+                Column::Sparse { len, .. } => FeatureSample::Numeric(
+                    col.sparse_entries(0..*len)
+                        .into_iter()
+                        .flatten()
+                        .filter(|&(i, v)| {
+                            !v.is_nan()
+                                && (rate.keeps_all()
+                                    || rate.keeps(hash32(
+                                        seed,
+                                        Stream::CutSample,
+                                        0,
+                                        row_offset + i as u64,
+                                    )))
+                        })
+                        .map(|(i, v)| (v, w(i)))
+                        .collect(),
+                ),
                 Column::Categorical { codes, levels } => {
                     let mut counts = vec![0u64; levels.len()];
                     for &i in &rows {

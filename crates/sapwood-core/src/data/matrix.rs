@@ -1,4 +1,5 @@
-//! Raw features as columns: f32 values (NaN is missing) or categorical codes with level names.
+//! Raw features as columns: f32 values (NaN is missing), the same held sparse (a few rows'
+//! values, the rest missing), or categorical codes with level names.
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -20,6 +21,20 @@ pub enum Column<'a> {
         /// Level names, indexed by code.
         levels: Vec<String>,
     },
+    /// Real values of a few rows, every other row missing (a column of a sparse matrix):
+    /// row `rows[i] - start` holds `values[i]`. Held so, a column costs its entries, not a
+    /// value a row.
+    Sparse {
+        /// Rows in the column.
+        len: usize,
+        /// The index in `rows` of the column's first row (a slice of a column keeps the
+        /// whole column's indices).
+        start: usize,
+        /// The rows holding a value, strictly ascending, each in `start..start + len`.
+        rows: Cow<'a, [u32]>,
+        /// Their values (NaN is missing here too).
+        values: Cow<'a, [f32]>,
+    },
 }
 
 impl Column<'_> {
@@ -28,6 +43,7 @@ impl Column<'_> {
         match self {
             Column::Numeric(v) => v.len(),
             Column::Categorical { codes, .. } => codes.len(),
+            Column::Sparse { len, .. } => *len,
         }
     }
 
@@ -40,6 +56,57 @@ impl Column<'_> {
     pub fn is_categorical(&self) -> bool {
         matches!(self, Column::Categorical { .. })
     }
+
+    /// The entries of a sparse column within its rows `range`, as (row within the column,
+    /// value) pairs in row order; `None` for a column that is not sparse.
+    pub fn sparse_entries(
+        &self,
+        range: std::ops::Range<usize>,
+    ) -> Option<impl Iterator<Item = (usize, f32)> + '_> {
+        let Column::Sparse {
+            start,
+            rows,
+            values,
+            ..
+        } = self
+        else {
+            return None;
+        };
+        let at = sparse_range(rows, *start, range);
+        Some(
+            rows[at.clone()]
+                .iter()
+                .zip(&values[at])
+                .map(move |(&r, &v)| (r as usize - start, v)),
+        )
+    }
+
+    /// Every row's value, missing ones NaN (categorical columns: `None`).
+    pub fn dense_values(&self) -> Option<Cow<'_, [f32]>> {
+        match self {
+            Column::Numeric(v) => Some(Cow::Borrowed(v)),
+            Column::Categorical { .. } => None,
+            Column::Sparse { len, .. } => {
+                let mut out = vec![f32::NAN; *len];
+                for (r, v) in self.sparse_entries(0..*len)? {
+                    out[r] = v;
+                }
+                Some(Cow::Owned(out))
+            }
+        }
+    }
+}
+
+/// The positions in `rows` (ascending row indices of a column whose first row is `start`)
+/// of the rows within `range` of the column.
+fn sparse_range(
+    rows: &[u32],
+    start: usize,
+    range: std::ops::Range<usize>,
+) -> std::ops::Range<usize> {
+    let first = rows.partition_point(|&r| (r as usize) < start + range.start);
+    let end = first + rows[first..].partition_point(|&r| (r as usize) < start + range.end);
+    first..end
 }
 
 /// Named feature columns of equal length.
@@ -79,6 +146,29 @@ impl<'a> FeatureMatrix<'a> {
                     got: col.len(),
                     expected: n_rows,
                 });
+            }
+            if let Column::Sparse {
+                len,
+                start,
+                rows,
+                values,
+            } = col
+            {
+                let reason = if rows.len() != values.len() {
+                    Some(format!("{} rows for {} values", rows.len(), values.len()))
+                } else if let Some(i) = (1..rows.len()).find(|&i| rows[i] <= rows[i - 1]) {
+                    Some(format!("row indices are not ascending at entry {i}"))
+                } else {
+                    rows.iter()
+                        .find(|&&r| !(*start..start + len).contains(&(r as usize)))
+                        .map(|r| format!("row index {r} is outside rows {start}..{}", start + len))
+                };
+                if let Some(reason) = reason {
+                    return Err(Error::InvalidFeature {
+                        feature: name.clone(),
+                        reason,
+                    });
+                }
             }
             if let Column::Categorical { codes, levels } = col {
                 if let Some(row) = codes
@@ -139,6 +229,20 @@ impl<'a> FeatureMatrix<'a> {
                     codes: Cow::Borrowed(&codes[range.clone()]),
                     levels: levels.clone(),
                 },
+                Column::Sparse {
+                    start,
+                    rows,
+                    values,
+                    ..
+                } => {
+                    let at = sparse_range(rows, *start, range.clone());
+                    Column::Sparse {
+                        len: range.len(),
+                        start: start + range.start,
+                        rows: Cow::Borrowed(&rows[at.clone()]),
+                        values: Cow::Borrowed(&values[at]),
+                    }
+                }
             })
             .collect();
         FeatureMatrix {
