@@ -1063,9 +1063,11 @@ fn sparse_and_dense(n: usize) -> (Dataset<'static>, Dataset<'static>) {
         .into_iter()
         .map(|c| Column::Numeric(c.into()))
         .collect();
+    // weights that vary: the cut sample's weighted quantiles read them entry by entry
+    let weights: Vec<f32> = (0..n).map(|i| 0.5 + (i % 7) as f32 * 0.3).collect();
     let data = |columns| {
         let m = FeatureMatrix::new(names.clone(), columns).unwrap();
-        Dataset::from_parts(m, Some(Label::Values(label.clone())), None).unwrap()
+        Dataset::from_parts(m, Some(Label::Values(label.clone())), Some(weights.clone())).unwrap()
     };
     (data(sparse_columns), data(dense_columns))
 }
@@ -1082,6 +1084,16 @@ fn sparse_columns_train_and_predict_as_their_dense_values() {
         bin_sample_rows: 5_000,
         ..Default::default()
     };
+    // 16-bit bins too
+    let wide = Params {
+        max_bin: 1024,
+        ..params.clone()
+    };
+    assert!(
+        Booster::train(&wide, &sparse, &[]).unwrap().to_json()
+            == Booster::train(&wide, &dense, &[]).unwrap().to_json(),
+        "max_bin 1024"
+    );
     let want = Booster::train(&params, &dense, &[]).unwrap();
     let got = Booster::train(&params, &sparse, &[]).unwrap();
     assert!(
@@ -1122,7 +1134,26 @@ fn sparse_columns_with_bad_indices_are_refused_naming_the_feature() {
         rows: Cow::Owned(rows),
         values: Cow::Owned(values),
     };
+    // a slice of a column: rows 10..15 of the whole
+    let slice = |rows: Vec<u32>| Column::Sparse {
+        len: 5,
+        start: 10,
+        values: Cow::Owned(vec![1.0; rows.len()]),
+        rows: Cow::Owned(rows),
+    };
+    assert!(FeatureMatrix::new(vec!["s".into()], vec![slice(vec![10, 14])]).is_ok());
     for (c, why) in [
+        (slice(vec![9, 12]), "row index 9 is outside rows 10..15"),
+        (slice(vec![12, 15]), "row index 15 is outside rows 10..15"),
+        (
+            Column::Sparse {
+                len: usize::MAX,
+                start: 2,
+                rows: Cow::Owned(vec![]),
+                values: Cow::Owned(vec![]),
+            },
+            "overflow",
+        ),
         (col(vec![1, 3], vec![1.0]), "2 rows for 1 values"),
         (col(vec![3, 1], vec![1.0, 2.0]), "not ascending"),
         (col(vec![1, 1], vec![1.0, 2.0]), "not ascending"),

@@ -1972,5 +1972,16 @@ mod tests {
         assert_eq!(ahead.roots_ahead.len(), 3);
         ahead.compute_gradients().unwrap();
         assert!(ahead.roots_ahead.is_empty() && ahead.round.is_empty());
+        // as do gradients set from the host, and a new round
+        ahead.start_round(&exact).unwrap();
+        root(&mut ahead, &exact[0]);
+        let grad = ahead.grad.clone();
+        ahead.set_gradients(&grad).unwrap();
+        assert!(ahead.roots_ahead.is_empty() && ahead.round.is_empty());
+        ahead.start_round(&exact).unwrap();
+        root(&mut ahead, &exact[0]);
+        ahead.start_round(&exact).unwrap();
+        assert!(ahead.roots_ahead.is_empty(), "a new round forgets the last");
+        assert_eq!(ahead.round.len(), k);
     }
 }

@@ -33,8 +33,9 @@ const BINS: usize = 256;
 /// within a Zen 4 core's 1 MiB L2.
 const FEATURES_A_TASK: usize = 32;
 
-/// Most features a shard may have for its roots to be built here: the tasks' histograms
-/// (16 KiB a feature, one set per thread) are all held until they are summed.
+/// Most features a shard may have for its roots to be built here: a pass over a wide
+/// shard's bins holds 16 KiB of entries a feature (its histograms are built a range of
+/// features at a time, one a thread), where most of a wide shard's features are narrow.
 const MAX_FEATURES: usize = 256;
 
 /// Whether the roots of a shard of `nf` features are built here.
@@ -83,38 +84,40 @@ pub(super) fn build_roots(
         .map(|s| s..(s + FEATURES_A_TASK).min(nf))
         .collect();
     let parts = (n / MIN_TASK_ROWS).clamp(1, rayon::current_num_threads());
-    let tasks: Vec<(Range<usize>, Range<usize>)> = features
-        .iter()
-        .flat_map(|f| (0..parts).map(move |p| (f.clone(), n * p / parts..n * (p + 1) / parts)))
+    let row_parts: Vec<Range<usize>> = (0..parts)
+        .map(|p| n * p / parts..n * (p + 1) / parts)
         .collect();
     for ((grads, factors), out) in grads
         .chunks(GROUPS_A_PASS)
         .zip(factors.chunks(GROUPS_A_PASS))
         .zip(out.chunks_mut(GROUPS_A_PASS))
     {
-        let sums: Vec<Vec<Lanes>> = tasks
-            .par_iter()
-            .map(|(feats, rows)| {
-                let mut hist = vec![Lanes::default(); feats.len() * BINS];
-                add_rows(
-                    bins,
-                    nf,
-                    feats.clone(),
-                    rows.clone(),
-                    grads,
-                    factors,
-                    &mut hist,
-                );
-                hist
-            })
-            .collect();
-        for ((feats, _), hist) in tasks.iter().zip(&sums) {
-            for (f, entries) in feats.clone().zip(hist.chunks_exact(BINS)) {
-                let at = offsets[f] as usize..offsets[f + 1] as usize;
-                for (j, h) in out.iter_mut().enumerate() {
-                    for (o, e) in h[at.clone()].iter_mut().zip(entries) {
-                        o[0] += e.0[2 * j];
-                        o[1] += e.0[2 * j + 1];
+        // a feature range at a time: only its parts' histograms are held at once
+        for feats in &features {
+            let sums: Vec<Vec<Lanes>> = row_parts
+                .par_iter()
+                .map(|rows| {
+                    let mut hist = vec![Lanes::default(); feats.len() * BINS];
+                    add_rows(
+                        bins,
+                        nf,
+                        feats.clone(),
+                        rows.clone(),
+                        grads,
+                        factors,
+                        &mut hist,
+                    );
+                    hist
+                })
+                .collect();
+            for hist in &sums {
+                for (f, entries) in feats.clone().zip(hist.chunks_exact(BINS)) {
+                    let at = offsets[f] as usize..offsets[f + 1] as usize;
+                    for (j, h) in out.iter_mut().enumerate() {
+                        for (o, e) in h[at.clone()].iter_mut().zip(entries) {
+                            o[0] += e.0[2 * j];
+                            o[1] += e.0[2 * j + 1];
+                        }
                     }
                 }
             }
@@ -344,8 +347,13 @@ mod tests {
             let want = brute(&bins, &offsets, &grads, &factors);
             let width = offsets[nf] as usize;
             // garbage in the outputs must be overwritten
+            // four threads: 40,000 rows go in two parts whatever the machine's cores
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(4)
+                .build()
+                .unwrap();
             let mut got = vec![vec![[7i64, -7]; width]; k];
-            build_roots(&bins, &offsets, &grads, &factors, &mut got);
+            pool.install(|| build_roots(&bins, &offsets, &grads, &factors, &mut got));
             assert!(got == want, "{n} rows, {nf} features, {k} groups");
         }
     }

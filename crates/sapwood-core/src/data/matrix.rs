@@ -104,8 +104,13 @@ fn sparse_range(
     start: usize,
     range: std::ops::Range<usize>,
 ) -> std::ops::Range<usize> {
-    let first = rows.partition_point(|&r| (r as usize) < start + range.start);
-    let end = first + rows[first..].partition_point(|&r| (r as usize) < start + range.end);
+    // saturating: an unchecked column's indices must not overflow the bounds
+    let (lo, hi) = (
+        start.saturating_add(range.start),
+        start.saturating_add(range.end),
+    );
+    let first = rows.partition_point(|&r| (r as usize) < lo);
+    let end = first + rows[first..].partition_point(|&r| (r as usize) < hi);
     first..end
 }
 
@@ -156,6 +161,8 @@ impl<'a> FeatureMatrix<'a> {
             {
                 let reason = if rows.len() != values.len() {
                     Some(format!("{} rows for {} values", rows.len(), values.len()))
+                } else if start.checked_add(*len).is_none() {
+                    Some(format!("its first row {start} and {len} rows overflow"))
                 } else if let Some(i) = (1..rows.len()).find(|&i| rows[i] <= rows[i - 1]) {
                     Some(format!("row indices are not ascending at entry {i}"))
                 } else {
@@ -219,7 +226,15 @@ impl<'a> FeatureMatrix<'a> {
     }
 
     /// The rows `range` as a matrix borrowing this one.
+    ///
+    /// # Panics
+    /// When `range` is not within the rows.
     pub fn slice_rows(&self, range: std::ops::Range<usize>) -> FeatureMatrix<'_> {
+        assert!(
+            range.start <= range.end && range.end <= self.n_rows,
+            "rows {range:?} of {}",
+            self.n_rows
+        );
         let columns = self
             .columns
             .iter()
