@@ -150,8 +150,10 @@ const MIN_PARTITION_CHUNK: usize = 4_096;
 /// The CPU backend: a shard of binned rows with labels, weights, margins and gradients.
 pub struct CpuBackend {
     binned: Arc<BinnedMatrix>,
-    /// the same bins column-major, for routing rows by one feature
-    columns: Bins,
+    /// the same bins column-major, for routing rows by one feature; none for a sparse shard,
+    /// which routes from the row-major bins: a copy of every bin would cost more memory than
+    /// its rows' lists of uncommon bins many times over
+    columns: Option<Bins>,
     /// the rows by their uncommon bins, where most of every row is its features' common
     /// bins: histograms are then built from these
     sparse: Option<SparseRows>,
@@ -308,12 +310,10 @@ impl CpuBackend {
     pub fn new(s: ShardData) -> Result<Self> {
         let shape = shard::validate(&s, ShardLimits::default())?;
         let (n, k) = (shape.n, shape.k);
-        let columns = transpose(s.binned.bins(), n, shape.nf);
-        let column_bins = match &columns {
-            Bins::U8(c) => BinsRef::U8(c),
-            Bins::U16(c) => BinsRef::U16(c),
-        };
-        let sparse = SparseRows::of(s.binned.bins(), column_bins, n, &s.offsets);
+        let sparse = SparseRows::of(s.binned.bins(), n, &s.offsets);
+        let columns = sparse
+            .is_none()
+            .then(|| transpose(s.binned.bins(), n, shape.nf));
         let margins = s.starting_margins()?;
         Ok(CpuBackend {
             binned: s.binned,
@@ -882,6 +882,37 @@ fn partition_by<B: BinValue>(
     }
 }
 
+/// [`partition_by`] reading the split feature's bins from the row-major `bins` (`nf` a
+/// row), as a sparse shard does.
+#[allow(unsafe_code)]
+fn partition_by_rows<B: BinValue>(
+    rows: &mut [u32],
+    scratch: &mut [u32],
+    bins: &[B],
+    nf: usize,
+    split: &NodeSplit,
+) -> usize {
+    let (f, missing_left, rule) = (split.feature, split.default_left, &split.rule);
+    assert!(f < nf, "the split feature within a row");
+    let n = bins.len() / nf;
+    assert!(
+        rows.iter().all(|&r| (r as usize) < n),
+        "rows within the shard"
+    );
+    partition(rows, scratch, |r, s| {
+        // SAFETY: every row r < n, so r * nf + f < bins.len() (asserted above)
+        unsafe {
+            kernel::split_rows_at(
+                r,
+                s,
+                bins,
+                |r| r * nf + f,
+                |b| rule.goes_left(b as u16, missing_left),
+            )
+        }
+    })
+}
+
 /// Writes the column-major copy of row-major `b` (`n` rows of `nf`) to the first `n * nf`
 /// entries of `out`: each task reads a block of rows once, in order, and writes its piece of
 /// every column.
@@ -1163,7 +1194,7 @@ impl HistBackend for CpuBackend {
             consumed = r.end;
         }
         let n = self.binned.n_rows();
-        let columns = &self.columns;
+        let (columns, bins, nf) = (&self.columns, self.binned.bins(), self.binned.n_features());
         // lefts[k] is the count of slice k, which is split order[k] (the slices are in span
         // order, the splits in any)
         let mut lefts = vec![0usize; splits.len()];
@@ -1178,9 +1209,11 @@ impl HistBackend for CpuBackend {
             // the split feature's column and the padding after it (the next column's
             // first bins, or the padding past the last column)
             let column = s.feature * n..(s.feature + 1) * n + kernel::COLUMN_PAD;
-            *n_left = match columns {
-                Bins::U8(c) => partition_by(rows, scratch, &c[column], n, s),
-                Bins::U16(c) => partition_by(rows, scratch, &c[column], n, s),
+            *n_left = match (columns, bins) {
+                (Some(Bins::U8(c)), _) => partition_by(rows, scratch, &c[column], n, s),
+                (Some(Bins::U16(c)), _) => partition_by(rows, scratch, &c[column], n, s),
+                (None, BinsRef::U8(b)) => partition_by_rows(rows, scratch, b, nf, s),
+                (None, BinsRef::U16(b)) => partition_by_rows(rows, scratch, b, nf, s),
             };
         });
         let mut moved = vec![[0u32; 2]; splits.len()];
@@ -1828,7 +1861,11 @@ mod tests {
                 sparse.sparse.is_some(),
                 "a shard this sparse is stored sparse"
             );
+            // the dense twin builds from every bin and routes rows by its column copy; the
+            // sparse one routes by its row-major bins
+            assert!(sparse.columns.is_none());
             dense.sparse = None;
+            dense.columns = Some(transpose(dense.binned.bins(), n, dense.binned.n_features()));
             let width = sparse.total_bins;
             let max = sparse
                 .compute_gradients()

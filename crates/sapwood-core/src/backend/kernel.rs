@@ -383,23 +383,41 @@ pub unsafe fn split_rows<B: BinValue>(
     column: &[B],
     left: impl Fn(usize) -> bool,
 ) -> usize {
+    // SAFETY: forwarded: the identity keeps every row below column.len()
+    unsafe { split_rows_at(rows, right, column, |r| r, left) }
+}
+
+/// [`split_rows`] with row `r`'s bin at `bins[at(r)]`: a column (`at` the identity) or one
+/// feature of row-major bins (`r * nf + f`, where a sparse shard keeps no column copy).
+///
+/// # Safety
+/// Every `r` in `rows` must satisfy `at(r) < bins.len()`.
+#[inline(always)]
+pub unsafe fn split_rows_at<B: BinValue>(
+    rows: &mut [u32],
+    right: &mut [u32],
+    bins: &[B],
+    at: impl Fn(usize) -> usize,
+    left: impl Fn(usize) -> bool,
+) -> usize {
     assert!(
         right.len() >= rows.len(),
         "a right buffer as long as the rows"
     );
-    debug_assert!(rows.iter().all(|&r| (r as usize) < column.len()));
+    debug_assert!(rows.iter().all(|&r| at(r as usize) < bins.len()));
     let (mut nl, mut nr) = (0usize, 0usize);
     for i in 0..rows.len() {
         // the rows of a deep node are sparse in the column: its bins are gathered
         for (ahead, level) in [(FAR, Level::L2), (NEAR, Level::L1)] {
             if let Some(&r) = rows.get(i + ahead) {
-                prefetch_to(column.as_ptr().wrapping_add(r as usize), level);
+                prefetch_to(bins.as_ptr().wrapping_add(at(r as usize)), level);
             }
         }
-        // SAFETY: nl, nr <= i < rows.len() <= right.len(); r < column.len() by the contract.
+        // SAFETY: nl, nr <= i < rows.len() <= right.len(); at(r) < bins.len() by the
+        // contract.
         unsafe {
             let r = *rows.get_unchecked(i);
-            let go = left(column.get_unchecked(r as usize).index()) as usize;
+            let go = left(bins.get_unchecked(at(r as usize)).index()) as usize;
             *rows.get_unchecked_mut(nl) = r;
             *right.get_unchecked_mut(nr) = r;
             nl += go;

@@ -19,6 +19,8 @@ use crate::data::binned::BinsRef;
 const MAX_DENSITY_INVERSE: usize = 8;
 /// Rows a task of the conversion takes.
 const ROWS_PER_TASK: usize = 4096;
+/// Features whose bins a task of the conversion counts: 64 bytes of a row of u8 bins.
+const COUNT_TILE: usize = 64;
 /// How many rows ahead the build prefetches a row's start and value ([`NEAR`]: its
 /// entries, whose place is known once the start has arrived).
 const FAR: usize = 32;
@@ -40,25 +42,18 @@ pub(super) struct SparseRows {
 }
 
 impl SparseRows {
-    /// The rows of `bins` (`n` rows of `nf` features, row-major; `columns` the same
-    /// column-major) by their uncommon bins, where they are few enough to pay
-    /// ([`MAX_DENSITY_INVERSE`]); features' bins start at `offsets`.
-    pub(super) fn of(
-        bins: BinsRef<'_>,
-        columns: BinsRef<'_>,
-        n: usize,
-        offsets: &[u32],
-    ) -> Option<SparseRows> {
-        match (bins, columns) {
-            (BinsRef::U8(b), BinsRef::U8(c)) => Self::of_typed(b, c, n, offsets),
-            (BinsRef::U16(b), BinsRef::U16(c)) => Self::of_typed(b, c, n, offsets),
-            _ => None,
+    /// The rows of `bins` (`n` rows of `nf` features, row-major) by their uncommon bins,
+    /// where they are few enough to pay ([`MAX_DENSITY_INVERSE`]); features' bins start at
+    /// `offsets`.
+    pub(super) fn of(bins: BinsRef<'_>, n: usize, offsets: &[u32]) -> Option<SparseRows> {
+        match bins {
+            BinsRef::U8(b) => Self::of_typed(b, n, offsets),
+            BinsRef::U16(b) => Self::of_typed(b, n, offsets),
         }
     }
 
     fn of_typed<B: BinValue + PartialEq>(
         bins: &[B],
-        columns: &[B],
         n: usize,
         offsets: &[u32],
     ) -> Option<SparseRows> {
@@ -66,22 +61,33 @@ impl SparseRows {
         if n == 0 || nf == 0 {
             return None;
         }
-        // each feature's most common bin (the lowest of equals) and how many rows it holds
+        // each feature's most common bin (the lowest of equals) and how many rows it holds,
+        // counted a tile of features at a time: a row's piece of the tile is one read, and
+        // the tile's counts stay in cache (a whole row's would not, on a wide shard)
         let counted: Vec<(u32, usize)> = (0..nf)
+            .step_by(COUNT_TILE)
+            .collect::<Vec<_>>()
             .into_par_iter()
-            .map(|f| {
-                let width = (offsets[f + 1] - offsets[f]) as usize;
-                let mut counts = vec![0usize; width];
-                for b in &columns[f * n..(f + 1) * n] {
-                    counts[b.index()] += 1;
+            .flat_map_iter(|first| {
+                let tile = first..(first + COUNT_TILE).min(nf);
+                let base = offsets[first] as usize;
+                let mut counts = vec![0usize; offsets[tile.end] as usize - base];
+                for row in bins[..n * nf].chunks_exact(nf) {
+                    for (f, b) in tile.clone().zip(&row[tile.clone()]) {
+                        counts[offsets[f] as usize - base + b.index()] += 1;
+                    }
                 }
-                let (bin, &most) = counts
-                    .iter()
-                    .enumerate()
-                    .rev()
-                    .max_by_key(|&(_, c)| c)
-                    .expect("a feature has a bin");
-                (offsets[f] + bin as u32, most)
+                tile.map(move |f| {
+                    let at = offsets[f] as usize - base..offsets[f + 1] as usize - base;
+                    let (bin, &most) = counts[at]
+                        .iter()
+                        .enumerate()
+                        .rev()
+                        .max_by_key(|&(_, c)| c)
+                        .expect("a feature has a bin");
+                    (offsets[f] + bin as u32, most)
+                })
+                .collect::<Vec<_>>()
             })
             .collect();
         let uncommon: usize = counted.iter().map(|&(_, c)| n - c).sum();
@@ -93,8 +99,10 @@ impl SparseRows {
         let common_bins: Vec<B> = (0..nf)
             .map(|f| {
                 let bin = (common[f] - offsets[f]) as usize;
-                *columns[f * n..(f + 1) * n]
+                *bins[..n * nf]
                     .iter()
+                    .skip(f)
+                    .step_by(nf)
                     .find(|b| b.index() == bin)
                     .expect("the most common bin holds a row")
             })
@@ -237,12 +245,6 @@ mod tests {
         h
     }
 
-    fn columns(bins: &[u8], n: usize, nf: usize) -> Vec<u8> {
-        (0..nf)
-            .flat_map(|f| (0..n).map(move |r| bins[r * nf + f]))
-            .collect()
-    }
-
     /// A sparse shard: most entries are bin 0 (missing), a few features dense, and one
     /// feature whose common bin is not 0.
     fn shard(n: usize) -> (Vec<u8>, Vec<u32>, Vec<[i64; 2]>) {
@@ -297,9 +299,7 @@ mod tests {
         let n = 5000;
         let (bins, offsets, gh) = shard(n);
         let nf = offsets.len() - 1;
-        let cols = columns(&bins, n, nf);
-        let sparse = SparseRows::of(BinsRef::U8(&bins), BinsRef::U8(&cols), n, &offsets)
-            .expect("sparse enough");
+        let sparse = SparseRows::of(BinsRef::U8(&bins), n, &offsets).expect("sparse enough");
         assert_eq!(
             sparse.common[2],
             offsets[2] + 2,
@@ -333,7 +333,6 @@ mod tests {
             let f = i % nf;
             *b = (i / nf % (offsets[f + 1] - offsets[f]) as usize) as u8;
         }
-        let cols = columns(&bins, n, nf);
-        assert!(SparseRows::of(BinsRef::U8(&bins), BinsRef::U8(&cols), n, &offsets).is_none());
+        assert!(SparseRows::of(BinsRef::U8(&bins), n, &offsets).is_none());
     }
 }
