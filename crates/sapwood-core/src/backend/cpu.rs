@@ -2021,4 +2021,75 @@ mod tests {
         assert!(ahead.roots_ahead.is_empty(), "a new round forgets the last");
         assert_eq!(ahead.round.len(), k);
     }
+
+    #[test]
+    fn routing_by_row_major_bins_moves_the_rows_the_column_copy_does() {
+        use crate::split::BinSet;
+        let mut rng = sapwood_testkit::Rng(0x0a11_0c8e);
+        // more rows than a partition chunk, so the rows also go in parallel pieces
+        let (n, nf) = (3 * MIN_PARTITION_CHUNK + 123, 7);
+        let mut mixed = 0;
+        for wide in [false, true] {
+            let width = if wide { 700 } else { 256 };
+            let vals: Vec<u16> = (0..n * nf)
+                .map(|_| match rng.below(5) {
+                    0 => 0,
+                    _ => rng.below(width) as u16,
+                })
+                .collect();
+            let bins = if wide {
+                Bins::U16(vals)
+            } else {
+                Bins::U8(vals.iter().map(|&v| v as u8).collect())
+            };
+            let binned = BinnedMatrix::from_bins(n, nf, bins).unwrap();
+            let columns = transpose(binned.bins(), n, nf);
+            for case in 0..24 {
+                let feature = case % nf;
+                let rule = if case % 3 == 0 {
+                    SplitRule::Categorical {
+                        left: BinSet::from_bins((0..width as u16).filter(|_| rng.below(2) == 0)),
+                    }
+                } else {
+                    SplitRule::Numeric {
+                        bin: [0, 1, 37, width as u16 - 2, width as u16 - 1][case % 5],
+                    }
+                };
+                let split = NodeSplit {
+                    node: NodeId::ROOT,
+                    left: NodeId(1),
+                    right: NodeId(2),
+                    feature,
+                    rule,
+                    default_left: case % 2 == 0,
+                };
+                let rows: Vec<u32> = (0..n as u32).filter(|_| rng.below(4) != 0).collect();
+                for threads in [1, 4] {
+                    let pool = rayon::ThreadPoolBuilder::new()
+                        .num_threads(threads)
+                        .build()
+                        .unwrap();
+                    let (mut a, mut b) = (rows.clone(), rows.clone());
+                    let (mut sa, mut sb) = (vec![0u32; rows.len()], vec![0u32; rows.len()]);
+                    let column = feature * n..(feature + 1) * n + kernel::COLUMN_PAD;
+                    let (la, lb) = pool.install(|| match (&columns, binned.bins()) {
+                        (Bins::U8(c), BinsRef::U8(r)) => (
+                            partition_by(&mut a, &mut sa, &c[column], n, &split),
+                            partition_by_rows(&mut b, &mut sb, r, nf, &split),
+                        ),
+                        (Bins::U16(c), BinsRef::U16(r)) => (
+                            partition_by(&mut a, &mut sa, &c[column], n, &split),
+                            partition_by_rows(&mut b, &mut sb, r, nf, &split),
+                        ),
+                        _ => unreachable!("one bin type"),
+                    });
+                    let what = format!("wide {wide}, {split:?}, {threads} threads");
+                    assert_eq!(la, lb, "{what}");
+                    assert!(a == b, "{what}");
+                    mixed += usize::from(la > 0 && la < rows.len());
+                }
+            }
+        }
+        assert!(mixed > 60, "most cases send rows both ways: {mixed}");
+    }
 }

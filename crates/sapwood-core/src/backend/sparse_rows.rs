@@ -7,6 +7,8 @@
 //! up, and the histogram is the dense one bit for bit whichever bin is called common.
 #![allow(unsafe_code)]
 
+use std::ops::Range;
+
 use rayon::prelude::*;
 
 use super::kernel::{prefetch_to, BinValue, HistValue, Level, PartRows};
@@ -21,6 +23,9 @@ const MAX_DENSITY_INVERSE: usize = 8;
 const ROWS_PER_TASK: usize = 4096;
 /// Features whose bins a task of the conversion counts: 64 bytes of a row of u8 bins.
 const COUNT_TILE: usize = 64;
+/// Rows whose bins a task of the conversion counts (a dense shard of few features is one
+/// tile: its rows still spread over the threads).
+const COUNT_ROWS: usize = 65_536;
 /// How many rows ahead the build prefetches a row's start and value ([`NEAR`]: its
 /// entries, whose place is known once the start has arrived).
 const FAR: usize = 32;
@@ -62,32 +67,50 @@ impl SparseRows {
             return None;
         }
         // each feature's most common bin (the lowest of equals) and how many rows it holds,
-        // counted a tile of features at a time: a row's piece of the tile is one read, and
-        // the tile's counts stay in cache (a whole row's would not, on a wide shard)
-        let counted: Vec<(u32, usize)> = (0..nf)
+        // counted a tile of features and a block of rows at a time: a row's piece of the tile
+        // is one read, and the tile's counts stay in cache (a whole row's would not, on a
+        // wide shard); the blocks' counts are summed
+        let tiles: Vec<Range<usize>> = (0..nf)
             .step_by(COUNT_TILE)
-            .collect::<Vec<_>>()
+            .map(|f| f..(f + COUNT_TILE).min(nf))
+            .collect();
+        let blocks = n.div_ceil(COUNT_ROWS);
+        let counts: Vec<Vec<usize>> = (0..tiles.len() * blocks)
             .into_par_iter()
-            .flat_map_iter(|first| {
-                let tile = first..(first + COUNT_TILE).min(nf);
-                let base = offsets[first] as usize;
+            .map(|task| {
+                let (tile, block) = (&tiles[task / blocks], task % blocks);
+                let rows = block * COUNT_ROWS..((block + 1) * COUNT_ROWS).min(n);
+                let base = offsets[tile.start] as usize;
                 let mut counts = vec![0usize; offsets[tile.end] as usize - base];
-                for row in bins[..n * nf].chunks_exact(nf) {
+                for row in bins[rows.start * nf..rows.end * nf].chunks_exact(nf) {
                     for (f, b) in tile.clone().zip(&row[tile.clone()]) {
                         counts[offsets[f] as usize - base + b.index()] += 1;
                     }
                 }
-                tile.map(move |f| {
-                    let at = offsets[f] as usize - base..offsets[f + 1] as usize - base;
-                    let (bin, &most) = counts[at]
-                        .iter()
-                        .enumerate()
-                        .rev()
-                        .max_by_key(|&(_, c)| c)
-                        .expect("a feature has a bin");
-                    (offsets[f] + bin as u32, most)
-                })
-                .collect::<Vec<_>>()
+                counts
+            })
+            .collect();
+        let counted: Vec<(u32, usize)> = tiles
+            .iter()
+            .zip(counts.chunks(blocks))
+            .flat_map(|(tile, parts)| {
+                let mut sum = parts[0].clone();
+                for p in &parts[1..] {
+                    sum.iter_mut().zip(p).for_each(|(s, c)| *s += c);
+                }
+                let base = offsets[tile.start] as usize;
+                tile.clone()
+                    .map(|f| {
+                        let at = offsets[f] as usize - base..offsets[f + 1] as usize - base;
+                        let (bin, &most) = sum[at]
+                            .iter()
+                            .enumerate()
+                            .rev()
+                            .max_by_key(|&(_, c)| c)
+                            .expect("a feature has a bin");
+                        (offsets[f] + bin as u32, most)
+                    })
+                    .collect::<Vec<_>>()
             })
             .collect();
         let uncommon: usize = counted.iter().map(|&(_, c)| n - c).sum();
@@ -334,5 +357,80 @@ mod tests {
             *b = (i / nf % (offsets[f + 1] - offsets[f]) as usize) as u8;
         }
         assert!(SparseRows::of(BinsRef::U8(&bins), n, &offsets).is_none());
+    }
+
+    /// Each feature's most common bin (the lowest of equals) and the rows outside it,
+    /// counted column by column.
+    fn common_by_columns<B: BinValue>(bins: &[B], n: usize, offsets: &[u32]) -> (Vec<u32>, usize) {
+        let nf = offsets.len() - 1;
+        let mut uncommon = 0;
+        let common = (0..nf)
+            .map(|f| {
+                let mut counts = vec![0usize; (offsets[f + 1] - offsets[f]) as usize];
+                for r in 0..n {
+                    counts[bins[r * nf + f].index()] += 1;
+                }
+                let most = *counts.iter().max().unwrap();
+                uncommon += n - most;
+                offsets[f] + counts.iter().position(|&c| c == most).unwrap() as u32
+            })
+            .collect();
+        (common, uncommon)
+    }
+
+    #[test]
+    fn common_bins_counted_in_tiles_and_blocks_are_those_of_the_columns() {
+        // three tiles of features (the last short), two blocks of rows, u8 and u16 bins,
+        // features wider than 256 bins, common bins other than 0, and a tie
+        let (n, nf) = (COUNT_ROWS + 4_322, 2 * COUNT_TILE + 22);
+        let widths: Vec<u32> = (0..nf).map(|f| [2, 9, 256, 40, 700][f % 5]).collect();
+        let mut offsets = vec![0u32];
+        for w in &widths {
+            offsets.push(offsets.last().unwrap() + w);
+        }
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |below: u32| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % below as u64) as u16
+        };
+        let mut bins = vec![0u16; n * nf];
+        for r in 0..n {
+            for (f, &w) in widths.iter().enumerate() {
+                bins[r * nf + f] = if f == 7 {
+                    // a tie (n is even): half the rows in bin 5, half in bin 3
+                    if r % 2 == 0 {
+                        5
+                    } else {
+                        3
+                    }
+                } else if next(30) == 0 {
+                    next(w)
+                } else {
+                    (f as u32 % w) as u16
+                };
+            }
+        }
+        let (want, uncommon) = common_by_columns(&bins, n, &offsets);
+        assert_eq!(want[7], offsets[7] + 3, "the lowest of equals");
+        let sparse = SparseRows::of(BinsRef::U16(&bins), n, &offsets).expect("sparse");
+        assert_eq!(sparse.common, want, "u16");
+        assert_eq!(sparse.entries.len(), uncommon);
+        // the same bins as bytes, where every feature fits a byte
+        let narrow: Vec<u32> = offsets.windows(2).map(|o| (o[1] - o[0]).min(256)).collect();
+        let mut offsets8 = vec![0u32];
+        for w in &narrow {
+            offsets8.push(offsets8.last().unwrap() + w);
+        }
+        let bytes: Vec<u8> = bins
+            .iter()
+            .enumerate()
+            .map(|(i, &b)| (b as u32 % narrow[i % nf]) as u8)
+            .collect();
+        let (want, uncommon) = common_by_columns(&bytes, n, &offsets8);
+        let sparse = SparseRows::of(BinsRef::U8(&bytes), n, &offsets8).expect("sparse");
+        assert_eq!(sparse.common, want, "u8");
+        assert_eq!(sparse.entries.len(), uncommon);
     }
 }
