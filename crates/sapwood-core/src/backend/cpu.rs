@@ -258,7 +258,7 @@ impl CpuBackend {
         let at = self.round.iter().position(|t| *t == s)?;
         // the same quantisation as start_tree's exact mode, of every row
         let applies = |t: &TreeSetup| t.scales.grad.drop.is_none() && t.row_sample.keeps_all();
-        if self.sparse.is_some() || !applies(&s) || !self.all_in_bag {
+        if self.sparse.is_some() || !applies(&s) {
             return None;
         }
         if !roots::fits(self.binned.n_features()) {

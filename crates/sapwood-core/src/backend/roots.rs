@@ -306,10 +306,7 @@ mod tests {
     ) -> (Vec<u8>, Vec<u32>, Vec<Vec<[f32; 2]>>) {
         let mut state = lcg(seed);
         let mut next = move || state() >> 33;
-        let mut offsets = vec![0u32];
-        for w in widths {
-            offsets.push(offsets.last().unwrap() + w);
-        }
+        let offsets = sapwood_testkit::data::offsets_of(widths);
         let bins = (0..n * widths.len())
             .map(|i| (next() % widths[i % widths.len()] as u64) as u8)
             .collect();

@@ -384,17 +384,9 @@ mod tests {
         // features wider than 256 bins, common bins other than 0, and a tie
         let (n, nf) = (COUNT_ROWS + 4_322, 2 * COUNT_TILE + 22);
         let widths: Vec<u32> = (0..nf).map(|f| [2, 9, 256, 40, 700][f % 5]).collect();
-        let mut offsets = vec![0u32];
-        for w in &widths {
-            offsets.push(offsets.last().unwrap() + w);
-        }
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move |below: u32| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % below as u64) as u16
-        };
+        let offsets = sapwood_testkit::data::offsets_of(&widths);
+        let mut rng = sapwood_testkit::Rng(0x2545_f491_4f6c_dd1d);
+        let mut next = move |below: u32| rng.below(below as u64) as u16;
         let mut bins = vec![0u16; n * nf];
         for r in 0..n {
             for (f, &w) in widths.iter().enumerate() {
@@ -419,10 +411,7 @@ mod tests {
         assert_eq!(sparse.entries.len(), uncommon);
         // the same bins as bytes, where every feature fits a byte
         let narrow: Vec<u32> = offsets.windows(2).map(|o| (o[1] - o[0]).min(256)).collect();
-        let mut offsets8 = vec![0u32];
-        for w in &narrow {
-            offsets8.push(offsets8.last().unwrap() + w);
-        }
+        let offsets8 = sapwood_testkit::data::offsets_of(&narrow);
         let bytes: Vec<u8> = bins
             .iter()
             .enumerate()
