@@ -3,7 +3,7 @@
 //! tree's root on its own: whole trainings save the same bytes.
 
 use sapwood_core::backend::{
-    BackendFactory, CpuFactory, HistBackend, NodeSplit, ShardData, TreeSetup,
+    BackendFactory, CpuFactory, HistBackend, NodeSplit, ShardData, TreeBackend, TreeSetup,
 };
 use sapwood_core::error::Result;
 use sapwood_core::hist::HistBin;
@@ -17,16 +17,7 @@ struct OneRootAtATime;
 
 struct Alone(Box<dyn HistBackend>);
 
-impl HistBackend for Alone {
-    fn num_rows(&self) -> usize {
-        self.0.num_rows()
-    }
-    fn compute_gradients(&mut self) -> Result<Vec<[f32; 2]>> {
-        self.0.compute_gradients()
-    }
-    fn set_gradients(&mut self, grad: &[[f32; 2]]) -> Result<()> {
-        self.0.set_gradients(grad)
-    }
+impl TreeBackend for Alone {
     fn start_tree(&mut self, s: &TreeSetup) -> Result<u64> {
         self.0.start_tree(s)
     }
@@ -38,6 +29,18 @@ impl HistBackend for Alone {
     }
     fn exact_sums(&mut self, nodes: &[NodeId]) -> Result<Vec<HistBin>> {
         self.0.exact_sums(nodes)
+    }
+}
+
+impl HistBackend for Alone {
+    fn num_rows(&self) -> usize {
+        self.0.num_rows()
+    }
+    fn compute_gradients(&mut self) -> Result<Vec<[f32; 2]>> {
+        self.0.compute_gradients()
+    }
+    fn set_gradients(&mut self, grad: &[[f32; 2]]) -> Result<()> {
+        self.0.set_gradients(grad)
     }
     fn update_margins(&mut self, tree: &Tree, group: usize) -> Result<()> {
         self.0.update_margins(tree, group)

@@ -29,7 +29,9 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use sapwood_core::backend::{BackendFactory, CpuFactory, HistBackend, ShardData, TreeSetup};
+use sapwood_core::backend::{
+    BackendFactory, CpuFactory, HistBackend, ShardData, TreeBackend, TreeSetup,
+};
 use sapwood_core::collective::SingleWorker;
 use sapwood_core::data::{BinnedMatrix, Bins, Column, FeatureMatrix};
 use sapwood_core::hash::SampleRate;

@@ -14,14 +14,14 @@
 //! by the core's grower after the histograms are summed over workers.
 //!
 //! The histograms of a batch of nodes can also leave the GPU only encoded: packed lanes
-//! ([`sapwood_core::backend::HistBackend::build_packed_histograms`]) or the group encoding
+//! ([`sapwood_core::backend::TreeBackend::build_packed_histograms`]) or the group encoding
 //! of the `auto` codec ([`sapwood_core::backend::device::DeviceShard::build_group_encoded_histograms`]),
 //! by the kernels `pack.cu` and `groups.cu` (a warp per group of 32 values), byte for byte
 //! what sapwood-collective's codecs make on the host.
 //! [`sapwood_core::backend::device::pack_values`] and
 //! [`sapwood_core::backend::device::encode_groups`] run them on uploaded values. For a
 //! reduce-scatter by bin block,
-//! [`sapwood_core::backend::HistBackend::build_encoded_blocks`] gathers each block of a
+//! [`sapwood_core::backend::TreeBackend::build_encoded_blocks`] gathers each block of a
 //! batch's nodes into one buffer (one strided copy a block and batch) and group-encodes it
 //! as one message; only the messages and the worker's own block are read back.
 //!

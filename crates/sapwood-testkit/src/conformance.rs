@@ -12,7 +12,8 @@ use std::sync::{Arc, Mutex};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use sapwood_core::backend::{
-    BackendFactory, CpuBackend, CpuFactory, HistBackend, NodeSplit, ShardData, TreeSetup,
+    BackendFactory, CpuBackend, CpuFactory, HistBackend, NodeSplit, ShardData, TreeBackend,
+    TreeSetup,
 };
 use sapwood_core::data::{BinnedMatrix, FeatureCuts};
 use sapwood_core::hash::{HashKey, SampleRate, Stream};
@@ -1177,6 +1178,21 @@ struct Keeping {
     last: Arc<Mutex<Option<Vec<f32>>>>,
 }
 
+impl TreeBackend for Keeping {
+    fn start_tree(&mut self, s: &TreeSetup) -> Result<u64> {
+        self.inner.start_tree(s)
+    }
+    fn build_histograms(&mut self, nodes: &[NodeId], out: &mut [HistBin]) -> Result<()> {
+        self.inner.build_histograms(nodes, out)
+    }
+    fn apply_splits(&mut self, s: &[NodeSplit]) -> Result<Vec<[u64; 2]>> {
+        self.inner.apply_splits(s)
+    }
+    fn exact_sums(&mut self, nodes: &[NodeId]) -> Result<Vec<HistBin>> {
+        self.inner.exact_sums(nodes)
+    }
+}
+
 impl HistBackend for Keeping {
     fn num_rows(&self) -> usize {
         self.inner.num_rows()
@@ -1189,18 +1205,6 @@ impl HistBackend for Keeping {
     }
     fn start_round(&mut self, setups: &[TreeSetup]) -> Result<()> {
         self.inner.start_round(setups)
-    }
-    fn start_tree(&mut self, s: &TreeSetup) -> Result<u64> {
-        self.inner.start_tree(s)
-    }
-    fn build_histograms(&mut self, nodes: &[NodeId], out: &mut [HistBin]) -> Result<()> {
-        self.inner.build_histograms(nodes, out)
-    }
-    fn apply_splits(&mut self, s: &[NodeSplit]) -> Result<Vec<[u64; 2]>> {
-        self.inner.apply_splits(s)
-    }
-    fn exact_sums(&mut self, nodes: &[NodeId]) -> Result<Vec<HistBin>> {
-        self.inner.exact_sums(nodes)
     }
     fn update_margins(&mut self, tree: &Tree, group: usize) -> Result<()> {
         self.inner.update_margins(tree, group)?;

@@ -12,7 +12,7 @@ use std::ops::Range;
 use std::time::Instant;
 
 use sapwood_collective::codec::{encode_groups, lane_width, pack};
-use sapwood_core::backend::{HistBackend, ShardData, TreeSetup};
+use sapwood_core::backend::{HistBackend, ShardData, TreeBackend, TreeSetup};
 use sapwood_core::hash::SampleRate;
 use sapwood_core::hist::HistBin;
 use sapwood_core::params::Quantisation;

@@ -14,13 +14,13 @@
 //! dispatches and read-backs.
 //!
 //! The histograms of a batch of nodes can also leave the device only encoded: packed
-//! lanes ([`sapwood_core::backend::HistBackend::build_packed_histograms`]) or the group
+//! lanes ([`sapwood_core::backend::TreeBackend::build_packed_histograms`]) or the group
 //! encoding of the `auto` codec
 //! ([`sapwood_core::backend::device::DeviceShard::build_group_encoded_histograms`]), by the
 //! kernels `pack.wgsl` and `groups.wgsl`, byte for byte what sapwood-collective's codecs
 //! make on the host. [`sapwood_core::backend::device::pack_values`] and
 //! [`sapwood_core::backend::device::encode_groups`] run them on uploaded values. For a reduce-scatter by bin block,
-//! [`sapwood_core::backend::HistBackend::build_encoded_blocks`] gathers each block of a
+//! [`sapwood_core::backend::TreeBackend::build_encoded_blocks`] gathers each block of a
 //! batch's nodes into one buffer (buffer-to-buffer copies) and group-encodes it as one
 //! message; only the messages and the worker's own block are read back.
 //!

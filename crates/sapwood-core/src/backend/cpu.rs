@@ -1,7 +1,7 @@
 //! The CPU backend (rayon): the reference every other backend is tested against.
 
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
 
@@ -9,10 +9,11 @@ use super::kernel::{self, BinValue, HistValue, PartRows};
 use super::roots;
 use super::shard::{self, NodeSpans, ShardLimits};
 use super::sparse_rows::SparseRows;
-use super::{BackendFactory, HistBackend, NodeSplit, ShardData, TreeSetup};
+use super::teams::{self, Teams};
+use super::{BackendFactory, GrowTree, HistBackend, NodeSplit, ShardData, TreeBackend, TreeSetup};
 use crate::data::binned::{BinnedMatrix, Bins, BinsRef};
 use crate::detmath::pow2;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::hash::{HashKey, Stream};
 use crate::hist::{add, HistBin};
 use crate::objective::{ftz, Objective};
@@ -81,7 +82,7 @@ fn gradients_of<'a>(
     if k == 1 {
         return grad;
     }
-    let n = grad.len() / k;
+    let n = by_group.len() / k;
     &by_group[group * n..(group + 1) * n]
 }
 
@@ -144,11 +145,16 @@ const L1_GROUP_BYTES: usize = 32 * 1024;
 const MAX_L1_GROUP_THREADS: usize = 2;
 /// Fewest rows of a node cut by features (see [`cuts_of`]).
 const MIN_GROUP_ROWS: usize = 512;
+/// Most memory the roots of a round's trees built before teams grow them may take
+/// ([`CpuBackend::grow_round`]).
+const ROUND_ROOTS_BYTES: usize = 64 << 20;
 /// Fewest rows of a partition's parallel chunk.
 const MIN_PARTITION_CHUNK: usize = 4_096;
 
-/// The CPU backend: a shard of binned rows with labels, weights, margins and gradients.
-pub struct CpuBackend {
+/// What every tree of a shard reads and none changes: the bins (with their column-major
+/// copy or sparse rows) and the round's gradients. Trees grown at once by teams
+/// ([`super::teams`]) share it.
+struct Inputs {
     binned: Arc<BinnedMatrix>,
     /// the same bins column-major, for routing rows by one feature; none for a sparse shard,
     /// which routes from the row-major bins: a copy of every bin would cost more memory than
@@ -159,24 +165,82 @@ pub struct CpuBackend {
     sparse: Option<SparseRows>,
     offsets: Vec<u32>,
     total_bins: usize,
-    labels: Vec<f32>,
-    weights: Option<Vec<f32>>,
     objective: Objective,
     row_offset: u64,
-    margins: Vec<f32>,
-    /// with several groups, the leaf values a tree of group g adds to each row, at
-    /// `g * n + row`, not yet added to `margins`: a row's margins are a cache line or
-    /// more apart from the next row's, so adding one group's tree to them touched a line
-    /// a row for every tree; the values of a round's trees are added together, row by row
-    pending: Vec<f32>,
-    /// per group, whether `pending` holds a tree's values for it
-    pending_groups: Vec<bool>,
+    /// the gradients, `groups` a row: the backend's own with one group, the host's
+    /// (`set_gradients`) with several
     grad: Vec<[f32; 2]>,
-    /// with several groups, `grad` group by group (each group's rows in order): a tree
+    /// with several groups, the gradients group by group (each group's rows in order): a tree
     /// reads one group's, which row by row are a cache line apart
     by_group: Vec<[f32; 2]>,
-    /// whether `by_group` holds the current `grad`
+    /// whether `by_group` holds the current gradients (computed, or `grad` transposed)
     by_group_current: bool,
+}
+
+impl Inputs {
+    /// Rows in the shard.
+    fn num_rows(&self) -> usize {
+        self.binned.n_rows()
+    }
+
+    /// Makes `by_group` the current gradients group by group, where there are several
+    /// groups and it is not yet: once a round, for every tree of the round.
+    fn group_gradients(&mut self) {
+        let k = self.objective.groups();
+        if k == 1 || self.by_group_current {
+            return;
+        }
+        let n = self.grad.len() / k;
+        crate::huge_pages::resize(&mut self.by_group, n * k, [0.0; 2]);
+        // rows of k groups to groups of n rows: the column copy's transpose
+        transpose_into(&self.grad, n, k, &mut self.by_group);
+        self.by_group_current = true;
+    }
+
+    /// Whether the root of a tree of `s` may be built in a pass shared with other trees'
+    /// ([`roots`]): exact quantisation of every row (none sampled out) of a dense shard of
+    /// u8 bins, with few enough features.
+    fn root_in_pass(&self, s: &TreeSetup) -> bool {
+        s.scales.grad.drop.is_none()
+            && s.row_sample.keeps_all()
+            && self.sparse.is_none()
+            && roots::fits(self.binned.n_features())
+            && matches!(self.binned.bins(), BinsRef::U8(_))
+    }
+
+    /// The roots of the trees of `pass` (at most [`roots::GROUPS_A_PASS`], each
+    /// [`Inputs::root_in_pass`]) in one pass over the bins; `None` where the bins are not
+    /// u8. The gradients by group must be current.
+    fn roots_in_pass(&self, pass: &[TreeSetup]) -> Option<Vec<Vec<HistBin>>> {
+        let BinsRef::U8(bins) = self.binned.bins() else {
+            return None;
+        };
+        let grads: Vec<&[[f32; 2]]> = pass.iter().map(|t| self.gradients(t.group)).collect();
+        let factors: Vec<[f64; 2]> = pass
+            .iter()
+            .map(|t| [pow2(t.scales.grad.shift), pow2(t.scales.hess.shift)])
+            .collect();
+        let mut hists = vec![vec![[0i64; 2]; self.total_bins]; pass.len()];
+        roots::build_roots(bins, &self.offsets, &grads, &factors, &mut hists);
+        Some(hists)
+    }
+
+    /// The gradients of `group`, one a row; with several groups, the copy group by group
+    /// must be current ([`Inputs::group_gradients`]).
+    fn gradients(&self, group: usize) -> &[[f32; 2]] {
+        let k = self.objective.groups();
+        debug_assert!(
+            k == 1 || self.by_group_current,
+            "gradients by group are current"
+        );
+        gradients_of(&self.grad, &self.by_group, k, group)
+    }
+}
+
+/// One tree's state on a shard: its quantised gradients, its row partition and the buffers
+/// its histograms are built in. A backend keeps one; teams growing a round's trees at once
+/// keep one each.
+struct TreeState {
     /// the values added to histograms for the current tree, unless they are packed
     gh: Vec<[i64; 2]>,
     /// low-bit (g, h) packed in one i64 when the shard's sums fit 32 bits each
@@ -212,6 +276,25 @@ pub struct CpuBackend {
     started: Option<TreeSetup>,
 }
 
+/// The CPU backend: a shard of binned rows with labels, weights, margins and gradients.
+pub struct CpuBackend {
+    inputs: Inputs,
+    tree: TreeState,
+    labels: Vec<f32>,
+    weights: Option<Vec<f32>>,
+    margins: Vec<f32>,
+    /// with several groups, the leaf values a tree of group g adds to each row, at
+    /// `g * n + row`, not yet added to `margins`: a row's margins are a cache line or
+    /// more apart from the next row's, so adding one group's tree to them touched a line
+    /// a row for every tree; the values of a round's trees are added together, row by row
+    pending: Vec<f32>,
+    /// per group, whether `pending` holds a tree's values for it
+    pending_groups: Vec<bool>,
+    /// the thread pools and tree states of teams growing a round's trees at once, kept
+    /// from round to round
+    teams: Teams<TreeState>,
+}
+
 impl CpuBackend {
     /// Adds the pending trees' values to the margins, each as its own rounded addition
     /// (as the trees were added one by one: a row's groups are distinct margins).
@@ -219,8 +302,8 @@ impl CpuBackend {
         if !self.pending_groups.contains(&true) {
             return;
         }
-        let k = self.objective.groups();
-        let n = self.num_rows();
+        let k = self.inputs.objective.groups();
+        let n = self.inputs.num_rows();
         let groups: Vec<usize> = (0..k).filter(|&g| self.pending_groups[g]).collect();
         let pending = &self.pending;
         let chunk = rows_a_task(n);
@@ -238,71 +321,90 @@ impl CpuBackend {
         self.pending_groups.fill(false);
     }
 
-    /// Forgets the round's setups and the roots built ahead for them: the gradients they
-    /// were built from are about to change.
-    fn end_round(&mut self) {
-        self.round.clear();
-        self.roots_ahead.clear();
-    }
-
-    /// The started tree's root histogram from a pass shared with the round's next trees
-    /// (built now, for this tree and up to three after it, unless an earlier tree's pass
-    /// built it), or `None` where that pass does not apply: fewer than two trees in the
-    /// round, a sparse shard, 16-bit bins, many features, low-bit quantisation or sampled
-    /// rows.
-    fn root_ahead(&mut self) -> Option<Vec<HistBin>> {
-        let s = self.started?;
-        if let Some(i) = self.roots_ahead.iter().position(|(t, _)| *t == s) {
-            return Some(self.roots_ahead.swap_remove(i).1);
+    /// Grows the trees of `setups` (one a group) with `grow` on `count` teams, writing each
+    /// tree's leaf values to its group's pending values, as `update_margins` of the trees
+    /// one after another would.
+    fn grow_round_in_teams(
+        &mut self,
+        setups: &[TreeSetup],
+        grow: &GrowTree<'_>,
+        count: usize,
+    ) -> Result<Vec<Tree>> {
+        let (n, k) = (self.inputs.num_rows(), self.inputs.objective.groups());
+        // values pending from an earlier round (host gradients do not add them) go first
+        self.add_pending();
+        self.tree.end_round();
+        self.inputs.group_gradients();
+        crate::huge_pages::resize(&mut self.pending, n * k, 0.0);
+        let slots: Vec<Mutex<&mut [f32]>> = self.pending.chunks_mut(n).map(Mutex::new).collect();
+        let trees: Vec<Mutex<Option<Tree>>> = setups.iter().map(|_| Mutex::new(None)).collect();
+        // every root that can be is built first, four trees' in a pass over the bins on all
+        // the threads: a team then takes one tree at a time, and the teams end together
+        // (teams taking four trees at once to share the pass ended a tree apart)
+        let ahead = setups.len() * self.inputs.total_bins * std::mem::size_of::<HistBin>()
+            <= ROUND_ROOTS_BYTES;
+        let mut roots: Vec<Option<Vec<HistBin>>> = vec![None; setups.len()];
+        if ahead {
+            let eligible: Vec<usize> = (0..setups.len())
+                .filter(|&i| self.inputs.root_in_pass(&setups[i]))
+                .collect();
+            for pass in eligible.chunks(roots::GROUPS_A_PASS) {
+                let these: Vec<TreeSetup> = pass.iter().map(|&i| setups[i]).collect();
+                let built = self.inputs.roots_in_pass(&these).unwrap_or_default();
+                for (&i, h) in pass.iter().zip(built) {
+                    roots[i] = Some(h);
+                }
+            }
         }
-        let at = self.round.iter().position(|t| *t == s)?;
-        // the same quantisation as start_tree's exact mode, of every row
-        let applies = |t: &TreeSetup| t.scales.grad.drop.is_none() && t.row_sample.keeps_all();
-        if self.sparse.is_some() || !applies(&s) {
-            return None;
-        }
-        if !roots::fits(self.binned.n_features()) {
-            return None;
-        }
-        self.group_gradients();
-        let BinsRef::U8(bins) = self.binned.bins() else {
-            return None;
+        let roots: Vec<Mutex<Option<Vec<HistBin>>>> = roots.into_iter().map(Mutex::new).collect();
+        let inputs = &self.inputs;
+        let threads = rayon::current_num_threads();
+        let grow_some = |state: &mut TreeState, team: usize, range: Range<usize>| {
+            state.end_round();
+            // trees a team takes at once share a pass over the bins for their roots
+            if range.len() >= 2 {
+                state.round.extend_from_slice(&setups[range.clone()]);
+            }
+            let grown = range.into_iter().try_for_each(|i| {
+                let s = &setups[i];
+                if let Some(root) = roots[i].lock().unwrap_or_else(|p| p.into_inner()).take() {
+                    state.roots_ahead.push((*s, root));
+                }
+                let tree = grow(
+                    team,
+                    s,
+                    &mut TeamTree {
+                        inputs,
+                        tree: state,
+                    },
+                )?;
+                let mut slot = slots[s.group].lock().unwrap_or_else(|p| p.into_inner());
+                state.leaf_values(inputs, &tree, &mut slot);
+                *trees[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(tree);
+                Ok(())
+            });
+            state.end_round();
+            grown
         };
-        let pass: Vec<TreeSetup> = self.round[at..]
-            .iter()
-            .filter(|t| applies(t))
-            .take(roots::GROUPS_A_PASS)
-            .copied()
-            .collect();
-        let k = self.objective.groups();
-        let grads: Vec<&[[f32; 2]]> = pass
-            .iter()
-            .map(|t| gradients_of(&self.grad, &self.by_group, k, t.group))
-            .collect();
-        let factors: Vec<[f64; 2]> = pass
-            .iter()
-            .map(|t| [pow2(t.scales.grad.shift), pow2(t.scales.hess.shift)])
-            .collect();
-        let mut hists = vec![vec![[0i64; 2]; self.total_bins]; pass.len()];
-        roots::build_roots(bins, &self.offsets, &grads, &factors, &mut hists);
-        let mut built = pass.into_iter().zip(hists);
-        let first = built.next().map(|(_, h)| h);
-        self.roots_ahead.extend(built);
-        first
-    }
-
-    /// Makes `by_group` the current gradients group by group, where there are several
-    /// groups and it is not yet: once a round, for every tree of the round.
-    fn group_gradients(&mut self) {
-        let k = self.objective.groups();
-        if k == 1 || self.by_group_current {
-            return;
+        self.teams.run(
+            count,
+            threads,
+            &mut self.tree,
+            setups.len(),
+            if ahead { 1 } else { roots::GROUPS_A_PASS },
+            grow_some,
+        )?;
+        for s in setups {
+            self.pending_groups[s.group] = true;
         }
-        let n = self.grad.len() / k;
-        crate::huge_pages::resize(&mut self.by_group, n * k, [0.0; 2]);
-        // rows of k groups to groups of n rows: the column copy's transpose
-        transpose_into(&self.grad, n, k, &mut self.by_group);
-        self.by_group_current = true;
+        trees
+            .into_iter()
+            .map(|t| {
+                t.into_inner()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .ok_or_else(|| Error::Backend("a team left a tree of the round ungrown".into()))
+            })
+            .collect()
     }
 
     /// A backend over `s.binned` (global rows `s.row_offset..`), margins starting at the
@@ -316,21 +418,45 @@ impl CpuBackend {
             .then(|| transpose(s.binned.bins(), n, shape.nf));
         let margins = s.starting_margins()?;
         Ok(CpuBackend {
-            binned: s.binned,
-            columns,
-            sparse,
-            offsets: s.offsets,
-            total_bins: shape.total_bins,
+            inputs: Inputs {
+                binned: s.binned,
+                columns,
+                sparse,
+                offsets: s.offsets,
+                total_bins: shape.total_bins,
+                objective: s.objective,
+                row_offset: s.row_offset,
+                // with several groups, made by `set_gradients` only (the backend's own are
+                // made group by group)
+                grad: if k == 1 {
+                    vec![[0.0; 2]; n]
+                } else {
+                    Vec::new()
+                },
+                by_group: Vec::new(),
+                by_group_current: false,
+            },
+            tree: TreeState::new(),
             labels: s.labels,
             weights: s.weights,
-            objective: s.objective,
-            row_offset: s.row_offset,
             margins,
             pending: Vec::new(),
             pending_groups: vec![false; k],
-            grad: vec![[0.0; 2]; n * k],
-            by_group: Vec::new(),
-            by_group_current: false,
+            teams: Teams::default(),
+        })
+    }
+}
+
+impl Default for TreeState {
+    fn default() -> Self {
+        TreeState::new()
+    }
+}
+
+impl TreeState {
+    /// A state holding no tree.
+    fn new() -> Self {
+        TreeState {
             gh: Vec::new(),
             exact: None,
             packed: None,
@@ -346,7 +472,371 @@ impl CpuBackend {
             round: Vec::new(),
             roots_ahead: Vec::new(),
             started: None,
-        })
+        }
+    }
+
+    /// Forgets the round's setups and the roots built ahead for them: the gradients they
+    /// were built from are about to change.
+    fn end_round(&mut self) {
+        self.round.clear();
+        self.roots_ahead.clear();
+    }
+
+    /// The started tree's root histogram from a pass shared with the round's next trees
+    /// (built now, for this tree and up to three after it, unless an earlier tree's pass
+    /// built it), or `None` where that pass does not apply (see
+    /// [`Inputs::root_in_pass`]) or the tree is not one of the round's.
+    fn root_ahead(&mut self, inp: &Inputs) -> Option<Vec<HistBin>> {
+        let s = self.started?;
+        if let Some(i) = self.roots_ahead.iter().position(|(t, _)| *t == s) {
+            return Some(self.roots_ahead.swap_remove(i).1);
+        }
+        let at = self.round.iter().position(|t| *t == s)?;
+        if !inp.root_in_pass(&s) {
+            return None;
+        }
+        let pass: Vec<TreeSetup> = self.round[at..]
+            .iter()
+            .filter(|t| inp.root_in_pass(t))
+            .take(roots::GROUPS_A_PASS)
+            .copied()
+            .collect();
+        let hists = inp.roots_in_pass(&pass)?;
+        let mut built = pass.into_iter().zip(hists);
+        let first = built.next().map(|(_, h)| h);
+        self.roots_ahead.extend(built);
+        first
+    }
+
+    /// Writes to `out` (one a row of the shard) the value of the leaf of `tree` each row
+    /// falls in, where `tree` is the one just grown with this state: a row in the bag by
+    /// the leaf whose span holds it, any other routed by its bins (as `update_margins`
+    /// finds them).
+    fn leaf_values(&mut self, inp: &Inputs, tree: &Tree, out: &mut [f32]) {
+        let n = inp.num_rows();
+        assert_eq!(out.len(), n, "a value a row");
+        let current = std::mem::replace(&mut self.spans_current, false);
+        self.owned = None;
+        let is_leaf = |id: usize| current && tree.nodes.get(id).is_some_and(|n| n.split.is_none());
+        let leaves: Vec<(Range<usize>, f32)> = (0..tree.nodes.len())
+            .filter(|&id| is_leaf(id))
+            .filter_map(|id| {
+                let span = self.spans.get(NodeId(id as u32)).ok()?;
+                Some((span.range(), tree.nodes[id].value))
+            })
+            .collect();
+        let covered: usize = leaves.iter().map(|(r, _)| r.len()).sum();
+        if self.all_in_bag && self.rows.len() == n && covered == n {
+            // every row lies in the span of exactly one leaf
+            for (span, v) in leaves {
+                for &r in &self.rows[span] {
+                    out[r as usize] = v;
+                }
+            }
+            return;
+        }
+        let mut leaf_of = vec![u32::MAX; n];
+        let entries = self.spans.leaf_of_entries(self.rows.len(), is_leaf);
+        for (&r, &leaf) in self.rows.iter().zip(&entries) {
+            leaf_of[r as usize] = leaf;
+        }
+        for (row, (o, &leaf)) in out.iter_mut().zip(&leaf_of).enumerate() {
+            let leaf = if leaf == u32::MAX {
+                // out of bag this tree: route by bins
+                tree.leaf_of_binned(&inp.binned, row)
+            } else {
+                NodeId(leaf)
+            };
+            *o = tree.value(leaf);
+        }
+    }
+
+    fn start_tree(&mut self, inp: &Inputs, s: &TreeSetup) -> Result<u64> {
+        shard::check_group(s.group, inp.objective.groups())?;
+        let n = inp.num_rows();
+        let grad = inp.gradients(s.group);
+        let offset = inp.row_offset;
+        let lowbit = s.scales.grad.drop.is_some();
+        // packing needs every sum over this shard below 2^31 (g) and 2^32 (h)
+        let fits = |max: u64, limit: u64| max.checked_mul(n as u64).is_some_and(|m| m < limit);
+        let pack = lowbit
+            && fits(s.scales.grad.max_value, 1 << 31)
+            && fits(s.scales.hess.max_value, 1 << 32);
+        let (gs, hs) = (s.scales.grad.shift, s.scales.hess.shift);
+        if lowbit {
+            let draw = LowBitDraw {
+                grad,
+                offset,
+                grad_key: HashKey::new(s.seed, Stream::GradNoise, s.tree_index),
+                hess_key: HashKey::new(s.seed, Stream::HessNoise, s.tree_index),
+                grad_scale: s.scales.grad,
+                hess_scale: s.scales.hess,
+                grad_factor: pow2(gs),
+                hess_factor: pow2(hs),
+            };
+            self.exact = Some((s.group, gs, hs));
+            if pack {
+                let mut packed = self.packed.take().unwrap_or_default();
+                crate::huge_pages::resize(&mut packed, n, 0);
+                packed
+                    .par_chunks_mut(ROWS_PER_TASK)
+                    .enumerate()
+                    .for_each(|(t, p)| {
+                        let lo = t * ROWS_PER_TASK;
+                        draw.rows(lo, p, |[g, h]| kernel::pack(g, h));
+                    });
+                self.packed = Some(packed);
+                self.gh = Vec::new();
+            } else {
+                self.packed = None;
+                crate::huge_pages::resize(&mut self.gh, n, [0; 2]);
+                self.gh
+                    .par_chunks_mut(ROWS_PER_TASK)
+                    .enumerate()
+                    .for_each(|(t, gh)| {
+                        let lo = t * ROWS_PER_TASK;
+                        draw.rows(lo, gh, |v| v);
+                    });
+            }
+        } else {
+            self.exact = None;
+            self.packed = None;
+            crate::huge_pages::resize(&mut self.gh, n, [0; 2]);
+            let factors = [pow2(gs), pow2(hs)];
+            debug_assert_eq!(grad.len(), n);
+            self.gh
+                .par_chunks_mut(ROWS_PER_TASK)
+                .zip(grad.par_chunks(ROWS_PER_TASK))
+                .for_each(|(gh, grad)| quantise_pairs(grad, factors, gh));
+        }
+        self.all_in_bag = s.row_sample.keeps_all();
+        let row_key = HashKey::new(s.seed, Stream::RowSample, s.tree_index);
+        if self.all_in_bag {
+            self.rows.clear();
+            self.rows.extend(0..n as u32);
+        } else {
+            self.rows = (0..n as u32)
+                .into_par_iter()
+                .filter(|&i| s.row_sample.keeps(row_key.hash32(offset + i as u64)))
+                .collect();
+        }
+        self.scratch.resize(self.rows.len(), 0);
+        self.spans.reset(self.rows.len() as u32);
+        self.spans_current = true;
+        self.owned = None;
+        self.started = Some(*s);
+        Ok(self.rows.len() as u64)
+    }
+
+    fn build_histograms(
+        &mut self,
+        inp: &Inputs,
+        nodes: &[NodeId],
+        out: &mut [HistBin],
+    ) -> Result<()> {
+        let width = inp.total_bins;
+        shard::check_hist_len(out.len(), nodes.len(), width)?;
+        if nodes == [NodeId::ROOT] && self.spans.get(NodeId::ROOT)?.len as usize == inp.num_rows() {
+            if let Some(root) = self.root_ahead(inp) {
+                out.copy_from_slice(&root);
+                return Ok(());
+            }
+        }
+        let n = inp.num_rows();
+        let mut node_rows = Vec::with_capacity(nodes.len());
+        for &node in nodes {
+            let span = self.spans.get(node)?.range();
+            // rows are kept in ascending order, so n of them are exactly 0..n
+            node_rows.push(if span.len() == n {
+                PartRows::All(0..n)
+            } else {
+                PartRows::Listed(&self.rows[span])
+            });
+        }
+        if let Some(sparse) = &inp.sparse {
+            let offsets = &inp.offsets;
+            match self.packed.as_deref() {
+                None => build_level_sparse(
+                    &node_rows,
+                    sparse,
+                    offsets,
+                    &self.gh,
+                    width,
+                    &mut self.part_hists,
+                    out,
+                ),
+                Some(p) => build_level_sparse(
+                    &node_rows,
+                    sparse,
+                    offsets,
+                    p,
+                    width,
+                    &mut self.part_packed,
+                    out,
+                ),
+            }
+            return Ok(());
+        }
+        let lens: Vec<usize> = nodes
+            .iter()
+            .map(|&node| self.spans.get(node).map(|s| s.len as usize))
+            .collect::<Result<_>>()?;
+        let threads = rayon::current_num_threads();
+        let all_rows = matches!(node_rows[..], [PartRows::All(_)]).then(|| {
+            if self.packed.is_some() {
+                std::mem::size_of::<i64>()
+            } else {
+                std::mem::size_of::<HistBin>()
+            }
+        });
+        let u8_bins = matches!(inp.binned.bins(), BinsRef::U8(_));
+        let cuts = cuts_of(&lens, threads, &inp.offsets, all_rows, u8_bins);
+        let offsets = &inp.offsets;
+        let (pool, packed_pool) = (&mut self.part_hists, &mut self.part_packed);
+        let (gh, packed) = (&self.gh, self.packed.as_deref());
+        match (inp.binned.bins(), packed) {
+            (BinsRef::U8(b), None) => {
+                build_level(&node_rows, &cuts, b, offsets, gh, width, pool, out)
+            }
+            (BinsRef::U16(b), None) => {
+                build_level(&node_rows, &cuts, b, offsets, gh, width, pool, out)
+            }
+            (BinsRef::U8(b), Some(p)) => {
+                build_level(&node_rows, &cuts, b, offsets, p, width, packed_pool, out)
+            }
+            (BinsRef::U16(b), Some(p)) => {
+                build_level(&node_rows, &cuts, b, offsets, p, width, packed_pool, out)
+            }
+        }
+        Ok(())
+    }
+
+    fn apply_splits(&mut self, inp: &Inputs, splits: &[NodeSplit]) -> Result<Vec<[u64; 2]>> {
+        let spans = self.spans.for_splits(splits, inp.binned.n_features())?;
+        // node spans are disjoint (checked): carve the row array and its scratch into one
+        // slice per split
+        let mut order: Vec<usize> = (0..splits.len()).collect();
+        order.sort_unstable_by_key(|&i| spans[i]);
+        let mut slices = Vec::with_capacity(splits.len());
+        let (mut rest, mut rest_scratch): (&mut [u32], &mut [u32]) =
+            (&mut self.rows, &mut self.scratch);
+        let mut consumed = 0;
+        for &i in &order {
+            let r = spans[i].range();
+            let (_, tail) = std::mem::take(&mut rest).split_at_mut(r.start - consumed);
+            let (mine, tail) = tail.split_at_mut(r.len());
+            let (_, stail) = std::mem::take(&mut rest_scratch).split_at_mut(r.start - consumed);
+            let (smine, stail) = stail.split_at_mut(r.len());
+            slices.push((mine, smine, i));
+            rest = tail;
+            rest_scratch = stail;
+            consumed = r.end;
+        }
+        let n = inp.binned.n_rows();
+        let (columns, bins, nf) = (&inp.columns, inp.binned.bins(), inp.binned.n_features());
+        // lefts[k] is the count of slice k, which is split order[k] (the slices are in span
+        // order, the splits in any)
+        let mut lefts = vec![0usize; splits.len()];
+        let work: Vec<_> = slices
+            .into_iter()
+            .zip(lefts.iter_mut())
+            .map(|((rows, scratch, i), n_left)| (rows, scratch, i, n_left))
+            .collect();
+        let size = |(rows, ..): &(&mut [u32], &mut [u32], usize, &mut usize)| rows.len();
+        largest_first(work, size, |_: &mut (), (rows, scratch, i, n_left)| {
+            let s = &splits[i];
+            // the split feature's column and the padding after it (the next column's
+            // first bins, or the padding past the last column)
+            let column = s.feature * n..(s.feature + 1) * n + kernel::COLUMN_PAD;
+            *n_left = match (columns, bins) {
+                (Some(Bins::U8(c)), _) => partition_by(rows, scratch, &c[column], n, s),
+                (Some(Bins::U16(c)), _) => partition_by(rows, scratch, &c[column], n, s),
+                (None, BinsRef::U8(b)) => partition_by_rows(rows, scratch, b, nf, s),
+                (None, BinsRef::U16(b)) => partition_by_rows(rows, scratch, b, nf, s),
+            };
+        });
+        let mut moved = vec![[0u32; 2]; splits.len()];
+        for (&i, &l) in order.iter().zip(&lefts) {
+            moved[i] = [l as u32, spans[i].len - l as u32];
+        }
+        self.spans.record(splits, &spans, &moved)
+    }
+
+    fn exact_sums(&mut self, inp: &Inputs, nodes: &[NodeId]) -> Result<Vec<HistBin>> {
+        // the tree's group's gradients, as they are now
+        // set again below for disjoint nodes
+        self.owned = None;
+        // the fields, not `self`: `owners` is taken below while these are borrowed
+        let (all, node_spans) = (&self.rows, &self.spans);
+        let rows = nodes
+            .iter()
+            .map(|&n| Ok(&all[node_spans.get(n)?.range()]))
+            .collect::<Result<Vec<_>>>()?;
+        // the groups' copy is current: the gradients have not changed since the tree started
+        let grad = self
+            .exact
+            .map_or(&[][..], |(group, ..)| inp.gradients(group));
+        let gh = &self.gh;
+        let exact = self.exact;
+        let mut spans = self.spans.of(nodes)?;
+        spans.sort_unstable();
+        if spans.windows(2).any(|w| w[0].start + w[0].len > w[1].start) {
+            // a node and one of its ancestors: each node on its own
+            return Ok(rows
+                .into_par_iter()
+                .map(|rows| match exact {
+                    Some((_, gs, hs)) => {
+                        let (gf, hf) = (pow2(gs), pow2(hs));
+                        rows.iter().fold([0i64; 2], |s, &r| {
+                            let [g, h] = grad[r as usize];
+                            [s[0] + quantise_by(g, gf), s[1] + quantise_by(h, hf)]
+                        })
+                    }
+                    None => rows.iter().fold([0i64; 2], |s, &r| add(s, gh[r as usize])),
+                })
+                .collect());
+        }
+        // disjoint nodes (the leaves of a tree), by ranges of rows rather than node by node:
+        // a node's rows are spread over the shard, so a range first marks which node each of
+        // its rows is in (each node's rows in the range are ascending, found by two binary
+        // searches), then reads its gradients in order; integer sums add up in any order.
+        // Ranges are few and long, as in `update_margins`: each costs two searches a leaf,
+        // and those miss the cache
+        let n = inp.num_rows();
+        let chunk = rows_a_task(n);
+        // kept for `update_margins`, which adds these leaves' values to the same rows
+        let mut owners = std::mem::take(&mut self.owners);
+        owners.resize(n, u32::MAX);
+        let sums = owners
+            .par_chunks_mut(chunk)
+            .enumerate()
+            .map(|(c, owner)| {
+                let (lo, hi) = (c * chunk, c * chunk + owner.len());
+                owner.fill(u32::MAX);
+                for (i, rows) in rows.iter().enumerate() {
+                    for &r in rows_within(rows, lo..hi) {
+                        owner[r as usize - lo] = i as u32;
+                    }
+                }
+                match exact {
+                    Some((_, gs, hs)) => {
+                        sum_owned_exact(owner, rows.len(), &grad[lo..hi], [pow2(gs), pow2(hs)])
+                    }
+                    None => sum_owned(owner, rows.len(), |j| gh[lo + j]),
+                }
+            })
+            .reduce(
+                || vec![[0; 2]; rows.len()],
+                |mut a, b| {
+                    for (x, y) in a.iter_mut().zip(b) {
+                        *x = add(*x, y);
+                    }
+                    a
+                },
+            );
+        self.owners = owners;
+        self.owned = Some(nodes.to_vec());
+        Ok(sums)
     }
 }
 
@@ -646,6 +1136,10 @@ fn build_level<B: BinValue, V: HistValue>(
     // only nodes of MIN_PART_ROWS rows or more are cut by rows: the pool's layout is theirs
     let part_layout = Layout::of(MIN_PART_ROWS, offsets, u8_bins);
     let cut_parts: usize = cuts.iter().filter(|c| c.parts > 1).map(|c| c.parts).sum();
+    let all_padded = offsets
+        .iter()
+        .enumerate()
+        .all(|(f, &o)| o as usize == f * kernel::PADDED_BINS);
     part_buffers(pool, cut_parts, part_layout.len(offsets, 0..nf));
     {
         let mut bufs = pool.iter_mut();
@@ -671,7 +1165,9 @@ fn build_level<B: BinValue, V: HistValue>(
                 Target::Part(h) => part_layout.build(&rows, bins, offsets, feats, values, h),
                 Target::Node(o) => {
                     let layout = layout(&rows);
-                    if layout == Layout::Offsets {
+                    // padded entries are the node's own where every feature has
+                    // PADDED_BINS bins
+                    if layout == Layout::Offsets || all_padded {
                         if let Some(h) = V::in_place(o) {
                             return layout.build(&rows, bins, offsets, feats, values, h);
                         }
@@ -913,6 +1409,99 @@ fn partition_by_rows<B: BinValue>(
     })
 }
 
+/// Leaf values of trees not yet added to the margins ([`CpuBackend::add_pending`]).
+#[derive(Clone, Copy)]
+struct Pending<'a> {
+    /// `g * n + row`
+    values: &'a [f32],
+    /// whether group g has values
+    groups: &'a [bool],
+}
+
+/// Rows of a tile of the fused gradient pass ([`gradients_by_group`]): their gradients are
+/// written to a buffer (256 rows of 50 classes: 100 KiB) and from it to each group's column.
+const GRADIENT_TILE: usize = 256;
+
+/// With several groups: adds the pending leaf values to the margins as
+/// [`CpuBackend::add_pending`] does, computes every row's gradients as
+/// [`shard::gradients_into`] does and writes them group by group to `by_group` (`n` rows
+/// a group), in one pass over the rows, a tile at a time, where there were three (adding,
+/// computing row-major, transposing). Returns each group's largest |g| and h.
+fn gradients_by_group(
+    objective: &Objective,
+    labels: &[f32],
+    weights: Option<&[f32]>,
+    margins: &mut [f32],
+    pending: Pending<'_>,
+    by_group: &mut [[f32; 2]],
+) -> Vec<[f32; 2]> {
+    let k = objective.groups();
+    let n = labels.len();
+    let zero = || vec![[0.0f32; 2]; k];
+    if n == 0 || k == 0 {
+        return zero();
+    }
+    let groups: Vec<usize> = (0..k).filter(|&g| pending.groups[g]).collect();
+    let block = ROWS_PER_TASK;
+    // each task's rows of every group's column
+    let mut pieces: Vec<Vec<&mut [[f32; 2]]>> = (0..n.div_ceil(block))
+        .map(|_| Vec::with_capacity(k))
+        .collect();
+    for col in by_group[..n * k].chunks_mut(n) {
+        for (piece, p) in col.chunks_mut(block).zip(pieces.iter_mut()) {
+            p.push(piece);
+        }
+    }
+    margins
+        .par_chunks_mut(block * k)
+        .zip(pieces.into_par_iter())
+        .enumerate()
+        .map(|(task, (m, mut cols))| {
+            let lo = task * block;
+            let rows = m.len() / k;
+            let mut max = zero();
+            let mut buf = vec![[0.0f32; 2]; GRADIENT_TILE * k];
+            let (mut g, mut h) = (vec![0.0f32; k], vec![0.0f32; k]);
+            for first in (0..rows).step_by(GRADIENT_TILE) {
+                let t = GRADIENT_TILE.min(rows - first);
+                let m = &mut m[first * k..(first + t) * k];
+                // a group's values of the tile are consecutive: read group by group
+                for &gr in &groups {
+                    let values = &pending.values[gr * n + lo + first..][..t];
+                    for (row, &v) in m.chunks_exact_mut(k).zip(values) {
+                        row[gr] = ftz(row[gr] + v);
+                    }
+                }
+                let y = &labels[lo + first..lo + first + t];
+                let w = weights.map(|w| &w[lo + first..lo + first + t]);
+                let out = &mut buf[..t * k];
+                if !objective.softmax_rows(m, y, w, out, &mut max) {
+                    for (j, row) in out.chunks_exact_mut(k).enumerate() {
+                        let wj = w.map_or(1.0, |w| w[j]);
+                        objective.gradient(&m[j * k..(j + 1) * k], y[j], wj, &mut g, &mut h);
+                        for c in 0..k {
+                            row[c] = [g[c], h[c]];
+                            max[c][0] = max[c][0].max(g[c].abs());
+                            max[c][1] = max[c][1].max(h[c]);
+                        }
+                    }
+                }
+                for (c, col) in cols.iter_mut().enumerate() {
+                    for (j, v) in col[first..first + t].iter_mut().enumerate() {
+                        *v = out[j * k + c];
+                    }
+                }
+            }
+            max
+        })
+        .reduce(zero, |a, b| {
+            a.iter()
+                .zip(&b)
+                .map(|(x, y)| [x[0].max(y[0]), x[1].max(y[1])])
+                .collect()
+        })
+}
+
 /// Writes the column-major copy of row-major `b` (`n` rows of `nf`) to the first `n * nf`
 /// entries of `out`: each task reads a block of rows once, in order, and writes its piece of
 /// every column.
@@ -968,9 +1557,62 @@ fn transpose(bins: BinsRef<'_>, n: usize, nf: usize) -> Bins {
     }
 }
 
+impl TreeBackend for CpuBackend {
+    fn start_tree(&mut self, s: &TreeSetup) -> Result<u64> {
+        self.inputs.group_gradients();
+        self.tree.start_tree(&self.inputs, s)
+    }
+
+    fn build_histograms(&mut self, nodes: &[NodeId], out: &mut [HistBin]) -> Result<()> {
+        self.inputs.group_gradients();
+        self.tree.build_histograms(&self.inputs, nodes, out)
+    }
+
+    fn apply_splits(&mut self, splits: &[NodeSplit]) -> Result<Vec<[u64; 2]>> {
+        self.tree.apply_splits(&self.inputs, splits)
+    }
+
+    fn exact_sums(&mut self, nodes: &[NodeId]) -> Result<Vec<HistBin>> {
+        // the tree's group's gradients, as they are now
+        self.inputs.group_gradients();
+        self.tree.exact_sums(&self.inputs, nodes)
+    }
+}
+
+/// The tree a team grows: the shard's inputs, shared with the other teams, and the team's
+/// own tree state.
+struct TeamTree<'a> {
+    inputs: &'a Inputs,
+    tree: &'a mut TreeState,
+}
+
+impl TreeBackend for TeamTree<'_> {
+    fn start_tree(&mut self, s: &TreeSetup) -> Result<u64> {
+        self.tree.start_tree(self.inputs, s)
+    }
+
+    fn build_histograms(&mut self, nodes: &[NodeId], out: &mut [HistBin]) -> Result<()> {
+        self.tree.build_histograms(self.inputs, nodes, out)
+    }
+
+    fn apply_splits(&mut self, splits: &[NodeSplit]) -> Result<Vec<[u64; 2]>> {
+        self.tree.apply_splits(self.inputs, splits)
+    }
+
+    fn exact_sums(&mut self, nodes: &[NodeId]) -> Result<Vec<HistBin>> {
+        self.tree.exact_sums(self.inputs, nodes)
+    }
+}
+
+/// Bytes a team's tree state takes on a shard of `n` rows and `total_bins` bins: (g, h), a
+/// row index and its scratch a row, and a few histograms.
+fn team_state_bytes(n: usize, total_bins: usize) -> usize {
+    n * (16 + 4 + 4) + 4 * total_bins * 16
+}
+
 impl HistBackend for CpuBackend {
     fn num_rows(&self) -> usize {
-        self.binned.n_rows()
+        self.inputs.binned.n_rows()
     }
 
     fn name(&self) -> String {
@@ -982,328 +1624,92 @@ impl HistBackend for CpuBackend {
     }
 
     fn compute_gradients(&mut self) -> Result<Vec<[f32; 2]>> {
+        self.tree.end_round();
+        let k = self.inputs.objective.groups();
+        let n = self.inputs.num_rows();
+        if k > 1 {
+            // the trees read each group's gradients group by group: made in the same pass
+            // that adds the pending leaf values, with no row-major copy
+            crate::huge_pages::resize(&mut self.inputs.by_group, n * k, [0.0; 2]);
+            let max = gradients_by_group(
+                &self.inputs.objective,
+                &self.labels,
+                self.weights.as_deref(),
+                &mut self.margins,
+                Pending {
+                    values: &self.pending,
+                    groups: &self.pending_groups,
+                },
+                &mut self.inputs.by_group,
+            );
+            self.pending_groups.fill(false);
+            self.inputs.by_group_current = true;
+            return Ok(max);
+        }
         self.add_pending();
-        self.end_round();
-        self.by_group_current = false;
+        self.inputs.by_group_current = false;
         Ok(shard::gradients_into(
-            &self.objective,
+            &self.inputs.objective,
             &self.labels,
             self.weights.as_deref(),
             &self.margins,
-            &mut self.grad,
+            &mut self.inputs.grad,
         ))
     }
 
     fn set_gradients(&mut self, grad: &[[f32; 2]]) -> Result<()> {
-        shard::check_gradients(grad.len(), self.grad.len())?;
-        self.grad.copy_from_slice(grad);
-        self.by_group_current = false;
-        self.end_round();
+        let expected = self.labels.len() * self.inputs.objective.groups();
+        shard::check_gradients(grad.len(), expected)?;
+        // with several groups the row-major gradients are only ever the host's
+        crate::huge_pages::resize(&mut self.inputs.grad, expected, [0.0; 2]);
+        self.inputs.grad.copy_from_slice(grad);
+        self.inputs.by_group_current = false;
+        self.tree.end_round();
         Ok(())
     }
 
     fn start_round(&mut self, setups: &[TreeSetup]) -> Result<()> {
-        self.end_round();
+        self.tree.end_round();
         for s in setups {
-            shard::check_group(s.group, self.objective.groups())?;
+            shard::check_group(s.group, self.inputs.objective.groups())?;
         }
         // one tree's root is built best on its own
         if setups.len() >= 2 {
-            self.round.extend_from_slice(setups);
+            self.tree.round.extend_from_slice(setups);
         }
         Ok(())
     }
 
-    fn start_tree(&mut self, s: &TreeSetup) -> Result<u64> {
-        shard::check_group(s.group, self.objective.groups())?;
-        let n = self.num_rows();
-        self.group_gradients();
-        let k = self.objective.groups();
-        let grad = gradients_of(&self.grad, &self.by_group, k, s.group);
-        let offset = self.row_offset;
-        let lowbit = s.scales.grad.drop.is_some();
-        // packing needs every sum over this shard below 2^31 (g) and 2^32 (h)
-        let fits = |max: u64, limit: u64| max.checked_mul(n as u64).is_some_and(|m| m < limit);
-        let pack = lowbit
-            && fits(s.scales.grad.max_value, 1 << 31)
-            && fits(s.scales.hess.max_value, 1 << 32);
-        let (gs, hs) = (s.scales.grad.shift, s.scales.hess.shift);
-        if lowbit {
-            let draw = LowBitDraw {
-                grad,
-                offset,
-                grad_key: HashKey::new(s.seed, Stream::GradNoise, s.tree_index),
-                hess_key: HashKey::new(s.seed, Stream::HessNoise, s.tree_index),
-                grad_scale: s.scales.grad,
-                hess_scale: s.scales.hess,
-                grad_factor: pow2(gs),
-                hess_factor: pow2(hs),
-            };
-            self.exact = Some((s.group, gs, hs));
-            if pack {
-                let mut packed = self.packed.take().unwrap_or_default();
-                crate::huge_pages::resize(&mut packed, n, 0);
-                packed
-                    .par_chunks_mut(ROWS_PER_TASK)
-                    .enumerate()
-                    .for_each(|(t, p)| {
-                        let lo = t * ROWS_PER_TASK;
-                        draw.rows(lo, p, |[g, h]| kernel::pack(g, h));
-                    });
-                self.packed = Some(packed);
-                self.gh = Vec::new();
-            } else {
-                self.packed = None;
-                crate::huge_pages::resize(&mut self.gh, n, [0; 2]);
-                self.gh
-                    .par_chunks_mut(ROWS_PER_TASK)
-                    .enumerate()
-                    .for_each(|(t, gh)| {
-                        let lo = t * ROWS_PER_TASK;
-                        draw.rows(lo, gh, |v| v);
-                    });
-            }
-        } else {
-            self.exact = None;
-            self.packed = None;
-            crate::huge_pages::resize(&mut self.gh, n, [0; 2]);
-            let factors = [pow2(gs), pow2(hs)];
-            debug_assert_eq!(grad.len(), n);
-            self.gh
-                .par_chunks_mut(ROWS_PER_TASK)
-                .zip(grad.par_chunks(ROWS_PER_TASK))
-                .for_each(|(gh, grad)| quantise_pairs(grad, factors, gh));
-        }
-        self.all_in_bag = s.row_sample.keeps_all();
-        let row_key = HashKey::new(s.seed, Stream::RowSample, s.tree_index);
-        if self.all_in_bag {
-            self.rows.clear();
-            self.rows.extend(0..n as u32);
-        } else {
-            self.rows = (0..n as u32)
-                .into_par_iter()
-                .filter(|&i| s.row_sample.keeps(row_key.hash32(offset + i as u64)))
-                .collect();
-        }
-        self.scratch.resize(self.rows.len(), 0);
-        self.spans.reset(self.rows.len() as u32);
-        self.spans_current = true;
-        self.owned = None;
-        self.started = Some(*s);
-        Ok(self.rows.len() as u64)
+    fn round_teams(&self, trees: usize) -> usize {
+        let (n, width) = (self.inputs.num_rows(), self.inputs.total_bins);
+        teams::count(
+            trees,
+            rayon::current_num_threads(),
+            team_state_bytes(n, width),
+        )
     }
 
-    fn build_histograms(&mut self, nodes: &[NodeId], out: &mut [HistBin]) -> Result<()> {
-        let width = self.total_bins;
-        shard::check_hist_len(out.len(), nodes.len(), width)?;
-        if nodes == [NodeId::ROOT] && self.spans.get(NodeId::ROOT)?.len as usize == self.num_rows()
-        {
-            if let Some(root) = self.root_ahead() {
-                out.copy_from_slice(&root);
-                return Ok(());
-            }
+    fn grow_round(
+        &mut self,
+        setups: &[TreeSetup],
+        grow: &GrowTree<'_>,
+    ) -> Option<Result<Vec<Tree>>> {
+        let k = self.inputs.objective.groups();
+        let n = self.inputs.num_rows();
+        let count = self.round_teams(setups.len());
+        let mut groups: Vec<usize> = setups.iter().map(|s| s.group).collect();
+        groups.sort_unstable();
+        groups.dedup();
+        // a team writes each tree's leaf values to its group's pending values: one tree a
+        // group, and a group a tree
+        if count < 2 || n == 0 || groups.len() != setups.len() || groups.iter().any(|&g| g >= k) {
+            return None;
         }
-        let n = self.num_rows();
-        let mut node_rows = Vec::with_capacity(nodes.len());
-        for &node in nodes {
-            let span = self.spans.get(node)?.range();
-            // rows are kept in ascending order, so n of them are exactly 0..n
-            node_rows.push(if span.len() == n {
-                PartRows::All(0..n)
-            } else {
-                PartRows::Listed(&self.rows[span])
-            });
-        }
-        if let Some(sparse) = &self.sparse {
-            let offsets = &self.offsets;
-            match self.packed.as_deref() {
-                None => build_level_sparse(
-                    &node_rows,
-                    sparse,
-                    offsets,
-                    &self.gh,
-                    width,
-                    &mut self.part_hists,
-                    out,
-                ),
-                Some(p) => build_level_sparse(
-                    &node_rows,
-                    sparse,
-                    offsets,
-                    p,
-                    width,
-                    &mut self.part_packed,
-                    out,
-                ),
-            }
-            return Ok(());
-        }
-        let lens: Vec<usize> = nodes
-            .iter()
-            .map(|&node| self.spans.get(node).map(|s| s.len as usize))
-            .collect::<Result<_>>()?;
-        let threads = rayon::current_num_threads();
-        let all_rows = matches!(node_rows[..], [PartRows::All(_)]).then(|| {
-            if self.packed.is_some() {
-                std::mem::size_of::<i64>()
-            } else {
-                std::mem::size_of::<HistBin>()
-            }
-        });
-        let u8_bins = matches!(self.binned.bins(), BinsRef::U8(_));
-        let cuts = cuts_of(&lens, threads, &self.offsets, all_rows, u8_bins);
-        let offsets = &self.offsets;
-        let (pool, packed_pool) = (&mut self.part_hists, &mut self.part_packed);
-        let (gh, packed) = (&self.gh, self.packed.as_deref());
-        match (self.binned.bins(), packed) {
-            (BinsRef::U8(b), None) => {
-                build_level(&node_rows, &cuts, b, offsets, gh, width, pool, out)
-            }
-            (BinsRef::U16(b), None) => {
-                build_level(&node_rows, &cuts, b, offsets, gh, width, pool, out)
-            }
-            (BinsRef::U8(b), Some(p)) => {
-                build_level(&node_rows, &cuts, b, offsets, p, width, packed_pool, out)
-            }
-            (BinsRef::U16(b), Some(p)) => {
-                build_level(&node_rows, &cuts, b, offsets, p, width, packed_pool, out)
-            }
-        }
-        Ok(())
-    }
-
-    fn apply_splits(&mut self, splits: &[NodeSplit]) -> Result<Vec<[u64; 2]>> {
-        let spans = self.spans.for_splits(splits, self.binned.n_features())?;
-        // node spans are disjoint (checked): carve the row array and its scratch into one
-        // slice per split
-        let mut order: Vec<usize> = (0..splits.len()).collect();
-        order.sort_unstable_by_key(|&i| spans[i]);
-        let mut slices = Vec::with_capacity(splits.len());
-        let (mut rest, mut rest_scratch): (&mut [u32], &mut [u32]) =
-            (&mut self.rows, &mut self.scratch);
-        let mut consumed = 0;
-        for &i in &order {
-            let r = spans[i].range();
-            let (_, tail) = std::mem::take(&mut rest).split_at_mut(r.start - consumed);
-            let (mine, tail) = tail.split_at_mut(r.len());
-            let (_, stail) = std::mem::take(&mut rest_scratch).split_at_mut(r.start - consumed);
-            let (smine, stail) = stail.split_at_mut(r.len());
-            slices.push((mine, smine, i));
-            rest = tail;
-            rest_scratch = stail;
-            consumed = r.end;
-        }
-        let n = self.binned.n_rows();
-        let (columns, bins, nf) = (&self.columns, self.binned.bins(), self.binned.n_features());
-        // lefts[k] is the count of slice k, which is split order[k] (the slices are in span
-        // order, the splits in any)
-        let mut lefts = vec![0usize; splits.len()];
-        let work: Vec<_> = slices
-            .into_iter()
-            .zip(lefts.iter_mut())
-            .map(|((rows, scratch, i), n_left)| (rows, scratch, i, n_left))
-            .collect();
-        let size = |(rows, ..): &(&mut [u32], &mut [u32], usize, &mut usize)| rows.len();
-        largest_first(work, size, |_: &mut (), (rows, scratch, i, n_left)| {
-            let s = &splits[i];
-            // the split feature's column and the padding after it (the next column's
-            // first bins, or the padding past the last column)
-            let column = s.feature * n..(s.feature + 1) * n + kernel::COLUMN_PAD;
-            *n_left = match (columns, bins) {
-                (Some(Bins::U8(c)), _) => partition_by(rows, scratch, &c[column], n, s),
-                (Some(Bins::U16(c)), _) => partition_by(rows, scratch, &c[column], n, s),
-                (None, BinsRef::U8(b)) => partition_by_rows(rows, scratch, b, nf, s),
-                (None, BinsRef::U16(b)) => partition_by_rows(rows, scratch, b, nf, s),
-            };
-        });
-        let mut moved = vec![[0u32; 2]; splits.len()];
-        for (&i, &l) in order.iter().zip(&lefts) {
-            moved[i] = [l as u32, spans[i].len - l as u32];
-        }
-        self.spans.record(splits, &spans, &moved)
-    }
-
-    fn exact_sums(&mut self, nodes: &[NodeId]) -> Result<Vec<HistBin>> {
-        // the tree's group's gradients, as they are now
-        self.group_gradients();
-        // set again below for disjoint nodes
-        self.owned = None;
-        // the fields, not `self`: `owners` is taken below while these are borrowed
-        let (all, node_spans) = (&self.rows, &self.spans);
-        let rows = nodes
-            .iter()
-            .map(|&n| Ok(&all[node_spans.get(n)?.range()]))
-            .collect::<Result<Vec<_>>>()?;
-        // the groups' copy is current: the gradients have not changed since the tree started
-        let k = self.objective.groups();
-        let grad = self.exact.map_or(&[][..], |(group, ..)| {
-            gradients_of(&self.grad, &self.by_group, k, group)
-        });
-        let gh = &self.gh;
-        let exact = self.exact;
-        let mut spans = self.spans.of(nodes)?;
-        spans.sort_unstable();
-        if spans.windows(2).any(|w| w[0].start + w[0].len > w[1].start) {
-            // a node and one of its ancestors: each node on its own
-            return Ok(rows
-                .into_par_iter()
-                .map(|rows| match exact {
-                    Some((_, gs, hs)) => {
-                        let (gf, hf) = (pow2(gs), pow2(hs));
-                        rows.iter().fold([0i64; 2], |s, &r| {
-                            let [g, h] = grad[r as usize];
-                            [s[0] + quantise_by(g, gf), s[1] + quantise_by(h, hf)]
-                        })
-                    }
-                    None => rows.iter().fold([0i64; 2], |s, &r| add(s, gh[r as usize])),
-                })
-                .collect());
-        }
-        // disjoint nodes (the leaves of a tree), by ranges of rows rather than node by node:
-        // a node's rows are spread over the shard, so a range first marks which node each of
-        // its rows is in (each node's rows in the range are ascending, found by two binary
-        // searches), then reads its gradients in order; integer sums add up in any order.
-        // Ranges are few and long, as in `update_margins`: each costs two searches a leaf,
-        // and those miss the cache
-        let n = self.num_rows();
-        let chunk = rows_a_task(n);
-        // kept for `update_margins`, which adds these leaves' values to the same rows
-        let mut owners = std::mem::take(&mut self.owners);
-        owners.resize(n, u32::MAX);
-        let sums = owners
-            .par_chunks_mut(chunk)
-            .enumerate()
-            .map(|(c, owner)| {
-                let (lo, hi) = (c * chunk, c * chunk + owner.len());
-                owner.fill(u32::MAX);
-                for (i, rows) in rows.iter().enumerate() {
-                    for &r in rows_within(rows, lo..hi) {
-                        owner[r as usize - lo] = i as u32;
-                    }
-                }
-                match exact {
-                    Some((_, gs, hs)) => {
-                        sum_owned_exact(owner, rows.len(), &grad[lo..hi], [pow2(gs), pow2(hs)])
-                    }
-                    None => sum_owned(owner, rows.len(), |j| gh[lo + j]),
-                }
-            })
-            .reduce(
-                || vec![[0; 2]; rows.len()],
-                |mut a, b| {
-                    for (x, y) in a.iter_mut().zip(b) {
-                        *x = add(*x, y);
-                    }
-                    a
-                },
-            );
-        self.owners = owners;
-        self.owned = Some(nodes.to_vec());
-        Ok(sums)
+        Some(self.grow_round_in_teams(setups, grow, count))
     }
 
     fn update_margins(&mut self, tree: &Tree, group: usize) -> Result<()> {
-        let k = self.objective.groups();
+        let k = self.inputs.objective.groups();
         let n = self.num_rows();
         // a second tree of a group (a forest's, or a round's replayed) adds to the margin
         // the first gave
@@ -1312,13 +1718,13 @@ impl HistBackend for CpuBackend {
         }
         // the spans are this tree's only the first time after it was grown here; a tree grown
         // elsewhere (replayed from a checkpoint) is routed by bins
-        let current = std::mem::replace(&mut self.spans_current, false);
-        let owned = self.owned.take();
+        let current = std::mem::replace(&mut self.tree.spans_current, false);
+        let owned = self.tree.owned.take();
         // the refit's leaves of this tree, every row in bag: each row's leaf is known
         if let Some(owned) = owned.filter(|o| {
             current
-                && self.all_in_bag
-                && self.rows.len() == n
+                && self.tree.all_in_bag
+                && self.tree.rows.len() == n
                 && o.iter().copied().eq(tree
                     .nodes
                     .iter()
@@ -1327,14 +1733,14 @@ impl HistBackend for CpuBackend {
                     .map(|(id, _)| NodeId(id as u32)))
                 // so that every row has one (as the leaves of a tree grown here do)
                 && o.iter()
-                    .map(|&id| self.spans.get(id).map_or(0, |s| s.len as usize))
+                    .map(|&id| self.tree.spans.get(id).map_or(0, |s| s.len as usize))
                     .sum::<usize>()
                     == n
         }) {
             let values: Vec<f32> = owned.iter().map(|&id| tree.value(id)).collect();
             self.margins
                 .par_chunks_mut(ROWS_PER_TASK * k)
-                .zip(self.owners.par_chunks(ROWS_PER_TASK))
+                .zip(self.tree.owners.par_chunks(ROWS_PER_TASK))
                 .for_each(|(m, owners)| {
                     for (m, &o) in m.chunks_exact_mut(k).zip(owners) {
                         let x = &mut m[group];
@@ -1347,15 +1753,15 @@ impl HistBackend for CpuBackend {
         // one leaf, in ascending order, and a task owning the rows lo..hi finds them in each
         // leaf's span by two binary searches
         let leaves: Option<Vec<(&[u32], f32)>> =
-            (current && self.all_in_bag && self.rows.len() == n)
+            (current && self.tree.all_in_bag && self.tree.rows.len() == n)
                 .then(|| {
                     tree.nodes
                         .iter()
                         .enumerate()
                         .filter(|(_, node)| node.split.is_none())
                         .map(|(id, node)| {
-                            let span = self.spans.get(NodeId(id as u32)).ok()?.range();
-                            Some((&self.rows[span], node.value))
+                            let span = self.tree.spans.get(NodeId(id as u32)).ok()?.range();
+                            Some((&self.tree.rows[span], node.value))
                         })
                         .collect::<Option<Vec<_>>>()
                 })
@@ -1398,13 +1804,13 @@ impl HistBackend for CpuBackend {
             return Ok(());
         }
         let mut leaf_of = vec![u32::MAX; n];
-        let entries = self.spans.leaf_of_entries(self.rows.len(), |id| {
+        let entries = self.tree.spans.leaf_of_entries(self.tree.rows.len(), |id| {
             current && tree.nodes.get(id).is_some_and(|n| n.split.is_none())
         });
-        for (&r, &leaf) in self.rows.iter().zip(&entries) {
+        for (&r, &leaf) in self.tree.rows.iter().zip(&entries) {
             leaf_of[r as usize] = leaf;
         }
-        let binned = &self.binned;
+        let binned = &self.inputs.binned;
         self.margins
             .par_chunks_mut(k)
             .zip(leaf_of.par_iter())
@@ -1423,7 +1829,7 @@ impl HistBackend for CpuBackend {
 
     fn margins(&self) -> Result<Vec<f32>> {
         let mut margins = self.margins.clone();
-        let k = self.objective.groups();
+        let k = self.inputs.objective.groups();
         let n = self.num_rows();
         for g in (0..k).filter(|&g| self.pending_groups[g]) {
             for (row, &v) in margins.chunks_exact_mut(k).zip(&self.pending[g * n..]) {
@@ -1650,6 +2056,12 @@ mod tests {
     }
 
     #[test]
+    fn padded_builds_of_features_of_256_bins_build_in_place() {
+        // the padded entries are the node's own: every node built whole writes its place
+        every_way_of_cutting_a_level(&[256; 11], Layout::Padded);
+    }
+
+    #[test]
     fn padded_builds_give_the_brute_force_histograms() {
         // a word of eight features and three more, wide enough to pad; the levels' nodes of
         // 30 rows (fewer than MIN_PADDED_ROWS) still build by offsets
@@ -1774,9 +2186,9 @@ mod tests {
         let mut b = CpuBackend::new(spec).unwrap();
         let grad: Vec<[f32; 2]> = (0..n * k).map(|i| [i as f32, -(i as f32)]).collect();
         b.set_gradients(&grad).unwrap();
-        b.group_gradients();
+        b.inputs.group_gradients();
         for group in 0..k {
-            let column = gradients_of(&b.grad, &b.by_group, k, group);
+            let column = gradients_of(&b.inputs.grad, &b.inputs.by_group, k, group);
             assert_eq!(column.len(), n);
             for (r, v) in column.iter().enumerate() {
                 assert_eq!(*v, grad[r * k + group], "group {group}, row {r}");
@@ -1785,12 +2197,76 @@ mod tests {
         // new gradients make the copy stale, and the next call copies them
         let again: Vec<[f32; 2]> = grad.iter().map(|&[g, h]| [g + 1.0, h]).collect();
         b.set_gradients(&again).unwrap();
-        assert!(!b.by_group_current);
-        b.group_gradients();
+        assert!(!b.inputs.by_group_current);
+        b.inputs.group_gradients();
         assert_eq!(
-            gradients_of(&b.grad, &b.by_group, k, 2)[n - 1],
+            gradients_of(&b.inputs.grad, &b.inputs.by_group, k, 2)[n - 1],
             again[n * k - 1]
         );
+    }
+
+    #[test]
+    fn gradients_computed_group_by_group_are_the_row_major_ones_transposed() {
+        use crate::objective::{ObjectiveKind, ObjectiveParams};
+        // two tasks and a short third, tiles of both lengths; a softmax (its lanes) and a
+        // multi-quantile loss (row by row through `gradient`)
+        let n = 2 * ROWS_PER_TASK + GRADIENT_TILE + 37;
+        let quantiles = ObjectiveParams {
+            quantile_alpha: vec![0.2, 0.5, 0.9],
+            ..Default::default()
+        };
+        let objectives = [
+            Objective::new(ObjectiveKind::Softprob, 5).unwrap(),
+            Objective::with_params(ObjectiveKind::QuantileError, 0, &quantiles).unwrap(),
+        ];
+        let mut rng = sapwood_testkit::Rng(41);
+        for objective in objectives {
+            let k = objective.groups();
+            let labels: Vec<f32> = (0..n)
+                .map(|_| match objective.kind() {
+                    ObjectiveKind::Softprob => rng.below(k as u64) as f32,
+                    _ => rng.unit() * 4.0 - 2.0,
+                })
+                .collect();
+            let weights: Vec<f32> = (0..n).map(|_| 0.25 + rng.unit()).collect();
+            let margins: Vec<f32> = (0..n * k).map(|_| rng.unit() * 6.0 - 3.0).collect();
+            let values: Vec<f32> = (0..n * k).map(|_| rng.unit() - 0.5).collect();
+            // groups 1 and 3 (the quantiles' 1) hold pending values
+            let groups: Vec<bool> = (0..k).map(|g| g % 2 == 1).collect();
+            let mut added = margins.clone();
+            for (r, row) in added.chunks_exact_mut(k).enumerate() {
+                for g in (0..k).filter(|&g| groups[g]) {
+                    row[g] = ftz(row[g] + values[g * n + r]);
+                }
+            }
+            let mut rows = vec![[0.0f32; 2]; n * k];
+            let want_max =
+                shard::gradients_into(&objective, &labels, Some(&weights), &added, &mut rows);
+            let mut got_margins = margins.clone();
+            let mut by_group = vec![[9.0f32; 2]; n * k];
+            let max = gradients_by_group(
+                &objective,
+                &labels,
+                Some(&weights),
+                &mut got_margins,
+                Pending {
+                    values: &values,
+                    groups: &groups,
+                },
+                &mut by_group,
+            );
+            assert_eq!(max, want_max, "{:?}", objective.kind());
+            assert!(got_margins == added, "{:?}: margins", objective.kind());
+            for g in 0..k {
+                for r in 0..n {
+                    assert!(
+                        by_group[g * n + r] == rows[r * k + g],
+                        "{:?}: group {g}, row {r}",
+                        objective.kind()
+                    );
+                }
+            }
+        }
     }
 
     /// A shard of `n` rows whose features are mostly one bin each (bin 0, missing, or
@@ -1858,15 +2334,19 @@ mod tests {
             let mut sparse = CpuBackend::new(sparse_shard(n, wide)).unwrap();
             let mut dense = CpuBackend::new(sparse_shard(n, wide)).unwrap();
             assert!(
-                sparse.sparse.is_some(),
+                sparse.inputs.sparse.is_some(),
                 "a shard this sparse is stored sparse"
             );
             // the dense twin builds from every bin and routes rows by its column copy; the
             // sparse one routes by its row-major bins
-            assert!(sparse.columns.is_none());
-            dense.sparse = None;
-            dense.columns = Some(transpose(dense.binned.bins(), n, dense.binned.n_features()));
-            let width = sparse.total_bins;
+            assert!(sparse.inputs.columns.is_none());
+            dense.inputs.sparse = None;
+            dense.inputs.columns = Some(transpose(
+                dense.inputs.binned.bins(),
+                n,
+                dense.inputs.binned.n_features(),
+            ));
+            let width = sparse.inputs.total_bins;
             let max = sparse
                 .compute_gradients()
                 .unwrap()
@@ -1895,7 +2375,7 @@ mod tests {
                 sparse.start_tree(&setup).unwrap();
                 dense.start_tree(&setup).unwrap();
                 if q != Quantisation::Exact {
-                    assert!(sparse.packed.is_some(), "{what}: packed");
+                    assert!(sparse.tree.packed.is_some(), "{what}: packed");
                 }
                 let mut open = vec![NodeId::ROOT];
                 let mut next = 1u32;
@@ -1947,13 +2427,13 @@ mod tests {
             spec.base_margin = (0..k).map(|g| g as f32 / 10.0).collect();
             let mut b = CpuBackend::new(spec).unwrap();
             if !sparse {
-                b.sparse = None;
+                b.inputs.sparse = None;
             }
             b
         };
         let root = |b: &mut CpuBackend, s: &TreeSetup| {
             b.start_tree(s).unwrap();
-            let mut h = vec![[5i64, -5]; b.total_bins];
+            let mut h = vec![[5i64, -5]; b.inputs.total_bins];
             b.build_histograms(&[NodeId::ROOT], &mut h).unwrap();
             h
         };
@@ -1980,7 +2460,7 @@ mod tests {
             assert!(root(&mut ahead, s) == root(&mut plain, s), "group {g}");
             // the first tree's pass built the next three roots, the fifth's the sixth
             let left = [3, 2, 1, 0, 1, 0][g];
-            assert_eq!(ahead.roots_ahead.len(), left, "after group {g}");
+            assert_eq!(ahead.tree.roots_ahead.len(), left, "after group {g}");
         }
         // a tree not of the round is built on its own, as is every tree where the pass
         // does not apply: low-bit quantisation, sampled rows, a sparse shard
@@ -1988,38 +2468,41 @@ mod tests {
         let mut other = exact[1];
         other.tree_index += 100;
         assert!(root(&mut ahead, &other) == root(&mut plain, &other));
-        assert!(ahead.roots_ahead.is_empty());
+        assert!(ahead.tree.roots_ahead.is_empty());
         for (q, rate) in [(Quantisation::Bits(8), 1.0), (Quantisation::Exact, 0.5)] {
             let round = setups(q, rate, 1);
             ahead.start_round(&round).unwrap();
             for s in &round {
                 assert!(root(&mut ahead, s) == root(&mut plain, s), "{q:?} {rate}");
-                assert!(ahead.roots_ahead.is_empty(), "{q:?} {rate}");
+                assert!(ahead.tree.roots_ahead.is_empty(), "{q:?} {rate}");
             }
         }
         let mut sparse = shard(true);
-        assert!(sparse.sparse.is_some());
+        assert!(sparse.inputs.sparse.is_some());
         sparse.compute_gradients().unwrap();
         sparse.start_round(&exact).unwrap();
         assert!(root(&mut sparse, &exact[0]) == root(&mut plain, &exact[0]));
-        assert!(sparse.roots_ahead.is_empty());
+        assert!(sparse.tree.roots_ahead.is_empty());
         // new gradients end the round: nothing built ahead survives them
         ahead.start_round(&exact).unwrap();
         root(&mut ahead, &exact[0]);
-        assert_eq!(ahead.roots_ahead.len(), 3);
+        assert_eq!(ahead.tree.roots_ahead.len(), 3);
         ahead.compute_gradients().unwrap();
-        assert!(ahead.roots_ahead.is_empty() && ahead.round.is_empty());
+        assert!(ahead.tree.roots_ahead.is_empty() && ahead.tree.round.is_empty());
         // as do gradients set from the host, and a new round
         ahead.start_round(&exact).unwrap();
         root(&mut ahead, &exact[0]);
-        let grad = ahead.grad.clone();
+        let grad = vec![[0.5f32, 0.25]; ahead.num_rows() * k];
         ahead.set_gradients(&grad).unwrap();
-        assert!(ahead.roots_ahead.is_empty() && ahead.round.is_empty());
+        assert!(ahead.tree.roots_ahead.is_empty() && ahead.tree.round.is_empty());
         ahead.start_round(&exact).unwrap();
         root(&mut ahead, &exact[0]);
         ahead.start_round(&exact).unwrap();
-        assert!(ahead.roots_ahead.is_empty(), "a new round forgets the last");
-        assert_eq!(ahead.round.len(), k);
+        assert!(
+            ahead.tree.roots_ahead.is_empty(),
+            "a new round forgets the last"
+        );
+        assert_eq!(ahead.tree.round.len(), k);
     }
 
     #[test]

@@ -7,6 +7,9 @@
 //! - [`gpu_layout`]: the data layouts GPU kernels read (packed bins, splits, trees, tiles);
 //! - [`device`]: the shard driver every GPU backend shares ([`device::DeviceShard`]) over a
 //!   small runtime trait ([`device::ShardDevice`]);
+//! - [`TreeBackend`]: what growing one tree asks of a backend, which teams of threads growing
+//!   a round's trees at once ask of each team's share of the CPU backend (the `teams`
+//!   module);
 //! - the CPU backend ([`CpuBackend`]), the reference every other backend must match bit for
 //!   bit, which builds histograms of sparse shards from each row's uncommon bins (the
 //!   `sparse_rows` module). A GPU backend is allocation, launches and read-backs under
@@ -20,6 +23,7 @@ mod kernel;
 mod roots;
 pub mod shard;
 mod sparse_rows;
+mod teams;
 
 pub use cpu::{CpuBackend, CpuFactory};
 pub use factory::{BackendFactory, ShardData};
@@ -64,31 +68,14 @@ pub struct TreeSetup {
     pub scales: GroupScales,
 }
 
-/// A device holding one shard of the binned rows, its gradients and its row partition.
-///
-/// The CPU backend is the reference; every other backend must give the same integers.
-/// A node's histogram is `total_bins` [`HistBin`]s.
-pub trait HistBackend: Send {
-    /// Rows in this shard.
-    fn num_rows(&self) -> usize;
+/// Grows one tree of a round on the backend it is given, for the team of that index (0 when
+/// one team grows them all): what [`HistBackend::grow_round`] calls for every tree.
+pub type GrowTree<'a> = dyn Fn(usize, &TreeSetup, &mut dyn TreeBackend) -> Result<Tree> + Sync + 'a;
 
-    /// Computes every group's gradients from the current margins; returns this shard's
-    /// largest |g| and largest h per group.
-    fn compute_gradients(&mut self) -> Result<Vec<[f32; 2]>>;
-
-    /// Replaces every group's gradients with `grad` (`groups` per row, row-major), computed
-    /// on the host: losses without a kernel, ranking, custom objectives.
-    fn set_gradients(&mut self, grad: &[[f32; 2]]) -> Result<()>;
-
-    /// The setups of a round's trees, one a group in the order they will start, given after
-    /// the round's gradients and before its first tree: a backend may build what the trees
-    /// share ahead of them (the CPU backend builds several groups' root histograms in one
-    /// pass over the bins). The default builds nothing.
-    fn start_round(&mut self, setups: &[TreeSetup]) -> Result<()> {
-        let _ = setups;
-        Ok(())
-    }
-
+/// What growing one tree asks of a backend: start it, build its nodes' histograms, move
+/// its rows to the children of its splits and sum its leaves exactly. The grower sees only
+/// this.
+pub trait TreeBackend: Send {
     /// Quantises the group's gradients, samples rows and resets the partition to the root;
     /// returns the rows in the root on this shard.
     fn start_tree(&mut self, setup: &TreeSetup) -> Result<u64>;
@@ -97,7 +84,7 @@ pub trait HistBackend: Send {
     /// overwritten).
     fn build_histograms(&mut self, nodes: &[NodeId], out: &mut [HistBin]) -> Result<()>;
 
-    /// Builds the histograms of `nodes` as [`HistBackend::build_histograms`] does and packs
+    /// Builds the histograms of `nodes` as [`TreeBackend::build_histograms`] does and packs
     /// node i's `2 * total_bins` values at lane width `widths[i]` on the device, exactly as
     /// the `packed` codec packs them (lane j of a word weighted by 2^(w·j), wrapping i64),
     /// the nodes' words one after another: the histograms never reach the host unpacked,
@@ -137,12 +124,59 @@ pub trait HistBackend: Send {
 
     /// Exact fixed-point (Σg, Σh) of each node's rows, for refitting leaves in low-bit mode.
     fn exact_sums(&mut self, nodes: &[NodeId]) -> Result<Vec<HistBin>>;
+}
+
+/// A device holding one shard of the binned rows, its gradients and its row partition.
+///
+/// The CPU backend is the reference; every other backend must give the same integers.
+/// A node's histogram is `total_bins` [`HistBin`]s.
+pub trait HistBackend: TreeBackend {
+    /// Rows in this shard.
+    fn num_rows(&self) -> usize;
+
+    /// Computes every group's gradients from the current margins; returns this shard's
+    /// largest |g| and largest h per group.
+    fn compute_gradients(&mut self) -> Result<Vec<[f32; 2]>>;
+
+    /// Replaces every group's gradients with `grad` (`groups` per row, row-major), computed
+    /// on the host: losses without a kernel, ranking, custom objectives.
+    fn set_gradients(&mut self, grad: &[[f32; 2]]) -> Result<()>;
+
+    /// The setups of a round's trees, one a group in the order they will start, given after
+    /// the round's gradients and before its first tree: a backend may build what the trees
+    /// share ahead of them (the CPU backend builds several groups' root histograms in one
+    /// pass over the bins). The default builds nothing.
+    fn start_round(&mut self, setups: &[TreeSetup]) -> Result<()> {
+        let _ = setups;
+        Ok(())
+    }
 
     /// Adds the finished tree's leaf values to the group's margins.
     fn update_margins(&mut self, tree: &Tree, group: usize) -> Result<()>;
 
     /// The shard's current margins, `groups` per row (for tests and diagnostics).
     fn margins(&self) -> Result<Vec<f32>>;
+
+    /// How many of a round's `trees` the backend grows at once ([`HistBackend::grow_round`]);
+    /// 1 (the default) where it grows them one after another.
+    fn round_teams(&self, trees: usize) -> usize {
+        let _ = trees;
+        1
+    }
+
+    /// Grows a round's trees (the setups `start_round` would be given, one a group) with
+    /// `grow`, several at once, and adds each tree's leaf values to its group's margins as
+    /// [`HistBackend::update_margins`] after each would: returns the trees in the order of
+    /// `setups`, the same trees `grow` gives one after another. `None` where the backend
+    /// does not (the default, or fewer teams than two): nothing was done.
+    fn grow_round(
+        &mut self,
+        setups: &[TreeSetup],
+        grow: &GrowTree<'_>,
+    ) -> Option<Result<Vec<Tree>>> {
+        let _ = (setups, grow);
+        None
+    }
 
     /// Whether the backend's work runs on the calling thread's rayon pool (the CPU
     /// backend): a single worker then keeps the pool's threads awake while it trains (see

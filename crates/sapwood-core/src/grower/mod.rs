@@ -15,7 +15,7 @@ pub mod sync;
 
 use rayon::prelude::*;
 
-use crate::backend::{HistBackend, NodeSplit, TreeSetup};
+use crate::backend::{NodeSplit, TreeBackend, TreeSetup};
 use crate::collective::Collective;
 use crate::data::cuts::Cuts;
 use crate::error::Result;
@@ -57,7 +57,7 @@ pub struct GrowerConfig<'a> {
 /// One tree's serial learner on one worker.
 struct Learner<'t> {
     cfg: &'t GrowerConfig<'t>,
-    backend: &'t mut dyn HistBackend,
+    backend: &'t mut dyn TreeBackend,
     sync: HistSync<'t>,
     store: &'t mut HistStore,
     units: Units,
@@ -409,7 +409,7 @@ impl Learner<'_> {
 /// [`HistSync::device_plan`]) and the encoding is returned; `hists` then holds only what
 /// the host still needs (its own block of a reduce-scatter, nothing of a packed sum).
 fn build_chunk(
-    backend: &mut dyn HistBackend,
+    backend: &mut dyn TreeBackend,
     device: Option<&DevicePlan>,
     range: std::ops::Range<usize>,
     nodes: &[NodeId],
@@ -459,7 +459,7 @@ fn overlap_chunks(nodes: usize, width: usize, overlap: bool) -> Vec<std::ops::Ra
 /// histogram buffers (keep one per worker across trees).
 pub fn grow_tree(
     cfg: &GrowerConfig<'_>,
-    backend: &mut dyn HistBackend,
+    backend: &mut dyn TreeBackend,
     collective: &mut dyn Collective,
     setup: &TreeSetup,
     features: &[usize],

@@ -1,7 +1,7 @@
 //! The boosting loop: gradients, agreed scales, one tree per group, evaluation, early
 //! stopping.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -10,8 +10,8 @@ use super::checkpoint::Checkpoint;
 use super::host::{host_gradients, HostRows};
 use super::observer::{Control, CustomEval, EvalMargins, RoundReport, TrainObserver};
 use super::quantile::refit_leaves;
-use crate::backend::{HistBackend, TreeSetup};
-use crate::collective::{Collective, CommStats};
+use crate::backend::{HistBackend, TreeBackend, TreeSetup};
+use crate::collective::{Collective, CommStats, SingleWorker};
 use crate::data::binned::BinnedMatrix;
 use crate::data::cuts::Cuts;
 use crate::metric::EvalResult;
@@ -240,10 +240,20 @@ pub fn boost(
     }
     let every = observer.checkpoint_every();
     let custom = observer.has_custom_objective();
+    // a lone worker may grow a round's trees several at once, each team of threads on its
+    // own (refit leaves read every group's margins and sum over the job: one at a time)
+    let teams = if collective.world_size() == 1 && !objective.kind().refits_leaves() {
+        backend.round_teams(k)
+    } else {
+        1
+    };
+    let team_stores: Vec<Mutex<HistStore>> =
+        (0..teams).map(|_| Mutex::new(HistStore::new())).collect();
     // one worker owns the pool: its threads spin between a tree's short parallel steps
     // (with several workers in a process, a spinning thread would take a core from another,
-    // and a custom objective's own code, Python's numpy say, would compete with it)
-    let _warm = (backend.runs_on_pool() && collective.world_size() == 1 && !custom)
+    // and a custom objective's own code, Python's numpy say, would compete with it; teams
+    // each have threads of their own, and spinners would take their cores)
+    let _warm = (backend.runs_on_pool() && collective.world_size() == 1 && !custom && teams < 2)
         .then(WarmPool::start)
         .flatten();
     let round_trees = RoundTrees {
@@ -257,13 +267,36 @@ pub fn boost(
         let local = round_trees.gradients(round, custom, backend, observer, collective)?;
         let max = agreed_maxima(&local, collective, round)?;
         let setups: Vec<TreeSetup> = (0..k).map(|g| round_trees.setup(round, g, &max)).collect();
-        backend.start_round(&setups)?;
-        for ((group, bound), setup) in margin_bound.iter_mut().enumerate().zip(&setups) {
-            let tree = round_trees.grow(setup, backend, collective, &mut store)?;
-            check_tree(&tree, round, round * k + group, bound)?;
-            backend.update_margins(&tree, group)?;
-            add_to_evals(evals, &tree, group, k);
-            trees.push(tree);
+        let grow = |team: usize, setup: &TreeSetup, b: &mut dyn TreeBackend| {
+            let mut store = team_stores
+                .get(team)
+                .ok_or_else(|| Error::Backend(format!("no store for team {team}")))?
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            round_trees.grow_plain(setup, b, &mut SingleWorker, &mut store)
+        };
+        let grown = if teams >= 2 {
+            backend.grow_round(&setups, &grow)
+        } else {
+            None
+        };
+        if let Some(grown) = grown {
+            // the margins hold every tree already; the checks and evaluation sets follow
+            // in the order of the trees
+            for ((group, bound), tree) in margin_bound.iter_mut().enumerate().zip(grown?) {
+                check_tree(&tree, round, round * k + group, bound)?;
+                add_to_evals(evals, &tree, group, k);
+                trees.push(tree);
+            }
+        } else {
+            backend.start_round(&setups)?;
+            for ((group, bound), setup) in margin_bound.iter_mut().enumerate().zip(&setups) {
+                let tree = round_trees.grow(setup, backend, collective, &mut store)?;
+                check_tree(&tree, round, round * k + group, bound)?;
+                backend.update_margins(&tree, group)?;
+                add_to_evals(evals, &tree, group, k);
+                trees.push(tree);
+            }
         }
         let on_rank0 = collective.rank() == 0;
         let (results, custom, watched) =
@@ -510,6 +543,25 @@ impl RoundTrees<'_> {
         }
     }
 
+    /// Grows the tree `setup` describes, leaves as the grower set them.
+    fn grow_plain(
+        &self,
+        setup: &TreeSetup,
+        backend: &mut dyn TreeBackend,
+        collective: &mut dyn Collective,
+        store: &mut HistStore,
+    ) -> Result<Tree> {
+        let (cfg, p) = (self.cfg, self.params);
+        let features = sample_features(
+            cfg.cuts.n_features(),
+            p.colsample_bytree,
+            &p.feature_weights,
+            p.seed,
+            setup.tree_index,
+        );
+        grow_tree(cfg, backend, collective, setup, &features, store)
+    }
+
     /// Grows the tree `setup` describes; quantile objectives refit its leaves.
     fn grow(
         &self,
@@ -520,15 +572,8 @@ impl RoundTrees<'_> {
     ) -> Result<Tree> {
         let (cfg, p) = (self.cfg, self.params);
         let k = self.objective.groups();
-        let (group, tree_index) = (setup.group, setup.tree_index);
-        let features = sample_features(
-            cfg.cuts.n_features(),
-            p.colsample_bytree,
-            &p.feature_weights,
-            p.seed,
-            tree_index,
-        );
-        let mut tree = grow_tree(cfg, backend, collective, setup, &features, store)?;
+        let group = setup.group;
+        let mut tree = self.grow_plain(setup, backend, collective, store)?;
         if let (true, Some(rows)) = (self.objective.kind().refits_leaves(), self.rows) {
             // every group's margins before this round's trees are added
             let margins = backend.margins()?;

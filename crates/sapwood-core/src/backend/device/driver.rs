@@ -16,7 +16,7 @@ use crate::backend::shard::kernels::{
     maxima_from_bits, GradScalars, Kernel, QuantScalars, SampleScalars,
 };
 use crate::backend::shard::{self, NodeSpans, ShardShape, Span};
-use crate::backend::{HistBackend, NodeSplit, ShardData, TreeSetup};
+use crate::backend::{HistBackend, NodeSplit, ShardData, TreeBackend, TreeSetup};
 use crate::error::{Error, Result};
 use crate::hist::HistBin;
 use crate::objective::{exp_tables, sigmoid_table};
@@ -310,50 +310,7 @@ impl<D: ShardDevice> DeviceShard<D> {
     }
 }
 
-impl<D: ShardDevice> HistBackend for DeviceShard<D> {
-    fn num_rows(&self) -> usize {
-        self.shape.n
-    }
-
-    fn name(&self) -> String {
-        self.dev.name()
-    }
-
-    fn compute_gradients(&mut self) -> Result<Vec<[f32; 2]>> {
-        let k = self.shape.k;
-        self.dev.clear(&self.maxes, 8 * k)?;
-        self.dev.launch(&Call {
-            kernel: Launch::Kernel(Kernel::Gradients),
-            scalars: Scalars::Grad(self.grad_scalars),
-            buffers: &[
-                &self.labels,
-                &self.weights,
-                &self.margins,
-                &self.grad,
-                &self.maxes,
-                &self.sigmoid,
-                &self.exp,
-            ],
-            items: self.shape.n,
-            y: 1,
-            z: 1,
-            shared_bytes: 0,
-        })?;
-        Ok(maxima_from_bits(&bytes_u32(
-            &self.read(&self.maxes, 8 * k)?,
-        )))
-    }
-
-    fn set_gradients(&mut self, grad: &[[f32; 2]]) -> Result<()> {
-        shard::check_gradients(grad.len(), self.shape.n * self.shape.k)?;
-        let flat: Vec<f32> = grad.iter().flatten().copied().collect();
-        if flat.is_empty() {
-            return Ok(());
-        }
-        self.dev
-            .write(&self.grad, &f32_bytes(&flat), "host gradients")
-    }
-
+impl<D: ShardDevice> TreeBackend for DeviceShard<D> {
     fn start_tree(&mut self, s: &TreeSetup) -> Result<u64> {
         shard::check_group(s.group, self.shape.k)?;
         let n = self.shape.n;
@@ -599,6 +556,51 @@ impl<D: ShardDevice> HistBackend for DeviceShard<D> {
             out.extend(hist_bins(&self.read(&sums, 16 * batch.len())?));
         }
         Ok(out)
+    }
+}
+
+impl<D: ShardDevice> HistBackend for DeviceShard<D> {
+    fn num_rows(&self) -> usize {
+        self.shape.n
+    }
+
+    fn name(&self) -> String {
+        self.dev.name()
+    }
+
+    fn compute_gradients(&mut self) -> Result<Vec<[f32; 2]>> {
+        let k = self.shape.k;
+        self.dev.clear(&self.maxes, 8 * k)?;
+        self.dev.launch(&Call {
+            kernel: Launch::Kernel(Kernel::Gradients),
+            scalars: Scalars::Grad(self.grad_scalars),
+            buffers: &[
+                &self.labels,
+                &self.weights,
+                &self.margins,
+                &self.grad,
+                &self.maxes,
+                &self.sigmoid,
+                &self.exp,
+            ],
+            items: self.shape.n,
+            y: 1,
+            z: 1,
+            shared_bytes: 0,
+        })?;
+        Ok(maxima_from_bits(&bytes_u32(
+            &self.read(&self.maxes, 8 * k)?,
+        )))
+    }
+
+    fn set_gradients(&mut self, grad: &[[f32; 2]]) -> Result<()> {
+        shard::check_gradients(grad.len(), self.shape.n * self.shape.k)?;
+        let flat: Vec<f32> = grad.iter().flatten().copied().collect();
+        if flat.is_empty() {
+            return Ok(());
+        }
+        self.dev
+            .write(&self.grad, &f32_bytes(&flat), "host gradients")
     }
 
     fn update_margins(&mut self, tree: &Tree, group: usize) -> Result<()> {
