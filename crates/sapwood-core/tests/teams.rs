@@ -67,9 +67,9 @@ impl HistBackend for Wrapped {
     fn runs_on_pool(&self) -> bool {
         self.inner.runs_on_pool()
     }
-    fn round_teams(&self, trees: usize) -> usize {
+    fn round_teams(&self, trees: usize, grower_bytes: usize) -> usize {
         if self.teams {
-            self.inner.round_teams(trees)
+            self.inner.round_teams(trees, grower_bytes)
         } else {
             1
         }
@@ -77,12 +77,13 @@ impl HistBackend for Wrapped {
     fn grow_round(
         &mut self,
         setups: &[TreeSetup],
+        teams: usize,
         grow: &GrowTree<'_>,
     ) -> Option<Result<Vec<Tree>>> {
         if !self.teams {
             return None;
         }
-        let grown = self.inner.grow_round(setups, grow);
+        let grown = self.inner.grow_round(setups, teams, grow);
         if grown.is_some() {
             self.rounds_in_teams.fetch_add(1, Ordering::Relaxed);
         }
@@ -308,7 +309,7 @@ fn same_in_teams(what: &str, params: &Params, threads: &[usize], sparse: bool) {
 
 #[test]
 fn trees_grown_in_teams_are_those_grown_one_after_another() {
-    // two teams of one thread, of two and one, and of two each (5 and 4 threads)
+    // two teams of one thread, of two and one, and of two each
     let threads = [2, 3, 4];
     same_in_teams(
         "softprob",

@@ -72,7 +72,7 @@ fn sum_owned_exact(
 
 /// The gradients of `group`, one a row, from a shard's gradients `grad` (`k` a row) or,
 /// with several groups, their copy group by group (current: see
-/// `CpuBackend::group_gradients`).
+/// [`Inputs::group_gradients`]).
 fn gradients_of<'a>(
     grad: &'a [[f32; 2]],
     by_group: &'a [[f32; 2]],
@@ -190,10 +190,15 @@ impl Inputs {
         if k == 1 || self.by_group_current {
             return;
         }
-        let n = self.grad.len() / k;
+        let n = self.num_rows();
         crate::huge_pages::resize(&mut self.by_group, n * k, [0.0; 2]);
-        // rows of k groups to groups of n rows: the column copy's transpose
-        transpose_into(&self.grad, n, k, &mut self.by_group);
+        if self.grad.len() == n * k {
+            // rows of k groups to groups of n rows: the column copy's transpose
+            transpose_into(&self.grad, n, k, &mut self.by_group);
+        } else {
+            // no gradients yet, computed or set: zero, as a fresh backend's were
+            self.by_group.fill([0.0; 2]);
+        }
         self.by_group_current = true;
     }
 
@@ -267,8 +272,9 @@ struct TreeState {
     part_hists: Vec<Vec<HistBin>>,
     /// the same for packed low-bit histograms
     part_packed: Vec<Vec<i64>>,
-    /// the setups of the round's trees (from `start_round`) while the gradients they were
-    /// given with are current: the roots of trees still to start may be built ahead
+    /// the setups of the round's trees (from `start_round`, or the trees a team took at
+    /// once) while the gradients they were given with are current: the roots of trees
+    /// still to start may be built ahead
     round: Vec<TreeSetup>,
     /// root histograms built ahead, with the setup of the tree each is for
     roots_ahead: Vec<(TreeSetup, Vec<HistBin>)>,
@@ -323,12 +329,15 @@ impl CpuBackend {
 
     /// Grows the trees of `setups` (one a group) with `grow` on `count` teams, writing each
     /// tree's leaf values to its group's pending values, as `update_margins` of the trees
-    /// one after another would.
+    /// one after another would. Every root is built first where they take at most
+    /// `roots_budget` bytes; otherwise teams take up to four trees at once and build their
+    /// roots in one pass.
     fn grow_round_in_teams(
         &mut self,
         setups: &[TreeSetup],
         grow: &GrowTree<'_>,
         count: usize,
+        roots_budget: usize,
     ) -> Result<Vec<Tree>> {
         let (n, k) = (self.inputs.num_rows(), self.inputs.objective.groups());
         // values pending from an earlier round (host gradients do not add them) go first
@@ -341,8 +350,8 @@ impl CpuBackend {
         // every root that can be is built first, four trees' in a pass over the bins on all
         // the threads: a team then takes one tree at a time, and the teams end together
         // (teams taking four trees at once to share the pass ended a tree apart)
-        let ahead = setups.len() * self.inputs.total_bins * std::mem::size_of::<HistBin>()
-            <= ROUND_ROOTS_BYTES;
+        let ahead =
+            setups.len() * self.inputs.total_bins * std::mem::size_of::<HistBin>() <= roots_budget;
         let mut roots: Vec<Option<Vec<HistBin>>> = vec![None; setups.len()];
         if ahead {
             let eligible: Vec<usize> = (0..setups.len())
@@ -1604,10 +1613,12 @@ impl TreeBackend for TeamTree<'_> {
     }
 }
 
-/// Bytes a team's tree state takes on a shard of `n` rows and `total_bins` bins: (g, h), a
-/// row index and its scratch a row, and a few histograms.
+/// Bytes a team's tree state takes on a shard of `n` rows and `total_bins` bins: a row's
+/// (g, h), index, scratch index, node (low-bit leaves) and leaf (sampled rows), and the
+/// buffers a node's histogram is built in.
 fn team_state_bytes(n: usize, total_bins: usize) -> usize {
-    n * (16 + 4 + 4) + 4 * total_bins * 16
+    n.saturating_mul(16 + 4 + 4 + 4 + 4)
+        .saturating_add(4 * total_bins * std::mem::size_of::<HistBin>())
 }
 
 impl HistBackend for CpuBackend {
@@ -1680,23 +1691,25 @@ impl HistBackend for CpuBackend {
         Ok(())
     }
 
-    fn round_teams(&self, trees: usize) -> usize {
+    fn round_teams(&self, trees: usize, grower_bytes: usize) -> usize {
         let (n, width) = (self.inputs.num_rows(), self.inputs.total_bins);
         teams::count(
             trees,
             rayon::current_num_threads(),
-            team_state_bytes(n, width),
+            team_state_bytes(n, width).saturating_add(grower_bytes),
         )
     }
 
     fn grow_round(
         &mut self,
         setups: &[TreeSetup],
+        teams: usize,
         grow: &GrowTree<'_>,
     ) -> Option<Result<Vec<Tree>>> {
         let k = self.inputs.objective.groups();
         let n = self.inputs.num_rows();
-        let count = self.round_teams(setups.len());
+        // never more teams than threads: a team has one at least
+        let count = teams.min(rayon::current_num_threads());
         let mut groups: Vec<usize> = setups.iter().map(|s| s.group).collect();
         groups.sort_unstable();
         groups.dedup();
@@ -1705,7 +1718,7 @@ impl HistBackend for CpuBackend {
         if count < 2 || n == 0 || groups.len() != setups.len() || groups.iter().any(|&g| g >= k) {
             return None;
         }
-        Some(self.grow_round_in_teams(setups, grow, count))
+        Some(self.grow_round_in_teams(setups, grow, count, ROUND_ROOTS_BYTES))
     }
 
     fn update_margins(&mut self, tree: &Tree, group: usize) -> Result<()> {
@@ -2410,6 +2423,140 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_round_grown_in_teams_leaves_the_margins_of_trees_grown_one_after_another() {
+        use crate::hash::SampleRate;
+        use crate::params::Quantisation;
+        use crate::quantise::GroupScales;
+        use crate::tree::{Node, Split};
+        let (n, k) = (6_000, 17);
+        let backend = || {
+            let mut spec = sparse_shard(n, false);
+            spec.objective =
+                crate::objective::Objective::new(crate::objective::ObjectiveKind::Softprob, k)
+                    .unwrap();
+            spec.labels = (0..n).map(|i| ((i * 7) % k) as f32).collect();
+            spec.base_margin = (0..k).map(|g| g as f32 / 10.0).collect();
+            let mut b = CpuBackend::new(spec).unwrap();
+            // dense: the roots may be built in passes
+            b.inputs.sparse = None;
+            b
+        };
+        let offsets = backend().inputs.offsets.clone();
+        let nf = offsets.len() - 1;
+        // a stump on a feature of the tree's group, its threshold and leaf values read from
+        // the root's histogram and the partition's counts: any other root or partition
+        // gives another tree
+        let grow = |_: usize, s: &TreeSetup, b: &mut dyn TreeBackend| -> Result<Tree> {
+            b.start_tree(s)?;
+            let width = *offsets.last().unwrap() as usize;
+            let mut h = vec![[0i64; 2]; width];
+            b.build_histograms(&[NodeId::ROOT], &mut h)?;
+            let f = s.group % nf;
+            let bins = &h[offsets[f] as usize..offsets[f + 1] as usize];
+            let g: i64 = bins.iter().map(|v| v[0]).sum();
+            let t = (g.unsigned_abs() % bins.len().max(1) as u64) as u16;
+            let rule = SplitRule::Numeric { bin: t };
+            let counts = b.apply_splits(&[NodeSplit {
+                node: NodeId::ROOT,
+                left: NodeId(1),
+                right: NodeId(2),
+                feature: f,
+                rule: rule.clone(),
+                default_left: true,
+            }])?;
+            let leaf = |value: f32| Node {
+                split: None,
+                value,
+                cover: 1.0,
+            };
+            Ok(Tree {
+                nodes: vec![
+                    Node {
+                        split: Some(Split {
+                            feature: f,
+                            rule,
+                            default_left: true,
+                            left: NodeId(1),
+                            right: NodeId(2),
+                            gain: 0.0,
+                        }),
+                        value: 0.0,
+                        cover: 1.0,
+                    },
+                    leaf((g % 1_000) as f32 / 4_000.0),
+                    leaf(counts[0][0] as f32 / n as f32 - 0.5),
+                ],
+            })
+        };
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        for (q, rate, budget) in [
+            (Quantisation::Exact, 1.0, ROUND_ROOTS_BYTES),
+            // the teams take four trees at once and build their roots in one pass
+            (Quantisation::Exact, 1.0, 0),
+            (Quantisation::Exact, 0.7, ROUND_ROOTS_BYTES),
+            (Quantisation::Bits(8), 0.7, 0),
+        ] {
+            let (mut one, mut teams) = (backend(), backend());
+            pool.install(|| {
+                for round in 0..3u32 {
+                    let max = one.compute_gradients().unwrap();
+                    assert_eq!(teams.compute_gradients().unwrap(), max);
+                    let setups: Vec<TreeSetup> = (0..k)
+                        .map(|g| TreeSetup {
+                            tree_index: round * k as u32 + g as u32,
+                            group: g,
+                            seed: 3,
+                            row_sample: SampleRate::new(rate),
+                            scales: GroupScales {
+                                grad: Scale::agree(max[g][0], n as u64, q),
+                                hess: Scale::agree(max[g][1], n as u64, q),
+                            },
+                        })
+                        .collect();
+                    one.start_round(&setups).unwrap();
+                    let want: Vec<Tree> = setups
+                        .iter()
+                        .map(|s| {
+                            let tree = grow(0, s, &mut one).unwrap();
+                            one.update_margins(&tree, s.group).unwrap();
+                            tree
+                        })
+                        .collect();
+                    let got = teams
+                        .grow_round_in_teams(&setups, &grow, 2, budget)
+                        .unwrap();
+                    let what = format!("{q:?}, rate {rate}, budget {budget}, round {round}");
+                    assert!(got == want, "{what}: trees");
+                    assert!(
+                        teams.margins().unwrap() == one.margins().unwrap(),
+                        "{what}: margins"
+                    );
+                }
+            });
+        }
+        // one tree a group only, and two teams at least
+        let mut b = backend();
+        b.compute_gradients().unwrap();
+        let s = TreeSetup {
+            tree_index: 0,
+            group: 1,
+            seed: 3,
+            row_sample: SampleRate::new(1.0),
+            scales: GroupScales {
+                grad: Scale::agree(1.0, n as u64, Quantisation::Exact),
+                hess: Scale::agree(1.0, n as u64, Quantisation::Exact),
+            },
+        };
+        pool.install(|| {
+            assert!(b.grow_round(&[s; 17], 2, &grow).is_none());
+            assert!(b.grow_round(&[s], 1, &grow).is_none());
+        });
     }
 
     #[test]

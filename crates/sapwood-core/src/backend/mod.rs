@@ -157,24 +157,27 @@ pub trait HistBackend: TreeBackend {
     /// The shard's current margins, `groups` per row (for tests and diagnostics).
     fn margins(&self) -> Result<Vec<f32>>;
 
-    /// How many of a round's `trees` the backend grows at once ([`HistBackend::grow_round`]);
-    /// 1 (the default) where it grows them one after another.
-    fn round_teams(&self, trees: usize) -> usize {
-        let _ = trees;
+    /// How many of a round's `trees` the backend grows at once ([`HistBackend::grow_round`]),
+    /// when the grower keeps up to `grower_bytes` for each tree it grows (its nodes'
+    /// histograms); 1 (the default) where it grows them one after another.
+    fn round_teams(&self, trees: usize, grower_bytes: usize) -> usize {
+        let _ = (trees, grower_bytes);
         1
     }
 
     /// Grows a round's trees (the setups `start_round` would be given, one a group) with
-    /// `grow`, several at once, and adds each tree's leaf values to its group's margins as
-    /// [`HistBackend::update_margins`] after each would: returns the trees in the order of
-    /// `setups`, the same trees `grow` gives one after another. `None` where the backend
-    /// does not (the default, or fewer teams than two): nothing was done.
+    /// `grow`, on `teams` teams at once (as [`HistBackend::round_teams`] gave), and adds each
+    /// tree's leaf values to its group's margins as [`HistBackend::update_margins`] after
+    /// each would: returns the trees in the order of `setups`, the same trees `grow` gives
+    /// one after another. `None` where the backend does not (the default, or fewer teams
+    /// than two): nothing was done.
     fn grow_round(
         &mut self,
         setups: &[TreeSetup],
+        teams: usize,
         grow: &GrowTree<'_>,
     ) -> Option<Result<Vec<Tree>>> {
-        let _ = (setups, grow);
+        let _ = (setups, teams, grow);
         None
     }
 

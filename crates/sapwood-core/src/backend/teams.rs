@@ -9,7 +9,9 @@
 //! integers do not depend on the threads that built it, so the trees are those a single
 //! team would grow.
 
+use std::any::Any;
 use std::ops::Range;
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -88,7 +90,8 @@ impl<S: Send + Default> Teams<S> {
     /// 0 with `first`, the others with states kept from earlier rounds.
     /// Each team takes consecutive items (up to `most` at once) in order and calls `grow`
     /// with its state, its index and the items; after an error no team takes more, and the
-    /// error of the earliest items is returned (every item before them was grown).
+    /// error of the earliest items is returned (every item before them was grown). A panic
+    /// in `grow` stops the teams alike and is raised again here. At most `threads` teams.
     pub fn run(
         &mut self,
         teams: usize,
@@ -98,7 +101,8 @@ impl<S: Send + Default> Teams<S> {
         most: usize,
         grow: impl Fn(&mut S, usize, Range<usize>) -> Result<()> + Sync,
     ) -> Result<()> {
-        let teams = teams.max(1);
+        // every team a thread at least
+        let teams = teams.clamp(1, threads.max(1));
         while self.states.len() + 1 < teams {
             self.states.push(S::default());
         }
@@ -107,6 +111,7 @@ impl<S: Send + Default> Teams<S> {
         let next = AtomicUsize::new(0);
         let failed = AtomicBool::new(false);
         let errors: Mutex<Vec<(usize, Error)>> = Mutex::new(Vec::new());
+        let panicked: Mutex<Option<Box<dyn Any + Send>>> = Mutex::new(None);
         let claim = || {
             next.fetch_update(Ordering::AcqRel, Ordering::Acquire, |at| {
                 (at < items && !failed.load(Ordering::Acquire))
@@ -118,12 +123,25 @@ impl<S: Send + Default> Teams<S> {
         let team = |t: usize, state: &mut S| {
             while let Some(range) = claim() {
                 let start = range.start;
-                if let Err(e) = grow(state, t, range) {
-                    failed.store(true, Ordering::Release);
-                    errors
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .push((start, e));
+                // a panic stops the other teams as an error does, and is raised again
+                // once they have stopped
+                match panic::catch_unwind(AssertUnwindSafe(|| grow(state, t, range))) {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => {
+                        failed.store(true, Ordering::Release);
+                        errors
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .push((start, e));
+                    }
+                    Err(payload) => {
+                        failed.store(true, Ordering::Release);
+                        panicked
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .get_or_insert(payload);
+                        return;
+                    }
                 }
             }
         };
@@ -137,6 +155,9 @@ impl<S: Send + Default> Teams<S> {
                 scope.spawn(move || pool.install(|| team(t, state)));
             }
         });
+        if let Some(payload) = panicked.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            panic::resume_unwind(payload);
+        }
         let mut errors = errors.into_inner().unwrap_or_else(|p| p.into_inner());
         errors.sort_by_key(|(start, _)| *start);
         match errors.into_iter().next() {
@@ -227,18 +248,60 @@ mod tests {
     #[test]
     fn the_earliest_error_is_returned_and_no_team_starts_after_one() {
         let mut t: Teams<()> = Teams::default();
-        let grown = AtomicUsize::new(0);
+        let grown = Mutex::new(Vec::new());
         let err = t
             .run(2, 2, &mut (), 40, 1, |_, _, range| {
-                grown.fetch_add(1, Ordering::Relaxed);
+                grown.lock().unwrap().push(range.start);
                 match range.start {
                     5 | 9 => Err(Error::Backend(format!("tree {}", range.start))),
-                    _ => Ok(()),
+                    // the others take a while: the failing team cannot be far behind
+                    _ => {
+                        std::thread::sleep(std::time::Duration::from_millis(2));
+                        Ok(())
+                    }
                 }
             })
             .unwrap_err();
         assert_eq!(err.to_string(), "backend: tree 5");
-        // items are taken in order: the other team is at most a few items ahead
-        assert!(grown.load(Ordering::Relaxed) < 40);
+        // every item before the failure was grown, and at most the other team's item in
+        // hand and the one it may have claimed as the failure came after it
+        let mut grown = grown.into_inner().unwrap();
+        grown.sort_unstable();
+        assert_eq!(grown[..6], [0, 1, 2, 3, 4, 5]);
+        assert!(grown.len() <= 8, "{grown:?}");
+    }
+
+    #[test]
+    fn a_panic_in_a_team_stops_the_others_and_is_raised_again() {
+        let mut t: Teams<()> = Teams::default();
+        let grown = AtomicUsize::new(0);
+        let caught = panic::catch_unwind(AssertUnwindSafe(|| {
+            t.run(2, 2, &mut (), 40, 1, |_, _, range| {
+                grown.fetch_add(1, Ordering::Relaxed);
+                if range.start == 3 {
+                    panic!("tree three");
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                Ok(())
+            })
+        }))
+        .unwrap_err();
+        assert_eq!(caught.downcast_ref::<&str>(), Some(&"tree three"));
+        // the other team stops once the panic reaches its catch (after the panic hook has
+        // printed, which may take a while): far from every item
+        assert!(grown.load(Ordering::Relaxed) <= 20);
+    }
+
+    #[test]
+    fn no_more_teams_than_threads() {
+        let mut t: Teams<usize> = Teams::default();
+        let mut first = 0;
+        t.run(4, 2, &mut first, 10, 1, |_, team, _| {
+            assert!(team < 2);
+            assert_eq!(rayon::current_num_threads(), 1);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(t.states.len(), 1);
     }
 }

@@ -243,7 +243,7 @@ pub fn boost(
     // a lone worker may grow a round's trees several at once, each team of threads on its
     // own (refit leaves read every group's margins and sum over the job: one at a time)
     let teams = if collective.world_size() == 1 && !objective.kind().refits_leaves() {
-        backend.round_teams(k)
+        backend.round_teams(k, grower_bytes(params, skeleton.cuts.total_bins()))
     } else {
         1
     };
@@ -273,10 +273,11 @@ pub fn boost(
                 .ok_or_else(|| Error::Backend(format!("no store for team {team}")))?
                 .lock()
                 .unwrap_or_else(|p| p.into_inner());
+            // a lone worker's: nothing to exchange, and each team grows on its own
             round_trees.grow_plain(setup, b, &mut SingleWorker, &mut store)
         };
         let grown = if teams >= 2 {
-            backend.grow_round(&setups, &grow)
+            backend.grow_round(&setups, teams, &grow)
         } else {
             None
         };
@@ -345,6 +346,20 @@ pub fn boost(
         interrupted,
         comm_rounds,
     })
+}
+
+/// Bytes of histograms the grower may keep for one tree of `total_bins` bins: one for each
+/// node that may still split (at most a leaf of the largest tree the parameters allow) and
+/// a level's batch.
+fn grower_bytes(params: &Params, total_bins: usize) -> usize {
+    let leaves = if params.max_leaves > 0 {
+        params.max_leaves
+    } else {
+        1 << params.max_depth.min(16)
+    };
+    (leaves + 2)
+        .saturating_mul(total_bins)
+        .saturating_mul(std::mem::size_of::<crate::hist::HistBin>())
 }
 
 /// The grower's settings for every tree of the job.
