@@ -368,8 +368,8 @@ impl CpuBackend {
         let roots: Vec<Mutex<Option<Vec<HistBin>>>> = roots.into_iter().map(Mutex::new).collect();
         let inputs = &self.inputs;
         let threads = rayon::current_num_threads();
+        // every state holds no round here: the backend's ended above, a team's ends below
         let grow_some = |state: &mut TreeState, team: usize, range: Range<usize>| {
-            state.end_round();
             // trees a team takes at once share a pass over the bins for their roots
             if range.len() >= 2 {
                 state.round.extend_from_slice(&setups[range.clone()]);
@@ -1460,15 +1460,7 @@ fn gradients_by_group(
     }
     let groups: Vec<usize> = (0..k).filter(|&g| pending.groups[g]).collect();
     let block = ROWS_PER_TASK;
-    // each task's rows of every group's column
-    let mut pieces: Vec<Vec<&mut [[f32; 2]]>> = (0..n.div_ceil(block))
-        .map(|_| Vec::with_capacity(k))
-        .collect();
-    for col in by_group[..n * k].chunks_mut(n) {
-        for (piece, p) in col.chunks_mut(block).zip(pieces.iter_mut()) {
-            p.push(piece);
-        }
-    }
+    let pieces = column_pieces(&mut by_group[..n * k], n, block);
     margins
         .par_chunks_mut(block * k)
         .zip(pieces.into_par_iter())
@@ -1478,7 +1470,6 @@ fn gradients_by_group(
             let rows = m.len() / k;
             let mut max = zero();
             let mut buf = vec![[0.0f32; 2]; GRADIENT_TILE * k];
-            let (mut g, mut h) = (vec![0.0f32; k], vec![0.0f32; k]);
             for first in (0..rows).step_by(GRADIENT_TILE) {
                 let t = GRADIENT_TILE.min(rows - first);
                 let m = &mut m[first * k..(first + t) * k];
@@ -1492,17 +1483,7 @@ fn gradients_by_group(
                 let y = &labels[lo + first..lo + first + t];
                 let w = weights.map(|w| &w[lo + first..lo + first + t]);
                 let out = &mut buf[..t * k];
-                if !objective.softmax_rows(m, y, w, out, &mut max) {
-                    for (j, row) in out.chunks_exact_mut(k).enumerate() {
-                        let wj = w.map_or(1.0, |w| w[j]);
-                        objective.gradient(&m[j * k..(j + 1) * k], y[j], wj, &mut g, &mut h);
-                        for c in 0..k {
-                            row[c] = [g[c], h[c]];
-                            max[c][0] = max[c][0].max(g[c].abs());
-                            max[c][1] = max[c][1].max(h[c]);
-                        }
-                    }
-                }
+                shard::rows_of_groups(objective, m, y, w, out, &mut max);
                 for (c, col) in cols.iter_mut().enumerate() {
                     for (j, v) in col[first..first + t].iter_mut().enumerate() {
                         *v = out[j * k + c];
@@ -1511,12 +1492,19 @@ fn gradients_by_group(
             }
             max
         })
-        .reduce(zero, |a, b| {
-            a.iter()
-                .zip(&b)
-                .map(|(x, y)| [x[0].max(y[0]), x[1].max(y[1])])
-                .collect()
-        })
+        .reduce(zero, shard::larger_of)
+}
+
+/// `columns` (columns of `n` entries, one after another) cut into the pieces each task of
+/// `block` rows writes: task t's rows of every column, in column order.
+fn column_pieces<B>(columns: &mut [B], n: usize, block: usize) -> Vec<Vec<&mut [B]>> {
+    let mut pieces: Vec<Vec<&mut [B]>> = (0..n.div_ceil(block)).map(|_| Vec::new()).collect();
+    for col in columns.chunks_mut(n) {
+        for (piece, p) in col.chunks_mut(block).zip(pieces.iter_mut()) {
+            p.push(piece);
+        }
+    }
+    pieces
 }
 
 /// Writes the column-major copy of row-major `b` (`n` rows of `nf`) to the first `n * nf`
@@ -1527,12 +1515,7 @@ fn transpose_into<B: Copy + Send + Sync>(b: &[B], n: usize, nf: usize, out: &mut
         return;
     }
     let block = ROWS_PER_TASK;
-    let mut pieces: Vec<Vec<&mut [B]>> = (0..n.div_ceil(block)).map(|_| Vec::new()).collect();
-    for col in out[..n * nf].chunks_mut(n) {
-        for (piece, p) in col.chunks_mut(block).zip(pieces.iter_mut()) {
-            p.push(piece);
-        }
-    }
+    let pieces = column_pieces(&mut out[..n * nf], n, block);
     pieces
         .into_par_iter()
         .enumerate()

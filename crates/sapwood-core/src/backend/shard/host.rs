@@ -40,32 +40,45 @@ pub fn gradients_into(
             let (lo, rows) = (task * ROWS_PER_TASK, chunk.len() / k);
             let m = &margins[lo * k..(lo + rows) * k];
             let w = weights.map(|w| &w[lo..lo + rows]);
-            if objective.softmax_rows(m, &labels[lo..lo + rows], w, chunk, &mut max) {
-                return max;
-            }
-            let mut g = vec![0.0f32; k];
-            let mut h = vec![0.0f32; k];
-            for (j, row) in chunk.chunks_exact_mut(k).enumerate() {
-                let i = task * ROWS_PER_TASK + j;
-                let w = weights.map_or(1.0, |w| w[i]);
-                objective.gradient(&margins[i * k..(i + 1) * k], labels[i], w, &mut g, &mut h);
-                for c in 0..k {
-                    row[c] = [g[c], h[c]];
-                    max[c][0] = max[c][0].max(g[c].abs());
-                    max[c][1] = max[c][1].max(h[c]);
-                }
-            }
+            rows_of_groups(objective, m, &labels[lo..lo + rows], w, chunk, &mut max);
             max
         })
-        .reduce(
-            || vec![[0.0f32; 2]; k],
-            |a, b| {
-                a.iter()
-                    .zip(&b)
-                    .map(|(x, y)| [x[0].max(y[0]), x[1].max(y[1])])
-                    .collect()
-            },
-        )
+        .reduce(|| vec![[0.0f32; 2]; k], larger_of)
+}
+
+/// Writes the (g, h) of rows of several groups (`margins`, `groups` a row, with their
+/// labels and weights) into `out` and raises `max` (each group's largest |g| and h) to
+/// theirs: a softmax's rows together, any other loss's row by row.
+pub fn rows_of_groups(
+    objective: &Objective,
+    margins: &[f32],
+    labels: &[f32],
+    weights: Option<&[f32]>,
+    out: &mut [[f32; 2]],
+    max: &mut [[f32; 2]],
+) {
+    if objective.softmax_rows(margins, labels, weights, out, max) {
+        return;
+    }
+    let k = objective.groups();
+    let (mut g, mut h) = (vec![0.0f32; k], vec![0.0f32; k]);
+    for (j, row) in out.chunks_exact_mut(k).enumerate() {
+        let w = weights.map_or(1.0, |w| w[j]);
+        objective.gradient(&margins[j * k..(j + 1) * k], labels[j], w, &mut g, &mut h);
+        for c in 0..k {
+            row[c] = [g[c], h[c]];
+            max[c][0] = max[c][0].max(g[c].abs());
+            max[c][1] = max[c][1].max(h[c]);
+        }
+    }
+}
+
+/// Each group's larger |g| and h of two tasks' maxima.
+pub fn larger_of(a: Vec<[f32; 2]>, b: Vec<[f32; 2]>) -> Vec<[f32; 2]> {
+    a.iter()
+        .zip(&b)
+        .map(|(x, y)| [x[0].max(y[0]), x[1].max(y[1])])
+        .collect()
 }
 
 /// Checks that host gradients cover every row and group of the shard.
