@@ -39,6 +39,8 @@ const PIN_HEAVY: (&str, &str) = ("heavy_value_bins", "false");
 const PIN_HESSIAN: (&str, &str) = ("multiclass_hessian", "xgboost");
 /// XGBoost's bound on Poisson leaves, Sapwood's then.
 const PIN_POISSON: (&str, &str) = ("poisson_leaf_bound", "0.7");
+/// Numeric bins then: one for each distinct value while they fit, as XGBoost bins.
+const PIN_DATA_IN_BIN: (&str, &str) = ("min_data_in_bin", "1");
 /// The pins alone.
 const PINNED: &[(&str, &str)] = &[
     PIN_THRESHOLD,
@@ -49,6 +51,7 @@ const PINNED: &[(&str, &str)] = &[
     PIN_HEAVY,
     PIN_HESSIAN,
     PIN_POISSON,
+    PIN_DATA_IN_BIN,
 ];
 
 /// The golden cases.
@@ -66,6 +69,7 @@ const CASES: &[Case] = &[
             PIN_HEAVY,
             PIN_HESSIAN,
             PIN_POISSON,
+            PIN_DATA_IN_BIN,
             ("grow_policy", "lossguide"),
             ("max_leaves", "12"),
             ("max_depth", "0"),
@@ -87,6 +91,7 @@ const CASES: &[Case] = &[
             PIN_HEAVY,
             PIN_HESSIAN,
             PIN_POISSON,
+            PIN_DATA_IN_BIN,
             ("max_cat_to_onehot", "2"),
             ("learning_rate", "0.2"),
         ],
@@ -120,6 +125,7 @@ const CASES: &[Case] = &[
             PIN_HEAVY,
             PIN_HESSIAN,
             PIN_POISSON,
+            PIN_DATA_IN_BIN,
             ("max_bin", "32"),
             ("min_child_weight", "3"),
             ("gamma", "0.1"),

@@ -47,6 +47,9 @@ fn score(name: &str, quantisation: Quantisation) -> (Metric, f64, f64) {
         num_rounds: 200,
         lambda: 1.0,
         min_child_weight: 1.0,
+        // XGBoost's binning: a bin for every distinct value while they fit (on these small
+        // sets the default's 3 rows a bin moves diabetes' 8-bit RMSE by 2%)
+        min_data_in_bin: 1,
         quantisation,
         eval_metric: vec![metric],
         ..Default::default()

@@ -170,6 +170,10 @@ fn integer_weights_act_like_repeated_rows() {
     let params = Params {
         num_rounds: 10,
         max_bin: 4096,
+        // a bin for every value: `min_data_in_bin` counts sampled rows, not their weight
+        // (as LightGBM does), so with 3 a value repeated three times has a bin where the
+        // same value once with weight 3 shares one
+        min_data_in_bin: 1,
         ..Default::default()
     };
     let a = Booster::train(&params, &weighted, &[])

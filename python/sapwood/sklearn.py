@@ -58,7 +58,7 @@ class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
         max_leaves: int = 0,
         grow_policy: str = "depthwise",
         max_bin: int = 256,
-        min_data_in_bin: int = 1,
+        min_data_in_bin: int = 3,
         min_child_weight: float = 1.0,
         min_child_samples: int = 0,
         reg_lambda: float = 1.0,

@@ -37,8 +37,10 @@ GOLDEN = json.loads((REPO / "tests" / "golden" / "quality.json").read_text())
 OBJECTIVES = {"binary": "binary:logistic", "regression": "reg:squarederror", "multiclass": "multi:softprob"}
 METRICS = {"binary": "auc", "regression": "rmse", "multiclass": "mlogloss"}
 
-#: XGBoost's parameters of the golden runs (hist, depth 6, 256 bins, lr 0.1, 200 rounds).
-XGB_MATCHED = {"max_depth": 6, "max_bin": 256, "eta": 0.1, "reg_lambda": 1.0, "min_child_weight": 1.0}
+#: XGBoost's parameters of the golden runs (hist, depth 6, 256 bins, lr 0.1, 200 rounds),
+#: and its binning: a bin for every distinct value while they fit (min_data_in_bin 1).
+XGB_MATCHED = {"max_depth": 6, "max_bin": 256, "eta": 0.1, "reg_lambda": 1.0, "min_child_weight": 1.0,
+               "min_data_in_bin": 1}
 #: LightGBM's: leaf-wise, 63 leaves, depth 6, 255 bins, 20 rows per leaf, and LightGBM's
 #: defaults lambda_l2 = 0, min_sum_hessian_in_leaf = 1e-3 and min_data_in_bin = 3.
 LGB_MATCHED = {

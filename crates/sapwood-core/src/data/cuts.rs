@@ -708,9 +708,13 @@ mod tests {
 
     #[test]
     fn few_distinct_values_get_one_bin_each() {
+        // with a bin for every value seen (XGBoost's habit; the default asks 3 rows a bin)
         let cuts = Cuts::from_sample(
             &sample_of(vec![3.0, 1.0, 2.0, 2.0, f32::NAN]),
-            &BinLimits::default(),
+            &BinLimits {
+                min_data_in_bin: 1,
+                ..Default::default()
+            },
         )
         .unwrap();
         let FeatureCuts::Numeric { thresholds } = cuts.feature(0) else {
@@ -755,6 +759,26 @@ mod tests {
             counts[FeatureCuts::bin_value(thresholds, v) as usize] += 1;
         }
         assert!(counts[1..].iter().all(|&c| c >= 10), "{counts:?}");
+    }
+
+    #[test]
+    fn by_default_a_bin_holds_three_sampled_rows_as_in_lightgbm() {
+        // 30 values seen once each: a bin apiece with XGBoost's habit (1), ten with the
+        // default, as LightGBM bins them
+        let values: Vec<f32> = (0..30).map(|i| i as f32).collect();
+        let default = &thresholds_of(
+            values.clone(),
+            BinLimits::from(&crate::params::Params::default()),
+        );
+        assert_eq!(default.len(), 9, "{default:?}");
+        let each = &thresholds_of(
+            values,
+            BinLimits {
+                min_data_in_bin: 1,
+                ..Default::default()
+            },
+        );
+        assert_eq!(each.len(), 29);
     }
 
     #[test]

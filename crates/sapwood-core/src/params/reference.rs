@@ -357,12 +357,13 @@ pub const PARAM_DOCS: &[ParamDoc] = &[
     ),
     param(
         "min_data_in_bin",
-        "1",
+        "3",
         "integer",
         ">= 1",
         "numeric features",
         "Sampled rows a numeric bin must hold before the next starts (LightGBM's \
-         min_data_in_bin); 1 gives each distinct value its own bin while they fit.",
+         min_data_in_bin and its default); 1 gives each distinct value its own bin while \
+         they fit, as XGBoost does.",
     ),
     param(
         "heavy_value_bins",
