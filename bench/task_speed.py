@@ -24,8 +24,8 @@ held-out score (multi log loss; NDCG@10) and Sapwood's time over each peer's.
         [--threads T] [--repeat R] [--min-data-in-bin M]
 
 `--min-data-in-bin M` sets Sapwood's and LightGBM's `min_data_in_bin` (sampled rows a numeric
-bin must hold; Sapwood's default is 1, LightGBM's 3; XGBoost has none). Unset, each library
-keeps its default.
+bin must hold; 3 by default in both, as LightGBM's; XGBoost has none and bins every distinct
+value while they fit, as Sapwood does with 1). Unset, each library keeps its default.
 
 requires: numpy, sapwood (the Python package), xgboost==3.2.0 (or xgboost-cpu),
 lightgbm==4.7.0
