@@ -71,7 +71,7 @@ impl SparseRows {
             .map(|f| f..(f + COUNT_TILE).min(nf))
             .collect();
         let counted = match B::bytes(bins) {
-            Some(bytes) => majorities(bytes, n, offsets, &tiles),
+            Some(bytes) => majorities(bytes, n, offsets, &tiles)?,
             None => most_common(bins, n, offsets, &tiles),
         };
         Self::from_common(bins, n, offsets, counted)
@@ -316,37 +316,72 @@ fn most_common<B: BinValue>(
     counted
 }
 
-/// [`most_common`] of byte bins, where a bin holds most rows: each tile's candidates by a
-/// majority vote in vector lanes (Boyer–Moore: a bin held by more than half the rows
-/// survives it), then the candidates' rows counted. A bin held by more than half the rows
-/// is the most common, with no tie, so that is the counting's answer; a tile where some
-/// feature has no such bin is counted bin by bin. On a sparse shard (a feature's absent
-/// entries in one bin) this replaces a scattered count of every byte by two passes of
-/// compares.
-fn majorities(bins: &[u8], n: usize, offsets: &[u32], tiles: &[Range<usize>]) -> Vec<(u32, usize)> {
+/// A majority vote's state in each lane of a tile: a candidate bin and its lead.
+type Votes = ([u8; COUNT_TILE], [u32; COUNT_TILE]);
+
+/// Merges the vote of a later block of rows into `vote`: it cancels pairs of different bins,
+/// as the vote itself does, so a bin held by more than half the rows of both blocks
+/// survives (a wrong candidate would only cost the exact count; it never changes the
+/// answer, which the candidates' counted rows decide).
+fn merge_votes((cand, lead): &mut Votes, (c2, l2): &Votes) {
+    for j in 0..COUNT_TILE {
+        if cand[j] == c2[j] {
+            lead[j] += l2[j];
+        } else if lead[j] >= l2[j] {
+            lead[j] -= l2[j];
+        } else {
+            (cand[j], lead[j]) = (c2[j], l2[j] - lead[j]);
+        }
+    }
+}
+
+/// [`most_common`] of byte bins where each feature has a bin held by more than half the
+/// rows (then it is the most common, with no tie: the counting's answer), or `None` where
+/// the features without one already leave too many uncommon bins for sparse rows (a dense
+/// shard). Each tile's candidates come from a majority vote in vector lanes (Boyer–Moore:
+/// a bin held by more than half the rows survives it, block by block and through the
+/// blocks' merge), then their rows are counted; tiles where some feature has no majority
+/// are counted bin by bin. On a sparse shard this replaces a scattered count of every byte
+/// by two passes of compares.
+fn majorities(
+    bins: &[u8],
+    n: usize,
+    offsets: &[u32],
+    tiles: &[Range<usize>],
+) -> Option<Vec<(u32, usize)>> {
     let nf = offsets.len() - 1;
     let blocks = n.div_ceil(COUNT_ROWS);
-    let votes: Vec<[u8; COUNT_TILE]> = tiles
-        .par_iter()
-        .map(|tile| {
+    let rows_of = |block: usize| block * COUNT_ROWS..((block + 1) * COUNT_ROWS).min(n);
+    let per_block: Vec<Votes> = (0..tiles.len() * blocks)
+        .into_par_iter()
+        .map(|task| {
+            let (tile, rows) = (&tiles[task / blocks], rows_of(task % blocks));
             let (mut cand, mut lead) = ([0u8; COUNT_TILE], [0u32; COUNT_TILE]);
-            for row in bins[..n * nf].chunks_exact(nf) {
-                let piece = &row[tile.clone()];
-                for ((c, l), &b) in cand.iter_mut().zip(lead.iter_mut()).zip(piece) {
+            for row in bins[rows.start * nf..rows.end * nf].chunks_exact(nf) {
+                for ((c, l), &b) in cand.iter_mut().zip(lead.iter_mut()).zip(&row[tile.clone()]) {
                     let take = *l == 0;
                     *c = if take { b } else { *c };
                     *l = if take || b == *c { *l + 1 } else { *l - 1 };
                 }
             }
-            cand
+            (cand, lead)
+        })
+        .collect();
+    let votes: Vec<[u8; COUNT_TILE]> = per_block
+        .chunks(blocks)
+        .map(|parts| {
+            let mut vote = parts[0];
+            for other in &parts[1..] {
+                merge_votes(&mut vote, other);
+            }
+            vote.0
         })
         .collect();
     let held: Vec<[u32; COUNT_TILE]> = (0..tiles.len() * blocks)
         .into_par_iter()
         .map(|task| {
-            let (t, block) = (task / blocks, task % blocks);
+            let (t, rows) = (task / blocks, rows_of(task % blocks));
             let (tile, cand) = (&tiles[t], &votes[t]);
-            let rows = block * COUNT_ROWS..((block + 1) * COUNT_ROWS).min(n);
             let mut held = [0u32; COUNT_TILE];
             for row in bins[rows.start * nf..rows.end * nf].chunks_exact(nf) {
                 for ((h, &c), &b) in held.iter_mut().zip(cand).zip(&row[tile.clone()]) {
@@ -356,27 +391,46 @@ fn majorities(bins: &[u8], n: usize, offsets: &[u32], tiles: &[Range<usize>]) ->
             held
         })
         .collect();
-    tiles
+    let rows = |t: usize, j: usize| -> usize {
+        held[t * blocks..(t + 1) * blocks]
+            .iter()
+            .map(|h| h[j] as usize)
+            .sum()
+    };
+    // a feature without a majority leaves at least half its rows outside its most common
+    // bin: where that bound already fails the density test, the exact count would too
+    let lower: usize = tiles
         .iter()
         .enumerate()
-        .flat_map(|(t, tile)| {
-            let rows = |j: usize| -> usize {
-                held[t * blocks..(t + 1) * blocks]
-                    .iter()
-                    .map(|h| h[j] as usize)
-                    .sum()
-            };
-            let all_held = (0..tile.len()).all(|j| 2 * rows(j) > n);
-            if all_held {
-                tile.clone()
-                    .enumerate()
-                    .map(|(j, f)| (offsets[f] + votes[t][j] as u32, rows(j)))
-                    .collect()
-            } else {
-                most_common(bins, n, offsets, std::slice::from_ref(tile))
-            }
-        })
-        .collect()
+        .flat_map(|(t, tile)| (0..tile.len()).map(move |j| (t, j)))
+        .map(|(t, j)| n - rows(t, j).max(n - n.div_ceil(2)))
+        .sum();
+    if lower.checked_mul(MAX_DENSITY_INVERSE)? > n * nf {
+        return None;
+    }
+    // the tiles where some feature has no majority are counted bin by bin, together
+    let unsettled = |t: usize| (0..tiles[t].len()).any(|j| 2 * rows(t, j) <= n);
+    let apart: Vec<Range<usize>> = (0..tiles.len())
+        .filter(|&t| unsettled(t))
+        .map(|t| tiles[t].clone())
+        .collect();
+    let mut counted_apart = most_common(bins, n, offsets, &apart).into_iter();
+    Some(
+        tiles
+            .iter()
+            .enumerate()
+            .flat_map(|(t, tile)| {
+                if unsettled(t) {
+                    counted_apart.by_ref().take(tile.len()).collect::<Vec<_>>()
+                } else {
+                    tile.clone()
+                        .enumerate()
+                        .map(|(j, f)| (offsets[f] + votes[t][j] as u32, rows(t, j)))
+                        .collect()
+                }
+            })
+            .collect(),
+    )
 }
 
 #[cfg(test)]
@@ -484,6 +538,60 @@ mod tests {
         for (i, b) in bins.iter_mut().enumerate() {
             let f = i % nf;
             *b = (i / nf % (offsets[f + 1] - offsets[f]) as usize) as u8;
+        }
+        assert!(SparseRows::of(BinsRef::U8(&bins), n, &offsets).is_none());
+    }
+
+    #[test]
+    fn merged_votes_keep_a_majority_of_both_blocks() {
+        // lane 0: 9 leads the first block by 5, 4 the second by 40 (4 holds most rows of
+        // both); lane 1: the same bin leads both; lane 2: 7 leads the first by 40 and 4 the
+        // second by 5
+        let mut first: Votes = ([0; COUNT_TILE], [0; COUNT_TILE]);
+        let mut second = first;
+        first.0[..3].copy_from_slice(&[9, 3, 7]);
+        first.1[..3].copy_from_slice(&[5, 6, 40]);
+        second.0[..3].copy_from_slice(&[4, 3, 4]);
+        second.1[..3].copy_from_slice(&[40, 2, 5]);
+        merge_votes(&mut first, &second);
+        assert_eq!(&first.0[..3], &[4, 3, 7]);
+        assert_eq!(&first.1[..3], &[35, 8, 35]);
+    }
+
+    #[test]
+    fn a_majority_that_loses_a_block_is_still_found() {
+        // two blocks of rows: feature 0's bin 4 holds most rows overall but not the first
+        // block, where bin 9 leads; feature 1's bin 2 holds exactly half the rows (no
+        // majority: its tile is counted bin by bin); the rest are mostly bin 0. Votes merged
+        // across blocks must find 4, and a shard where half the features have no majority
+        // at all is dense without counting them
+        let (n, nf) = (COUNT_ROWS + 40_000, 70);
+        let widths: Vec<u32> = (0..nf).map(|f| [12, 7, 3][f % 3]).collect();
+        let offsets = sapwood_testkit::data::offsets_of(&widths);
+        let mut rng = sapwood_testkit::Rng(0x5851_f42d_4c95_7f2d);
+        let mut bins = vec![0u8; n * nf];
+        for r in 0..n {
+            bins[r * nf] = if r >= COUNT_ROWS || r % 13 < 6 { 4 } else { 9 };
+            bins[r * nf + 1] = if r % 2 == 0 {
+                2
+            } else {
+                1 + 2 * (r % 3 == 0) as u8
+            };
+            for f in 2..nf {
+                if rng.below(40) == 0 {
+                    bins[r * nf + f] = rng.below(widths[f] as u64) as u8;
+                }
+            }
+        }
+        let (want, uncommon) = common_by_columns(&bins, n, &offsets);
+        assert_eq!(want[0], offsets[0] + 4);
+        let sparse = SparseRows::of(BinsRef::U8(&bins), n, &offsets).expect("sparse");
+        assert_eq!(sparse.common, want);
+        assert_eq!(sparse.entries.len(), uncommon);
+        for r in 0..n {
+            for f in (0..nf).step_by(2) {
+                bins[r * nf + f] = ((r + f) % widths[f] as usize) as u8;
+            }
         }
         assert!(SparseRows::of(BinsRef::U8(&bins), n, &offsets).is_none());
     }

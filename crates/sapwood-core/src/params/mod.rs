@@ -156,7 +156,9 @@ pub struct Params {
     pub min_data_per_group: usize,
     /// Sampled rows a numeric bin must hold before the next bin starts (LightGBM's
     /// `min_data_in_bin` and its default, 3; 1 gives every distinct value its own bin while
-    /// they fit, as XGBoost does).
+    /// they fit, as XGBoost does). Model files without the key, written before it was
+    /// saved, read as 1, the default then.
+    #[serde(default = "a_bin_for_every_value")]
     pub min_data_in_bin: usize,
     /// Where a numeric feature has more distinct values than bins, a value that alone
     /// weighs a mean bin is bounded by thresholds on both sides (LightGBM's binning; lighter
@@ -257,6 +259,9 @@ fn is_topk(v: &PairMethodKind) -> bool {
 
 fn is_xgboost_hessian(v: &MulticlassHessian) -> bool {
     *v == MulticlassHessian::XGBoost
+}
+fn a_bin_for_every_value() -> usize {
+    1
 }
 fn xgboost_poisson_bound() -> f64 {
     POISSON_MAX_DELTA_STEP
@@ -786,6 +791,21 @@ mod tests {
             let err = p.validate().unwrap_err().to_string();
             assert!(err.contains("poisson_leaf_bound"), "{bad}: {err}");
         }
+    }
+
+    /// `min_data_in_bin` is saved (3 by default) and read back; a model saved without the
+    /// key, before it was written, reads back 1, the default then.
+    #[test]
+    fn min_data_in_bin_is_saved_and_read_back_as_it_was() {
+        let p = Params::default();
+        assert_eq!(p.min_data_in_bin, 3);
+        let saved = serde_json::to_string(&p).unwrap();
+        assert!(saved.contains(r#""min_data_in_bin":3"#), "{saved}");
+        assert_eq!(serde_json::from_str::<Params>(&saved).unwrap(), p);
+        let before = saved.replace(r#""min_data_in_bin":3,"#, "");
+        assert!(!before.contains("min_data_in_bin"), "{before}");
+        let old: Params = serde_json::from_str(&before).unwrap();
+        assert_eq!(old.min_data_in_bin, 1);
     }
 
     /// `multiclass_hessian` is read from its two names, refused otherwise (naming the
