@@ -2429,6 +2429,30 @@ mod tests {
         }
     }
 
+    /// The setups of round `round` for every group of `max` (the gradients' maxima by
+    /// group) over `n` rows: tree `round · k + g` of group g, sampled at `rate`.
+    fn round_setups(
+        max: &[[f32; 2]],
+        n: usize,
+        q: crate::params::Quantisation,
+        rate: f64,
+        round: u32,
+    ) -> Vec<TreeSetup> {
+        let k = max.len();
+        (0..k)
+            .map(|g| TreeSetup {
+                tree_index: round * k as u32 + g as u32,
+                group: g,
+                seed: 3,
+                row_sample: crate::hash::SampleRate::new(rate),
+                scales: crate::quantise::GroupScales {
+                    grad: Scale::agree(max[g][0], n as u64, q),
+                    hess: Scale::agree(max[g][1], n as u64, q),
+                },
+            })
+            .collect()
+    }
+
     #[test]
     fn a_round_grown_in_teams_leaves_the_margins_of_trees_grown_one_after_another() {
         use crate::hash::SampleRate;
@@ -2511,18 +2535,7 @@ mod tests {
                 for round in 0..3u32 {
                     let max = one.compute_gradients().unwrap();
                     assert_eq!(teams.compute_gradients().unwrap(), max);
-                    let setups: Vec<TreeSetup> = (0..k)
-                        .map(|g| TreeSetup {
-                            tree_index: round * k as u32 + g as u32,
-                            group: g,
-                            seed: 3,
-                            row_sample: SampleRate::new(rate),
-                            scales: GroupScales {
-                                grad: Scale::agree(max[g][0], n as u64, q),
-                                hess: Scale::agree(max[g][1], n as u64, q),
-                            },
-                        })
-                        .collect();
+                    let setups = round_setups(&max, n, q, rate, round);
                     one.start_round(&setups).unwrap();
                     let want: Vec<Tree> = setups
                         .iter()
@@ -2565,9 +2578,7 @@ mod tests {
 
     #[test]
     fn roots_built_ahead_are_each_trees_own_root() {
-        use crate::hash::SampleRate;
         use crate::params::Quantisation;
-        use crate::quantise::GroupScales;
         let (n, k) = (20_000, 6);
         let shard = |sparse: bool| {
             let mut spec = sparse_shard(n, false);
@@ -2591,20 +2602,7 @@ mod tests {
         let (mut ahead, mut plain) = (shard(false), shard(false));
         let max = ahead.compute_gradients().unwrap();
         plain.compute_gradients().unwrap();
-        let setups = |q: Quantisation, rate: f64, round: u32| -> Vec<TreeSetup> {
-            (0..k)
-                .map(|g| TreeSetup {
-                    tree_index: round * k as u32 + g as u32,
-                    group: g,
-                    seed: 3,
-                    row_sample: SampleRate::new(rate),
-                    scales: GroupScales {
-                        grad: Scale::agree(max[g][0], n as u64, q),
-                        hess: Scale::agree(max[g][1], n as u64, q),
-                    },
-                })
-                .collect()
-        };
+        let setups = |q, rate, round| round_setups(&max, n, q, rate, round);
         let exact = setups(Quantisation::Exact, 1.0, 0);
         ahead.start_round(&exact).unwrap();
         for (g, s) in exact.iter().enumerate() {
