@@ -1076,6 +1076,143 @@ fn sparse_and_dense(n: usize) -> (Dataset<'static>, Dataset<'static>) {
     (data(sparse_columns), data(dense_columns))
 }
 
+/// A wide table whose every column is sparse (one-hot fields and text-like weights, 1% to
+/// 4% of the rows each, one column at 60%, stored zeros and NaNs among the entries), few
+/// enough entries that its bins are held by column; with the same values as dense columns.
+// a row at a time: each row writes several columns
+#[allow(clippy::needless_range_loop)]
+fn all_sparse_and_dense(n: usize, seed: u64) -> (Dataset<'static>, Dataset<'static>) {
+    use sapwood::{Column, FeatureMatrix, Label};
+    use std::borrow::Cow;
+    let nf = 40;
+    let mut state = seed;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (state >> 33) as f64 / (1u64 << 31) as f64
+    };
+    let names: Vec<String> = (0..nf).map(|f| format!("t{f}")).collect();
+    let mut dense = vec![vec![f32::NAN; n]; nf];
+    let mut stored: Vec<Vec<u32>> = vec![Vec::new(); nf];
+    for i in 0..n {
+        // one level of a one-hot field of ten columns
+        let level = (next() * 10.0) as usize;
+        if next() < 0.4 {
+            dense[level][i] = 1.0;
+            stored[level].push(i as u32);
+        }
+        for f in 10..nf {
+            let density = if f == 10 {
+                0.6
+            } else {
+                0.01 + 0.03 * (f % 3) as f64 / 2.0
+            };
+            let u = next();
+            if u < density {
+                dense[f][i] = if u < density / 6.0 {
+                    0.0
+                } else if u > density * 0.99 {
+                    f32::NAN
+                } else {
+                    (next() * 5.0) as f32
+                };
+                stored[f].push(i as u32);
+            }
+        }
+    }
+    let label: Vec<f32> = (0..n)
+        .map(|i| {
+            let v = |f: usize| {
+                if dense[f][i].is_nan() {
+                    0.0
+                } else {
+                    dense[f][i]
+                }
+            };
+            let s = v(0) - v(3) + 0.7 * v(10) + v(12) * v(14) - 0.5 * v(20) + 0.3 * next() as f32;
+            (s > 0.6) as u8 as f32
+        })
+        .collect();
+    let sparse_columns = (0..nf)
+        .map(|f| Column::Sparse {
+            len: n,
+            start: 0,
+            values: Cow::Owned(stored[f].iter().map(|&r| dense[f][r as usize]).collect()),
+            rows: Cow::Owned(stored[f].clone()),
+        })
+        .collect();
+    let dense_columns = dense
+        .into_iter()
+        .map(|c| Column::Numeric(c.into()))
+        .collect();
+    let data = |columns| {
+        let m = FeatureMatrix::new(names.clone(), columns).unwrap();
+        Dataset::from_parts(m, Some(Label::Values(label.clone())), None).unwrap()
+    };
+    (data(sparse_columns), data(dense_columns))
+}
+
+#[test]
+fn sparse_matrices_binned_by_column_train_as_their_dense_values() {
+    let (sparse, dense) = all_sparse_and_dense(12_007, 11);
+    let (valid_sparse, valid_dense) = all_sparse_and_dense(3_001, 12);
+    let base = Params {
+        objective: ObjectiveKind::Logistic,
+        num_rounds: 12,
+        max_bin: 64,
+        ..Default::default()
+    };
+    let cases = [
+        ("exact", base.clone()),
+        (
+            "8 bits, rows sampled (out-of-bag rows routed by their bins)",
+            Params {
+                quantisation: sapwood::Quantisation::from_grad_bits(8).unwrap(),
+                subsample: 0.6,
+                ..base.clone()
+            },
+        ),
+        (
+            "16-bit bins, loss-guided",
+            Params {
+                max_bin: 1024,
+                grow_policy: sapwood::GrowPolicy::Lossguide,
+                max_leaves: 31,
+                max_depth: 0,
+                ..base.clone()
+            },
+        ),
+    ];
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    for (what, params) in cases {
+        let want = Booster::train(&params, &dense, &[("valid", &valid_dense)]).unwrap();
+        let got = Booster::train(&params, &sparse, &[("valid", &valid_sparse)]).unwrap();
+        assert!(got.to_json() == want.to_json(), "{what}: the model");
+        assert_eq!(
+            history_of(&got),
+            history_of(&want),
+            "{what}: the evaluation set"
+        );
+        let run = RunOptions {
+            workers: 3,
+            ..Default::default()
+        };
+        let workers =
+            Booster::train_with(&params, &run, &sparse, &[], &mut sapwood::Quiet).unwrap();
+        let alone = Booster::train(&params, &dense, &[]).unwrap();
+        assert!(
+            workers.to_json() == alone.to_json(),
+            "{what}: three workers"
+        );
+        let (a, b) = (
+            want.predict(&valid_dense).unwrap(),
+            want.predict(&valid_sparse).unwrap(),
+        );
+        assert!(bits(&a.values) == bits(&b.values), "{what}: predictions");
+    }
+}
+
 #[test]
 fn sparse_columns_train_and_predict_as_their_dense_values() {
     let (sparse, dense) = sparse_and_dense(20_011);

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use sapwood_core::collective::{Collective, SingleWorker};
 use sapwood_core::data::{
-    BinnedMatrix, Bins, BinsRef, CutSample, Cuts, FeatureCuts, FeatureMatrix,
+    BinnedMatrix, Bins, CutSample, Cuts, FeatureCuts, FeatureMatrix, HeldRows, RowMajor,
 };
 use sapwood_core::model::select_columns;
 use sapwood_core::params::Params;
@@ -150,21 +150,23 @@ impl BinPass {
         let part = BinnedMatrix::new(&m, &self.cuts)?;
         let first = self.bins.is_none();
         let reserve = self.expected_rows.max(n) * self.names.len();
-        match (&mut self.bins, part.bins()) {
-            (slot @ None, BinsRef::U8(b)) => {
+        // a batch of sparse columns binned by column is appended row-major like the others
+        let mut held = HeldRows::default();
+        match (&mut self.bins, part.bins().row_major(&mut held)) {
+            (slot @ None, RowMajor::U8(b)) => {
                 let mut v = Vec::with_capacity(reserve);
                 sapwood_core::huge_pages::advise(&mut v);
                 v.extend_from_slice(b);
                 *slot = Some(Bins::U8(v));
             }
-            (slot @ None, BinsRef::U16(b)) => {
+            (slot @ None, RowMajor::U16(b)) => {
                 let mut v = Vec::with_capacity(reserve);
                 sapwood_core::huge_pages::advise(&mut v);
                 v.extend_from_slice(b);
                 *slot = Some(Bins::U16(v));
             }
-            (Some(Bins::U8(v)), BinsRef::U8(b)) => v.extend_from_slice(b),
-            (Some(Bins::U16(v)), BinsRef::U16(b)) => v.extend_from_slice(b),
+            (Some(Bins::U8(v)), RowMajor::U8(b)) => v.extend_from_slice(b),
+            (Some(Bins::U16(v)), RowMajor::U16(b)) => v.extend_from_slice(b),
             _ => {
                 return Err(Error::SchemaMismatch(
                     "batches were binned to different widths".into(),

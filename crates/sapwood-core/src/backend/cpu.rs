@@ -11,7 +11,8 @@ use super::shard::{self, NodeSpans, ShardLimits};
 use super::sparse_rows::SparseRows;
 use super::teams::{self, Teams};
 use super::{BackendFactory, GrowTree, HistBackend, NodeSplit, ShardData, TreeBackend, TreeSetup};
-use crate::data::binned::{BinnedMatrix, Bins, BinsRef};
+use crate::data::binned::{BinnedMatrix, Bins, BinsRef, HeldRows, RowMajor};
+use crate::data::sparse_bins::SparseBinsRef;
 use crate::detmath::pow2;
 use crate::error::{Error, Result};
 use crate::hash::{HashKey, Stream};
@@ -422,6 +423,11 @@ impl CpuBackend {
         let shape = shard::validate(&s, ShardLimits::default())?;
         let (n, k) = (shape.n, shape.k);
         let sparse = SparseRows::of(s.binned.bins(), n, &s.offsets);
+        if sparse.is_none() && s.binned.is_sparse() {
+            return Err(Error::Backend(
+                "bins held by column need their rows' entries in u32 indices".into(),
+            ));
+        }
         let columns = sparse
             .is_none()
             .then(|| transpose(s.binned.bins(), n, shape.nf));
@@ -716,6 +722,12 @@ impl TreeState {
             (BinsRef::U16(b), Some(p)) => {
                 build_level(&node_rows, &cuts, b, offsets, p, width, packed_pool, out)
             }
+            // `new` refuses bins by column without sparse rows
+            (BinsRef::Sparse(_), _) => {
+                return Err(Error::Backend(
+                    "bins held by column are built from their sparse rows".into(),
+                ))
+            }
         }
         Ok(())
     }
@@ -758,10 +770,15 @@ impl TreeState {
             // first bins, or the padding past the last column)
             let column = s.feature * n..(s.feature + 1) * n + kernel::COLUMN_PAD;
             *n_left = match (columns, bins) {
+                (_, BinsRef::Sparse(b)) => partition_by_entries(rows, scratch, b, s),
                 (Some(Bins::U8(c)), _) => partition_by(rows, scratch, &c[column], n, s),
                 (Some(Bins::U16(c)), _) => partition_by(rows, scratch, &c[column], n, s),
-                (None, BinsRef::U8(b)) => partition_by_rows(rows, scratch, b, nf, s),
-                (None, BinsRef::U16(b)) => partition_by_rows(rows, scratch, b, nf, s),
+                (None | Some(Bins::Sparse(_)), BinsRef::U8(b)) => {
+                    partition_by_rows(rows, scratch, b, nf, s)
+                }
+                (None | Some(Bins::Sparse(_)), BinsRef::U16(b)) => {
+                    partition_by_rows(rows, scratch, b, nf, s)
+                }
             };
         });
         let mut moved = vec![[0u32; 2]; splits.len()];
@@ -1426,6 +1443,33 @@ fn partition_by_rows<B: BinValue>(
     })
 }
 
+/// [`partition_by`] reading the split feature's bins from its entries in `bins` (held by
+/// column): a node's rows come ascending, so each is a step of a cursor along the column.
+fn partition_by_entries(
+    rows: &mut [u32],
+    scratch: &mut [u32],
+    bins: SparseBinsRef<'_>,
+    split: &NodeSplit,
+) -> usize {
+    let (missing_left, rule) = (split.default_left, &split.rule);
+    let column = bins.column(split.feature);
+    partition(rows, scratch, |rows, right| {
+        let mut cursor = column.cursor();
+        let (mut nl, mut nr) = (0, 0);
+        for i in 0..rows.len() {
+            let r = rows[i];
+            if rule.goes_left(cursor.bin(r as usize), missing_left) {
+                rows[nl] = r;
+                nl += 1;
+            } else {
+                right[nr] = r;
+                nr += 1;
+            }
+        }
+        nl
+    })
+}
+
 /// Leaf values of trees not yet added to the margins ([`CpuBackend::add_pending`]).
 #[derive(Clone, Copy)]
 struct Pending<'a> {
@@ -1551,9 +1595,10 @@ fn transpose(bins: BinsRef<'_>, n: usize, nf: usize) -> Bins {
         transpose_into(b, n, nf, &mut out);
         out
     }
-    match bins {
-        BinsRef::U8(b) => Bins::U8(t(b, n, nf)),
-        BinsRef::U16(b) => Bins::U16(t(b, n, nf)),
+    let mut held = HeldRows::default();
+    match bins.row_major(&mut held) {
+        RowMajor::U8(b) => Bins::U8(t(b, n, nf)),
+        RowMajor::U16(b) => Bins::U16(t(b, n, nf)),
     }
 }
 

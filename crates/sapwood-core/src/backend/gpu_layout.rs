@@ -3,7 +3,7 @@
 
 use super::shard::Span;
 use super::NodeSplit;
-use crate::data::binned::{BinnedMatrix, BinsRef};
+use crate::data::binned::{BinnedMatrix, BinsRef, HeldRows, RowMajor};
 use crate::split::{BinSet, SplitRule};
 use crate::tree::Tree;
 
@@ -23,6 +23,8 @@ impl BinLayout {
         let bits = match binned.bins() {
             BinsRef::U8(_) => 8,
             BinsRef::U16(_) => 16,
+            BinsRef::Sparse(s) if s.wide() => 16,
+            BinsRef::Sparse(_) => 8,
         };
         let per_word = (32 / bits) as usize;
         BinLayout {
@@ -37,16 +39,19 @@ impl BinLayout {
         let mut out = vec![0u32; (hi - lo) * self.row_words];
         let per_word = (32 / self.bits) as usize;
         let rows = out.chunks_exact_mut(self.row_words.max(1));
-        match binned.bins() {
-            BinsRef::U8(b) => {
-                for (r, words) in (lo..hi).zip(rows) {
+        // bins held by column are made row-major a piece at a time (the device holds them so)
+        let piece = binned.slice_rows(lo..hi);
+        let mut held = HeldRows::default();
+        match piece.bins().row_major(&mut held) {
+            RowMajor::U8(b) => {
+                for (r, words) in (0..hi - lo).zip(rows) {
                     for (f, &v) in b[r * nf..(r + 1) * nf].iter().enumerate() {
                         words[f / per_word] |= (v as u32) << ((f % per_word) * 8);
                     }
                 }
             }
-            BinsRef::U16(b) => {
-                for (r, words) in (lo..hi).zip(rows) {
+            RowMajor::U16(b) => {
+                for (r, words) in (0..hi - lo).zip(rows) {
                     for (f, &v) in b[r * nf..(r + 1) * nf].iter().enumerate() {
                         words[f / per_word] |= (v as u32) << ((f % per_word) * 16);
                     }

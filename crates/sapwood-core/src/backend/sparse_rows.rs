@@ -13,6 +13,7 @@ use rayon::prelude::*;
 
 use super::kernel::{prefetch_to, BinValue, HistValue, Level, PartRows};
 use crate::data::binned::BinsRef;
+use crate::data::sparse_bins::{SparseBinsRef, SparseColumn};
 
 /// A shard is stored sparse where its uncommon bins are at most this fraction (one over it)
 /// of its entries: a sparse add reads an index and lands anywhere in the histogram, where
@@ -54,7 +55,53 @@ impl SparseRows {
         match bins {
             BinsRef::U8(b) => Self::of_typed(b, n, offsets),
             BinsRef::U16(b) => Self::of_typed(b, n, offsets),
+            BinsRef::Sparse(s) => Self::of_columns(s, offsets),
         }
+    }
+
+    /// The rows of bins held by column (always sparse enough: see
+    /// [`crate::data::sparse_bins::DENSITY_INVERSE`]), each feature's absent bin as its
+    /// common one; none where the entries pass u32 indices or the offsets are too few.
+    fn of_columns(bins: SparseBinsRef<'_>, offsets: &[u32]) -> Option<SparseRows> {
+        let (n, nf) = (bins.n_rows(), bins.n_features());
+        if offsets.len() != nf + 1 {
+            return None;
+        }
+        let columns: Vec<SparseColumn<'_>> = (0..nf).map(|f| bins.column(f)).collect();
+        let total: usize = columns.iter().map(|c| c.rows.len()).sum();
+        if total > u32::MAX as usize {
+            return None;
+        }
+        let mut starts = vec![0u64; n + 1];
+        for c in &columns {
+            for &r in c.rows {
+                starts[r as usize - c.first + 1] += 1;
+            }
+        }
+        for r in 0..n {
+            starts[r + 1] += starts[r];
+        }
+        // features in order, so each row's entries come in feature order
+        let mut next: Vec<u64> = starts[..n].to_vec();
+        let mut entries = vec![0u32; total];
+        for (f, c) in columns.iter().enumerate() {
+            for (&r, &b) in c.rows.iter().zip(c.bins) {
+                let at = &mut next[r as usize - c.first];
+                entries[*at as usize] = offsets[f] + u32::from(b);
+                *at += 1;
+            }
+        }
+        let common = columns
+            .iter()
+            .zip(offsets)
+            .map(|(c, &o)| o + u32::from(c.absent))
+            .collect();
+        Some(SparseRows {
+            starts,
+            entries,
+            common,
+            width: offsets[nf] as usize,
+        })
     }
 
     fn of_typed<B: BinValue + PartialEq>(

@@ -1,5 +1,5 @@
 //! Binning raw columns with cuts ([`Binner`], into any layout), and the binned matrix: one
-//! small integer per (row, feature), row-major.
+//! small integer per (row, feature), row-major, or by column for sparse data.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -9,28 +9,80 @@ use rayon::prelude::*;
 use crate::data::bin_search::{BinSearch, LANES};
 use crate::data::cuts::{Cuts, FeatureCuts};
 use crate::data::matrix::{Column, FeatureMatrix};
+use crate::data::sparse_bins::{self, SparseBins, SparseBinsRef};
 use crate::error::{Error, Result};
 
-/// Bin storage: u8 when every feature has at most 256 bins, else u16.
+/// Bin storage: u8 when every feature has at most 256 bins, else u16; or by column where
+/// the data is sparse.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Bins {
-    /// One byte per entry.
+    /// One byte per entry, row-major.
     U8(Vec<u8>),
-    /// Two bytes per entry.
+    /// Two bytes per entry, row-major.
     U16(Vec<u16>),
+    /// Each feature's rows outside its absent bin.
+    Sparse(SparseBins),
 }
 
-/// Borrowed bins of a matrix's rows, row-major.
+/// Borrowed bins of a matrix's rows.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum BinsRef<'a> {
+    /// One byte per entry, row-major.
+    U8(&'a [u8]),
+    /// Two bytes per entry, row-major.
+    U16(&'a [u16]),
+    /// By column.
+    Sparse(SparseBinsRef<'a>),
+}
+
+impl Bins {
+    /// The bins, borrowed.
+    pub fn view(&self) -> BinsRef<'_> {
+        match self {
+            Bins::U8(b) => BinsRef::U8(b),
+            Bins::U16(b) => BinsRef::U16(b),
+            Bins::Sparse(s) => BinsRef::Sparse(s.rows(0..s.n_rows())),
+        }
+    }
+}
+
+/// Borrowed row-major bins.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RowMajor<'a> {
     /// One byte per entry.
     U8(&'a [u8]),
     /// Two bytes per entry.
     U16(&'a [u16]),
 }
 
+/// Row-major copies of bins held by column ([`BinsRef::row_major`]).
+#[derive(Debug, Default)]
+pub struct HeldRows {
+    u8: Vec<u8>,
+    u16: Vec<u16>,
+}
+
+impl<'a> BinsRef<'a> {
+    /// These bins row-major: themselves where they are so, else a copy kept in `held`
+    /// (for code that reads whole rows of bins: a GPU's upload, a stream of batches).
+    pub fn row_major(self, held: &'a mut HeldRows) -> RowMajor<'a> {
+        match self {
+            BinsRef::U8(b) => RowMajor::U8(b),
+            BinsRef::U16(b) => RowMajor::U16(b),
+            BinsRef::Sparse(s) if s.wide() => {
+                held.u16 = s.row_major_as();
+                RowMajor::U16(&held.u16)
+            }
+            BinsRef::Sparse(s) => {
+                held.u8 = s.row_major_as();
+                RowMajor::U8(&held.u8)
+            }
+        }
+    }
+}
+
 /// Rows of bins; row r's bins are `[r * n_features, (r + 1) * n_features)` of
-/// [`BinnedMatrix::bins`]. A matrix may be a view of some rows of another's storage
+/// [`BinnedMatrix::bins`] where they are row-major. A matrix may be a view of some rows of another's storage
 /// ([`BinnedMatrix::slice_rows`]): the workers of one process share one binned matrix.
 #[derive(Debug, Clone)]
 pub struct BinnedMatrix {
@@ -45,7 +97,15 @@ impl PartialEq for BinnedMatrix {
     fn eq(&self, other: &Self) -> bool {
         self.n_rows == other.n_rows
             && self.n_features == other.n_features
-            && self.bins() == other.bins()
+            && match (self.bins(), other.bins()) {
+                (a @ BinsRef::Sparse(_), b) | (a, b @ BinsRef::Sparse(_))
+                    if std::mem::discriminant(&a) != std::mem::discriminant(&b) =>
+                {
+                    let (mut x, mut y) = (HeldRows::default(), HeldRows::default());
+                    a.row_major(&mut x) == b.row_major(&mut y)
+                }
+                (a, b) => a == b,
+            }
     }
 }
 
@@ -144,6 +204,49 @@ impl<'m> Binner<'m> {
     /// Whether some feature has more than 256 bins (its bins need 16 bits).
     pub fn wide(&self) -> bool {
         self.cuts.max_feature_bins() > 256
+    }
+
+    /// Every row's bins by column, where every column is sparse and holds at most one
+    /// (row, feature) in [`sparse_bins::DENSITY_INVERSE`]; none otherwise.
+    pub fn sparse_bins(&self) -> Option<Result<SparseBins>> {
+        let (n, nf) = (self.n_rows(), self.n_features());
+        let columns = self.matrix.columns();
+        let mut entries = 0usize;
+        for col in columns {
+            entries += col.sparse_entries(0..n)?.len();
+        }
+        let dense = entries.checked_mul(sparse_bins::DENSITY_INVERSE)? > n.checked_mul(nf)?;
+        if n == 0 || nf == 0 || dense || entries > u32::MAX as usize {
+            return None;
+        }
+        let by_column: Vec<(Vec<u32>, Vec<u16>, u16)> = columns
+            .par_iter()
+            .zip(self.cuts.features())
+            .zip(&self.searches)
+            .map(|((col, fc), search)| {
+                let bin = |x: f32| match (search, fc) {
+                    (Some(s), _) => s.bin(x),
+                    (None, FeatureCuts::Numeric { thresholds }) => {
+                        FeatureCuts::bin_value(thresholds, x)
+                    }
+                    // sparse columns are numeric (checked in `Binner::new`)
+                    (None, FeatureCuts::Categorical { .. }) => 0,
+                };
+                let absent = bin(f32::NAN);
+                let (mut rows, mut bins) = (Vec::new(), Vec::new());
+                for (r, x) in col.sparse_entries(0..n).into_iter().flatten() {
+                    let b = bin(x);
+                    if b != absent {
+                        rows.push(r as u32);
+                        bins.push(b);
+                    }
+                }
+                (rows, bins, absent)
+            })
+            .collect();
+        let absent = by_column.iter().map(|c| c.2).collect();
+        let by_column = by_column.into_iter().map(|(r, b, _)| (r, b)).collect();
+        Some(SparseBins::from_columns(n, self.wide(), by_column, absent))
     }
 
     /// Bins rows `start..start + rows` into `out`: row r's bin of feature f at `r *
@@ -290,10 +393,14 @@ impl<'m> Binner<'m> {
 impl BinnedMatrix {
     /// Bins every row of `matrix` with `cuts`, column by column in the cuts' order; column
     /// kinds must match, categorical levels are matched by name (unknown ones are missing).
+    /// A matrix of sparse columns few enough entries is binned by column
+    /// ([`Binner::sparse_bins`]).
     pub fn new(matrix: &FeatureMatrix<'_>, cuts: &Cuts) -> Result<Self> {
         let binner = Binner::new(matrix, cuts)?;
         let (n, nf) = (matrix.n_rows(), matrix.n_features());
-        let bins = if binner.wide() {
+        let bins = if let Some(sparse) = binner.sparse_bins() {
+            Bins::Sparse(sparse?)
+        } else if binner.wide() {
             let mut out = crate::huge_pages::filled(n * nf, 0u16);
             binner.bin_rows(&mut out);
             Bins::U16(out)
@@ -310,11 +417,19 @@ impl BinnedMatrix {
         })
     }
 
-    /// A matrix from raw row-major bins (for backends and tests).
+    /// A matrix from raw bins (for backends and tests).
     pub fn from_bins(n_rows: usize, n_features: usize, bins: Bins) -> Result<Self> {
         let len = match &bins {
             Bins::U8(b) => b.len(),
             Bins::U16(b) => b.len(),
+            Bins::Sparse(s) if s.n_features() == n_features => s.n_rows() * n_features,
+            Bins::Sparse(s) => {
+                return Err(Error::LengthMismatch {
+                    column: "features of the sparse bins".into(),
+                    got: s.n_features(),
+                    expected: n_features,
+                })
+            }
         };
         if len != n_rows * n_features {
             return Err(Error::LengthMismatch {
@@ -360,7 +475,7 @@ impl BinnedMatrix {
         self.n_features
     }
 
-    /// The bins of this matrix's rows, row-major.
+    /// The bins of this matrix's rows, row-major or by column.
     #[inline]
     pub fn bins(&self) -> BinsRef<'_> {
         let range =
@@ -368,7 +483,15 @@ impl BinnedMatrix {
         match &*self.bins {
             Bins::U8(b) => BinsRef::U8(&b[range]),
             Bins::U16(b) => BinsRef::U16(&b[range]),
+            Bins::Sparse(s) => {
+                BinsRef::Sparse(s.rows(self.first_row..self.first_row + self.n_rows))
+            }
         }
+    }
+
+    /// Whether the bins are held by column ([`Bins::Sparse`]).
+    pub fn is_sparse(&self) -> bool {
+        matches!(&*self.bins, Bins::Sparse(_))
     }
 
     /// Bin of (row, feature).
@@ -385,6 +508,9 @@ impl BinnedMatrix {
         match &*self.bins {
             Bins::U8(b) => b[i] as u16,
             Bins::U16(b) => b[i],
+            Bins::Sparse(s) => s
+                .rows(self.first_row..self.first_row + self.n_rows)
+                .bin(row, feature),
         }
     }
 
@@ -393,6 +519,7 @@ impl BinnedMatrix {
         match self.bins() {
             BinsRef::U8(b) => b.len(),
             BinsRef::U16(b) => b.len() * 2,
+            BinsRef::Sparse(s) => s.size_bytes(),
         }
     }
 }
@@ -486,5 +613,75 @@ mod tests {
     fn a_slice_past_the_last_row_panics() {
         let m = BinnedMatrix::from_bins(5, 1, Bins::U16(vec![1; 5])).unwrap();
         let _ = m.slice_rows(3..6);
+    }
+
+    #[test]
+    fn sparse_columns_few_enough_are_binned_by_column_with_the_same_bins() {
+        use std::borrow::Cow;
+        let n = 1000;
+        // feature f holds rows f, f + 40, ... (a fortieth of the rows), a stored NaN and zero
+        let sparse = |f: usize| {
+            let rows: Vec<u32> = (f..n).step_by(40).map(|r| r as u32).collect();
+            let values: Vec<f32> = rows
+                .iter()
+                .map(|&r| match r % 7 {
+                    0 => f32::NAN,
+                    1 => 0.0,
+                    _ => (r % 13) as f32,
+                })
+                .collect();
+            Column::Sparse {
+                len: n,
+                start: 0,
+                rows: Cow::Owned(rows),
+                values: Cow::Owned(values),
+            }
+        };
+        let dense_of =
+            |c: &Column<'_>| Column::Numeric(c.dense_values().unwrap().into_owned().into());
+        let names = |k: usize| (0..k).map(|f| format!("f{f}")).collect::<Vec<_>>();
+        let thresholds = FeatureCuts::Numeric {
+            thresholds: vec![0.0, 2.0, 5.0, 9.0],
+        };
+        let cuts = |k: usize| Cuts::new(vec![thresholds.clone(); k]);
+        let matrix = |columns: Vec<Column<'static>>| {
+            let k = columns.len();
+            FeatureMatrix::new(names(k), columns).unwrap()
+        };
+        let (c4, c6) = (cuts(4), cuts(6));
+        let all: Vec<Column<'static>> = (0..4).map(sparse).collect();
+        let by_column = BinnedMatrix::new(&matrix(all.clone()), &c4).unwrap();
+        assert!(
+            by_column.is_sparse(),
+            "every column sparse, a fortieth of the rows"
+        );
+        let row_major =
+            BinnedMatrix::new(&matrix(all.iter().map(dense_of).collect()), &c4).unwrap();
+        assert!(!row_major.is_sparse());
+        assert!(by_column == row_major, "the same bins");
+        for (r, f) in [(0, 0), (40, 0), (41, 1), (42, 1), (999, 3), (963, 3)] {
+            assert_eq!(by_column.bin(r, f), row_major.bin(r, f), "({r}, {f})");
+        }
+        let (a, b) = (
+            by_column.slice_rows(300..700),
+            row_major.slice_rows(300..700),
+        );
+        assert!(a == b, "a slice of rows");
+        assert_eq!(a.bin(1, 1), b.bin(1, 1));
+        // a dense column among them, or entries past one in eight: row-major
+        let mut mixed = all.clone();
+        mixed.push(dense_of(&sparse(5)));
+        mixed.push(sparse(4));
+        assert!(!BinnedMatrix::new(&matrix(mixed), &c6).unwrap().is_sparse());
+        let full = |f: usize| Column::Sparse {
+            len: n,
+            start: 0,
+            rows: Cow::Owned((0..n as u32).filter(|r| r % 2 == f as u32 % 2).collect()),
+            values: Cow::Owned(vec![3.0; n / 2]),
+        };
+        let crowded: Vec<Column<'static>> = (0..4).map(sparse).chain([full(0), full(1)]).collect();
+        assert!(!BinnedMatrix::new(&matrix(crowded), &c6)
+            .unwrap()
+            .is_sparse());
     }
 }

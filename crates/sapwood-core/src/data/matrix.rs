@@ -62,7 +62,7 @@ impl Column<'_> {
     pub fn sparse_entries(
         &self,
         range: std::ops::Range<usize>,
-    ) -> Option<impl Iterator<Item = (usize, f32)> + '_> {
+    ) -> Option<impl ExactSizeIterator<Item = (usize, f32)> + '_> {
         let Column::Sparse {
             start,
             rows,

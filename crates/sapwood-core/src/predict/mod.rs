@@ -1222,6 +1222,21 @@ pub fn add_to_margins(binned: &BinnedMatrix, trees: &[Tree], k: usize, out: &mut
     match binned.bins() {
         BinsRef::U8(b) => add_walks(nf, |f, r, c| transpose(b, nf, f, r, c), trees, k, out),
         BinsRef::U16(b) => add_walks(nf, |f, r, c| transpose(b, nf, f, r, c), trees, k, out),
+        // bins held by column fill each block's columns from their entries
+        BinsRef::Sparse(s) if s.wide() => add_walks(
+            nf,
+            |f, r, c: &mut [u16]| s.fill(f, r, c, 1, BLOCK),
+            trees,
+            k,
+            out,
+        ),
+        BinsRef::Sparse(s) => add_walks(
+            nf,
+            |f, r, c: &mut [u8]| s.fill(f, r, c, 1, BLOCK),
+            trees,
+            k,
+            out,
+        ),
     }
 }
 
@@ -1465,6 +1480,7 @@ mod tests {
                 k,
                 &mut out,
             ),
+            BinsRef::Sparse(_) => panic!("the tests' matrices are row-major"),
         }
         out
     }

@@ -12,6 +12,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use crate::collective::Collective;
+use crate::data::binned::{HeldRows, RowMajor};
 use crate::data::cuts::Cuts;
 use crate::error::{Error, Result};
 use crate::metric::EvalResult;
@@ -90,37 +91,45 @@ pub fn data_digest(rows: &DigestRows<'_>, collective: &mut dyn Collective) -> Re
     let k = rows
         .margins
         .map_or(0, |m| m.len().checked_div(n).unwrap_or(0));
-    let bins = rows.binned.bins();
+    // bins held by column hash as the same rows held row-major would, made row-major a
+    // block of rows at a time
+    const BLOCK: usize = 4096;
     let mut sum = 0u64;
-    for i in 0..n {
-        let mut h = fnv(FNV_START, &(rows.row_offset + i as u64).to_le_bytes());
-        h = fnv(
-            h,
-            &rows
-                .labels
-                .get(i)
-                .copied()
-                .unwrap_or(0.0)
-                .to_bits()
-                .to_le_bytes(),
-        );
-        if let Some(w) = rows.weights {
-            h = fnv(h, &w.get(i).copied().unwrap_or(0.0).to_bits().to_le_bytes());
-        }
-        if let Some(m) = rows.margins {
-            for v in m.get(i * k..(i + 1) * k).unwrap_or_default() {
-                h = fnv(h, &v.to_bits().to_le_bytes());
+    for first in (0..n).step_by(BLOCK) {
+        let part = rows.binned.slice_rows(first..(first + BLOCK).min(n));
+        let mut held = HeldRows::default();
+        let bins = part.bins().row_major(&mut held);
+        for j in 0..part.n_rows() {
+            let i = first + j;
+            let mut h = fnv(FNV_START, &(rows.row_offset + i as u64).to_le_bytes());
+            h = fnv(
+                h,
+                &rows
+                    .labels
+                    .get(i)
+                    .copied()
+                    .unwrap_or(0.0)
+                    .to_bits()
+                    .to_le_bytes(),
+            );
+            if let Some(w) = rows.weights {
+                h = fnv(h, &w.get(i).copied().unwrap_or(0.0).to_bits().to_le_bytes());
             }
+            if let Some(m) = rows.margins {
+                for v in m.get(i * k..(i + 1) * k).unwrap_or_default() {
+                    h = fnv(h, &v.to_bits().to_le_bytes());
+                }
+            }
+            h = fnv(h, &[starts[i] as u8]);
+            h = match bins {
+                RowMajor::U8(b) => fnv(h, &b[j * f..(j + 1) * f]),
+                RowMajor::U16(b) => b[j * f..(j + 1) * f]
+                    .iter()
+                    .fold(h, |h, v| fnv(h, &v.to_le_bytes())),
+            };
+            // one more multiply so that the last byte is mixed into the high bits too
+            sum = sum.wrapping_add(h.wrapping_mul(0x9e37_79b9_7f4a_7c15));
         }
-        h = fnv(h, &[starts[i] as u8]);
-        h = match bins {
-            crate::data::binned::BinsRef::U8(b) => fnv(h, &b[i * f..(i + 1) * f]),
-            crate::data::binned::BinsRef::U16(b) => b[i * f..(i + 1) * f]
-                .iter()
-                .fold(h, |h, v| fnv(h, &v.to_le_bytes())),
-        };
-        // one more multiply so that the last byte is mixed into the high bits too
-        sum = sum.wrapping_add(h.wrapping_mul(0x9e37_79b9_7f4a_7c15));
     }
     let mut limbs: Vec<i64> = (0..4)
         .map(|l| ((sum >> (16 * l)) & 0xffff) as i64)

@@ -109,6 +109,10 @@ pub fn validate(s: &ShardData, limits: ShardLimits) -> Result<ShardShape> {
     let ok = match s.binned.bins() {
         BinsRef::U8(b) => bins_in_range(b, &widths),
         BinsRef::U16(b) => bins_in_range(b, &widths),
+        BinsRef::Sparse(b) => (0..nf).into_par_iter().all(|f| {
+            let (c, w) = (b.column(f), widths.get(f).copied().unwrap_or(0));
+            (c.absent as usize) < w && c.bins.iter().all(|&x| (x as usize) < w)
+        }),
     };
     if !ok {
         return Err(Error::Backend(
