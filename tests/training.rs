@@ -1114,6 +1114,9 @@ fn all_sparse_and_dense(n: usize, seed: u64) -> (Dataset<'static>, Dataset<'stat
                     0.0
                 } else if u > density * 0.99 {
                     f32::NAN
+                } else if f % 4 == 1 {
+                    // many distinct values: 16-bit bins where max_bin allows
+                    (next() * 1000.0) as f32
                 } else {
                     (next() * 5.0) as f32
                 };
@@ -1188,6 +1191,17 @@ fn sparse_matrices_binned_by_column_train_as_their_dense_values() {
     for (what, params) in cases {
         let want = Booster::train(&params, &dense, &[("valid", &valid_dense)]).unwrap();
         let got = Booster::train(&params, &sparse, &[("valid", &valid_sparse)]).unwrap();
+        let binned = got.model().bin(sparse.features()).unwrap();
+        assert!(
+            binned.is_sparse(),
+            "{what}: the sparse rows are binned by column"
+        );
+        let wide = params.max_bin > 256;
+        assert_eq!(
+            matches!(binned.bins(), sapwood_core::data::BinsRef::Sparse(s) if s.wide()),
+            wide,
+            "{what}: 16-bit bins"
+        );
         assert!(got.to_json() == want.to_json(), "{what}: the model");
         assert_eq!(
             history_of(&got),
@@ -1210,6 +1224,18 @@ fn sparse_matrices_binned_by_column_train_as_their_dense_values() {
             want.predict(&valid_sparse).unwrap(),
         );
         assert!(bits(&a.values) == bits(&b.values), "{what}: predictions");
+        // margins of binned rows (a block at a time from the columns)
+        let m = want.model();
+        let (bs, bd) = (
+            m.bin(valid_sparse.features()).unwrap(),
+            m.bin(valid_dense.features()).unwrap(),
+        );
+        assert!(bs.is_sparse() && !bd.is_sparse());
+        let r = m.num_rounds();
+        assert!(
+            bits(&m.predict_binned(&bs, r)) == bits(&m.predict_binned(&bd, r)),
+            "{what}: binned predictions"
+        );
     }
 }
 

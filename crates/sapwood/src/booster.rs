@@ -9,7 +9,6 @@ use sapwood_core::model::{ClassLabel, Model};
 use sapwood_core::objective::ftz;
 use sapwood_core::train::{self, EvalResult};
 
-use rayon::prelude::*;
 
 use crate::dataset::{check_base_margin, Dataset};
 use crate::pool::in_pool;
@@ -224,16 +223,10 @@ impl Booster {
         let k = m.groups.max(1);
         check_base_margin(base, binned.n_rows(), Some(k))?;
         let trees = &m.trees[..rounds.min(m.num_rounds()) * k];
-        // training flushes subnormal starting margins too (every backend alike)
+        // training flushes subnormal starting margins too (every backend alike); the trees
+        // are added a block of rows at a time, each row's in order, as from the model's base
         let mut out: Vec<f32> = base.iter().map(|&v| ftz(v)).collect();
-        out.par_chunks_mut(k)
-            .enumerate()
-            .for_each(|(row, margins)| {
-                for (t, tree) in trees.iter().enumerate() {
-                    let leaf = tree.leaf_of_binned(binned, row);
-                    margins[t % k] = ftz(margins[t % k] + tree.value(leaf));
-                }
-            });
+        sapwood_core::predict::add_to_margins(binned, trees, k, &mut out);
         Ok(out)
     }
 

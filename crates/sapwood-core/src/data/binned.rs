@@ -422,14 +422,21 @@ impl BinnedMatrix {
         let len = match &bins {
             Bins::U8(b) => b.len(),
             Bins::U16(b) => b.len(),
-            Bins::Sparse(s) if s.n_features() == n_features => s.n_rows() * n_features,
-            Bins::Sparse(s) => {
+            Bins::Sparse(s) if s.n_features() != n_features => {
                 return Err(Error::LengthMismatch {
                     column: "features of the sparse bins".into(),
                     got: s.n_features(),
                     expected: n_features,
                 })
             }
+            Bins::Sparse(s) if s.n_rows() != n_rows => {
+                return Err(Error::LengthMismatch {
+                    column: "rows of the sparse bins".into(),
+                    got: s.n_rows(),
+                    expected: n_rows,
+                })
+            }
+            Bins::Sparse(_) => n_rows * n_features,
         };
         if len != n_rows * n_features {
             return Err(Error::LengthMismatch {

@@ -78,7 +78,7 @@ impl SparseBins {
                     "feature {f}'s rows are not strictly ascending below {n_rows}"
                 )));
             }
-            if !wide && bins.iter().any(|&b| b > u8::MAX as u16) {
+            if !wide && (bins.iter().any(|&b| b > u8::MAX as u16) || out.absent[f] > 255) {
                 return Err(Error::Backend(format!(
                     "feature {f} has a bin above 255 in a matrix of byte bins"
                 )));
@@ -502,5 +502,7 @@ mod tests {
         assert!(refused(vec![1], vec![256], false), "a wide bin in bytes");
         assert!(refused(vec![1], vec![1, 2], false), "lengths");
         assert!(!refused(vec![1], vec![256], true));
+        let absent_wide = SparseBins::from_columns(10, false, vec![(vec![], vec![])], vec![300]);
+        assert!(absent_wide.is_err(), "a wide absent bin in bytes");
     }
 }

@@ -1,9 +1,11 @@
-//! The histogram store: the histogram of every node that may still split, with a pool of
-//! buffers reused from node to node and from tree to tree.
+//! The histogram store: the histogram of every node that may still split, with buffers
+//! reused from node to node and from tree to tree.
 //!
 //! Histograms are built only for the smaller child of a split; the store derives the other
-//! as parent − child in the parent's own buffer, so a split costs one copy and no new
-//! allocation once the pool is warm.
+//! as parent − child in the parent's own buffer. A level's children are built into one
+//! batch (the backends and the exchange between workers take a level at once), and each
+//! built child keeps its histogram where it was built, in the batch: no copy, and no second
+//! buffer for it. A batch is reused once none of its histograms is held.
 
 use rayon::prelude::*;
 
@@ -13,17 +15,36 @@ use crate::tree::NodeId;
 /// Bins per parallel task when storing children.
 const STORE_CHUNK: usize = 2_048;
 
+/// Where a node's histogram lives.
+#[derive(Debug)]
+enum Slot {
+    /// a buffer of its own
+    Own(Vec<HistBin>),
+    /// histogram `index` of batch `batch`
+    Batch { batch: usize, index: usize },
+}
+
+/// A batch whose histograms some nodes hold.
+#[derive(Debug, Default)]
+struct Batch {
+    buf: Vec<HistBin>,
+    /// histograms of the batch that nodes still hold
+    live: usize,
+}
+
 /// Node histograms of one worker, kept by node id.
 #[derive(Debug, Default)]
 pub struct HistStore {
     /// bins per node
     width: usize,
     /// by node index: the histogram of a node that may still split
-    nodes: Vec<Option<Vec<HistBin>>>,
+    nodes: Vec<Option<Slot>>,
     /// node buffers no node holds now
     pool: Vec<Vec<HistBin>>,
-    /// the buffer a batch is built into
-    batch: Vec<HistBin>,
+    /// batches nodes hold histograms in, by index (an empty one is unused)
+    batches: Vec<Batch>,
+    /// batch buffers no node holds now
+    free: Vec<Vec<HistBin>>,
 }
 
 impl HistStore {
@@ -33,16 +54,17 @@ impl HistStore {
     }
 
     /// Starts a tree whose histograms have `width` bins: every node's buffer returns to the
-    /// pool.
+    /// pool, every batch to the free ones.
     pub fn reset(&mut self, width: usize) {
+        let held: Vec<Slot> = self.nodes.drain(..).flatten().collect();
+        for slot in held {
+            self.recycle(slot);
+        }
         if width != self.width {
             self.pool.clear();
+            self.free.clear();
         }
         self.width = width;
-        let held: Vec<Vec<HistBin>> = self.nodes.drain(..).flatten().collect();
-        for buf in held {
-            self.recycle(buf);
-        }
     }
 
     /// Bins per node.
@@ -50,26 +72,43 @@ impl HistStore {
         self.width
     }
 
-    /// A buffer of `nodes` histograms one after another, for a backend to overwrite.
+    /// A buffer of `nodes` histograms one after another, for a backend to overwrite: the
+    /// smallest free batch that holds them, else the largest grown.
     pub fn take_batch(&mut self, nodes: usize) -> Vec<HistBin> {
-        let mut b = std::mem::take(&mut self.batch);
-        b.resize(nodes * self.width, [0, 0]);
+        let len = nodes * self.width;
+        let fits = (0..self.free.len())
+            .filter(|&i| self.free[i].capacity() >= len)
+            .min_by_key(|&i| self.free[i].capacity());
+        let largest = (0..self.free.len()).max_by_key(|&i| self.free[i].capacity());
+        let mut b = match fits.or(largest) {
+            Some(i) => self.free.swap_remove(i),
+            None => Vec::new(),
+        };
+        b.resize(len, [0, 0]);
         b
     }
 
-    /// Returns the batch buffer once its histograms are stored.
+    /// Returns a batch buffer whose histograms no node holds.
     pub fn return_batch(&mut self, batch: Vec<HistBin>) {
-        self.batch = batch;
+        if batch.capacity() > 0 {
+            self.free.push(batch);
+        }
     }
 
     /// Keeps `hist` as `node`'s histogram.
     pub fn insert(&mut self, node: NodeId, hist: Vec<HistBin>) {
         debug_assert_eq!(hist.len(), self.width);
+        self.put(node, Slot::Own(hist));
+    }
+
+    fn put(&mut self, node: NodeId, slot: Slot) {
         let i = node.index();
         if self.nodes.len() <= i {
             self.nodes.resize_with(i + 1, || None);
         }
-        self.nodes[i] = Some(hist);
+        if let Some(old) = self.nodes[i].replace(slot) {
+            self.recycle(old);
+        }
     }
 
     /// A copy of `hist` as `node`'s histogram, in a pooled buffer.
@@ -85,17 +124,29 @@ impl HistStore {
     /// # Panics
     /// If the node has none: the grower only asks for nodes it stored.
     pub fn get(&self, node: NodeId) -> &[HistBin] {
-        self.nodes
-            .get(node.index())
-            .and_then(|h| h.as_deref())
-            .expect("the grower asks only for stored histograms")
+        match self.nodes.get(node.index()).and_then(Option::as_ref) {
+            Some(Slot::Own(v)) => v,
+            Some(&Slot::Batch { batch, index }) => {
+                &self.batches[batch].buf[index * self.width..(index + 1) * self.width]
+            }
+            None => panic!("the grower asks only for stored histograms"),
+        }
     }
 
-    /// Drops `node`'s histogram (a leaf): its buffer returns to the pool.
+    /// Drops `node`'s histogram (a leaf): its buffer returns to the pool, or its batch to
+    /// the free ones once no node holds any of its histograms.
     pub fn release(&mut self, node: NodeId) {
-        if let Some(buf) = self.nodes.get_mut(node.index()).and_then(Option::take) {
-            self.recycle(buf);
+        if let Some(slot) = self.nodes.get_mut(node.index()).and_then(Option::take) {
+            self.recycle(slot);
         }
+    }
+
+    /// Takes the histogram of `parent`, which the grower stored before splitting it.
+    fn take_parent(&mut self, parent: NodeId) -> Slot {
+        self.nodes
+            .get_mut(parent.index())
+            .and_then(Option::take)
+            .expect("a split node has a stored histogram")
     }
 
     /// Replaces the histogram of `parent` by those of its children: `built` is the
@@ -108,87 +159,99 @@ impl HistStore {
         other_child: NodeId,
         built: &[HistBin],
     ) {
-        let mut hist = self
-            .nodes
-            .get_mut(parent.index())
-            .and_then(Option::take)
-            .expect("a split node has a stored histogram");
+        let mut slot = self.take_parent(parent);
+        let w = self.width;
+        let hist = match &mut slot {
+            Slot::Own(v) => v.as_mut_slice(),
+            Slot::Batch { batch, index } => {
+                &mut self.batches[*batch].buf[*index * w..(*index + 1) * w]
+            }
+        };
         for (s, &b) in hist.iter_mut().zip(built) {
             *s = sub(*s, b);
         }
-        self.insert(other_child, hist);
+        self.put(other_child, slot);
         self.insert_copy(built_child, built);
     }
 
-    /// [`HistStore::split`] for several parents at once, in parallel: `built` holds the
-    /// histogram of each split's `built_child`, one after another, in the order of `splits`
-    /// (parent, built child, other child).
-    pub fn split_many(&mut self, splits: &[(NodeId, NodeId, NodeId)], built: &[HistBin]) {
-        let width = self.width;
-        let mut work = Vec::with_capacity(splits.len());
-        for (&(parent, _, _), b) in splits.iter().zip(built.chunks_exact(width.max(1))) {
-            let hist = self
-                .nodes
-                .get_mut(parent.index())
-                .and_then(Option::take)
-                .expect("a split node has a stored histogram");
-            let copy = self.pool.pop().unwrap_or_default();
-            work.push((hist, copy, b));
-        }
-        // a lone split (loss-guided growth) is cut by bins, so both threads share it
-        work.par_iter_mut().for_each(|(hist, copy, b)| {
-            copy.resize(width, [0, 0]);
-            hist.par_chunks_mut(STORE_CHUNK)
-                .zip(copy.par_chunks_mut(STORE_CHUNK))
-                .zip(b.par_chunks(STORE_CHUNK))
-                .for_each(|((hist, copy), b)| {
-                    for (s, &x) in hist.iter_mut().zip(b) {
-                        *s = sub(*s, x);
-                    }
-                    copy.copy_from_slice(b);
-                });
-        });
-        for (&(_, built_child, other_child), (hist, copy, _)) in splits.iter().zip(work) {
-            self.insert(other_child, hist);
-            self.insert(built_child, copy);
-        }
-    }
-
-    /// [`HistStore::split_many`] with the batch the children were built in, which the store
-    /// takes back: a batch of one histogram (loss-guided growth splits one node at a time)
-    /// becomes that child's buffer as it is, instead of being copied into another, and a
-    /// pooled buffer becomes the next batch. A larger batch is copied from and kept.
+    /// Replaces the histograms of several parents by their children's, in parallel:
+    /// `batch` (from [`HistStore::take_batch`]) holds the histogram of each split's built
+    /// child, one after another in the order of `splits` (parent, built child, other
+    /// child). Each built child keeps its histogram in the batch; each other child gets
+    /// parent − built in the parent's buffer.
     pub fn split_batch(&mut self, splits: &[(NodeId, NodeId, NodeId)], batch: Vec<HistBin>) {
-        let width = self.width;
-        if let [(parent, built_child, other_child)] = *splits {
-            // only a batch no larger than a node's buffer is handed over: a level's big one
-            // stays the batch rather than growing again from a small buffer next level
-            if batch.len() == width && batch.capacity() < 2 * width.max(1) {
-                let mut hist = self
-                    .nodes
-                    .get_mut(parent.index())
-                    .and_then(Option::take)
-                    .expect("a split node has a stored histogram");
-                hist.par_chunks_mut(STORE_CHUNK)
-                    .zip(batch.par_chunks(STORE_CHUNK))
-                    .for_each(|(hist, b)| {
-                        for (s, &x) in hist.iter_mut().zip(b) {
-                            *s = sub(*s, x);
-                        }
-                    });
-                self.insert(other_child, hist);
-                self.insert(built_child, batch);
-                self.batch = self.pool.pop().unwrap_or_default();
-                return;
-            }
+        let w = self.width;
+        assert!(
+            batch.len() >= splits.len() * w,
+            "a built histogram for every split"
+        );
+        if splits.is_empty() {
+            self.return_batch(batch);
+            return;
         }
-        self.split_many(splits, &batch);
-        self.return_batch(batch);
+        let mut parents: Vec<Slot> = splits.iter().map(|s| self.take_parent(s.0)).collect();
+        {
+            // each parent's buffer: its own, or its piece of an earlier batch
+            let mut pieces: Vec<Vec<Option<&mut [HistBin]>>> = self
+                .batches
+                .iter_mut()
+                .map(|b| b.buf.chunks_mut(w.max(1)).map(Some).collect())
+                .collect();
+            let targets: Vec<&mut [HistBin]> = parents
+                .iter_mut()
+                .map(|p| match p {
+                    Slot::Own(v) => v.as_mut_slice(),
+                    Slot::Batch { batch, index } => pieces[*batch][*index]
+                        .take()
+                        .expect("each histogram of a batch is held by one node"),
+                })
+                .collect();
+            // a lone split (loss-guided growth) is cut by bins, so both threads share it
+            targets
+                .into_par_iter()
+                .zip(batch.par_chunks(w.max(1)))
+                .for_each(|(hist, built)| {
+                    hist.par_chunks_mut(STORE_CHUNK)
+                        .zip(built.par_chunks(STORE_CHUNK))
+                        .for_each(|(hist, built)| {
+                            for (s, &x) in hist.iter_mut().zip(built) {
+                                *s = sub(*s, x);
+                            }
+                        });
+                });
+        }
+        let k = match self.batches.iter().position(|b| b.live == 0) {
+            Some(k) => k,
+            None => {
+                self.batches.push(Batch::default());
+                self.batches.len() - 1
+            }
+        };
+        self.batches[k] = Batch {
+            buf: batch,
+            live: splits.len(),
+        };
+        for (index, (&(_, built, other), slot)) in splits.iter().zip(parents).enumerate() {
+            self.put(other, slot);
+            self.put(built, Slot::Batch { batch: k, index });
+        }
     }
 
-    fn recycle(&mut self, buf: Vec<HistBin>) {
-        if buf.capacity() >= self.width {
-            self.pool.push(buf);
+    fn recycle(&mut self, slot: Slot) {
+        match slot {
+            Slot::Own(buf) => {
+                if buf.capacity() >= self.width {
+                    self.pool.push(buf);
+                }
+            }
+            Slot::Batch { batch, .. } => {
+                let b = &mut self.batches[batch];
+                b.live -= 1;
+                if b.live == 0 {
+                    let buf = std::mem::take(&mut b.buf);
+                    self.return_batch(buf);
+                }
+            }
         }
     }
 }
@@ -198,26 +261,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_batch_of_one_becomes_the_built_childs_buffer_and_larger_ones_are_copied() {
+    fn built_children_keep_their_histograms_in_the_batch_until_every_one_is_released() {
         let parent = |v: i64| vec![[10 * v, 20 * v], [5, 6], [0, 1]];
         let built = |v: i64| vec![[v, 2 * v], [1, 1], [0, 1]];
         let mut s = HistStore::new();
         s.reset(3);
         s.insert(NodeId(0), parent(1));
-        let batch = s.take_batch(1);
+        let mut batch = s.take_batch(1);
         assert_eq!(batch.len(), 3);
-        let mut batch = batch;
         batch.copy_from_slice(&built(1));
         let at = batch.as_ptr();
         s.split_batch(&[(NodeId(0), NodeId(1), NodeId(2))], batch);
         assert_eq!(s.get(NodeId(1)), built(1).as_slice());
-        assert_eq!(s.get(NodeId(1)).as_ptr(), at, "handed over, not copied");
+        assert_eq!(s.get(NodeId(1)).as_ptr(), at, "kept where it was built");
         assert_eq!(s.get(NodeId(2)), [[9, 18], [4, 5], [0, 0]]);
-        // two at once: copied, the batch kept
+        // two at once, one parent in the first batch: both built children stay in theirs
         s.insert(NodeId(3), parent(2));
         let mut batch = s.take_batch(2);
         batch[..3].copy_from_slice(&built(1));
         batch[3..].copy_from_slice(&built(2));
+        let second = batch.as_ptr();
         s.split_batch(
             &[
                 (NodeId(2), NodeId(4), NodeId(5)),
@@ -226,14 +289,28 @@ mod tests {
             batch,
         );
         assert_eq!(s.get(NodeId(4)), built(1).as_slice());
+        assert_eq!(s.get(NodeId(4)).as_ptr(), second);
         assert_eq!(s.get(NodeId(5)), [[8, 16], [3, 4], [0, -1]]);
         assert_eq!(s.get(NodeId(6)), built(2).as_slice());
+        assert_eq!(s.get(NodeId(6)).as_ptr(), second.wrapping_add(3));
         assert_eq!(s.get(NodeId(7)), [[18, 36], [4, 5], [0, 0]]);
-        assert_eq!(
-            s.take_batch(1).capacity(),
-            6,
-            "the larger batch stays the batch"
-        );
+        // the second batch is free only once nodes 4 and 6 are both released
+        assert!(s.free.is_empty());
+        s.release(NodeId(4));
+        assert!(s.free.is_empty(), "node 6 still holds a histogram of it");
+        assert_eq!(s.get(NodeId(6)), built(2).as_slice());
+        s.release(NodeId(6));
+        assert_eq!(s.free.len(), 1);
+        let again = s.take_batch(2);
+        assert_eq!(again.as_ptr(), second, "reused");
+        s.return_batch(again);
+        // a new tree frees the first batch too (node 1 held it), and the smallest free
+        // batch that fits is taken
+        s.reset(3);
+        assert_eq!(s.free.len(), 2);
+        let one = s.take_batch(1);
+        assert_eq!(one.as_ptr(), at);
+        s.return_batch(one);
     }
 
     #[test]
@@ -274,7 +351,7 @@ mod tests {
         for (i, &(p, b, o)) in splits.iter().enumerate() {
             one.split(p, b, o, &built[4 * i..4 * i + 4]);
         }
-        many.split_many(&splits, &built);
+        many.split_batch(&splits, built.clone());
         for &(_, b, o) in &splits {
             assert_eq!(one.get(b), many.get(b));
             assert_eq!(one.get(o), many.get(o));
@@ -285,5 +362,52 @@ mod tests {
             many.get(NodeId(13)),
             &[[97, 6], [106, 7], [115, 8], [124, 9]]
         );
+    }
+
+    #[test]
+    fn parents_held_in_one_batch_split_as_each_alone() {
+        // level 1: nodes 1 and 2 from one batch of the root's and node 9's splits; level 2
+        // splits both, each parent a piece of that batch
+        let width = 5;
+        let hist = |seed: i64| -> Vec<HistBin> {
+            (0..width as i64)
+                .map(|b| [seed * 31 + b * 7, seed + b])
+                .collect()
+        };
+        let (mut one, mut many) = (HistStore::new(), HistStore::new());
+        for s in [&mut one, &mut many] {
+            s.reset(width);
+            s.insert(NodeId(0), hist(100));
+            s.insert(NodeId(9), hist(200));
+        }
+        let level1 = [
+            (NodeId(0), NodeId(1), NodeId(3)),
+            (NodeId(9), NodeId(2), NodeId(4)),
+        ];
+        let built1: Vec<HistBin> = [hist(5), hist(6)].concat();
+        for (i, &(p, b, o)) in level1.iter().enumerate() {
+            one.split(p, b, o, &built1[i * width..(i + 1) * width]);
+        }
+        let mut batch = many.take_batch(2);
+        batch.copy_from_slice(&built1);
+        many.split_batch(&level1, batch);
+        let level2 = [
+            (NodeId(2), NodeId(5), NodeId(6)),
+            (NodeId(1), NodeId(7), NodeId(8)),
+        ];
+        let built2: Vec<HistBin> = [hist(1), hist(2)].concat();
+        for (i, &(p, b, o)) in level2.iter().enumerate() {
+            one.split(p, b, o, &built2[i * width..(i + 1) * width]);
+        }
+        let mut batch = many.take_batch(2);
+        batch.copy_from_slice(&built2);
+        many.split_batch(&level2, batch);
+        for n in [3, 4, 5, 6, 7, 8] {
+            assert_eq!(one.get(NodeId(n)), many.get(NodeId(n)), "node {n}");
+        }
+        // node 6 = node 2 (built at level 1: hist(6)) - hist(1), in node 2's piece of the
+        // first batch
+        let want: Vec<HistBin> = (0..width).map(|b| sub(hist(6)[b], hist(1)[b])).collect();
+        assert_eq!(many.get(NodeId(6)), want.as_slice());
     }
 }
