@@ -9,7 +9,6 @@ use sapwood_core::model::{ClassLabel, Model};
 use sapwood_core::objective::ftz;
 use sapwood_core::train::{self, EvalResult};
 
-
 use crate::dataset::{check_base_margin, Dataset};
 use crate::pool::in_pool;
 use crate::{Error, Result};

@@ -45,6 +45,8 @@ pub struct HistStore {
     batches: Vec<Batch>,
     /// batch buffers no node holds now
     free: Vec<Vec<HistBin>>,
+    /// indices of `batches` no node holds a piece of
+    vacant: Vec<usize>,
 }
 
 impl HistStore {
@@ -84,6 +86,8 @@ impl HistStore {
             Some(i) => self.free.swap_remove(i),
             None => Vec::new(),
         };
+        // grown to the length asked, not the doubling a push would leave
+        b.reserve_exact(len.saturating_sub(b.len()));
         b.resize(len, [0, 0]);
         b
     }
@@ -191,19 +195,37 @@ impl HistStore {
         }
         let mut parents: Vec<Slot> = splits.iter().map(|s| self.take_parent(s.0)).collect();
         {
-            // each parent's buffer: its own, or its piece of an earlier batch
-            let mut pieces: Vec<Vec<Option<&mut [HistBin]>>> = self
-                .batches
-                .iter_mut()
-                .map(|b| b.buf.chunks_mut(w.max(1)).map(Some).collect())
+            // each parent's buffer: its own, or its piece of an earlier batch (only the
+            // batches some parent holds a piece of are cut: loss-guided growth keeps a batch
+            // for every leaf)
+            let mut held: Vec<usize> = parents
+                .iter()
+                .filter_map(|p| match p {
+                    Slot::Batch { batch, .. } => Some(*batch),
+                    Slot::Own(_) => None,
+                })
                 .collect();
+            held.sort_unstable();
+            held.dedup();
+            let mut pieces: Vec<Vec<Option<&mut [HistBin]>>> = Vec::with_capacity(held.len());
+            let (mut rest, mut passed): (&mut [Batch], usize) = (&mut self.batches, 0);
+            for &b in &held {
+                let (_, tail) = std::mem::take(&mut rest).split_at_mut(b - passed);
+                let (this, tail) = tail.split_at_mut(1);
+                pieces.push(this[0].buf.chunks_mut(w.max(1)).map(Some).collect());
+                rest = tail;
+                passed = b + 1;
+            }
             let targets: Vec<&mut [HistBin]> = parents
                 .iter_mut()
                 .map(|p| match p {
                     Slot::Own(v) => v.as_mut_slice(),
-                    Slot::Batch { batch, index } => pieces[*batch][*index]
-                        .take()
-                        .expect("each histogram of a batch is held by one node"),
+                    Slot::Batch { batch, index } => {
+                        let at = held.binary_search(batch).expect("a held batch was cut");
+                        pieces[at][*index]
+                            .take()
+                            .expect("each histogram of a batch is held by one node")
+                    }
                 })
                 .collect();
             // a lone split (loss-guided growth) is cut by bins, so both threads share it
@@ -220,7 +242,7 @@ impl HistStore {
                         });
                 });
         }
-        let k = match self.batches.iter().position(|b| b.live == 0) {
+        let k = match self.vacant.pop() {
             Some(k) => k,
             None => {
                 self.batches.push(Batch::default());
@@ -250,6 +272,7 @@ impl HistStore {
                 if b.live == 0 {
                     let buf = std::mem::take(&mut b.buf);
                     self.return_batch(buf);
+                    self.vacant.push(batch);
                 }
             }
         }
@@ -409,5 +432,30 @@ mod tests {
         // first batch
         let want: Vec<HistBin> = (0..width).map(|b| sub(hist(6)[b], hist(1)[b])).collect();
         assert_eq!(many.get(NodeId(6)), want.as_slice());
+        // nodes 6 and 8 hold the first batch's pieces (passed on from their parents), 5 and
+        // 7 the second's: freeing 5 and 7 frees the second batch only
+        let first = many.get(NodeId(8)).as_ptr();
+        let second = many.get(NodeId(5)).as_ptr();
+        many.release(NodeId(5));
+        many.release(NodeId(7));
+        assert_eq!(many.free.len(), 1);
+        assert_eq!(many.free[0].as_ptr(), second);
+        // a third batch takes the second's buffer and place while the first is held
+        let mut batch = many.take_batch(1);
+        assert_eq!(batch.as_ptr(), second);
+        batch.copy_from_slice(&hist(3));
+        many.split_batch(&[(NodeId(4), NodeId(10), NodeId(11))], batch);
+        assert_eq!(many.get(NodeId(10)), hist(3).as_slice());
+        assert_eq!(
+            many.get(NodeId(6)),
+            want.as_slice(),
+            "the first batch untouched"
+        );
+        assert_eq!(many.get(NodeId(8)).as_ptr(), first);
+        many.release(NodeId(6));
+        assert_eq!(many.free.len(), 0, "node 8 still holds the first batch");
+        many.release(NodeId(8));
+        assert_eq!(many.free.len(), 1);
+        assert_eq!(many.free[0].as_ptr(), first);
     }
 }
