@@ -1186,6 +1186,13 @@ fn sparse_matrices_binned_by_column_train_as_their_dense_values() {
                 ..base.clone()
             },
         ),
+        (
+            "absolute error (leaves refit from every row's leaf)",
+            Params {
+                objective: ObjectiveKind::AbsoluteError,
+                ..base.clone()
+            },
+        ),
     ];
     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     for (what, params) in cases {

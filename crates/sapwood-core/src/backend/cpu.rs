@@ -555,12 +555,17 @@ impl TreeState {
         for (&r, &leaf) in self.rows.iter().zip(&entries) {
             leaf_of[r as usize] = leaf;
         }
+        let by_columns = if leaf_of.contains(&u32::MAX) {
+            tree.leaves_of_columns(&inp.binned)
+        } else {
+            None
+        };
         for (row, (o, &leaf)) in out.iter_mut().zip(&leaf_of).enumerate() {
-            let leaf = if leaf == u32::MAX {
+            let leaf = match (leaf, &by_columns) {
                 // out of bag this tree: route by bins
-                tree.leaf_of_binned(&inp.binned, row)
-            } else {
-                NodeId(leaf)
+                (u32::MAX, Some(leaves)) => leaves[row],
+                (u32::MAX, None) => tree.leaf_of_binned(&inp.binned, row),
+                _ => NodeId(leaf),
             };
             *o = tree.value(leaf);
         }
@@ -1860,16 +1865,21 @@ impl HistBackend for CpuBackend {
             leaf_of[r as usize] = leaf;
         }
         let binned = &self.inputs.binned;
+        let by_columns = if leaf_of.contains(&u32::MAX) {
+            tree.leaves_of_columns(binned)
+        } else {
+            None
+        };
         self.margins
             .par_chunks_mut(k)
             .zip(leaf_of.par_iter())
             .enumerate()
             .for_each(|(i, (m, &leaf))| {
-                let leaf = if leaf == u32::MAX {
+                let leaf = match (leaf, &by_columns) {
                     // out of bag this tree: route by bins
-                    tree.leaf_of_binned(binned, i)
-                } else {
-                    NodeId(leaf)
+                    (u32::MAX, Some(leaves)) => leaves[i],
+                    (u32::MAX, None) => tree.leaf_of_binned(binned, i),
+                    _ => NodeId(leaf),
                 };
                 m[group] = ftz(m[group] + tree.value(leaf));
             });

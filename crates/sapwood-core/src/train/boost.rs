@@ -131,11 +131,15 @@ fn metrics_of(set: &EvalSet, objective: &Objective, metrics: &[Metric]) -> Vec<E
 fn add_to_evals(evals: &mut [EvalSet], tree: &Tree, group: usize, k: usize) {
     for e in evals.iter_mut() {
         let binned = &e.binned;
+        let by_columns = tree.leaves_of_columns(binned);
         e.margins
             .par_chunks_mut(k)
             .enumerate()
             .for_each(|(row, m)| {
-                let leaf = tree.leaf_of_binned(binned, row);
+                let leaf = match &by_columns {
+                    Some(leaves) => leaves[row],
+                    None => tree.leaf_of_binned(binned, row),
+                };
                 m[group] = ftz(m[group] + tree.value(leaf));
             });
     }

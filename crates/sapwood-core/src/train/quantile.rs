@@ -233,10 +233,13 @@ pub fn refit_leaves(
     collective: &mut dyn Collective,
 ) -> Result<()> {
     let n = rows.labels.len();
-    let slot_of: Vec<u32> = (0..n)
-        .into_par_iter()
-        .map(|i| tree.leaf_of_binned(rows.binned, i).0)
-        .collect();
+    let slot_of: Vec<u32> = match tree.leaves_of_columns(rows.binned) {
+        Some(leaves) => leaves.into_iter().map(|id| id.0).collect(),
+        None => (0..n)
+            .into_par_iter()
+            .map(|i| tree.leaf_of_binned(rows.binned, i).0)
+            .collect(),
+    };
     let residuals: Vec<f32> = (0..n)
         .into_par_iter()
         .map(|i| ftz(ftz(rows.labels[i]) - ftz(margins[i * k + group])))
