@@ -111,6 +111,45 @@ fn prim<T: ArrowPrimitiveType>(a: &dyn Array, f: impl Fn(T::Native) -> f32) -> V
     }
 }
 
+/// A column is read as its entries alone ([`Column::Sparse`]) where at most one row in
+/// this many holds a value: a wide table of one-hot or text-like columns written to
+/// Parquet, nearly all null, then costs its values rather than its rows (and may be
+/// binned by column, as a sparse matrix from Python is).
+const SPARSE_SHARE: usize = 8;
+
+/// The rows holding a value and their values, where few rows hold one ([`SPARSE_SHARE`]).
+fn prim_entries<T: ArrowPrimitiveType>(
+    a: &dyn Array,
+    f: impl Fn(T::Native) -> f32,
+) -> Option<(Vec<u32>, Vec<f32>)> {
+    let p = a.as_primitive::<T>();
+    let n = p.nulls()?;
+    let held = p.len() - n.null_count();
+    if held.checked_mul(SPARSE_SHARE)? > p.len() || p.len() > u32::MAX as usize {
+        return None;
+    }
+    let values = p.values();
+    Some(n.valid_indices().map(|i| (i as u32, f(values[i]))).unzip())
+}
+
+/// A mostly null numeric array's entries (see [`prim_entries`]), or None.
+fn entries(a: &dyn Array) -> Option<(Vec<u32>, Vec<f32>)> {
+    match a.data_type() {
+        DataType::Float16 => prim_entries::<Float16Type>(a, |v| v.to_f32()),
+        DataType::Float32 => prim_entries::<Float32Type>(a, |v| v),
+        DataType::Float64 => prim_entries::<Float64Type>(a, |v| v as f32),
+        DataType::Int8 => prim_entries::<Int8Type>(a, |v| v as f32),
+        DataType::Int16 => prim_entries::<Int16Type>(a, |v| v as f32),
+        DataType::Int32 => prim_entries::<Int32Type>(a, |v| v as f32),
+        DataType::Int64 => prim_entries::<Int64Type>(a, |v| v as f32),
+        DataType::UInt8 => prim_entries::<UInt8Type>(a, |v| v as f32),
+        DataType::UInt16 => prim_entries::<UInt16Type>(a, |v| v as f32),
+        DataType::UInt32 => prim_entries::<UInt32Type>(a, |v| v as f32),
+        DataType::UInt64 => prim_entries::<UInt64Type>(a, |v| v as f32),
+        _ => None,
+    }
+}
+
 /// Numeric values of an array (nulls are NaN), or None for non-numeric types.
 fn numbers(a: &dyn Array) -> Option<Vec<f32>> {
     Some(match a.data_type() {
@@ -396,10 +435,20 @@ impl Converter {
                         });
                     }
                     Role::Feature => {
-                        let v = numbers(a.as_ref())
-                            .ok_or_else(|| unsupported(&path, &plan.name, a.data_type()))?;
+                        let col = match entries(a.as_ref()) {
+                            Some((rows, values)) => Column::Sparse {
+                                len: a.len(),
+                                start: 0,
+                                rows: Cow::Owned(rows),
+                                values: Cow::Owned(values),
+                            },
+                            None => Column::Numeric(Cow::Owned(
+                                numbers(a.as_ref())
+                                    .ok_or_else(|| unsupported(&path, &plan.name, a.data_type()))?,
+                            )),
+                        };
                         names.push(plan.name.clone());
-                        cols.push(Column::Numeric(Cow::Owned(v)));
+                        cols.push(col);
                     }
                 }
                 Ok(())
@@ -459,7 +508,7 @@ pub fn table_from_arrow(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow_array::{Float64Array, Int32Array};
+    use arrow_array::{BooleanArray, Float64Array, Int32Array};
 
     #[test]
     fn nulls_are_nan_in_mostly_null_and_mostly_valid_columns() {
@@ -499,5 +548,39 @@ mod tests {
         // every row null
         let none = Int32Array::from(vec![None::<i32>; 100]);
         assert!(numbers(&none).unwrap().iter().all(|v| v.is_nan()));
+    }
+
+    #[test]
+    fn mostly_null_columns_are_read_as_their_entries() {
+        // one row in eight holds a value (a stored NaN among them): its entries; one in
+        // seven: every row
+        for (every, sparse) in [(8usize, true), (7, false), (1000, true)] {
+            let values: Vec<Option<f64>> = (0..1000usize)
+                .map(|i| (i % every == 5).then_some(if i == 5 { f64::NAN } else { i as f64 }))
+                .collect();
+            let a = Float64Array::from(values.clone());
+            match entries(&a) {
+                Some((rows, got)) => {
+                    assert!(sparse, "one in {every}");
+                    let want: Vec<(u32, f64)> = values
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(i, v)| v.map(|x| (i as u32, x)))
+                        .collect();
+                    assert_eq!(rows, want.iter().map(|w| w.0).collect::<Vec<_>>());
+                    for ((_, w), g) in want.iter().zip(&got) {
+                        assert!(g.to_bits() == (*w as f32).to_bits() || (g.is_nan() && w.is_nan()));
+                    }
+                }
+                None => assert!(!sparse, "one in {every}"),
+            }
+        }
+        let no_nulls = Int32Array::from(vec![1, 2, 3]);
+        assert!(
+            entries(&no_nulls).is_none(),
+            "no validity bits: every row holds a value"
+        );
+        let flags = BooleanArray::from(vec![None, None, None, Some(true)]);
+        assert!(entries(&flags).is_none(), "booleans are read whole");
     }
 }

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use sapwood_core::collective::{Collective, SingleWorker};
 use sapwood_core::data::{
-    BinnedMatrix, Bins, CutSample, Cuts, FeatureCuts, FeatureMatrix, HeldRows, RowMajor,
+    BinnedMatrix, Bins, BinsRef, CutSample, Cuts, FeatureCuts, FeatureMatrix, HeldRows, RowMajor,
+    SparseBins,
 };
 use sapwood_core::model::select_columns;
 use sapwood_core::params::Params;
@@ -99,13 +100,28 @@ impl CutPass {
     }
 }
 
+/// The bins of the batches pushed so far.
+#[derive(Debug)]
+enum Held {
+    /// Row-major (u8 or u16).
+    Rows(Bins),
+    /// Each feature's rows outside its absent bin and their bins, with the absent bins,
+    /// while every batch was sparse enough to be binned by column.
+    Columns {
+        wide: bool,
+        columns: Vec<(Vec<u32>, Vec<u16>)>,
+        absent: Vec<u16>,
+    },
+}
+
 /// The second pass: bins batches with the cuts and keeps their labels and weights.
 #[derive(Debug)]
 pub struct BinPass {
     names: Vec<String>,
     cuts: Cuts,
-    /// bins of every batch so far, row-major, in one buffer sized up front
-    bins: Option<Bins>,
+    /// bins of every batch so far: row-major in one buffer sized up front, or by column
+    /// while every batch was binned so
+    bins: Option<Held>,
     rows: usize,
     expected_rows: usize,
     label: Option<Label>,
@@ -150,27 +166,67 @@ impl BinPass {
         let part = BinnedMatrix::new(&m, &self.cuts)?;
         let first = self.bins.is_none();
         let reserve = self.expected_rows.max(n) * self.names.len();
-        // a batch of sparse columns binned by column is appended row-major like the others
-        let mut held = HeldRows::default();
-        match (&mut self.bins, part.bins().row_major(&mut held)) {
-            (slot @ None, RowMajor::U8(b)) => {
-                let mut v = Vec::with_capacity(reserve);
-                sapwood_core::huge_pages::advise(&mut v);
-                v.extend_from_slice(b);
-                *slot = Some(Bins::U8(v));
+        // batches binned by column stay so while every one is; once one is not, what was
+        // kept by column is made row-major and every later batch appended row-major
+        if let (None | Some(Held::Columns { .. }), BinsRef::Sparse(s)) = (&self.bins, part.bins()) {
+            let offset = self.rows as u32;
+            let held = self.bins.get_or_insert_with(|| Held::Columns {
+                wide: s.wide(),
+                columns: vec![(Vec::new(), Vec::new()); s.n_features()],
+                absent: s.absent().to_vec(),
+            });
+            if let Held::Columns {
+                wide,
+                columns,
+                absent,
+            } = held
+            {
+                if *wide != s.wide() || absent.as_slice() != s.absent() {
+                    return Err(Error::SchemaMismatch(
+                        "batches were binned to different widths".into(),
+                    ));
+                }
+                for (f, (rows, bins)) in columns.iter_mut().enumerate() {
+                    let c = s.column(f);
+                    rows.extend(
+                        c.rows
+                            .iter()
+                            .map(|&r| (r as usize - c.first) as u32 + offset),
+                    );
+                    bins.extend_from_slice(c.bins);
+                }
             }
-            (slot @ None, RowMajor::U16(b)) => {
-                let mut v = Vec::with_capacity(reserve);
-                sapwood_core::huge_pages::advise(&mut v);
-                v.extend_from_slice(b);
-                *slot = Some(Bins::U16(v));
+        } else {
+            if let Some(Held::Columns {
+                wide,
+                columns,
+                absent,
+            }) = self.bins.take_if(|h| matches!(h, Held::Columns { .. }))
+            {
+                let kept = SparseBins::from_columns(self.rows, wide, columns, absent)?;
+                self.bins = Some(Held::Rows(kept.rows(0..self.rows).to_row_major()));
             }
-            (Some(Bins::U8(v)), RowMajor::U8(b)) => v.extend_from_slice(b),
-            (Some(Bins::U16(v)), RowMajor::U16(b)) => v.extend_from_slice(b),
-            _ => {
-                return Err(Error::SchemaMismatch(
-                    "batches were binned to different widths".into(),
-                ))
+            let mut held = HeldRows::default();
+            match (&mut self.bins, part.bins().row_major(&mut held)) {
+                (slot @ None, RowMajor::U8(b)) => {
+                    let mut v = Vec::with_capacity(reserve);
+                    sapwood_core::huge_pages::advise(&mut v);
+                    v.extend_from_slice(b);
+                    *slot = Some(Held::Rows(Bins::U8(v)));
+                }
+                (slot @ None, RowMajor::U16(b)) => {
+                    let mut v = Vec::with_capacity(reserve);
+                    sapwood_core::huge_pages::advise(&mut v);
+                    v.extend_from_slice(b);
+                    *slot = Some(Held::Rows(Bins::U16(v)));
+                }
+                (Some(Held::Rows(Bins::U8(v))), RowMajor::U8(b)) => v.extend_from_slice(b),
+                (Some(Held::Rows(Bins::U16(v))), RowMajor::U16(b)) => v.extend_from_slice(b),
+                _ => {
+                    return Err(Error::SchemaMismatch(
+                        "batches were binned to different widths".into(),
+                    ))
+                }
             }
         }
         self.rows += n;
@@ -223,7 +279,15 @@ impl BinPass {
             binned: Arc::new(BinnedMatrix::from_bins(
                 self.rows,
                 self.names.len(),
-                self.bins.unwrap_or(Bins::U8(Vec::new())),
+                match self.bins {
+                    None => Bins::U8(Vec::new()),
+                    Some(Held::Rows(b)) => b,
+                    Some(Held::Columns {
+                        wide,
+                        columns,
+                        absent,
+                    }) => Bins::Sparse(SparseBins::from_columns(self.rows, wide, columns, absent)?),
+                },
             )?),
             names: self.names,
             cuts: self.cuts,
