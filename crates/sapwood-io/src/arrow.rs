@@ -583,4 +583,50 @@ mod tests {
         let flags = BooleanArray::from(vec![None, None, None, Some(true)]);
         assert!(entries(&flags).is_none(), "booleans are read whole");
     }
+
+    #[test]
+    fn batches_of_sparse_columns_join_as_one_sparse_column() {
+        use arrow_schema::{Field, Schema};
+        use std::sync::Arc;
+        let schema = Schema::new(vec![
+            Field::new("few", DataType::Float64, true),
+            Field::new("all", DataType::Float64, true),
+        ]);
+        let batch = |first: usize, n: usize| {
+            let few: Vec<Option<f64>> = (first..first + n)
+                .map(|i| (i % 10 == 3).then_some(i as f64))
+                .collect();
+            let all: Vec<Option<f64>> = (first..first + n).map(|i| Some(i as f64)).collect();
+            RecordBatch::try_new(
+                Arc::new(schema.clone()),
+                vec![
+                    Arc::new(Float64Array::from(few)) as ArrayRef,
+                    Arc::new(Float64Array::from(all)) as ArrayRef,
+                ],
+            )
+            .unwrap()
+        };
+        let t = table_from_arrow(
+            &schema,
+            &[batch(0, 40), batch(40, 25)],
+            &ReadOptions::default(),
+        )
+        .unwrap();
+        let few = t.features.column(0);
+        assert!(matches!(few, Column::Sparse { len: 65, .. }), "{few:?}");
+        let rows: Vec<usize> = few.sparse_entries(0..65).unwrap().map(|(r, _)| r).collect();
+        assert_eq!(rows, vec![3, 13, 23, 33, 43, 53, 63]);
+        let dense = few.dense_values().unwrap();
+        for (i, v) in dense.iter().enumerate() {
+            assert!(
+                if i % 10 == 3 {
+                    *v == i as f32
+                } else {
+                    v.is_nan()
+                },
+                "row {i}"
+            );
+        }
+        assert!(matches!(t.features.column(1), Column::Numeric(v) if v.len() == 65));
+    }
 }

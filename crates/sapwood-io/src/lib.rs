@@ -197,6 +197,7 @@ impl Table {
             return Ok(parts.into_iter().next().unwrap());
         }
         let mut columns: Vec<Column<'static>> = Vec::new();
+        let total_rows: usize = parts.iter().map(|p| p.features.n_rows()).sum();
         for j in 0..names.len() {
             let col = match parts.last().map(|p| p.features.column(j)) {
                 Some(Column::Categorical { levels, .. }) => Column::Categorical {
@@ -211,12 +212,34 @@ impl Table {
                     ),
                     levels: levels.clone(),
                 },
+                // sparse in every part: joined as sparse, each part's rows after the last's
+                _ if total_rows <= u32::MAX as usize
+                    && parts
+                        .iter()
+                        .all(|p| matches!(p.features.column(j), Column::Sparse { .. })) =>
+                {
+                    let (mut rows, mut values, mut offset) = (Vec::new(), Vec::new(), 0usize);
+                    for p in &parts {
+                        let c = p.features.column(j);
+                        for (r, v) in c.sparse_entries(0..c.len()).into_iter().flatten() {
+                            rows.push((offset + r) as u32);
+                            values.push(v);
+                        }
+                        offset += c.len();
+                    }
+                    Column::Sparse {
+                        len: offset,
+                        start: 0,
+                        rows: Cow::Owned(rows),
+                        values: Cow::Owned(values),
+                    }
+                }
                 _ => Column::Numeric(Cow::Owned(
                     parts
                         .iter()
                         .flat_map(|p| {
                             let c = p.features.column(j);
-                            c.dense_values().map_or_else(Vec::new, |v| v.to_vec())
+                            c.dense_values().map_or_else(Vec::new, Cow::into_owned)
                         })
                         .collect(),
                 )),

@@ -3,10 +3,12 @@
 
 use std::sync::Arc;
 
+use rayon::prelude::*;
+
 use sapwood_core::collective::{Collective, SingleWorker};
 use sapwood_core::data::{
     BinnedMatrix, Bins, BinsRef, CutSample, Cuts, FeatureCuts, FeatureMatrix, HeldRows, RowMajor,
-    SparseBins,
+    SparseBins, SparseBinsRef,
 };
 use sapwood_core::model::select_columns;
 use sapwood_core::params::Params;
@@ -114,6 +116,24 @@ enum Held {
     },
 }
 
+/// The bins of `view` row-major, in a buffer with room for `room` bins.
+fn rows_of<T: Copy + Default + Send + TryFrom<u16>>(view: SparseBinsRef<'_>, room: usize) -> Vec<T>
+where
+    <T as TryFrom<u16>>::Error: std::fmt::Debug,
+{
+    const ROWS_PER_TASK: usize = 4096;
+    let nf = view.n_features();
+    let mut v = Vec::with_capacity(room);
+    sapwood_core::huge_pages::advise(&mut v);
+    v.resize(view.n_rows() * nf, T::default());
+    if nf > 0 {
+        v.par_chunks_mut(ROWS_PER_TASK * nf)
+            .enumerate()
+            .for_each(|(t, rows)| view.fill(t * ROWS_PER_TASK, rows.len() / nf, rows, nf, 1));
+    }
+    v
+}
+
 /// The second pass: bins batches with the cuts and keeps their labels and weights.
 #[derive(Debug)]
 pub struct BinPass {
@@ -166,9 +186,20 @@ impl BinPass {
         let part = BinnedMatrix::new(&m, &self.cuts)?;
         let first = self.bins.is_none();
         let reserve = self.expected_rows.max(n) * self.names.len();
-        // batches binned by column stay so while every one is; once one is not, what was
-        // kept by column is made row-major and every later batch appended row-major
-        if let (None | Some(Held::Columns { .. }), BinsRef::Sparse(s)) = (&self.bins, part.bins()) {
+        // batches binned by column stay so while every one is and the rows and entries fit
+        // the backends' u32 indices; once one is not, what was kept by column is made
+        // row-major and every later batch appended row-major
+        let by_columns = match (&self.bins, part.bins()) {
+            (None, BinsRef::Sparse(s)) => {
+                self.rows + n <= u32::MAX as usize && s.entries() <= u32::MAX as usize
+            }
+            (Some(Held::Columns { columns, .. }), BinsRef::Sparse(s)) => {
+                let kept: usize = columns.iter().map(|c| c.0.len()).sum();
+                self.rows + n <= u32::MAX as usize && kept + s.entries() <= u32::MAX as usize
+            }
+            _ => false,
+        };
+        if let (true, BinsRef::Sparse(s)) = (by_columns, part.bins()) {
             let offset = self.rows as u32;
             let held = self.bins.get_or_insert_with(|| Held::Columns {
                 wide: s.wide(),
@@ -204,7 +235,14 @@ impl BinPass {
             }) = self.bins.take_if(|h| matches!(h, Held::Columns { .. }))
             {
                 let kept = SparseBins::from_columns(self.rows, wide, columns, absent)?;
-                self.bins = Some(Held::Rows(kept.rows(0..self.rows).to_row_major()));
+                let view = kept.rows(0..self.rows);
+                // sized for every row to come, as a first row-major batch is
+                let room = self.expected_rows.max(self.rows + n) * self.names.len();
+                self.bins = Some(Held::Rows(if wide {
+                    Bins::U16(rows_of(view, room))
+                } else {
+                    Bins::U8(rows_of(view, room))
+                }));
             }
             let mut held = HeldRows::default();
             match (&mut self.bins, part.bins().row_major(&mut held)) {
