@@ -11,8 +11,12 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use support::{assert_blocks_sent_with, check_rows_read, communication, repo, train_args};
 
-fn mpirun(np: usize) -> Command {
+/// `mpirun` of `np` ranks whose OpenMPI session directory lies under `dir` (the test's own
+/// temporary folder): tests running at once otherwise race to make the shared one under
+/// /tmp ("mkdir /tmp/ompi.<host>.0: File exists", seen once in CI).
+fn mpirun(np: usize, dir: &Path) -> Command {
     let mut c = Command::new("mpirun");
+    c.env("TMPDIR", dir);
     c.args([
         "--allow-run-as-root",
         "--oversubscribe",
@@ -56,7 +60,7 @@ fn one_to_four_ranks_save_the_single_worker_model() {
                 // not quiet: each rank says which rows it read
                 let mut args = train_args(&data, label, objective, &extra, &model);
                 args.retain(|a| a != "--quiet");
-                let out = mpirun(np)
+                let out = mpirun(np, t.path())
                     .arg(&bin)
                     .args(args)
                     .args(["--collective", "mpi"])
@@ -91,7 +95,7 @@ fn mpi_ranks_started_for_different_jobs_fail_naming_the_difference() {
         a
     };
     // one command per rank (MPMD): rank 0 with lambda 1, rank 1 with lambda 50
-    let out = mpirun(1)
+    let out = mpirun(1, t.path())
         .arg(&bin)
         .args(args("1"))
         .args([":", "-np", "1"])
@@ -123,7 +127,7 @@ fn mpi_ranks_send_with_the_codec_and_overlap_they_are_given() {
         let model = t.path().join(format!("{codec}-{overlap}.json"));
         let summary = t.path().join(format!("{codec}-{overlap}.summary.json"));
         let extra = ["--rounds", "4", "--max-depth", "6", "--set", "grad_bits=8"];
-        let out = mpirun(2)
+        let out = mpirun(2, t.path())
             .arg(&bin)
             .args(train_args(&data, "y", "binary:logistic", &extra, &model))
             .args(["--collective", "mpi", "--summary"])
@@ -198,7 +202,7 @@ fn a_rank_that_dies_stops_the_job_with_sapwoods_error_within_its_timeout() {
     );
     // not quiet: every rank's "read" line says it is past loading and about to train
     args.retain(|a| a != "--quiet");
-    let mut job = mpirun(3)
+    let mut job = mpirun(3, t.path())
         .arg("--enable-recovery")
         .arg(&bin)
         .args(args)
@@ -332,7 +336,7 @@ fn ranking_and_cox_across_ranks_save_the_single_process_model() {
             let model = t.path().join(format!("{i}-{np}.json"));
             let mut args = train_args(data, label, objective, &extra, &model);
             args.retain(|a| a != "--quiet");
-            let out = mpirun(np)
+            let out = mpirun(np, t.path())
                 .arg(&bin)
                 .args(args)
                 .args(["--collective", "mpi"])
@@ -355,7 +359,7 @@ fn ranking_and_cox_across_ranks_save_the_single_process_model() {
     }
     std::fs::write(&csv, text).unwrap();
     let model = t.path().join("split.json");
-    let out = mpirun(2)
+    let out = mpirun(2, t.path())
         .arg(&bin)
         .args(train_args(
             &csv,
@@ -408,7 +412,7 @@ fn wgpu_ranks_hand_mpi_histograms_encoded_on_the_device_and_save_the_cpu_model()
     for (codec, kind) in [("packed", "packed"), ("auto", "groups")] {
         let model = t.path().join(format!("{codec}.json"));
         let summary = t.path().join(format!("{codec}-summary.json"));
-        let out = mpirun(2)
+        let out = mpirun(2, t.path())
             .arg(&bin)
             .args(train_args(&data, "y", "binary:logistic", &extra, &model))
             .args(["--collective", "mpi", "--device", "wgpu"])
