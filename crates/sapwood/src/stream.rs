@@ -3,12 +3,10 @@
 
 use std::sync::Arc;
 
-use rayon::prelude::*;
-
 use sapwood_core::collective::{Collective, SingleWorker};
 use sapwood_core::data::{
     BinnedMatrix, Bins, BinsRef, CutSample, Cuts, FeatureCuts, FeatureMatrix, HeldRows, RowMajor,
-    SparseBins, SparseBinsRef,
+    SparseBins,
 };
 use sapwood_core::model::select_columns;
 use sapwood_core::params::Params;
@@ -116,24 +114,6 @@ enum Held {
     },
 }
 
-/// The bins of `view` row-major, in a buffer with room for `room` bins.
-fn rows_of<T: Copy + Default + Send + TryFrom<u16>>(view: SparseBinsRef<'_>, room: usize) -> Vec<T>
-where
-    <T as TryFrom<u16>>::Error: std::fmt::Debug,
-{
-    const ROWS_PER_TASK: usize = 4096;
-    let nf = view.n_features();
-    let mut v = Vec::with_capacity(room);
-    sapwood_core::huge_pages::advise(&mut v);
-    v.resize(view.n_rows() * nf, T::default());
-    if nf > 0 {
-        v.par_chunks_mut(ROWS_PER_TASK * nf)
-            .enumerate()
-            .for_each(|(t, rows)| view.fill(t * ROWS_PER_TASK, rows.len() / nf, rows, nf, 1));
-    }
-    v
-}
-
 /// The second pass: bins batches with the cuts and keeps their labels and weights.
 #[derive(Debug)]
 pub struct BinPass {
@@ -239,9 +219,9 @@ impl BinPass {
                 // sized for every row to come, as a first row-major batch is
                 let room = self.expected_rows.max(self.rows + n) * self.names.len();
                 self.bins = Some(Held::Rows(if wide {
-                    Bins::U16(rows_of(view, room))
+                    Bins::U16(view.row_major_with_room(room))
                 } else {
-                    Bins::U8(rows_of(view, room))
+                    Bins::U8(view.row_major_with_room(room))
                 }));
             }
             let mut held = HeldRows::default();

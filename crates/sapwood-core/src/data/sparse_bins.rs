@@ -277,8 +277,25 @@ impl<'a> SparseBinsRef<'a> {
     where
         <T as TryFrom<u16>>::Error: std::fmt::Debug,
     {
+        self.row_major_with_room(0)
+    }
+
+    /// [`SparseBinsRef::row_major_as`] in a buffer with room for at least `room` bins (rows
+    /// yet to be appended).
+    ///
+    /// # Panics
+    /// If a bin does not fit `T`.
+    pub fn row_major_with_room<T: Copy + Default + Send + TryFrom<u16>>(
+        &self,
+        room: usize,
+    ) -> Vec<T>
+    where
+        <T as TryFrom<u16>>::Error: std::fmt::Debug,
+    {
         let nf = self.n_features();
-        let mut out = vec![T::default(); self.len * nf];
+        let mut out = Vec::with_capacity(room.max(self.len * nf));
+        crate::huge_pages::advise(&mut out);
+        out.resize(self.len * nf, T::default());
         if nf > 0 {
             out.par_chunks_mut(ROWS_PER_TASK * nf)
                 .enumerate()
