@@ -116,6 +116,20 @@ def mlogloss(p: np.ndarray, y: np.ndarray) -> float:
     return float(-np.log(picked).mean())
 
 
+def auc(p: np.ndarray, y: np.ndarray) -> float:
+    """Area under the ROC curve, tied scores sharing their mean rank (Mann-Whitney), in
+    numpy: importing scikit-learn to score would raise the process's peak memory after
+    training by more than some libraries' training takes."""
+    _, inverse, counts = np.unique(p, return_inverse=True, return_counts=True)
+    ends = np.cumsum(counts)
+    mean_rank = (ends - counts + 1 + ends) / 2.0
+    ranks = mean_rank[inverse]
+    pos = y == 1
+    n1 = float(pos.sum())
+    n0 = float(len(y)) - n1
+    return float((ranks[pos].sum() - n1 * (n1 + 1) / 2.0) / (n1 * n0))
+
+
 def ndcg10(scores: np.ndarray, labels: np.ndarray, groups: np.ndarray) -> float:
     """Mean NDCG@10 (gains 2^rel - 1) over queries with a relevant document."""
     out, start, discount = [], 0, 1.0 / np.log2(np.arange(2, 12))
@@ -200,9 +214,7 @@ def run_library(args: argparse.Namespace) -> None:
     if ranking:
         score = ndcg10(np.asarray(p), ty, tg)
     elif sparse:
-        from sklearn.metrics import roc_auc_score
-
-        score = float(roc_auc_score(ty, np.asarray(p)))
+        score = auc(np.asarray(p, dtype=np.float64), ty)
     else:
         score = mlogloss(np.asarray(p), ty)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0

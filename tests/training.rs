@@ -1076,6 +1076,98 @@ fn sparse_and_dense(n: usize) -> (Dataset<'static>, Dataset<'static>) {
     (data(sparse_columns), data(dense_columns))
 }
 
+/// A wide table as sparse columns and as the same values dense: `nf` features, each holding
+/// a value in about one row in ten (about 300 distinct values a feature), the label a noisy
+/// function of a few.
+fn wide_sparse_and_dense(n: usize, nf: usize, seed: u64) -> (Dataset<'static>, Dataset<'static>) {
+    use sapwood::{Column, FeatureMatrix, Label};
+    use std::borrow::Cow;
+    let mut state = seed;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (state >> 33) as f64 / (1u64 << 31) as f64
+    };
+    let mut dense = vec![vec![f32::NAN; n]; nf];
+    let mut stored: Vec<Vec<u32>> = vec![Vec::new(); nf];
+    for i in 0..n {
+        for (column, rows) in dense.iter_mut().zip(&mut stored) {
+            if next() < 0.1 {
+                column[i] = next() as f32;
+                rows.push(i as u32);
+            }
+        }
+    }
+    let v = |f: usize, i: usize| {
+        let x = dense[f][i];
+        if x.is_nan() {
+            0.0
+        } else {
+            x
+        }
+    };
+    let label: Vec<f32> = (0..n)
+        .map(|i| v(0, i) - v(7, i) + 2.0 * v(11, i) * v(12, i) + 0.2 * next() as f32)
+        .collect();
+    let sparse_columns = (0..nf)
+        .map(|f| Column::Sparse {
+            len: n,
+            start: 0,
+            values: Cow::Owned(stored[f].iter().map(|&r| dense[f][r as usize]).collect()),
+            rows: Cow::Owned(stored[f].clone()),
+        })
+        .collect();
+    let dense_columns = dense
+        .into_iter()
+        .map(|c| Column::Numeric(c.into()))
+        .collect();
+    let names: Vec<String> = (0..nf).map(|f| format!("w{f}")).collect();
+    let data = |columns| {
+        let m = FeatureMatrix::new(names.clone(), columns).unwrap();
+        Dataset::from_parts(m, Some(Label::Values(label.clone())), None).unwrap()
+    };
+    (data(sparse_columns), data(dense_columns))
+}
+
+/// A level whose children's children get no histogram is built a few children at a time
+/// where its histograms are wide (about 340,000 bins here: three children to a chunk), and
+/// a sparse shard's nodes subtract and scan only the bins their rows occupy. Neither may
+/// change a bit: one worker (both at once on the sparse columns, the chunks alone on the
+/// dense ones) trains the model two workers (neither) train.
+#[test]
+fn wide_levels_in_chunks_and_occupied_bins_train_the_same_model() {
+    let (sparse, dense) = wide_sparse_and_dense(3_000, 1_300, 5);
+    let params = Params {
+        objective: ObjectiveKind::SquaredError,
+        num_rounds: 3,
+        max_depth: 4,
+        min_data_in_bin: 1,
+        ..Default::default()
+    };
+    let sparse_alone = Booster::train(&params, &sparse, &[]).unwrap();
+    let model = sparse_alone.model();
+    assert!(
+        model.bin(sparse.features()).unwrap().is_sparse(),
+        "binned by column"
+    );
+    let width = model.cuts.total_bins();
+    assert!(width > 300_000, "{width} bins: wide enough for chunks");
+    let dense_alone = Booster::train(&params, &dense, &[]).unwrap();
+    let run = RunOptions {
+        workers: 2,
+        ..Default::default()
+    };
+    let two = Booster::train_with(&params, &run, &dense, &[], &mut sapwood::Quiet).unwrap();
+    let json = two.to_json();
+    // every tree splits down to the last level (a stump would not reach the chunks)
+    for tree in &two.model().trees {
+        assert!(tree.nodes.len() >= 15, "{} nodes", tree.nodes.len());
+    }
+    assert!(sparse_alone.to_json() == json, "sparse, one worker");
+    assert!(dense_alone.to_json() == json, "dense, one worker");
+}
+
 /// A wide table whose every column is sparse (one-hot fields and text-like weights, 1% to
 /// 4% of the rows each, one column at 60%, stored zeros and NaNs among the entries), few
 /// enough entries that its bins are held by column; with the same values as dense columns.

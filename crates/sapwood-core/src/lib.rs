@@ -30,6 +30,7 @@ pub mod link;
 pub mod metric;
 pub mod model;
 pub mod objective;
+pub mod occupancy;
 pub mod params;
 pub mod predict;
 pub mod quantise;

@@ -18,6 +18,7 @@ use crate::error::{Error, Result};
 use crate::hash::{HashKey, Stream};
 use crate::hist::{add, HistBin};
 use crate::objective::{ftz, Objective};
+use crate::occupancy;
 use crate::quantise::{quantise_by, quantise_pairs, Scale};
 use crate::split::SplitRule;
 use crate::tree::{NodeId, Tree};
@@ -648,18 +649,22 @@ impl TreeState {
         Ok(self.rows.len() as u64)
     }
 
+    /// Builds the histograms of `nodes` into `out`; with `occupied`, also the bits of
+    /// the bins their rows fall in where the shard is stored as sparse rows (returns
+    /// whether it set them: [`TreeBackend::build_histograms_occupied`]).
     fn build_histograms(
         &mut self,
         inp: &Inputs,
         nodes: &[NodeId],
         out: &mut [HistBin],
-    ) -> Result<()> {
+        occupied: Option<&mut [u64]>,
+    ) -> Result<bool> {
         let width = inp.total_bins;
         shard::check_hist_len(out.len(), nodes.len(), width)?;
         if nodes == [NodeId::ROOT] && self.spans.get(NodeId::ROOT)?.len as usize == inp.num_rows() {
             if let Some(root) = self.root_ahead(inp) {
                 out.copy_from_slice(&root);
-                return Ok(());
+                return Ok(false);
             }
         }
         let n = inp.num_rows();
@@ -675,6 +680,16 @@ impl TreeState {
         }
         if let Some(sparse) = &inp.sparse {
             let offsets = &inp.offsets;
+            if let Some(bits) = &occupied {
+                if bits.len() < nodes.len() * occupancy::words_for(width) {
+                    return Err(Error::Backend(format!(
+                        "{} words of occupied bits for {} nodes of {width} bins",
+                        bits.len(),
+                        nodes.len()
+                    )));
+                }
+            }
+            let marked = occupied.is_some();
             match self.packed.as_deref() {
                 None => build_level_sparse(
                     &node_rows,
@@ -684,6 +699,7 @@ impl TreeState {
                     width,
                     &mut self.part_hists,
                     out,
+                    occupied,
                 ),
                 Some(p) => build_level_sparse(
                     &node_rows,
@@ -693,9 +709,10 @@ impl TreeState {
                     width,
                     &mut self.part_packed,
                     out,
+                    occupied,
                 ),
             }
-            return Ok(());
+            return Ok(marked);
         }
         let lens: Vec<usize> = nodes
             .iter()
@@ -734,7 +751,7 @@ impl TreeState {
                 ))
             }
         }
-        Ok(())
+        Ok(false)
     }
 
     fn apply_splits(&mut self, inp: &Inputs, splits: &[NodeSplit]) -> Result<Vec<[u64; 2]>> {
@@ -1251,6 +1268,10 @@ fn sum_parts<V: HistValue>(
 
 /// [`build_level`] from sparse rows: each node built whole or cut by rows into parts
 /// (never by features: a row's entries span them all), every histogram at full width.
+/// With `occupied` (zeroed, [`occupancy::words_for`]`(width)` words a node), `out` arrives
+/// zeroed, and the bits of the bins the node's rows fall in are set: all of a node cut
+/// into parts (a large node, whose rows fall nearly everywhere).
+#[allow(clippy::too_many_arguments)]
 fn build_level_sparse<V: HistValue>(
     node_rows: &[PartRows<'_>],
     sparse: &SparseRows,
@@ -1259,6 +1280,7 @@ fn build_level_sparse<V: HistValue>(
     width: usize,
     pool: &mut Vec<Vec<V>>,
     out: &mut [HistBin],
+    occupied: Option<&mut [u64]>,
 ) {
     let threads = rayon::current_num_threads();
     let level: usize = node_rows.iter().map(PartRows::len).sum();
@@ -1270,28 +1292,46 @@ fn build_level_sparse<V: HistValue>(
         .collect();
     part_buffers(pool, parts.iter().filter(|&&p| p > 1).sum(), width);
     {
+        let words = occupancy::words_for(width);
+        let mut node_bits: Vec<Option<&mut [u64]>> = match occupied {
+            Some(bits) => bits.chunks_mut(words.max(1)).map(Some).collect(),
+            None => Vec::new(),
+        };
+        node_bits.resize_with(node_rows.len(), || None);
         let mut bufs = pool.iter_mut();
-        let mut work: Vec<(PartRows<'_>, Target<'_, V>)> = Vec::new();
-        for ((o, rows), &p) in out.chunks_mut(width.max(1)).zip(node_rows).zip(&parts) {
+        type Work<'w, V> = (PartRows<'w>, Target<'w, V>, Option<&'w mut [u64]>);
+        let mut work: Vec<Work<'_, V>> = Vec::new();
+        for (((o, rows), &p), bits) in out
+            .chunks_mut(width.max(1))
+            .zip(node_rows)
+            .zip(&parts)
+            .zip(node_bits)
+        {
             if p == 1 {
-                work.push((rows.clone(), Target::Node(o)));
+                work.push((rows.clone(), Target::Node(o), bits));
                 continue;
+            }
+            if let Some(bits) = bits {
+                bits.fill(u64::MAX);
             }
             for piece in cut(rows, p) {
                 let buf = bufs.next().expect("a buffer per part of a cut node");
-                work.push((piece, Target::Part(buf.as_mut_slice())));
+                work.push((piece, Target::Part(buf.as_mut_slice()), None));
             }
         }
         largest_first(
             work,
-            |(rows, _)| rows.len(),
-            |buf: &mut Vec<V>, (rows, target)| match target {
-                Target::Part(h) => sparse.build(&rows, offsets, values, h),
+            |(rows, _, _)| rows.len(),
+            |buf: &mut Vec<V>, (rows, target, bits)| match target {
+                Target::Part(h) => sparse.build(&rows, offsets, values, h, None, false),
                 Target::Node(o) => match V::in_place(o) {
-                    Some(h) => sparse.build(&rows, offsets, values, h),
+                    Some(h) => {
+                        let zeroed = bits.is_some();
+                        sparse.build(&rows, offsets, values, h, bits, zeroed)
+                    }
                     None => {
                         buf.resize(width, V::default());
-                        sparse.build(&rows, offsets, values, buf);
+                        sparse.build(&rows, offsets, values, buf, bits, false);
                         place_bins(buf, o);
                     }
                 },
@@ -1615,7 +1655,27 @@ impl TreeBackend for CpuBackend {
 
     fn build_histograms(&mut self, nodes: &[NodeId], out: &mut [HistBin]) -> Result<()> {
         self.inputs.group_gradients();
-        self.tree.build_histograms(&self.inputs, nodes, out)
+        self.tree
+            .build_histograms(&self.inputs, nodes, out, None)
+            .map(drop)
+    }
+
+    fn tracks_occupancy(&self) -> bool {
+        self.inputs.sparse.is_some()
+    }
+
+    fn build_histograms_occupied(
+        &mut self,
+        nodes: &[NodeId],
+        out: &mut [HistBin],
+        occupied: &mut [u64],
+    ) -> Result<()> {
+        self.inputs.group_gradients();
+        let set = (self.tree).build_histograms(&self.inputs, nodes, out, Some(&mut *occupied))?;
+        if !set {
+            occupied.fill(u64::MAX);
+        }
+        Ok(())
     }
 
     fn apply_splits(&mut self, splits: &[NodeSplit]) -> Result<Vec<[u64; 2]>> {
@@ -1642,7 +1702,26 @@ impl TreeBackend for TeamTree<'_> {
     }
 
     fn build_histograms(&mut self, nodes: &[NodeId], out: &mut [HistBin]) -> Result<()> {
-        self.tree.build_histograms(self.inputs, nodes, out)
+        self.tree
+            .build_histograms(self.inputs, nodes, out, None)
+            .map(drop)
+    }
+
+    fn tracks_occupancy(&self) -> bool {
+        self.inputs.sparse.is_some()
+    }
+
+    fn build_histograms_occupied(
+        &mut self,
+        nodes: &[NodeId],
+        out: &mut [HistBin],
+        occupied: &mut [u64],
+    ) -> Result<()> {
+        let set = (self.tree).build_histograms(self.inputs, nodes, out, Some(&mut *occupied))?;
+        if !set {
+            occupied.fill(u64::MAX);
+        }
+        Ok(())
     }
 
     fn apply_splits(&mut self, splits: &[NodeSplit]) -> Result<Vec<[u64; 2]>> {

@@ -84,6 +84,28 @@ pub trait TreeBackend: Send {
     /// overwritten).
     fn build_histograms(&mut self, nodes: &[NodeId], out: &mut [HistBin]) -> Result<()>;
 
+    /// Whether [`TreeBackend::build_histograms_occupied`] sets the bits of the bins rows
+    /// occupy more narrowly than all of them (a shard stored as sparse rows).
+    fn tracks_occupancy(&self) -> bool {
+        false
+    }
+
+    /// Builds as [`TreeBackend::build_histograms`] does into `out`, which arrives zeroed,
+    /// and sets in `occupied` (zeroed, [`crate::occupancy::words_for`]`(total_bins)` words
+    /// a node, node after node) the bit of every bin a row of the node falls in; other
+    /// bits may be set too (this default sets them all). Row-based, not value-based: a
+    /// child's rows are among its parent's, so its occupied bins are among the parent's
+    /// bits even where the parent's rows cancel to [0, 0].
+    fn build_histograms_occupied(
+        &mut self,
+        nodes: &[NodeId],
+        out: &mut [HistBin],
+        occupied: &mut [u64],
+    ) -> Result<()> {
+        occupied.fill(u64::MAX);
+        self.build_histograms(nodes, out)
+    }
+
     /// Builds the histograms of `nodes` as [`TreeBackend::build_histograms`] does and packs
     /// node i's `2 * total_bins` values at lane width `widths[i]` on the device, exactly as
     /// the `packed` codec packs them (lane j of a word weighted by 2^(w·j), wrapping i64),

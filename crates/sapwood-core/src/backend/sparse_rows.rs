@@ -14,6 +14,7 @@ use rayon::prelude::*;
 use super::kernel::{prefetch_to, BinValue, HistValue, Level, PartRows};
 use crate::data::binned::BinsRef;
 use crate::data::sparse_bins::{SparseBinsRef, SparseColumn};
+use crate::occupancy;
 
 /// A shard is stored sparse where its uncommon bins are at most this fraction (one over it)
 /// of its entries: a sparse add reads an index and lands anywhere in the histogram, where
@@ -216,45 +217,93 @@ impl SparseRows {
         (self.entries.len() / (self.starts.len() - 1).max(1)).max(1)
     }
 
-    /// Zeroes `hist` (a whole histogram, bins at `offsets`) and builds in it the histogram
-    /// of `rows` from each row's `values`.
+    /// Zeroes `hist` (a whole histogram, bins at `offsets`) unless it is `zeroed` already,
+    /// and builds in it the histogram of `rows` from each row's `values`. With `occupied`
+    /// (zeroed, a bit per bin), sets the bit of every bin a row falls in: each entry's,
+    /// and every feature's common bin.
     ///
     /// # Panics
-    /// If `hist` is not as long as the histograms the rows were stored for.
+    /// If `hist` is not as long as the histograms the rows were stored for, or `occupied`
+    /// has fewer bits.
     pub(super) fn build<V: HistValue>(
         &self,
         rows: &PartRows<'_>,
         offsets: &[u32],
         values: &[V],
         hist: &mut [V],
+        occupied: Option<&mut [u64]>,
+        zeroed: bool,
     ) {
         // the unchecked adds below rely on it
         assert_eq!(hist.len(), self.width, "a whole histogram");
-        hist.fill(V::default());
-        let total = match rows {
-            PartRows::Listed(listed) => self.add_listed(listed, values, hist),
+        if !zeroed {
+            hist.fill(V::default());
+        }
+        let Some(bits) = occupied else {
+            let total = self.add_rows(rows, values, hist, &mut |_| {});
+            for (f, &common) in self.common.iter().enumerate() {
+                let bins = &hist[offsets[f] as usize..offsets[f + 1] as usize];
+                let mut rest = total;
+                rest.sub(bins.iter().fold(V::default(), |mut s, &b| {
+                    s.add(b);
+                    s
+                }));
+                // the common bin was never added to, so the feature's sum left it out
+                hist[common as usize] = rest;
+            }
+            return;
+        };
+        assert!(
+            bits.len() >= occupancy::words_for(self.width),
+            "a bit per bin"
+        );
+        let total = self.add_rows(rows, values, hist, &mut |e| {
+            // SAFETY: `e` is below the histogram's width (see `add_row`), and `bits` holds
+            // a bit for each bin (asserted above)
+            unsafe { *bits.get_unchecked_mut(e / 64) |= 1 << (e % 64) }
+        });
+        for (f, &common) in self.common.iter().enumerate() {
+            // the bins without a bit hold no row: [0, 0], as the common bin still is
+            let mut rest = total;
+            occupancy::each_set(bits, offsets[f] as usize, offsets[f + 1] as usize, |b| {
+                rest.sub(hist[b])
+            });
+            hist[common as usize] = rest;
+            occupancy::set(bits, common as usize);
+        }
+    }
+
+    /// Adds `rows`' values at their entries, calling `mark` with each entry; returns the
+    /// values' sum.
+    #[inline(always)]
+    fn add_rows<V: HistValue>(
+        &self,
+        rows: &PartRows<'_>,
+        values: &[V],
+        hist: &mut [V],
+        mark: &mut impl FnMut(usize),
+    ) -> V {
+        match rows {
+            PartRows::Listed(listed) => self.add_listed(listed, values, hist, mark),
             PartRows::All(all) => all.clone().fold(V::default(), |mut total, r| {
                 let v = values[r];
-                self.add_row(r, v, hist);
+                self.add_row(r, v, hist, mark);
                 total.add(v);
                 total
             }),
-        };
-        for (f, &common) in self.common.iter().enumerate() {
-            let bins = &hist[offsets[f] as usize..offsets[f + 1] as usize];
-            let mut rest = total;
-            rest.sub(bins.iter().fold(V::default(), |mut s, &b| {
-                s.add(b);
-                s
-            }));
-            // the common bin was never added to, so the feature's sum left it out
-            hist[common as usize] = rest;
         }
     }
 
     /// Adds `rows`' values at their entries, prefetching rows ahead (a deep node's rows are
     /// scattered); returns the values' sum.
-    fn add_listed<V: HistValue>(&self, rows: &[u32], values: &[V], hist: &mut [V]) -> V {
+    #[inline(always)]
+    fn add_listed<V: HistValue>(
+        &self,
+        rows: &[u32],
+        values: &[V],
+        hist: &mut [V],
+        mark: &mut impl FnMut(usize),
+    ) -> V {
         let mut total = V::default();
         for (i, &r) in rows.iter().enumerate() {
             if let Some(&far) = rows.get(i + FAR) {
@@ -267,16 +316,17 @@ impl SparseRows {
                 prefetch_to(values.as_ptr().wrapping_add(near as usize), Level::L1);
             }
             let v = values[r as usize];
-            self.add_row(r as usize, v, hist);
+            self.add_row(r as usize, v, hist, mark);
             total.add(v);
         }
         total
     }
 
     #[inline(always)]
-    fn add_row<V: HistValue>(&self, r: usize, v: V, hist: &mut [V]) {
+    fn add_row<V: HistValue>(&self, r: usize, v: V, hist: &mut [V], mark: &mut impl FnMut(usize)) {
         let entries = &self.entries[self.starts[r] as usize..self.starts[r + 1] as usize];
         for &e in entries {
+            mark(e as usize);
             // SAFETY: every entry is a feature's offset plus one of its bins (the shard's
             // bins are validated below their feature's width), so below the histogram's
             // width, which `build` asserts `hist` is
@@ -562,18 +612,81 @@ mod tests {
         let all: Vec<u32> = (0..n as u32).collect();
         let some: Vec<u32> = (0..n as u32).filter(|r| r % 3 != 1).collect();
         let mut hist = vec![[7i64; 2]; width];
-        sparse.build(&PartRows::All(0..n), &offsets, &gh, &mut hist);
+        sparse.build(&PartRows::All(0..n), &offsets, &gh, &mut hist, None, false);
         assert_eq!(hist, brute(&all, &bins, &offsets, &gh));
-        sparse.build(&PartRows::Listed(&some), &offsets, &gh, &mut hist);
+        sparse.build(
+            &PartRows::Listed(&some),
+            &offsets,
+            &gh,
+            &mut hist,
+            None,
+            false,
+        );
         assert_eq!(hist, brute(&some, &bins, &offsets, &gh));
-        sparse.build(&PartRows::Listed(&[]), &offsets, &gh, &mut hist);
+        sparse.build(
+            &PartRows::Listed(&[]),
+            &offsets,
+            &gh,
+            &mut hist,
+            None,
+            false,
+        );
         assert_eq!(hist, vec![[0; 2]; width]);
         // packed low-bit values: the common bins' differences unpack to the same sums
         let packed: Vec<i64> = gh.iter().map(|&[g, h]| pack(g, h)).collect();
         let mut ph = vec![0i64; width];
-        sparse.build(&PartRows::Listed(&some), &offsets, &packed, &mut ph);
+        sparse.build(
+            &PartRows::Listed(&some),
+            &offsets,
+            &packed,
+            &mut ph,
+            None,
+            false,
+        );
         let unpacked: Vec<[i64; 2]> = ph.into_iter().map(unpack).collect();
         assert_eq!(unpacked, brute(&some, &bins, &offsets, &gh));
+    }
+
+    #[test]
+    fn builds_with_bits_set_them_at_every_bin_a_row_falls_in() {
+        let n = 5000;
+        let (bins, offsets, gh) = shard(n);
+        let nf = offsets.len() - 1;
+        let sparse = SparseRows::of(BinsRef::U8(&bins), n, &offsets).expect("sparse enough");
+        let width = offsets[nf] as usize;
+        // few rows: most bins hold none
+        for rows in [
+            vec![],
+            vec![3u32],
+            (0..n as u32).filter(|r| r % 97 == 5).collect(),
+        ] {
+            let mut hist = vec![[7i64; 2]; width];
+            let mut bits = vec![0u64; occupancy::words_for(width)];
+            sparse.build(
+                &PartRows::Listed(&rows),
+                &offsets,
+                &gh,
+                &mut hist,
+                Some(&mut bits),
+                false,
+            );
+            assert_eq!(hist, brute(&rows, &bins, &offsets, &gh));
+            let mut fallen = vec![false; width];
+            for &r in &rows {
+                for f in 0..nf {
+                    fallen[offsets[f] as usize + bins[r as usize * nf + f] as usize] = true;
+                }
+            }
+            for (b, &fell) in fallen.iter().enumerate() {
+                let bit = bits[b / 64] >> (b % 64) & 1 == 1;
+                // a row's bin has its bit; other bits are only the common bins'
+                assert!(!fell || bit, "bin {b} holds a row");
+                assert!(
+                    fell || !bit || sparse.common.contains(&(b as u32)),
+                    "bin {b}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -20,6 +20,7 @@ use crate::collective::Collective;
 use crate::data::cuts::Cuts;
 use crate::error::Result;
 use crate::hist::{node_sums, HistBin};
+use crate::occupancy;
 use crate::params::GrowPolicy;
 use crate::split::{
     best_split_with, bounded, leaf_weight, NodeRules, NodeView, SplitCandidate, SplitParams, Units,
@@ -116,6 +117,7 @@ impl Learner<'_> {
                         hist: store.get(id),
                         sums: n.sums,
                         count: n.count,
+                        occupied: store.occupied(id),
                     };
                     let rules = NodeRules {
                         bounds: monotone.then_some(n.bounds),
@@ -191,10 +193,11 @@ impl Learner<'_> {
     }
 
     fn root(&mut self, root_local: u64) -> Result<Vec<Expandable>> {
-        let mut hist = self.store.take_batch(1);
-        self.backend.build_histograms(&[NodeId::ROOT], &mut hist)?;
-        self.sync.sum_whole(&mut hist, self.bound)?;
-        let sums = node_sums(&hist, self.cfg.cuts.offsets());
+        let mut batch = self.store.take_batch(1);
+        let hist = &mut batch[..self.store.width()];
+        self.backend.build_histograms(&[NodeId::ROOT], hist)?;
+        self.sync.sum_whole(hist, self.bound)?;
+        let sums = node_sums(hist, self.cfg.cuts.offsets());
         let mut count = [root_local as i64];
         self.sync.sum(&mut count, self.cfg.n_total)?;
         let id = self.new_node();
@@ -203,8 +206,8 @@ impl Learner<'_> {
             .info
             .push(NodeInfo::root(count[0] as u64, sums, w));
         self.set_value(id, w, h);
-        self.store.insert_copy(id, &hist);
-        self.store.return_batch(hist);
+        self.store.insert_copy(id, hist);
+        self.store.return_batch(batch);
         self.evaluate(vec![id])
     }
 
@@ -213,21 +216,39 @@ impl Learner<'_> {
     /// exchanged on a second thread while the next one builds: the sums are integers, so
     /// chunking changes no bit, and every worker chunks alike (the plan depends only on
     /// the level's shape). A GPU backend may hand over a reduce-scattered level encoded
-    /// (see [`build_chunk`]).
+    /// (see [`build_chunk`]). A lone worker on a backend that tracks them also gets the
+    /// bits of the bins the nodes' rows occupy ([`crate::occupancy`]); that build wants
+    /// its buffer zeroed, and `batch` (the histograms, then maybe more) is zeroed whole
+    /// for it unless it is `zeroed` already.
     fn build_and_sum(
         &mut self,
         nodes: &[NodeId],
         bounds: &[u64],
-        hists: &mut [HistBin],
-    ) -> Result<()> {
+        batch: &mut [HistBin],
+        zeroed: bool,
+    ) -> Result<Option<Vec<u64>>> {
         let width = self.store.width();
+        let occupancy = self.sync.alone() && self.backend.tracks_occupancy();
+        if occupancy && !zeroed {
+            batch.fill([0, 0]);
+        }
+        let hists = &mut batch[..nodes.len() * width];
         self.sync.plan_level(hists.len());
         let device = self.sync.device_plan(bounds);
         let chunks = overlap_chunks(nodes.len(), width, self.sync.overlap());
         if chunks.len() <= 1 {
+            if device.is_none() && occupancy {
+                // nothing to exchange: the built histograms are the global ones
+                let mut bits = vec![0u64; nodes.len() * occupancy::words_for(width)];
+                self.backend
+                    .build_histograms_occupied(nodes, hists, &mut bits)?;
+                self.sync.sum_built(hists, width, bounds, None)?;
+                return Ok(Some(bits));
+            }
             let all = 0..nodes.len();
             let encoded = build_chunk(self.backend, device.as_ref(), all, nodes, hists)?;
-            return self.sync.sum_built(hists, width, bounds, encoded);
+            self.sync.sum_built(hists, width, bounds, encoded)?;
+            return Ok(None);
         }
         let (backend, sync) = (&mut *self.backend, &mut self.sync);
         std::thread::scope(|s| {
@@ -262,7 +283,8 @@ impl Learner<'_> {
                 .join()
                 .unwrap_or_else(|p| std::panic::resume_unwind(p));
             built.and(exchanged)
-        })
+        })?;
+        Ok(None)
     }
 
     /// Splits every node of `batch`; returns the children that can split in turn.
@@ -295,7 +317,6 @@ impl Learner<'_> {
             .filter(|(_, &n)| n)
             .map(|((s, &l), _)| if l { s.left } else { s.right })
             .collect();
-        let mut hists = self.store.take_batch(small.len());
         // a node's bins sum at most its rows' values: a bound per node narrows the lanes
         let bounds: Vec<u64> = counts
             .chunks_exact(2)
@@ -308,11 +329,9 @@ impl Learner<'_> {
                     .min(self.bound)
             })
             .collect();
-        if !small.is_empty() {
-            self.build_and_sum(&small, &bounds, &mut hists)?;
-        }
         let mut fresh = Vec::with_capacity(2 * batch.len());
         let mut stored = Vec::with_capacity(small.len());
+        let depth = batch.first().map_or(0, |e| e.depth);
         for (i, parent) in batch.into_iter().enumerate() {
             let s = &splits[i];
             for (id, count) in [(s.left, counts[2 * i]), (s.right, counts[2 * i + 1])] {
@@ -331,8 +350,39 @@ impl Learner<'_> {
             stored.push((parent.id, built_id, other_id));
             fresh.extend([s.left, s.right]);
         }
-        self.store.split_batch(&stored, hists);
-        self.evaluate(fresh)
+        // Where the children's own children will get no histogram (a level-wise tree's
+        // last level to split), each child's histogram serves its evaluation alone: a wide
+        // level is then built, evaluated and let go a few children at a time, so that its
+        // histograms are never all held at once. Each child's histogram and best split are
+        // the same either way.
+        let last = self.cfg.policy == GrowPolicy::Depthwise
+            && max_depth > 0
+            && depth + 2 >= max_depth
+            && !self.state.rules().intermediate()
+            && self.sync.alone();
+        let width = self.store.width().max(1);
+        let per_chunk = if last {
+            (LAST_LEVEL_CHUNK_BYTES / (16 * width)).max(1)
+        } else {
+            small.len().max(1)
+        };
+        let mut out = Vec::with_capacity(fresh.len());
+        for start in (0..small.len()).step_by(per_chunk) {
+            let r = start..small.len().min(start + per_chunk);
+            let (mut hists, zeroed) = self.store.take_batch_zeroed(r.len());
+            let occupied =
+                self.build_and_sum(&small[r.clone()], &bounds[r.clone()], &mut hists, zeroed)?;
+            self.store
+                .split_batch(&stored[r.clone()], hists, occupied.as_deref());
+            let children = self.evaluate(fresh[2 * r.start..2 * r.end].to_vec())?;
+            if last {
+                for c in &children {
+                    self.store.release(c.id);
+                }
+            }
+            out.extend(children);
+        }
+        Ok(out)
     }
 
     /// Records the split of every node of `batch` in the tree (children with their
@@ -440,6 +490,10 @@ const OVERLAP_CHUNKS: usize = 4;
 /// Smallest chunk worth exchanging on its own, in bytes of histogram (below it the latency
 /// of one more exchange outweighs the build it hides).
 const MIN_CHUNK_BYTES: usize = 64 * 1024;
+
+/// Bytes of the histograms a tree's last level to split builds at once (see
+/// [`Learner::split`]): a wide sparse level's 16 children of 4 MB each go 4 at a time.
+const LAST_LEVEL_CHUNK_BYTES: usize = 16 << 20;
 
 /// The node ranges a level of `nodes` histograms of `width` bins is built and exchanged
 /// in: one range without overlap, else up to [`OVERLAP_CHUNKS`] of nearly equal size.

@@ -6,10 +6,18 @@
 //! batch (the backends and the exchange between workers take a level at once), and each
 //! built child keeps its histogram where it was built, in the batch: no copy, and no second
 //! buffer for it. A batch is reused once none of its histograms is held.
+//!
+//! A built child may come with the bits of the bins its rows occupy ([`crate::occupancy`]);
+//! its sibling's rows are among the parent's, so the sibling takes the parent's bits (where
+//! the parent has them), and the subtraction goes over the built child's occupied bins only:
+//! elsewhere the child is [0, 0] and the parent's bin is already the sibling's. A batch
+//! whose every histogram was released with its bits is zeroed at those bits alone, and
+//! goes back known to be zero: the next level's build need not clear it whole.
 
 use rayon::prelude::*;
 
 use crate::hist::{sub, HistBin};
+use crate::occupancy;
 use crate::tree::NodeId;
 
 /// Bins per parallel task when storing children.
@@ -30,6 +38,8 @@ struct Batch {
     buf: Vec<HistBin>,
     /// histograms of the batch that nodes still hold
     live: usize,
+    /// whether a released histogram was left as it was (its node had no bits)
+    dirty: bool,
 }
 
 /// Node histograms of one worker, kept by node id.
@@ -45,8 +55,14 @@ pub struct HistStore {
     batches: Vec<Batch>,
     /// batch buffers no node holds now
     free: Vec<Vec<HistBin>>,
+    /// by index of `free`: whether the buffer is all zeros
+    zeroed: Vec<bool>,
     /// indices of `batches` no node holds a piece of
     vacant: Vec<usize>,
+    /// by node index: the bits of the bins the node's rows may occupy, where known
+    occupied: Vec<Option<Vec<u64>>>,
+    /// bit buffers no node holds now
+    bit_pool: Vec<Vec<u64>>,
 }
 
 impl HistStore {
@@ -58,13 +74,20 @@ impl HistStore {
     /// Starts a tree whose histograms have `width` bins: every node's buffer returns to the
     /// pool, every batch to the free ones.
     pub fn reset(&mut self, width: usize) {
-        let held: Vec<Slot> = self.nodes.drain(..).flatten().collect();
-        for slot in held {
-            self.recycle(slot);
+        let nodes = std::mem::take(&mut self.nodes);
+        let mut bits = std::mem::take(&mut self.occupied);
+        bits.resize_with(nodes.len().max(bits.len()), || None);
+        for (slot, bits) in nodes.into_iter().zip(&bits) {
+            if let Some(slot) = slot {
+                self.recycle(slot, bits.as_deref());
+            }
         }
+        self.bit_pool.extend(bits.into_iter().flatten());
         if width != self.width {
             self.pool.clear();
             self.free.clear();
+            self.zeroed.clear();
+            self.bit_pool.clear();
         }
         self.width = width;
     }
@@ -74,28 +97,46 @@ impl HistStore {
         self.width
     }
 
-    /// A buffer of `nodes` histograms one after another, for a backend to overwrite: the
-    /// smallest free batch that holds them, else the largest grown.
+    /// A buffer of at least `nodes` histograms one after another, for a backend to
+    /// overwrite: the smallest free batch that holds them, else the largest grown. A
+    /// buffer keeps the length it grew to (shortening it would have its tail zeroed again
+    /// when it next grows).
     pub fn take_batch(&mut self, nodes: usize) -> Vec<HistBin> {
+        self.take_batch_zeroed(nodes).0
+    }
+
+    /// [`HistStore::take_batch`], and whether the buffer holds only zeros.
+    pub fn take_batch_zeroed(&mut self, nodes: usize) -> (Vec<HistBin>, bool) {
         let len = nodes * self.width;
+        if len == 0 {
+            return (Vec::new(), true);
+        }
         let fits = (0..self.free.len())
             .filter(|&i| self.free[i].capacity() >= len)
             .min_by_key(|&i| self.free[i].capacity());
         let largest = (0..self.free.len()).max_by_key(|&i| self.free[i].capacity());
-        let mut b = match fits.or(largest) {
-            Some(i) => self.free.swap_remove(i),
-            None => Vec::new(),
+        let (mut b, zeroed) = match fits.or(largest) {
+            Some(i) => (self.free.swap_remove(i), self.zeroed.swap_remove(i)),
+            None => (Vec::new(), true),
         };
-        // grown to the length asked, not the doubling a push would leave
-        b.reserve_exact(len.saturating_sub(b.len()));
-        b.resize(len, [0, 0]);
-        b
+        if b.len() < len {
+            // grown to the length asked, not the doubling a push would leave
+            b.reserve_exact(len - b.len());
+            b.resize(len, [0, 0]);
+        }
+        (b, zeroed)
     }
 
     /// Returns a batch buffer whose histograms no node holds.
     pub fn return_batch(&mut self, batch: Vec<HistBin>) {
+        self.return_batch_zeroed(batch, false);
+    }
+
+    /// Returns a batch buffer, all zeros if `zeroed`.
+    fn return_batch_zeroed(&mut self, batch: Vec<HistBin>, zeroed: bool) {
         if batch.capacity() > 0 {
             self.free.push(batch);
+            self.zeroed.push(zeroed);
         }
     }
 
@@ -111,7 +152,7 @@ impl HistStore {
             self.nodes.resize_with(i + 1, || None);
         }
         if let Some(old) = self.nodes[i].replace(slot) {
-            self.recycle(old);
+            self.recycle(old, None);
         }
     }
 
@@ -140,8 +181,29 @@ impl HistStore {
     /// Drops `node`'s histogram (a leaf): its buffer returns to the pool, or its batch to
     /// the free ones once no node holds any of its histograms.
     pub fn release(&mut self, node: NodeId) {
+        let bits = self.occupied.get_mut(node.index()).and_then(Option::take);
         if let Some(slot) = self.nodes.get_mut(node.index()).and_then(Option::take) {
-            self.recycle(slot);
+            self.recycle(slot, bits.as_deref());
+        }
+        self.bit_pool.extend(bits);
+    }
+
+    /// The bits of the bins `node`'s rows may occupy, where the store has them.
+    pub fn occupied(&self, node: NodeId) -> Option<&[u64]> {
+        self.occupied.get(node.index()).and_then(Option::as_deref)
+    }
+
+    /// Sets or clears the bits of `node`.
+    fn put_bits(&mut self, node: NodeId, bits: Option<Vec<u64>>) {
+        let i = node.index();
+        if self.occupied.len() <= i {
+            if bits.is_none() {
+                return;
+            }
+            self.occupied.resize_with(i + 1, || None);
+        }
+        if let Some(old) = std::mem::replace(&mut self.occupied[i], bits) {
+            self.bit_pool.push(old);
         }
     }
 
@@ -176,15 +238,28 @@ impl HistStore {
         }
         self.put(other_child, slot);
         self.insert_copy(built_child, built);
+        self.put_bits(parent, None);
     }
 
     /// Replaces the histograms of several parents by their children's, in parallel:
     /// `batch` (from [`HistStore::take_batch`]) holds the histogram of each split's built
     /// child, one after another in the order of `splits` (parent, built child, other
     /// child). Each built child keeps its histogram in the batch; each other child gets
-    /// parent − built in the parent's buffer.
-    pub fn split_batch(&mut self, splits: &[(NodeId, NodeId, NodeId)], batch: Vec<HistBin>) {
+    /// parent − built in the parent's buffer. `occupied`, where given, holds the bits of
+    /// the bins each built child's rows occupy ([`occupancy::words_for`] words a child, in
+    /// the same order), and `batch` past the built histograms is zeros.
+    pub fn split_batch(
+        &mut self,
+        splits: &[(NodeId, NodeId, NodeId)],
+        batch: Vec<HistBin>,
+        occupied: Option<&[u64]>,
+    ) {
         let w = self.width;
+        let words = occupancy::words_for(w);
+        assert!(
+            occupied.is_none_or(|b| b.len() >= splits.len() * words),
+            "bits for every built histogram"
+        );
         assert!(
             batch.len() >= splits.len() * w,
             "a built histogram for every split"
@@ -229,10 +304,9 @@ impl HistStore {
                 })
                 .collect();
             // a lone split (loss-guided growth) is cut by bins, so both threads share it
-            targets
-                .into_par_iter()
-                .zip(batch.par_chunks(w.max(1)))
-                .for_each(|(hist, built)| {
+            let pairs = targets.into_par_iter().zip(batch.par_chunks(w.max(1)));
+            match occupied {
+                None => pairs.for_each(|(hist, built)| {
                     hist.par_chunks_mut(STORE_CHUNK)
                         .zip(built.par_chunks(STORE_CHUNK))
                         .for_each(|(hist, built)| {
@@ -240,8 +314,28 @@ impl HistStore {
                                 *s = sub(*s, x);
                             }
                         });
-                });
+                }),
+                Some(bits) => {
+                    pairs
+                        .zip(bits.par_chunks(words.max(1)))
+                        .for_each(|((hist, built), bits)| {
+                            hist.par_chunks_mut(STORE_CHUNK)
+                                .zip(built.par_chunks(STORE_CHUNK))
+                                .zip(bits.par_chunks(STORE_CHUNK / 64))
+                                .for_each(|((hist, built), bits)| {
+                                    occupancy::each_set(bits, 0, hist.len(), |b| {
+                                        hist[b] = sub(hist[b], built[b])
+                                    });
+                                });
+                        })
+                }
+            }
         }
+        // the other child's rows are among the parent's: it keeps the parent's bits
+        let inherited: Vec<Option<Vec<u64>>> = splits
+            .iter()
+            .map(|s| self.occupied.get_mut(s.0.index()).and_then(Option::take))
+            .collect();
         let k = match self.vacant.pop() {
             Some(k) => k,
             None => {
@@ -249,29 +343,53 @@ impl HistStore {
                 self.batches.len() - 1
             }
         };
+        // without bits every piece is left dirty when released
+        let dirty = occupied.is_none();
         self.batches[k] = Batch {
             buf: batch,
             live: splits.len(),
+            dirty,
         };
-        for (index, (&(_, built, other), slot)) in splits.iter().zip(parents).enumerate() {
+        for (index, ((&(_, built, other), slot), bits)) in
+            splits.iter().zip(parents).zip(inherited).enumerate()
+        {
             self.put(other, slot);
             self.put(built, Slot::Batch { batch: k, index });
+            self.put_bits(other, bits);
+            let own = occupied.map(|all| {
+                let mut v = self.bit_pool.pop().unwrap_or_default();
+                v.clear();
+                v.extend_from_slice(&all[index * words..(index + 1) * words]);
+                v
+            });
+            self.put_bits(built, own);
         }
     }
 
-    fn recycle(&mut self, slot: Slot) {
+    /// Takes back a histogram no node holds now; `bits`, where its node had them, say
+    /// where it may be other than zero, and a piece of a batch is zeroed there.
+    fn recycle(&mut self, slot: Slot, bits: Option<&[u64]>) {
         match slot {
             Slot::Own(buf) => {
                 if buf.capacity() >= self.width {
                     self.pool.push(buf);
                 }
             }
-            Slot::Batch { batch, .. } => {
+            Slot::Batch { batch, index } => {
+                let w = self.width;
                 let b = &mut self.batches[batch];
+                match bits {
+                    Some(bits) if !b.dirty => {
+                        let piece = &mut b.buf[index * w..(index + 1) * w];
+                        occupancy::each_set(bits, 0, w, |i| piece[i] = [0, 0]);
+                    }
+                    _ => b.dirty = true,
+                }
                 b.live -= 1;
                 if b.live == 0 {
                     let buf = std::mem::take(&mut b.buf);
-                    self.return_batch(buf);
+                    let zeroed = !b.dirty;
+                    self.return_batch_zeroed(buf, zeroed);
                     self.vacant.push(batch);
                 }
             }
@@ -294,7 +412,7 @@ mod tests {
         assert_eq!(batch.len(), 3);
         batch.copy_from_slice(&built(1));
         let at = batch.as_ptr();
-        s.split_batch(&[(NodeId(0), NodeId(1), NodeId(2))], batch);
+        s.split_batch(&[(NodeId(0), NodeId(1), NodeId(2))], batch, None);
         assert_eq!(s.get(NodeId(1)), built(1).as_slice());
         assert_eq!(s.get(NodeId(1)).as_ptr(), at, "kept where it was built");
         assert_eq!(s.get(NodeId(2)), [[9, 18], [4, 5], [0, 0]]);
@@ -310,6 +428,7 @@ mod tests {
                 (NodeId(3), NodeId(6), NodeId(7)),
             ],
             batch,
+            None,
         );
         assert_eq!(s.get(NodeId(4)), built(1).as_slice());
         assert_eq!(s.get(NodeId(4)).as_ptr(), second);
@@ -374,7 +493,7 @@ mod tests {
         for (i, &(p, b, o)) in splits.iter().enumerate() {
             one.split(p, b, o, &built[4 * i..4 * i + 4]);
         }
-        many.split_batch(&splits, built.clone());
+        many.split_batch(&splits, built.clone(), None);
         for &(_, b, o) in &splits {
             assert_eq!(one.get(b), many.get(b));
             assert_eq!(one.get(o), many.get(o));
@@ -413,7 +532,7 @@ mod tests {
         }
         let mut batch = many.take_batch(2);
         batch.copy_from_slice(&built1);
-        many.split_batch(&level1, batch);
+        many.split_batch(&level1, batch, None);
         let level2 = [
             (NodeId(2), NodeId(5), NodeId(6)),
             (NodeId(1), NodeId(7), NodeId(8)),
@@ -424,7 +543,7 @@ mod tests {
         }
         let mut batch = many.take_batch(2);
         batch.copy_from_slice(&built2);
-        many.split_batch(&level2, batch);
+        many.split_batch(&level2, batch, None);
         for n in [3, 4, 5, 6, 7, 8] {
             assert_eq!(one.get(NodeId(n)), many.get(NodeId(n)), "node {n}");
         }
@@ -443,8 +562,13 @@ mod tests {
         // a third batch takes the second's buffer and place while the first is held
         let mut batch = many.take_batch(1);
         assert_eq!(batch.as_ptr(), second);
-        batch.copy_from_slice(&hist(3));
-        many.split_batch(&[(NodeId(4), NodeId(10), NodeId(11))], batch);
+        assert_eq!(
+            batch.len(),
+            2 * width,
+            "a buffer keeps the length it grew to"
+        );
+        batch[..width].copy_from_slice(&hist(3));
+        many.split_batch(&[(NodeId(4), NodeId(10), NodeId(11))], batch, None);
         assert_eq!(many.get(NodeId(10)), hist(3).as_slice());
         assert_eq!(
             many.get(NodeId(6)),
@@ -457,5 +581,125 @@ mod tests {
         many.release(NodeId(8));
         assert_eq!(many.free.len(), 1);
         assert_eq!(many.free[0].as_ptr(), first);
+    }
+    #[test]
+    fn occupied_bins_alone_are_subtracted_and_the_other_child_keeps_the_parents_bits() {
+        // 130 bins: the bits span three words, and the subtraction several chunks
+        let w = 2 * STORE_CHUNK + 130;
+        let words = occupancy::words_for(w);
+        let mut next = crate::test_rng::lcg(11);
+        let mut s = HistStore::new();
+        s.reset(w);
+        // the parent holds rows in every third bin; the built child in some of those
+        let parent: Vec<HistBin> = (0..w)
+            .map(|b| {
+                if b % 3 == 0 {
+                    [(b as i64) - 40, 9]
+                } else {
+                    [0, 0]
+                }
+            })
+            .collect();
+        let mut child = vec![[0i64, 0]; w];
+        let mut bits = vec![0u64; words];
+        for b in (0..w).step_by(3) {
+            if (next() >> 40).is_multiple_of(2) {
+                child[b] = [(next() >> 60) as i64 - 8, (next() >> 61) as i64];
+                occupancy::set(&mut bits, b);
+            }
+        }
+        // a bit set over a bin of no rows changes nothing
+        occupancy::set(&mut bits, 1);
+        s.insert(NodeId(0), parent.clone());
+        let mut batch = s.take_batch(1);
+        batch.copy_from_slice(&child);
+        s.split_batch(&[(NodeId(0), NodeId(1), NodeId(2))], batch, Some(&bits));
+        let want: Vec<HistBin> = parent
+            .iter()
+            .zip(&child)
+            .map(|(&p, &c)| sub(p, c))
+            .collect();
+        assert_eq!(s.get(NodeId(2)), want.as_slice());
+        assert_eq!(s.occupied(NodeId(1)), Some(bits.as_slice()));
+        assert_eq!(s.occupied(NodeId(2)), None, "the parent had no bits");
+        // a level further down: node 2's children, the other one inheriting node 2's bits
+        // (none) and node 1's (set) going to its own other child
+        let mut batch = s.take_batch(2);
+        batch.fill([0, 0]);
+        batch[3] = [1, 1];
+        batch[w + 3] = [2, 1];
+        let mut level = vec![0u64; 2 * words];
+        occupancy::set(&mut level, 3);
+        occupancy::set(&mut level[words..], 3);
+        s.split_batch(
+            &[
+                (NodeId(1), NodeId(3), NodeId(4)),
+                (NodeId(2), NodeId(5), NodeId(6)),
+            ],
+            batch,
+            Some(&level),
+        );
+        assert_eq!(s.occupied(NodeId(4)), Some(bits.as_slice()));
+        assert_eq!(s.occupied(NodeId(6)), None);
+        assert_eq!(s.occupied(NodeId(3)), Some(&level[..words]));
+        assert_eq!(s.get(NodeId(4))[3], sub(child[3], [1, 1]));
+        assert_eq!(s.get(NodeId(6))[3], sub(want[3], [2, 1]));
+        assert_eq!(
+            s.occupied(NodeId(1)),
+            None,
+            "a split parent's bits go to its child"
+        );
+        s.release(NodeId(4));
+        assert_eq!(s.occupied(NodeId(4)), None);
+        assert_eq!(s.bit_pool.len(), 1, "released bits are pooled");
+    }
+    #[test]
+    fn a_batch_released_with_bits_comes_back_zeroed_and_one_without_does_not() {
+        let w = 200;
+        let words = occupancy::words_for(w);
+        let mut s = HistStore::new();
+        s.reset(w);
+        s.insert(NodeId(0), vec![[3, 3]; w]);
+        s.insert(NodeId(1), vec![[5, 5]; w]);
+        let (mut batch, zeroed) = s.take_batch_zeroed(2);
+        assert!(zeroed, "a new buffer is zeros");
+        let mut bits = vec![0u64; 2 * words];
+        for (i, b) in [(0usize, 7usize), (0, 150), (1, 7), (1, 199)] {
+            batch[i * w + b] = [1, 1];
+            occupancy::set(&mut bits[i * words..], b);
+        }
+        s.split_batch(
+            &[
+                (NodeId(0), NodeId(2), NodeId(3)),
+                (NodeId(1), NodeId(4), NodeId(5)),
+            ],
+            batch,
+            Some(&bits),
+        );
+        s.release(NodeId(2));
+        assert!(s.free.is_empty());
+        s.release(NodeId(4));
+        assert_eq!(s.zeroed, [true]);
+        let (again, zeroed) = s.take_batch_zeroed(2);
+        assert!(zeroed);
+        assert!(again.iter().all(|&b| b == [0, 0]), "zeroed at the bits");
+        // a piece released without bits (a parent had none) leaves the batch as it was
+        let mut again = again;
+        again[w + 3] = [2, 2];
+        s.split_batch(
+            &[
+                (NodeId(3), NodeId(6), NodeId(7)),
+                (NodeId(5), NodeId(8), NodeId(9)),
+            ],
+            again,
+            None,
+        );
+        s.release(NodeId(6));
+        s.release(NodeId(8));
+        let (_, zeroed) = s.take_batch_zeroed(2);
+        assert!(!zeroed);
+        // a new tree returns what nodes hold, zeroed where their bits allow
+        s.reset(w);
+        assert!(s.nodes.is_empty() && s.occupied.is_empty());
     }
 }

@@ -78,6 +78,11 @@ impl<'c> HistSync<'c> {
             .allreduce_sum(hist.as_flattened_mut(), bound)
     }
 
+    /// Whether this worker is the only one: its histograms are global as built.
+    pub fn alone(&self) -> bool {
+        self.collective.world_size() == 1
+    }
+
     /// Whether the histograms of a level may be exchanged in chunks behind the builds.
     pub fn overlap(&self) -> bool {
         self.collective.overlap() && self.collective.world_size() > 1

@@ -6,6 +6,7 @@ use super::{pick, BinSet, SplitCandidate, SplitRule};
 use crate::data::cuts::{Cuts, FeatureCuts};
 use crate::hash::HashKey;
 use crate::hist::{add, HistBin};
+use crate::occupancy;
 
 /// Factors from histogram integers to real gradient and hessian units.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -25,6 +26,10 @@ pub struct NodeView<'a> {
     pub sums: [i64; 2],
     /// Global rows in the node.
     pub count: u64,
+    /// A bit per bin of `hist`, set wherever a bin may be other than [0, 0]
+    /// ([`crate::occupancy`]): the scans then pass over the others unread. `None`: read
+    /// every bin.
+    pub occupied: Option<&'a [u64]>,
 }
 
 /// What constrains one node's split besides the parameters: monotone bounds and
@@ -202,91 +207,157 @@ fn numeric_plain(
     h: &[HistBin],
     ctx: &Ctx<'_>,
     floor: f64,
+    occupied: Option<(&[u64], usize)>,
 ) -> Option<SplitCandidate> {
     let nb = h.len();
     let miss = h[0];
-    let has_missing = miss != [0, 0];
-    let (ug, uh) = (ctx.units.grad, ctx.units.hess);
-    let (lambda, mcw, parent) = (ctx.p.lambda, ctx.p.min_child_weight, ctx.parent_gain);
-    let total = ctx.total;
-    let half = |g: f64, h: f64| {
-        if h + lambda <= 0.0 {
-            0.0
-        } else {
-            g * g / (h + lambda)
-        }
-    };
     let base = Screen {
-        total,
-        units: [ug, uh],
-        lambda,
+        total: ctx.total,
+        units: [ctx.units.grad, ctx.units.hess],
+        lambda: ctx.p.lambda,
         floor,
-        parent,
+        parent: ctx.parent_gain,
     };
-    let gain = |left: [i64; 2], floor: f64| -> Option<f64> {
+    let mut scan = PlainScan {
+        base,
+        mcw: ctx.p.min_child_weight,
+        miss,
+        has_missing: miss != [0, 0],
+        nb,
+        best: None,
+        floor,
+        acc: [0, 0],
+        lg: [0; screen::BLOCK],
+        lh: [0; screen::BLOCK],
+        visit: [0; screen::BLOCK],
+    };
+    match occupied {
+        None => {
+            for first in (1..nb).step_by(screen::BLOCK) {
+                scan.block(&h[first..nb.min(first + screen::BLOCK)], |j| first + j);
+            }
+        }
+        Some((bits, offset)) => {
+            // bin 1 and the occupied bins past it: the others hold no rows, and the scan
+            // below passes over a bin of no rows past the first anyway
+            let (mut at, mut bins) = ([0usize; screen::BLOCK], [[0i64; 2]; screen::BLOCK]);
+            let mut m = 0;
+            let mut take = |b: usize, scan: &mut PlainScan| {
+                at[m] = b;
+                bins[m] = h[b];
+                m += 1;
+                if m == screen::BLOCK {
+                    scan.block(&bins, |j| at[j]);
+                    m = 0;
+                }
+            };
+            if nb > 1 {
+                take(1, &mut scan);
+            }
+            occupancy::each_set(bits, offset + 2, offset + nb, |b| {
+                take(b - offset, &mut scan)
+            });
+            if m > 0 {
+                scan.block(&bins[..m], |j| at[j]);
+            }
+        }
+    }
+    let total = ctx.total;
+    scan.best
+        .map(|(gain, b, default_left, left)| SplitCandidate {
+            feature,
+            rule: SplitRule::Numeric { bin: b as u16 },
+            default_left,
+            gain,
+            left,
+            right: [total[0] - left[0], total[1] - left[1]],
+        })
+}
+
+/// [`numeric_plain`]'s state over a feature's candidates, taken a block at a time.
+struct PlainScan {
+    base: Screen,
+    mcw: f64,
+    miss: HistBin,
+    has_missing: bool,
+    nb: usize,
+    /// (gain, bin, default_left, left sums) of the best so far: the first allowed
+    /// candidate, then only a strictly larger gain
+    best: Option<(f64, usize, bool, [i64; 2])>,
+    floor: f64,
+    /// the left sums so far
+    acc: [i64; 2],
+    /// a block's left sums and which of its candidates to visit
+    lg: [i64; screen::BLOCK],
+    lh: [i64; screen::BLOCK],
+    visit: [u8; screen::BLOCK],
+}
+
+impl PlainScan {
+    #[inline(always)]
+    fn gain(&self, left: [i64; 2], floor: f64) -> Option<f64> {
+        let (total, lambda) = (self.base.total, self.base.lambda);
         if left[1] <= 0 || total[1] - left[1] <= 0 {
             return None;
         }
-        let sides @ [gl, hl, gr, hr] = base.sides(left[0], left[1]);
-        if hl < mcw || hr < mcw || base.below(sides, floor) {
+        let sides @ [gl, hl, gr, hr] = self.base.sides(left[0], left[1]);
+        if hl < self.mcw || hr < self.mcw || self.base.below(sides, floor) {
             return None;
         }
-        Some(half(gl, hl) + half(gr, hr) - parent)
-    };
-    // (gain, bin, default_left, left sums) of the best so far: the first allowed candidate,
-    // then only a strictly larger gain
-    let mut best: Option<(f64, usize, bool, [i64; 2])> = None;
-    let mut floor = floor;
-    let mut acc = [0i64; 2];
-    // a block of bins at a time: its left sums, then which of its candidates the floor at
-    // the block's start does not rule out (screen.rs), then those in order
-    let (mut lg, mut lh) = ([0i64; screen::BLOCK], [0i64; screen::BLOCK]);
-    let mut visit = [0u8; screen::BLOCK];
-    for first in (1..nb).step_by(screen::BLOCK) {
-        let block = &h[first..nb.min(first + screen::BLOCK)];
+        let half = |g: f64, h: f64| {
+            if h + lambda <= 0.0 {
+                0.0
+            } else {
+                g * g / (h + lambda)
+            }
+        };
+        Some(half(gl, hl) + half(gr, hr) - self.base.parent)
+    }
+
+    /// The candidates of `block`, the bins at `at(0)`, `at(1)`, … in ascending order with
+    /// every bin between them of no rows: their left sums, then which of them the floor at
+    /// the block's start does not rule out (screen.rs), then those in order.
+    #[inline(always)]
+    fn block(&mut self, block: &[HistBin], at: impl Fn(usize) -> usize) {
         let m = block.len();
-        for ((g, h), &bin) in lg.iter_mut().zip(lh.iter_mut()).zip(block) {
-            acc = add(acc, bin);
-            [*g, *h] = acc;
+        for ((g, h), &bin) in self.lg.iter_mut().zip(self.lh.iter_mut()).zip(block) {
+            self.acc = add(self.acc, bin);
+            [*g, *h] = self.acc;
         }
-        let s = Screen { floor, ..base };
-        s.mark(&lg[..m], &lh[..m], miss, &mut visit[..m]);
+        let s = Screen {
+            floor: self.floor,
+            ..self.base
+        };
+        let miss = self.miss;
+        s.mark(&self.lg[..m], &self.lh[..m], miss, &mut self.visit[..m]);
         for (j, &bin) in block.iter().enumerate() {
-            let v = visit[j];
-            let b = first + j;
+            let v = self.visit[j];
+            let b = at(j);
             if v == 0 || (b > 1 && bin == [0, 0]) {
                 continue;
             }
-            let acc = [lg[j], lh[j]];
-            let all_values = b == nb - 1;
-            if v & screen::RIGHT != 0 && (!all_values || has_missing) {
+            let acc = [self.lg[j], self.lh[j]];
+            let all_values = b == self.nb - 1;
+            if v & screen::RIGHT != 0 && (!all_values || self.has_missing) {
                 // default right: allowed except for all values left with nothing missing
-                if let Some(g) = gain(acc, floor) {
-                    if best.is_none_or(|c| g > c.0) {
-                        best = Some((g, b, false, acc));
-                        floor = floor.max(g);
+                if let Some(g) = self.gain(acc, self.floor) {
+                    if self.best.is_none_or(|c| g > c.0) {
+                        self.best = Some((g, b, false, acc));
+                        self.floor = self.floor.max(g);
                     }
                 }
             }
-            if v & screen::LEFT != 0 && has_missing && !all_values {
+            if v & screen::LEFT != 0 && self.has_missing && !all_values {
                 let left = [acc[0] + miss[0], acc[1] + miss[1]];
-                if let Some(g) = gain(left, floor) {
-                    if best.is_none_or(|c| g > c.0) {
-                        best = Some((g, b, true, left));
-                        floor = floor.max(g);
+                if let Some(g) = self.gain(left, self.floor) {
+                    if self.best.is_none_or(|c| g > c.0) {
+                        self.best = Some((g, b, true, left));
+                        self.floor = self.floor.max(g);
                     }
                 }
             }
         }
     }
-    best.map(|(gain, b, default_left, left)| SplitCandidate {
-        feature,
-        rule: SplitRule::Numeric { bin: b as u16 },
-        default_left,
-        gain,
-        left,
-        right: [total[0] - left[0], total[1] - left[1]],
-    })
 }
 
 /// Multiple of the estimated noise-to-signal ratio σ²/τ² that a node's prior weighs.
@@ -493,9 +564,21 @@ fn categorical(feature: usize, h: &[HistBin], ctx: &Ctx<'_>) -> Option<SplitCand
 /// Whether at most one bin of a feature's histogram `h` has a hessian sum: every candidate
 /// then has a side whose hessian is zero or not positive, which every scan refuses, so the
 /// feature has no split (in a sparse shard's deep nodes, most features).
-fn one_bin_holds_the_hessian(h: &[HistBin]) -> bool {
-    let mut held = h.iter().filter(|b| b[1] != 0);
-    held.next().is_none() || held.next().is_none()
+fn one_bin_holds_the_hessian(h: &[HistBin], occupied: Option<(&[u64], usize)>) -> bool {
+    match occupied {
+        None => {
+            let mut held = h.iter().filter(|b| b[1] != 0);
+            held.next().is_none() || held.next().is_none()
+        }
+        Some((bits, offset)) => {
+            let mut held = 0;
+            occupancy::while_set(bits, offset, offset + h.len(), |b| {
+                held += (h[b - offset][1] != 0) as usize;
+                held < 2
+            });
+            held <= 1
+        }
+    }
 }
 
 /// The best allowed split of `node` over the features in `features`, or None.
@@ -553,12 +636,13 @@ pub fn best_split_with(
     let mut best: Option<SplitCandidate> = None;
     for &f in features {
         let h = &node.hist[offsets[f] as usize..offsets[f + 1] as usize];
-        if one_bin_holds_the_hessian(h) {
+        let occupied = node.occupied.map(|bits| (bits, offsets[f] as usize));
+        if one_bin_holds_the_hessian(h, occupied) {
             continue;
         }
         let floor = best.as_ref().map_or(threshold, |b| threshold.max(b.gain));
         let cand = match cuts.feature(f) {
-            FeatureCuts::Numeric { .. } if plain => numeric_plain(f, h, &ctx, floor),
+            FeatureCuts::Numeric { .. } if plain => numeric_plain(f, h, &ctx, floor, occupied),
             FeatureCuts::Numeric { .. } => numeric(
                 f,
                 h,
@@ -640,7 +724,7 @@ mod tests {
             let sums = rows.iter().fold([0, 0], |a, &(_, g, h)| [a[0] + g, a[1] + h]);
             let p = SplitParams { lambda, min_child_weight: mcw, ..SplitParams::from_params(&Params::default()) };
             let units = Units { grad: 0.25, hess: 0.5 };
-            let node = NodeView { hist: &hist, sums, count: rows.len() as u64 };
+            let node = NodeView { hist: &hist, sums, count: rows.len() as u64, occupied: None };
             let got = best_split(node, &cuts, &[0], units, &p);
             let bins: Vec<u16> = rows.iter().map(|r| r.0).collect();
             let gh: Vec<(i64, i64)> = rows.iter().map(|r| (r.1, r.2)).collect();
@@ -672,6 +756,10 @@ mod tests {
             // mirror-image candidates tie exactly: the earlier must win in both scans
             mirror in any::<bool>(),
             floor_pick in 1e-6f64..50.0,
+            // where the feature's bins start among the occupancy bits, and which bins of no
+            // rows have their bit set anyway
+            offset in 0usize..130,
+            spare in any::<u64>(),
         ) {
             let mut h = bins.clone();
             if mirror && h.len() > 3 {
@@ -696,7 +784,19 @@ mod tests {
                 floors.extend([g, f64::from_bits(g.to_bits() - 1), f64::from_bits(g.to_bits() + 1), g * (1.0 - 1e-9), g * (1.0 + 1e-9)]);
             }
             for floor in floors {
-                let plain = numeric_plain(3, &h, &ctx, floor);
+                let plain = numeric_plain(3, &h, &ctx, floor, None);
+                // over occupied bins only: bits set at every bin not [0, 0] and at some that
+                // are, the feature's bins `offset` bits in, other features' bits all set
+                let mut bits = vec![u64::MAX; occupancy::words_for(offset + h.len() + 64)];
+                for (b, bin) in h.iter().enumerate() {
+                    let i = offset + b;
+                    let keep = *bin != [0, 0] || spare >> (b % 64) & 1 == 1;
+                    bits[i / 64] &= !((!keep as u64) << (i % 64));
+                }
+                let occupied = numeric_plain(3, &h, &ctx, floor, Some((&bits, offset)));
+                prop_assert_eq!(occupied.as_ref().map(|c| c.gain.to_bits()), plain.as_ref().map(|c| c.gain.to_bits()));
+                prop_assert_eq!(&occupied, &plain, "floor {}", floor);
+                prop_assert_eq!(one_bin_holds_the_hessian(&h, Some((&bits, offset))), one_bin_holds_the_hessian(&h, None));
                 match &general {
                     // the best is not below the floor: the plain scan finds it, to the bit
                     Some(c) if c.gain >= floor => {
@@ -721,7 +821,7 @@ mod tests {
             let sums = rows.iter().fold([0, 0], |a, &(_, g, h)| [a[0] + g, a[1] + h]);
             let p = SplitParams { min_child_weight: 0.0, ..SplitParams::from_params(&Params::default()) };
             let units = Units { grad: 1.0, hess: 1.0 };
-            let got = best_split(NodeView { hist: &hist, sums, count: rows.len() as u64 }, &cuts, &[0], units, &p);
+            let got = best_split(NodeView { hist: &hist, sums, count: rows.len() as u64, occupied: None }, &cuts, &[0], units, &p);
             let parent = leaf_gain(sums[0] as f64, sums[1] as f64, &p, p.lambda);
             let mut want: Option<f64> = None;
             for c in 1..4u16 {
@@ -949,6 +1049,7 @@ mod tests {
                 hist: &hist,
                 sums: [0, 10],
                 count: 10,
+                occupied: None,
             },
             &cuts,
             &[1, 0],
