@@ -114,40 +114,77 @@ fn prim<T: ArrowPrimitiveType>(a: &dyn Array, f: impl Fn(T::Native) -> f32) -> V
 /// A column is read as its entries alone ([`Column::Sparse`]) where at most one row in
 /// this many holds a value: a wide table of one-hot or text-like columns written to
 /// Parquet, nearly all null, then costs its values rather than its rows (and may be
-/// binned by column, as a sparse matrix from Python is).
+/// binned by column, as a sparse matrix from Python is). So is every numeric feature
+/// column of a batch whose feature columns hold values in at most one cell in this many:
+/// a text table's commonest terms are in most rows, and read dense they would keep the
+/// whole matrix from being binned by column.
 const SPARSE_SHARE: usize = 8;
 
-/// The rows holding a value and their values, where few rows hold one ([`SPARSE_SHARE`]).
+/// The rows holding a value and their values, where few rows hold one ([`SPARSE_SHARE`])
+/// or `any` number do.
 fn prim_entries<T: ArrowPrimitiveType>(
     a: &dyn Array,
     f: impl Fn(T::Native) -> f32,
+    any: bool,
 ) -> Option<(Vec<u32>, Vec<f32>)> {
     let p = a.as_primitive::<T>();
-    let n = p.nulls()?;
-    let held = p.len() - n.null_count();
-    if held.checked_mul(SPARSE_SHARE)? > p.len() || p.len() > u32::MAX as usize {
+    if p.len() > u32::MAX as usize {
         return None;
     }
     let values = p.values();
-    Some(n.valid_indices().map(|i| (i as u32, f(values[i]))).unzip())
+    match p.nulls() {
+        Some(n) => {
+            let held = p.len() - n.null_count();
+            if !any && held.checked_mul(SPARSE_SHARE)? > p.len() {
+                return None;
+            }
+            Some(n.valid_indices().map(|i| (i as u32, f(values[i]))).unzip())
+        }
+        None if any => Some(
+            values
+                .iter()
+                .enumerate()
+                .map(|(i, &v)| (i as u32, f(v)))
+                .unzip(),
+        ),
+        None => None,
+    }
 }
 
-/// A mostly null numeric array's entries (see [`prim_entries`]), or None.
-fn entries(a: &dyn Array) -> Option<(Vec<u32>, Vec<f32>)> {
+/// A numeric array's entries (see [`prim_entries`]), or None.
+fn entries(a: &dyn Array, any: bool) -> Option<(Vec<u32>, Vec<f32>)> {
     match a.data_type() {
-        DataType::Float16 => prim_entries::<Float16Type>(a, |v| v.to_f32()),
-        DataType::Float32 => prim_entries::<Float32Type>(a, |v| v),
-        DataType::Float64 => prim_entries::<Float64Type>(a, |v| v as f32),
-        DataType::Int8 => prim_entries::<Int8Type>(a, |v| v as f32),
-        DataType::Int16 => prim_entries::<Int16Type>(a, |v| v as f32),
-        DataType::Int32 => prim_entries::<Int32Type>(a, |v| v as f32),
-        DataType::Int64 => prim_entries::<Int64Type>(a, |v| v as f32),
-        DataType::UInt8 => prim_entries::<UInt8Type>(a, |v| v as f32),
-        DataType::UInt16 => prim_entries::<UInt16Type>(a, |v| v as f32),
-        DataType::UInt32 => prim_entries::<UInt32Type>(a, |v| v as f32),
-        DataType::UInt64 => prim_entries::<UInt64Type>(a, |v| v as f32),
+        DataType::Float16 => prim_entries::<Float16Type>(a, |v| v.to_f32(), any),
+        DataType::Float32 => prim_entries::<Float32Type>(a, |v| v, any),
+        DataType::Float64 => prim_entries::<Float64Type>(a, |v| v as f32, any),
+        DataType::Int8 => prim_entries::<Int8Type>(a, |v| v as f32, any),
+        DataType::Int16 => prim_entries::<Int16Type>(a, |v| v as f32, any),
+        DataType::Int32 => prim_entries::<Int32Type>(a, |v| v as f32, any),
+        DataType::Int64 => prim_entries::<Int64Type>(a, |v| v as f32, any),
+        DataType::UInt8 => prim_entries::<UInt8Type>(a, |v| v as f32, any),
+        DataType::UInt16 => prim_entries::<UInt16Type>(a, |v| v as f32, any),
+        DataType::UInt32 => prim_entries::<UInt32Type>(a, |v| v as f32, any),
+        DataType::UInt64 => prim_entries::<UInt64Type>(a, |v| v as f32, any),
         _ => None,
     }
+}
+
+/// Whether [`entries`] reads arrays of this type.
+fn has_entries(t: &DataType) -> bool {
+    matches!(
+        t,
+        DataType::Float16
+            | DataType::Float32
+            | DataType::Float64
+            | DataType::Int8
+            | DataType::Int16
+            | DataType::Int32
+            | DataType::Int64
+            | DataType::UInt8
+            | DataType::UInt16
+            | DataType::UInt32
+            | DataType::UInt64
+    )
 }
 
 /// Numeric values of an array (nulls are NaN), or None for non-numeric types.
@@ -379,9 +416,18 @@ impl Converter {
     /// Converts one batch. Columns are found by name, so projected batches work.
     pub fn convert(&mut self, batch: &RecordBatch) -> Result<Table, IoError> {
         let path = self.path.clone();
+        // by name once a batch: looking each of 5,000 columns up along the schema was a
+        // tenth of a wide file's run
+        let schema = batch.schema();
+        let at: HashMap<&str, usize> = schema
+            .fields()
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.name().as_str(), i))
+            .collect();
         let column = |name: &str| -> Result<&ArrayRef, IoError> {
-            batch
-                .column_by_name(name)
+            at.get(name)
+                .map(|&i| batch.column(i))
                 .ok_or_else(|| IoError::MissingColumn {
                     path: path.clone(),
                     column: name.to_string(),
@@ -394,6 +440,16 @@ impl Converter {
                         .join(", "),
                 })
         };
+        // every feature column read as its entries where they are all numeric and hold a
+        // value in at most one cell in SPARSE_SHARE (null counts are known without a pass)
+        let (mut cells, mut held, mut numeric) = (0usize, 0usize, true);
+        for plan in self.plans.iter().filter(|p| p.role == Role::Feature) {
+            let a = column(&plan.name)?;
+            numeric &= !plan.categorical && has_entries(a.data_type());
+            cells += a.len();
+            held += a.len() - a.null_count();
+        }
+        let sparse_batch = numeric && cells > 0 && held <= cells / SPARSE_SHARE;
         let (mut names, mut cols) = (Vec::new(), Vec::new());
         let (mut label, mut weight, mut kept) = (None, None, Vec::new());
         for plan in &mut self.plans {
@@ -435,7 +491,7 @@ impl Converter {
                         });
                     }
                     Role::Feature => {
-                        let col = match entries(a.as_ref()) {
+                        let col = match entries(a.as_ref(), sparse_batch) {
                             Some((rows, values)) => Column::Sparse {
                                 len: a.len(),
                                 start: 0,
@@ -559,7 +615,7 @@ mod tests {
                 .map(|i| (i % every == 5).then_some(if i == 5 { f64::NAN } else { i as f64 }))
                 .collect();
             let a = Float64Array::from(values.clone());
-            match entries(&a) {
+            match entries(&a, false) {
                 Some((rows, got)) => {
                     assert!(sparse, "one in {every}");
                     let want: Vec<(u32, f64)> = values
@@ -577,11 +633,62 @@ mod tests {
         }
         let no_nulls = Int32Array::from(vec![1, 2, 3]);
         assert!(
-            entries(&no_nulls).is_none(),
+            entries(&no_nulls, false).is_none(),
             "no validity bits: every row holds a value"
         );
+        let (rows, values) = entries(&no_nulls, true).expect("any number of entries");
+        assert_eq!((rows, values), (vec![0, 1, 2], vec![1.0, 2.0, 3.0]));
         let flags = BooleanArray::from(vec![None, None, None, Some(true)]);
-        assert!(entries(&flags).is_none(), "booleans are read whole");
+        assert!(entries(&flags, true).is_none(), "booleans are read whole");
+    }
+
+    #[test]
+    fn a_batch_of_mostly_null_feature_columns_reads_every_numeric_one_as_entries() {
+        use arrow_array::Float32Array;
+        use arrow_schema::{Field, Schema};
+        use std::sync::Arc;
+        // 20 columns: 19 with a value in one row in a hundred, one in every row (a text
+        // table's commonest term): a value in about one cell in 17
+        let n = 400;
+        let mut fields = Vec::new();
+        let mut arrays: Vec<ArrayRef> = Vec::new();
+        for j in 0..20 {
+            fields.push(Field::new(format!("c{j}"), DataType::Float32, true));
+            let v: Vec<Option<f32>> = (0..n)
+                .map(|i| (j == 7 || i % 100 == j).then_some(i as f32))
+                .collect();
+            arrays.push(Arc::new(Float32Array::from(v)));
+        }
+        let read = |fields: Vec<Field>, arrays: Vec<ArrayRef>, opts: &ReadOptions| {
+            let schema = Schema::new(fields);
+            let batch = RecordBatch::try_new(Arc::new(schema.clone()), arrays).unwrap();
+            table_from_arrow(&schema, &[batch], opts).unwrap()
+        };
+        let t = read(fields.clone(), arrays.clone(), &ReadOptions::default());
+        let dense = t.features.column(7);
+        let Column::Sparse { rows, values, .. } = dense else {
+            panic!("the full column of a sparse batch is read as entries: {dense:?}");
+        };
+        assert_eq!(rows.len(), n);
+        assert!(values.iter().enumerate().all(|(i, &v)| v == i as f32));
+        // a label is not a feature: it is read whole, and counts for nothing
+        let opts = ReadOptions {
+            label: Some("c7".into()),
+            ..Default::default()
+        };
+        let t = read(fields.clone(), arrays.clone(), &opts);
+        assert!((0..19).all(|j| matches!(t.features.column(j), Column::Sparse { .. })));
+        // a boolean feature (read whole): the other columns keep the per-column rule
+        let mut with_flag = (fields, arrays);
+        with_flag
+            .0
+            .push(Field::new("flag", DataType::Boolean, true));
+        with_flag
+            .1
+            .push(Arc::new(BooleanArray::from(vec![Some(true); n])));
+        let t = read(with_flag.0, with_flag.1, &ReadOptions::default());
+        assert!(matches!(t.features.column(7), Column::Numeric(_)));
+        assert!(matches!(t.features.column(0), Column::Sparse { .. }));
     }
 
     #[test]

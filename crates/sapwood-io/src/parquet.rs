@@ -15,6 +15,7 @@ use parquet::arrow::{ArrowWriter, ProjectionMask};
 use parquet::errors::ParquetError;
 use parquet::file::metadata::ParquetMetaData;
 use parquet::file::reader::{ChunkReader, Length};
+use rayon::prelude::*;
 
 use crate::arrow::Converter;
 use crate::guard::guarded;
@@ -34,6 +35,23 @@ const BATCH_BYTES: usize = 256 << 20;
 /// pass [`BATCH_BYTES`] at 8 bytes a value (the widest numeric type), at least 1,024.
 fn batch_rows(columns: usize) -> usize {
     (BATCH_BYTES / (8 * columns.max(1))).clamp(1_024, BATCH_ROWS)
+}
+
+/// Columns a file must have before its batches are decoded by several threads, each a
+/// share of the columns (decoding is most of reading a wide file, and one thread did it).
+const PARALLEL_COLUMNS: usize = 64;
+
+/// `roots` cut into runs of nearly equal length, one a decoding thread: one run where the
+/// columns are few or the pool has one thread.
+fn column_parts(roots: &[usize], threads: usize) -> Vec<Vec<usize>> {
+    let k = if roots.len() >= PARALLEL_COLUMNS {
+        threads.clamp(1, 8)
+    } else {
+        1
+    };
+    (0..k)
+        .map(|i| roots[roots.len() * i / k..roots.len() * (i + 1) / k].to_vec())
+        .collect()
 }
 
 /// The file as the Parquet decoder reads it, where reading at the end is an error.
@@ -241,12 +259,14 @@ impl ParquetSource {
             }
             None => (0..n_groups).collect(),
         };
+        // a set: a file of 5,000 columns would compare every name with every other
+        let wanted: std::collections::HashSet<&str> = columns.iter().map(String::as_str).collect();
         let roots: Vec<usize> = self
             .schema()
             .fields()
             .iter()
             .enumerate()
-            .filter(|(_, f)| columns.is_empty() || columns.contains(f.name()))
+            .filter(|(_, f)| columns.is_empty() || wanted.contains(f.name().as_str()))
             .map(|(i, _)| i)
             .collect();
         Ok(Batches {
@@ -258,11 +278,12 @@ impl ParquetSource {
         })
     }
 
-    /// A reader of the root columns `roots` of row group `group`.
+    /// A reader of the root columns `roots` of row group `group`, `rows` rows a batch.
     fn group_reader(
         &self,
         roots: &[usize],
         group: usize,
+        rows: usize,
     ) -> Result<Result<ParquetRecordBatchReader, ParquetError>, IoError> {
         let file = File::open(&self.path).map_err(io_err(&self.path))?;
         guarded(|| {
@@ -270,7 +291,7 @@ impl ParquetSource {
                 EndChecked(file),
                 self.meta.clone(),
             )
-            .with_batch_size(batch_rows(roots.len()))
+            .with_batch_size(rows)
             .with_row_groups(vec![group]);
             let mask = ProjectionMask::roots(builder.parquet_schema(), roots.iter().copied());
             builder.with_projection(mask).build()
@@ -283,7 +304,7 @@ impl ParquetSource {
     fn locate_failure(&self, roots: &[usize], group: usize, reason: String) -> IoError {
         for &root in roots {
             let name = self.schema().field(root).name().clone();
-            let fails = match self.group_reader(&[root], group) {
+            let fails = match self.group_reader(&[root], group, batch_rows(1)) {
                 Err(_) | Ok(Err(_)) => true,
                 Ok(Ok(mut reader)) => loop {
                     match guarded(|| reader.next()) {
@@ -312,7 +333,8 @@ pub struct Batches {
     source: ParquetSource,
     roots: Vec<usize>,
     groups: VecDeque<usize>,
-    current: Option<(usize, ParquetRecordBatchReader)>,
+    /// the row group being read, by one reader a run of the columns (see [`column_parts`])
+    current: Option<(usize, Vec<ParquetRecordBatchReader>)>,
     failed: bool,
 }
 
@@ -332,33 +354,76 @@ impl Iterator for Batches {
             if self.failed {
                 return None;
             }
-            let (group, reader) = match &mut self.current {
+            let (group, readers) = match &mut self.current {
                 Some((g, r)) => (*g, r),
                 None => {
                     let group = self.groups.pop_front()?;
-                    match self.source.group_reader(&self.roots, group) {
-                        Ok(Ok(r)) => self.current = Some((group, r)),
-                        Ok(Err(e)) => {
-                            return self.fail(group, format!("corrupt or truncated data: {e}"))
-                        }
-                        Err(e) => {
-                            self.failed = true;
-                            return Some(Err(e));
+                    let parts = column_parts(&self.roots, rayon::current_num_threads());
+                    let rows = batch_rows(self.roots.len());
+                    let mut readers = Vec::with_capacity(parts.len());
+                    for part in &parts {
+                        match self.source.group_reader(part, group, rows) {
+                            Ok(Ok(r)) => readers.push(r),
+                            Ok(Err(e)) => {
+                                return self.fail(group, format!("corrupt or truncated data: {e}"))
+                            }
+                            Err(e) => {
+                                self.failed = true;
+                                return Some(Err(e));
+                            }
                         }
                     }
+                    self.current = Some((group, readers));
                     continue;
                 }
             };
-            match guarded(|| reader.next()) {
-                Ok(Some(Ok(batch))) => return Some(Ok(batch)),
-                Ok(None) => self.current = None,
-                Ok(Some(Err(e))) => {
-                    return self.fail(group, format!("corrupt or truncated data: {e}"))
+            // every reader reads the same rows (one row group, one batch size)
+            let read: Vec<_> = readers
+                .par_iter_mut()
+                .map(|r| guarded(|| r.next()))
+                .collect();
+            let mut parts = Vec::with_capacity(read.len());
+            for r in read {
+                match r {
+                    Ok(Some(Ok(batch))) => parts.push(batch),
+                    Ok(None) => {}
+                    Ok(Some(Err(e))) => {
+                        return self.fail(group, format!("corrupt or truncated data: {e}"))
+                    }
+                    Err(panic) => return self.fail(group, decoder_failed(&panic)),
                 }
-                Err(panic) => return self.fail(group, decoder_failed(&panic)),
+            }
+            if parts.is_empty() {
+                self.current = None;
+                continue;
+            }
+            if parts.len() == 1 && readers.len() == 1 {
+                return parts.pop().map(Ok);
+            }
+            match joined(&parts, readers.len()) {
+                Ok(batch) => return Some(Ok(batch)),
+                Err(reason) => return self.fail(group, reason),
             }
         }
     }
+}
+
+/// The batches of `readers` runs of the columns, read over the same rows, as one batch
+/// of every column in order.
+fn joined(parts: &[RecordBatch], readers: usize) -> Result<RecordBatch, String> {
+    let rows = parts[0].num_rows();
+    if parts.len() != readers || parts.iter().any(|b| b.num_rows() != rows) {
+        return Err("the columns of a row group hold different numbers of rows".into());
+    }
+    let fields: Vec<_> = parts
+        .iter()
+        .flat_map(|b| b.schema().fields().iter().cloned().collect::<Vec<_>>())
+        .collect();
+    let columns: Vec<ArrayRef> = parts
+        .iter()
+        .flat_map(|b| b.columns().iter().cloned())
+        .collect();
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(|e| e.to_string())
 }
 
 /// Reads a whole Parquet file into memory (for small data; large files should stream).
@@ -447,5 +512,21 @@ mod tests {
         // 5,000 columns: 256 MiB / 40,000 bytes a row
         assert_eq!(batch_rows(5_000), 6_710);
         assert_eq!(batch_rows(1_000_000), 1_024);
+    }
+
+    #[test]
+    fn wide_files_are_decoded_in_runs_of_columns_one_a_thread() {
+        let roots: Vec<usize> = (3..203).collect();
+        for threads in [1, 2, 3, 16] {
+            let parts = column_parts(&roots, threads);
+            assert_eq!(parts.len(), threads.min(8));
+            assert_eq!(parts.concat(), roots, "every column once, in order");
+            let (lo, hi) = (
+                parts.iter().map(Vec::len).min().unwrap(),
+                parts.iter().map(Vec::len).max().unwrap(),
+            );
+            assert!(hi - lo <= 1, "{threads}: {lo}..{hi}");
+        }
+        assert_eq!(column_parts(&roots[..10], 4), vec![roots[..10].to_vec()]);
     }
 }

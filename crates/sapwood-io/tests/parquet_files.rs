@@ -660,3 +660,78 @@ fn a_page_header_running_past_the_end_is_an_error_at_once() {
         "{e}"
     );
 }
+
+/// A file of 100 nullable float columns (each null in a different share of rows), row
+/// groups of 700 rows.
+fn wide_table(rows: usize) -> RecordBatch {
+    let names: Vec<String> = (0..100).map(|j| format!("c{j}")).collect();
+    let columns = names
+        .iter()
+        .enumerate()
+        .map(|(j, n)| {
+            let values: Vec<Option<f32>> = (0..rows)
+                .map(|r| ((r * 7 + j) % (j + 2) == 0).then_some((r * j) as f32 / 3.0))
+                .collect();
+            let a: ArrayRef = Arc::new(sapwood_io::arrow_array::Float32Array::from(values));
+            (n.as_str(), a)
+        })
+        .collect();
+    batch(columns)
+}
+
+#[test]
+fn wide_files_decoded_by_several_threads_give_one_threads_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("wide.parquet");
+    let good = parquet_bytes(&wide_table(2_000), 700, Compression::SNAPPY);
+    std::fs::write(&path, &good).unwrap();
+    let read = |threads: usize| -> Vec<RecordBatch> {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let source = ParquetSource::open(&path).unwrap();
+            source
+                .batches(&[], None)
+                .unwrap()
+                .map(Result::unwrap)
+                .collect()
+        })
+    };
+    let one = read(1);
+    assert_eq!(one.iter().map(|b| b.num_rows()).sum::<usize>(), 2_000);
+    assert_eq!(one[0].num_columns(), 100);
+    for threads in [2, 3] {
+        assert_eq!(read(threads), one, "{threads} threads");
+    }
+    // a garbage chunk in a column the second thread decodes is named as with one thread
+    let meta = parquet::file::serialized_reader::SerializedFileReader::new(
+        std::fs::File::open(&path).unwrap(),
+    )
+    .unwrap();
+    let chunk = parquet::file::reader::FileReader::metadata(&meta)
+        .row_group(1)
+        .column(80)
+        .clone();
+    let start = chunk
+        .dictionary_page_offset()
+        .unwrap_or(chunk.data_page_offset()) as usize;
+    let mut bad = good.clone();
+    for b in &mut bad[start..start + chunk.compressed_size() as usize] {
+        *b = 0xFF;
+    }
+    std::fs::write(&path, &bad).unwrap();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
+    let e = pool
+        .install(|| read_parquet(&path, &ReadOptions::default()))
+        .expect_err("a garbage column chunk is an error")
+        .to_string();
+    assert!(
+        e.contains("wide.parquet") && e.contains("row group 1, column `c80`"),
+        "{e}"
+    );
+}
