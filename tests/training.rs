@@ -1130,11 +1130,11 @@ fn wide_sparse_and_dense(n: usize, nf: usize, seed: u64) -> (Dataset<'static>, D
     (data(sparse_columns), data(dense_columns))
 }
 
-/// A level whose children's children get no histogram is built a few children at a time
-/// where its histograms are wide (about 340,000 bins here: three children to a chunk), and
-/// a sparse shard's nodes subtract and scan only the bins their rows occupy. Neither may
-/// change a bit: one worker (both at once on the sparse columns, the chunks alone on the
-/// dense ones) trains the model two workers (neither) train.
+/// A sparse shard's nodes subtract and scan only the bins their rows occupy, and a level
+/// whose children's children get no histogram is built a few children at a time where
+/// its histograms are wide (about 340,000 bins here: three children to a chunk). Neither
+/// may change a bit: one worker on the sparse columns (both) trains the model one worker
+/// on the dense columns and two workers (neither) train.
 #[test]
 fn wide_levels_in_chunks_and_occupied_bins_train_the_same_model() {
     let (sparse, dense) = wide_sparse_and_dense(3_000, 1_300, 5);
@@ -1145,7 +1145,13 @@ fn wide_levels_in_chunks_and_occupied_bins_train_the_same_model() {
         min_data_in_bin: 1,
         ..Default::default()
     };
-    let sparse_alone = Booster::train(&params, &sparse, &[]).unwrap();
+    // two threads: a chunk of three children, whatever the machine's cores
+    let alone = RunOptions {
+        threads: 2,
+        ..Default::default()
+    };
+    let sparse_alone =
+        Booster::train_with(&params, &alone, &sparse, &[], &mut sapwood::Quiet).unwrap();
     let model = sparse_alone.model();
     assert!(
         model.bin(sparse.features()).unwrap().is_sparse(),

@@ -419,12 +419,11 @@ impl Converter {
         // by name once a batch: looking each of 5,000 columns up along the schema was a
         // tenth of a wide file's run
         let schema = batch.schema();
-        let at: HashMap<&str, usize> = schema
-            .fields()
-            .iter()
-            .enumerate()
-            .map(|(i, f)| (f.name().as_str(), i))
-            .collect();
+        let mut at: HashMap<&str, usize> = HashMap::with_capacity(schema.fields().len());
+        for (i, f) in schema.fields().iter().enumerate() {
+            // the first of a repeated name, as a lookup along the schema finds
+            at.entry(f.name().as_str()).or_insert(i);
+        }
         let column = |name: &str| -> Result<&ArrayRef, IoError> {
             at.get(name)
                 .map(|&i| batch.column(i))

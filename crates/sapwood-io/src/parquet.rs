@@ -423,7 +423,9 @@ fn joined(parts: &[RecordBatch], readers: usize) -> Result<RecordBatch, String> 
         .iter()
         .flat_map(|b| b.columns().iter().cloned())
         .collect();
-    RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(|e| e.to_string())
+    let metadata = parts[0].schema().metadata().clone();
+    let schema = Schema::new_with_metadata(fields, metadata);
+    RecordBatch::try_new(Arc::new(schema), columns).map_err(|e| e.to_string())
 }
 
 /// Reads a whole Parquet file into memory (for small data; large files should stream).

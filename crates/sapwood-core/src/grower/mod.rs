@@ -355,14 +355,19 @@ impl Learner<'_> {
         // level is then built, evaluated and let go a few children at a time, so that its
         // histograms are never all held at once. Each child's histogram and best split are
         // the same either way.
+        // Only where a sparse shard's histograms are wide and mostly empty: elsewhere (a
+        // GPU, a wide dense table on many threads) fewer nodes at once would cost more
+        // than the memory saves. At least a node a thread goes at once, as the search
+        // takes a level's nodes in parallel.
         let last = self.cfg.policy == GrowPolicy::Depthwise
             && max_depth > 0
             && depth + 2 >= max_depth
             && !self.state.rules().intermediate()
-            && self.sync.alone();
+            && self.sync.alone()
+            && self.backend.tracks_occupancy();
         let width = self.store.width().max(1);
         let per_chunk = if last {
-            (LAST_LEVEL_CHUNK_BYTES / (16 * width)).max(1)
+            (LAST_LEVEL_CHUNK_BYTES / (16 * width)).max(rayon::current_num_threads())
         } else {
             small.len().max(1)
         };
