@@ -1078,8 +1078,13 @@ fn sparse_and_dense(n: usize) -> (Dataset<'static>, Dataset<'static>) {
 
 /// A wide table as sparse columns and as the same values dense: `nf` features, each holding
 /// a value in about one row in ten (about 300 distinct values a feature), the label a noisy
-/// function of a few.
-fn wide_sparse_and_dense(n: usize, nf: usize, seed: u64) -> (Dataset<'static>, Dataset<'static>) {
+/// function of a few (cut into `classes` classes where that is above 0).
+fn wide_sparse_and_dense(
+    n: usize,
+    nf: usize,
+    seed: u64,
+    classes: usize,
+) -> (Dataset<'static>, Dataset<'static>) {
     use sapwood::{Column, FeatureMatrix, Label};
     use std::borrow::Cow;
     let mut state = seed;
@@ -1110,6 +1115,18 @@ fn wide_sparse_and_dense(n: usize, nf: usize, seed: u64) -> (Dataset<'static>, D
     let label: Vec<f32> = (0..n)
         .map(|i| v(0, i) - v(7, i) + 2.0 * v(11, i) * v(12, i) + 0.2 * next() as f32)
         .collect();
+    // classes by rank: as many rows in each
+    let label = if classes > 0 {
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_by(|&a, &b| label[a].total_cmp(&label[b]).then(a.cmp(&b)));
+        let mut class = vec![0.0f32; n];
+        for (rank, &i) in order.iter().enumerate() {
+            class[i] = (rank * classes / n) as f32;
+        }
+        class
+    } else {
+        label
+    };
     let sparse_columns = (0..nf)
         .map(|f| Column::Sparse {
             len: n,
@@ -1137,7 +1154,7 @@ fn wide_sparse_and_dense(n: usize, nf: usize, seed: u64) -> (Dataset<'static>, D
 /// on the dense columns and two workers (neither) train.
 #[test]
 fn wide_levels_in_chunks_and_occupied_bins_train_the_same_model() {
-    let (sparse, dense) = wide_sparse_and_dense(3_000, 1_300, 5);
+    let (sparse, dense) = wide_sparse_and_dense(3_000, 1_300, 5, 0);
     let params = Params {
         objective: ObjectiveKind::SquaredError,
         num_rounds: 3,
@@ -1172,6 +1189,56 @@ fn wide_levels_in_chunks_and_occupied_bins_train_the_same_model() {
     }
     assert!(sparse_alone.to_json() == json, "sparse, one worker");
     assert!(dense_alone.to_json() == json, "dense, one worker");
+}
+
+/// The same with many classes (trees grown in teams of threads, each team with its store),
+/// 8-bit gradients (packed histograms) and a leaf budget that cuts the last level: one
+/// worker on the sparse columns trains what two train on the dense ones.
+#[test]
+fn occupied_bins_and_chunks_keep_the_model_with_teams_low_bits_and_a_leaf_budget() {
+    let (sparse, dense) = wide_sparse_and_dense(2_000, 1_300, 9, 16);
+    let base = Params {
+        num_rounds: 2,
+        max_depth: 4,
+        min_data_in_bin: 1,
+        ..Default::default()
+    };
+    let cases = [
+        (
+            "16 classes",
+            Params {
+                objective: ObjectiveKind::Softmax,
+                num_class: Some(16),
+                ..base.clone()
+            },
+        ),
+        (
+            "8 bits, 11 leaves",
+            Params {
+                objective: ObjectiveKind::SquaredError,
+                quantisation: sapwood::Quantisation::from_grad_bits(8).unwrap(),
+                max_leaves: 11,
+                ..base.clone()
+            },
+        ),
+    ];
+    for (what, params) in cases {
+        let alone = RunOptions {
+            threads: 2,
+            ..Default::default()
+        };
+        let got = Booster::train_with(&params, &alone, &sparse, &[], &mut sapwood::Quiet).unwrap();
+        let two = RunOptions {
+            workers: 2,
+            ..Default::default()
+        };
+        let want = Booster::train_with(&params, &two, &dense, &[], &mut sapwood::Quiet).unwrap();
+        assert!(
+            want.model().trees.iter().any(|t| t.nodes.len() >= 11),
+            "{what}: trees reach the last level"
+        );
+        assert!(got.to_json() == want.to_json(), "{what}");
+    }
 }
 
 /// A wide table whose every column is sparse (one-hot fields and text-like weights, 1% to
