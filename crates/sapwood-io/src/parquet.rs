@@ -63,10 +63,11 @@ fn column_parts(roots: &[usize], threads: usize) -> Vec<Vec<usize>> {
 /// reads there.
 struct EndChecked(File);
 
-/// A reader from [`EndChecked`]: an empty read into a non-empty buffer is an error.
-struct EndIsError(BufReader<File>);
+/// A reader from [`EndChecked`] or [`Span`]: an empty read into a non-empty buffer is an
+/// error.
+struct EndIsError<R>(R);
 
-impl Read for EndIsError {
+impl<R: Read> Read for EndIsError<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self.0.read(buf)? {
             0 if !buf.is_empty() => Err(io::Error::new(
@@ -85,7 +86,7 @@ impl Length for EndChecked {
 }
 
 impl ChunkReader for EndChecked {
-    type T = EndIsError;
+    type T = EndIsError<BufReader<File>>;
 
     fn get_read(&self, start: u64) -> Result<Self::T, ParquetError> {
         self.0.get_read(start).map(EndIsError)
@@ -93,6 +94,59 @@ impl ChunkReader for EndChecked {
 
     fn get_bytes(&self, start: u64, length: usize) -> Result<bytes::Bytes, ParquetError> {
         self.0.get_bytes(start, length)
+    }
+}
+
+/// Largest span of a row group's column chunks read into memory at once (see [`Span`]).
+const SPAN_BYTES: u64 = 64 << 20;
+
+/// A row group's column chunks (those read, first to last) read from the file at once.
+/// Through the file itself each page costs a duplicated handle, a seek and reads for its
+/// header and again for its data: a row group of 5,000 columns made 40,000 such calls.
+/// A read outside the span is an error, as one past the file's end is ([`EndChecked`]).
+#[derive(Clone)]
+struct Span {
+    bytes: bytes::Bytes,
+    /// where `bytes` start in the file
+    start: u64,
+    file_len: u64,
+}
+
+impl Span {
+    /// The index in `bytes` of file offset `start`, where `start..start + length` lies in
+    /// the span.
+    fn at(&self, start: u64, length: usize) -> Result<usize, ParquetError> {
+        let end = self.start + self.bytes.len() as u64;
+        match (
+            start.checked_sub(self.start),
+            start.checked_add(length as u64),
+        ) {
+            (Some(at), Some(stop)) if stop <= end => Ok(at as usize),
+            _ => Err(ParquetError::General(format!(
+                "bytes {start}..+{length} lie outside the row group's column chunks"
+            ))),
+        }
+    }
+}
+
+impl Length for Span {
+    fn len(&self) -> u64 {
+        self.file_len
+    }
+}
+
+impl ChunkReader for Span {
+    type T = EndIsError<bytes::buf::Reader<bytes::Bytes>>;
+
+    fn get_read(&self, start: u64) -> Result<Self::T, ParquetError> {
+        use bytes::Buf;
+        let at = self.at(start, 0)?;
+        Ok(EndIsError(self.bytes.slice(at..).reader()))
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> Result<bytes::Bytes, ParquetError> {
+        let at = self.at(start, length)?;
+        Ok(self.bytes.slice(at..at + length))
     }
 }
 
@@ -278,21 +332,80 @@ impl ParquetSource {
         })
     }
 
-    /// A reader of the root columns `roots` of row group `group`, `rows` rows a batch.
+    /// The column chunks of `roots` in row group `group` read into memory, where their
+    /// span is at most [`SPAN_BYTES`] and lies in the file; `None` to read from the file.
+    fn span(&self, roots: &[usize], group: usize) -> Result<Option<Span>, IoError> {
+        let meta = self.meta.metadata();
+        let file_len = std::fs::metadata(&self.path)
+            .map_err(io_err(&self.path))?
+            .len();
+        let schema = meta.file_metadata().schema_descr();
+        let rg = meta.row_group(group);
+        let mut range: Option<(u64, u64)> = None;
+        for (leaf, col) in rg.columns().iter().enumerate() {
+            if leaf >= schema.num_columns() || !roots.contains(&schema.get_column_root_idx(leaf)) {
+                continue;
+            }
+            let start = col
+                .dictionary_page_offset()
+                .unwrap_or(col.data_page_offset());
+            let (Ok(start), Ok(len)) = (u64::try_from(start), u64::try_from(col.compressed_size()))
+            else {
+                return Ok(None);
+            };
+            let Some(end) = start.checked_add(len) else {
+                return Ok(None);
+            };
+            range = Some(range.map_or((start, end), |(a, b)| (a.min(start), b.max(end))));
+        }
+        let Some((start, end)) = range else {
+            return Ok(None);
+        };
+        if end > file_len || end - start > SPAN_BYTES {
+            return Ok(None);
+        }
+        let mut file = File::open(&self.path).map_err(io_err(&self.path))?;
+        let mut bytes = vec![0u8; (end - start) as usize];
+        io::Seek::seek(&mut file, io::SeekFrom::Start(start)).map_err(io_err(&self.path))?;
+        file.read_exact(&mut bytes).map_err(io_err(&self.path))?;
+        Ok(Some(Span {
+            bytes: bytes.into(),
+            start,
+            file_len,
+        }))
+    }
+
+    /// A reader of the root columns `roots` of row group `group`, `rows` rows a batch,
+    /// from `span` where given, else from the file.
     fn group_reader(
         &self,
         roots: &[usize],
         group: usize,
         rows: usize,
+        span: Option<&Span>,
     ) -> Result<Result<ParquetRecordBatchReader, ParquetError>, IoError> {
-        let file = File::open(&self.path).map_err(io_err(&self.path))?;
+        match span {
+            Some(span) => self.reader_of(span.clone(), roots, group, rows),
+            None => {
+                let file = File::open(&self.path).map_err(io_err(&self.path))?;
+                self.reader_of(EndChecked(file), roots, group, rows)
+            }
+        }
+    }
+
+    /// [`ParquetSource::group_reader`] over `chunks`.
+    fn reader_of<C: ChunkReader + 'static>(
+        &self,
+        chunks: C,
+        roots: &[usize],
+        group: usize,
+        rows: usize,
+    ) -> Result<Result<ParquetRecordBatchReader, ParquetError>, IoError> {
         guarded(|| {
-            let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(
-                EndChecked(file),
-                self.meta.clone(),
-            )
-            .with_batch_size(rows)
-            .with_row_groups(vec![group]);
+            let builder =
+                ParquetRecordBatchReaderBuilder::new_with_metadata(chunks, self.meta.clone())
+                    .with_batch_size(rows)
+                    .with_row_groups(vec![group]);
             let mask = ProjectionMask::roots(builder.parquet_schema(), roots.iter().copied());
             builder.with_projection(mask).build()
         })
@@ -304,7 +417,7 @@ impl ParquetSource {
     fn locate_failure(&self, roots: &[usize], group: usize, reason: String) -> IoError {
         for &root in roots {
             let name = self.schema().field(root).name().clone();
-            let fails = match self.group_reader(&[root], group, batch_rows(1)) {
+            let fails = match self.group_reader(&[root], group, batch_rows(1), None) {
                 Err(_) | Ok(Err(_)) => true,
                 Ok(Ok(mut reader)) => loop {
                     match guarded(|| reader.next()) {
@@ -360,9 +473,16 @@ impl Iterator for Batches {
                     let group = self.groups.pop_front()?;
                     let parts = column_parts(&self.roots, rayon::current_num_threads());
                     let rows = batch_rows(self.roots.len());
+                    let span = match self.source.span(&self.roots, group) {
+                        Ok(span) => span,
+                        Err(e) => {
+                            self.failed = true;
+                            return Some(Err(e));
+                        }
+                    };
                     let mut readers = Vec::with_capacity(parts.len());
                     for part in &parts {
-                        match self.source.group_reader(part, group, rows) {
+                        match self.source.group_reader(part, group, rows, span.as_ref()) {
                             Ok(Ok(r)) => readers.push(r),
                             Ok(Err(e)) => {
                                 return self.fail(group, format!("corrupt or truncated data: {e}"))
@@ -514,6 +634,28 @@ mod tests {
         // 5,000 columns: 256 MiB / 40,000 bytes a row
         assert_eq!(batch_rows(5_000), 6_710);
         assert_eq!(batch_rows(1_000_000), 1_024);
+    }
+
+    #[test]
+    fn a_span_serves_reads_within_it_and_refuses_the_rest() {
+        let span = Span {
+            bytes: (10u8..20).collect::<Vec<u8>>().into(),
+            start: 10,
+            file_len: 100,
+        };
+        assert_eq!(Length::len(&span), 100, "the file's length");
+        assert_eq!(&span.get_bytes(12, 3).unwrap()[..], &[12, 13, 14]);
+        assert_eq!(span.get_bytes(10, 10).unwrap().len(), 10);
+        for (start, length) in [(15, 6), (9, 1), (30, 0), (u64::MAX, 1)] {
+            assert!(span.get_bytes(start, length).is_err(), "{start}+{length}");
+        }
+        let mut read = span.get_read(18).unwrap();
+        let mut buf = [0u8; 4];
+        assert_eq!(read.read(&mut buf).unwrap(), 2);
+        assert_eq!(&buf[..2], &[18, 19]);
+        // a read at the span's end is an error, not an empty read the decoder would repeat
+        assert!(read.read(&mut buf).is_err());
+        assert!(span.get_read(9).is_err());
     }
 
     #[test]
