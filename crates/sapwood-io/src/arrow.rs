@@ -114,10 +114,11 @@ fn prim<T: ArrowPrimitiveType>(a: &dyn Array, f: impl Fn(T::Native) -> f32) -> V
 /// A column is read as its entries alone ([`Column::Sparse`]) where at most one row in
 /// this many holds a value: a wide table of one-hot or text-like columns written to
 /// Parquet, nearly all null, then costs its values rather than its rows (and may be
-/// binned by column, as a sparse matrix from Python is). So is every numeric feature
-/// column of a batch whose feature columns hold values in at most one cell in this many:
-/// a text table's commonest terms are in most rows, and read dense they would keep the
-/// whole matrix from being binned by column.
+/// binned by column, as a sparse matrix from Python is). So is every feature column of a
+/// batch whose feature columns are all numeric and hold values in at most one cell in
+/// this many: a text table's commonest terms are in most rows, and read dense they would
+/// keep the whole matrix from being binned by column. (A boolean or categorical feature
+/// keeps the matrix row-major anyway, and each column then follows its own share.)
 const SPARSE_SHARE: usize = 8;
 
 /// The rows holding a value and their values, where few rows hold one ([`SPARSE_SHARE`])

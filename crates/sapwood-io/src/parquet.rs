@@ -341,9 +341,21 @@ impl ParquetSource {
             .len();
         let schema = meta.file_metadata().schema_descr();
         let rg = meta.row_group(group);
+        // a mask by root: `contains` on 5,000 roots for every leaf would be quadratic
+        let mut read = vec![false; self.schema().fields().len()];
+        for &r in roots {
+            if let Some(m) = read.get_mut(r) {
+                *m = true;
+            }
+        }
         let mut range: Option<(u64, u64)> = None;
         for (leaf, col) in rg.columns().iter().enumerate() {
-            if leaf >= schema.num_columns() || !roots.contains(&schema.get_column_root_idx(leaf)) {
+            let wanted = leaf < schema.num_columns()
+                && read
+                    .get(schema.get_column_root_idx(leaf))
+                    .copied()
+                    .unwrap_or(false);
+            if !wanted {
                 continue;
             }
             let start = col
