@@ -1076,6 +1076,38 @@ fn sparse_and_dense(n: usize) -> (Dataset<'static>, Dataset<'static>) {
     (data(sparse_columns), data(dense_columns))
 }
 
+/// The columns `dense` (NaN where missing) as two datasets labelled `label`: each column
+/// as its entries at rows `stored[f]`, and as the dense values.
+fn columns_sparse_and_dense(
+    names: &[String],
+    dense: Vec<Vec<f32>>,
+    stored: &[Vec<u32>],
+    label: Vec<f32>,
+) -> (Dataset<'static>, Dataset<'static>) {
+    use sapwood::{Column, FeatureMatrix, Label};
+    use std::borrow::Cow;
+    let n = label.len();
+    let sparse_columns = dense
+        .iter()
+        .zip(stored)
+        .map(|(column, rows)| Column::Sparse {
+            len: n,
+            start: 0,
+            values: Cow::Owned(rows.iter().map(|&r| column[r as usize]).collect()),
+            rows: Cow::Owned(rows.clone()),
+        })
+        .collect();
+    let dense_columns = dense
+        .into_iter()
+        .map(|c| Column::Numeric(c.into()))
+        .collect();
+    let data = |columns| {
+        let m = FeatureMatrix::new(names.to_vec(), columns).unwrap();
+        Dataset::from_parts(m, Some(Label::Values(label.clone())), None).unwrap()
+    };
+    (data(sparse_columns), data(dense_columns))
+}
+
 /// A wide table as sparse columns and as the same values dense: `nf` features, each holding
 /// a value in about one row in ten (about 300 distinct values a feature), the label a noisy
 /// function of a few (cut into `classes` classes where that is above 0).
@@ -1085,8 +1117,6 @@ fn wide_sparse_and_dense(
     seed: u64,
     classes: usize,
 ) -> (Dataset<'static>, Dataset<'static>) {
-    use sapwood::{Column, FeatureMatrix, Label};
-    use std::borrow::Cow;
     let mut state = seed;
     let mut next = move || {
         state = state
@@ -1127,24 +1157,8 @@ fn wide_sparse_and_dense(
     } else {
         label
     };
-    let sparse_columns = (0..nf)
-        .map(|f| Column::Sparse {
-            len: n,
-            start: 0,
-            values: Cow::Owned(stored[f].iter().map(|&r| dense[f][r as usize]).collect()),
-            rows: Cow::Owned(stored[f].clone()),
-        })
-        .collect();
-    let dense_columns = dense
-        .into_iter()
-        .map(|c| Column::Numeric(c.into()))
-        .collect();
     let names: Vec<String> = (0..nf).map(|f| format!("w{f}")).collect();
-    let data = |columns| {
-        let m = FeatureMatrix::new(names.clone(), columns).unwrap();
-        Dataset::from_parts(m, Some(Label::Values(label.clone())), None).unwrap()
-    };
-    (data(sparse_columns), data(dense_columns))
+    columns_sparse_and_dense(&names, dense, &stored, label)
 }
 
 /// A sparse shard's nodes subtract and scan only the bins their rows occupy, and a level
@@ -1247,8 +1261,6 @@ fn occupied_bins_and_chunks_keep_the_model_with_teams_low_bits_and_a_leaf_budget
 // a row at a time: each row writes several columns
 #[allow(clippy::needless_range_loop)]
 fn all_sparse_and_dense(n: usize, seed: u64) -> (Dataset<'static>, Dataset<'static>) {
-    use sapwood::{Column, FeatureMatrix, Label};
-    use std::borrow::Cow;
     let nf = 40;
     let mut state = seed;
     let mut next = move || {
@@ -1302,23 +1314,7 @@ fn all_sparse_and_dense(n: usize, seed: u64) -> (Dataset<'static>, Dataset<'stat
             (s > 0.6) as u8 as f32
         })
         .collect();
-    let sparse_columns = (0..nf)
-        .map(|f| Column::Sparse {
-            len: n,
-            start: 0,
-            values: Cow::Owned(stored[f].iter().map(|&r| dense[f][r as usize]).collect()),
-            rows: Cow::Owned(stored[f].clone()),
-        })
-        .collect();
-    let dense_columns = dense
-        .into_iter()
-        .map(|c| Column::Numeric(c.into()))
-        .collect();
-    let data = |columns| {
-        let m = FeatureMatrix::new(names.clone(), columns).unwrap();
-        Dataset::from_parts(m, Some(Label::Values(label.clone())), None).unwrap()
-    };
-    (data(sparse_columns), data(dense_columns))
+    columns_sparse_and_dense(&names, dense, &stored, label)
 }
 
 #[test]

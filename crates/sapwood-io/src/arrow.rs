@@ -170,22 +170,9 @@ fn entries(a: &dyn Array, any: bool) -> Option<(Vec<u32>, Vec<f32>)> {
     }
 }
 
-/// Whether [`entries`] reads arrays of this type.
+/// Whether [`entries`] reads arrays of this type: the numeric ones but booleans.
 fn has_entries(t: &DataType) -> bool {
-    matches!(
-        t,
-        DataType::Float16
-            | DataType::Float32
-            | DataType::Float64
-            | DataType::Int8
-            | DataType::Int16
-            | DataType::Int32
-            | DataType::Int64
-            | DataType::UInt8
-            | DataType::UInt16
-            | DataType::UInt32
-            | DataType::UInt64
-    )
+    is_numeric(t) && *t != DataType::Boolean
 }
 
 /// Numeric values of an array (nulls are NaN), or None for non-numeric types.

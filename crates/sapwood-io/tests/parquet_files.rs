@@ -471,6 +471,27 @@ fn corrupt_bytes_anywhere_give_errors_never_panics() {
     );
 }
 
+/// `good` (the bytes of the file at `path`) with the chunk of leaf column `column` in row
+/// group `group` overwritten with 0xFF.
+fn garbled_chunk(path: &Path, good: &[u8], group: usize, column: usize) -> Vec<u8> {
+    let meta = parquet::file::serialized_reader::SerializedFileReader::new(
+        std::fs::File::open(path).unwrap(),
+    )
+    .unwrap();
+    let chunk = parquet::file::reader::FileReader::metadata(&meta)
+        .row_group(group)
+        .column(column)
+        .clone();
+    let start = chunk
+        .dictionary_page_offset()
+        .unwrap_or(chunk.data_page_offset()) as usize;
+    let mut bad = good.to_vec();
+    for b in &mut bad[start..start + chunk.compressed_size() as usize] {
+        *b = 0xFF;
+    }
+    bad
+}
+
 #[test]
 fn a_corrupt_column_chunk_is_named_by_row_group_and_column() {
     let good = parquet_bytes(&small_table(), 20, Compression::SNAPPY);
@@ -480,21 +501,7 @@ fn a_corrupt_column_chunk_is_named_by_row_group_and_column() {
     let source = ParquetSource::open(&path).unwrap();
     let s = source.schema().index_of("s").unwrap();
     // the chunk of column `s` in row group 1, overwritten with garbage
-    let meta = parquet::file::serialized_reader::SerializedFileReader::new(
-        std::fs::File::open(&path).unwrap(),
-    )
-    .unwrap();
-    let chunk = parquet::file::reader::FileReader::metadata(&meta)
-        .row_group(1)
-        .column(s)
-        .clone();
-    let start = chunk
-        .dictionary_page_offset()
-        .unwrap_or(chunk.data_page_offset()) as usize;
-    let mut bad = good.clone();
-    for b in &mut bad[start..start + chunk.compressed_size() as usize] {
-        *b = 0xFF;
-    }
+    let bad = garbled_chunk(&path, &good, 1, s);
     std::fs::write(&path, &bad).unwrap();
     let Err(e) = read_parquet(&path, &ReadOptions::default()) else {
         panic!("a garbage column chunk is an error");
@@ -706,21 +713,7 @@ fn wide_files_decoded_by_several_threads_give_one_threads_batches() {
         assert_eq!(read(threads), one, "{threads} threads");
     }
     // a garbage chunk in a column the second thread decodes is named as with one thread
-    let meta = parquet::file::serialized_reader::SerializedFileReader::new(
-        std::fs::File::open(&path).unwrap(),
-    )
-    .unwrap();
-    let chunk = parquet::file::reader::FileReader::metadata(&meta)
-        .row_group(1)
-        .column(80)
-        .clone();
-    let start = chunk
-        .dictionary_page_offset()
-        .unwrap_or(chunk.data_page_offset()) as usize;
-    let mut bad = good.clone();
-    for b in &mut bad[start..start + chunk.compressed_size() as usize] {
-        *b = 0xFF;
-    }
+    let bad = garbled_chunk(&path, &good, 1, 80);
     std::fs::write(&path, &bad).unwrap();
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(2)

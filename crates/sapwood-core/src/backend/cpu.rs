@@ -754,6 +754,21 @@ impl TreeState {
         Ok(false)
     }
 
+    /// [`TreeBackend::build_histograms_occupied`] for the shard's team or whole backend:
+    /// every bit set where the build did not set them.
+    fn build_histograms_occupied(
+        &mut self,
+        inp: &Inputs,
+        nodes: &[NodeId],
+        out: &mut [HistBin],
+        occupied: &mut [u64],
+    ) -> Result<()> {
+        if !self.build_histograms(inp, nodes, out, Some(&mut *occupied))? {
+            occupied.fill(u64::MAX);
+        }
+        Ok(())
+    }
+
     fn apply_splits(&mut self, inp: &Inputs, splits: &[NodeSplit]) -> Result<Vec<[u64; 2]>> {
         let spans = self.spans.for_splits(splits, inp.binned.n_features())?;
         // node spans are disjoint (checked): carve the row array and its scratch into one
@@ -1671,11 +1686,8 @@ impl TreeBackend for CpuBackend {
         occupied: &mut [u64],
     ) -> Result<()> {
         self.inputs.group_gradients();
-        let set = (self.tree).build_histograms(&self.inputs, nodes, out, Some(&mut *occupied))?;
-        if !set {
-            occupied.fill(u64::MAX);
-        }
-        Ok(())
+        self.tree
+            .build_histograms_occupied(&self.inputs, nodes, out, occupied)
     }
 
     fn apply_splits(&mut self, splits: &[NodeSplit]) -> Result<Vec<[u64; 2]>> {
@@ -1717,11 +1729,8 @@ impl TreeBackend for TeamTree<'_> {
         out: &mut [HistBin],
         occupied: &mut [u64],
     ) -> Result<()> {
-        let set = (self.tree).build_histograms(self.inputs, nodes, out, Some(&mut *occupied))?;
-        if !set {
-            occupied.fill(u64::MAX);
-        }
-        Ok(())
+        self.tree
+            .build_histograms_occupied(self.inputs, nodes, out, occupied)
     }
 
     fn apply_splits(&mut self, splits: &[NodeSplit]) -> Result<Vec<[u64; 2]>> {
