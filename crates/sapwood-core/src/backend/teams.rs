@@ -276,7 +276,7 @@ mod tests {
         let mut t: Teams<()> = Teams::default();
         let grown = AtomicUsize::new(0);
         let caught = panic::catch_unwind(AssertUnwindSafe(|| {
-            t.run(2, 2, &mut (), 40, 1, |_, _, range| {
+            t.run(2, 2, &mut (), 400, 1, |_, _, range| {
                 grown.fetch_add(1, Ordering::Relaxed);
                 if range.start == 3 {
                     panic!("tree three");
@@ -287,9 +287,11 @@ mod tests {
         }))
         .unwrap_err();
         assert_eq!(caught.downcast_ref::<&str>(), Some(&"tree three"));
-        // the other team stops once the panic reaches its catch (after the panic hook has
-        // printed, which may take a while): far from every item
-        assert!(grown.load(Ordering::Relaxed) <= 20);
+        // the other team stops once the panic reaches its catch, after the panic hook has
+        // printed: with the harness's other tests on every core that has taken over 200 ms,
+        // while the other team grows an item every 10 ms, so the bound is only far from
+        // every item
+        assert!(grown.load(Ordering::Relaxed) < 200);
     }
 
     #[test]
