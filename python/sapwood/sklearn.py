@@ -1321,7 +1321,7 @@ class SapwoodRanker(_SapwoodModel):
     ``rank:pairwise``. The ranking parameters are given by keyword under XGBoost's names
     (``lambdarank_num_pair_per_sample``, default 32, LightGBM's
     ``lambdarank_truncation_level``; ``lambdarank_pair_method="topk"``; ``ndcg_exp_gain``;
-    ``lambdarank_normalization``). The default evaluation metric is ``ndcg`` (``map`` for
+    ``lambdarank_normalization``; LightGBM's ``label_gain``, a list of gains by label). The default evaluation metric is ``ndcg`` (``map`` for
     ``rank:map``); ``eval_metric="ndcg@10"`` (or ``map@k``, ``pre@k``) sets a cut-off.
 
     ``fit`` needs the query of every row: ``group`` (rows per query, in row order) or

@@ -183,7 +183,13 @@ impl Metric {
         queries: Option<&crate::rank::Queries>,
     ) -> f64 {
         if self.is_ranking() {
-            return self.evaluate_ranked(margins, labels, weights, queries);
+            return self.evaluate_ranked(
+                &objective.rank_params().gains,
+                margins,
+                labels,
+                weights,
+                queries,
+            );
         }
         if self == Metric::CoxNLogLik {
             return crate::survival::neg_log_likelihood(labels, margins);
@@ -217,6 +223,7 @@ impl Metric {
 
     fn evaluate_ranked(
         self,
+        gains: &crate::rank::Gains,
         margins: &[f32],
         labels: &[f32],
         weights: Option<&[f32]>,
@@ -237,7 +244,7 @@ impl Metric {
             Metric::Pre(k) => (RankMetric::Precision, k),
             _ => unreachable!("a ranking metric"),
         };
-        evaluate(metric, k, queries, labels, weights, margins)
+        evaluate(metric, k, gains, queries, labels, weights, margins)
     }
 
     /// Whether the metric reads margins of a log-link model (its likelihoods) rather than
@@ -369,9 +376,13 @@ impl Metric {
                     f64::NAN
                 }
             }
-            Metric::Ndcg(_) | Metric::Map(_) | Metric::Pre(_) => {
-                self.evaluate_ranked(margins, labels, weights, None)
-            }
+            Metric::Ndcg(_) | Metric::Map(_) | Metric::Pre(_) => self.evaluate_ranked(
+                &crate::rank::Gains::Exponential,
+                margins,
+                labels,
+                weights,
+                None,
+            ),
             Metric::CoxNLogLik => crate::survival::neg_log_likelihood(labels, margins),
             Metric::MError => mean(&|i| {
                 let row = &margins[i * groups..(i + 1) * groups];

@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 mod lanes;
 pub(crate) mod params;
 
-pub use params::{PairMethod, RankLoss, RankParams};
+pub use params::{Gains, PairMethod, RankLoss, RankParams};
 
 /// Query boundaries: query q holds rows `offsets[q]..offsets[q + 1]`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -145,15 +145,6 @@ pub struct PairDraws {
 }
 
 #[inline]
-fn gain(y: f32, exp_gain: bool) -> f64 {
-    if exp_gain {
-        detmath::pow2_f(y as f64) - 1.0
-    } else {
-        y as f64
-    }
-}
-
-#[inline]
 fn discount(rank: usize) -> f64 {
     1.0 / detmath::log2((rank + 2) as f64)
 }
@@ -207,7 +198,7 @@ fn ranked_by_comparing(scores: &[f32]) -> Vec<usize> {
 
 /// 1 / the ideal DCG over the top `k` (0 when no document is relevant); `discounts` holds
 /// at least `k` ranks' discounts.
-fn inverse_ideal_dcg(labels: &[f32], k: usize, exp_gain: bool, discounts: &[f64]) -> f64 {
+fn inverse_ideal_dcg(labels: &[f32], k: usize, gains: &Gains, discounts: &[f64]) -> f64 {
     let mut sorted: Vec<f32> = labels.to_vec();
     // values equal in the total order are the same bits: no order among them to keep
     sorted.sort_unstable_by(|a, b| b.total_cmp(a));
@@ -215,7 +206,7 @@ fn inverse_ideal_dcg(labels: &[f32], k: usize, exp_gain: bool, discounts: &[f64]
         .iter()
         .take(k)
         .zip(discounts)
-        .map(|(&y, &d)| gain(y, exp_gain) * d)
+        .map(|(&y, &d)| gains.of(y) * d)
         .sum();
     if idcg > 0.0 {
         1.0 / idcg
@@ -311,6 +302,8 @@ struct PairTerms<'a> {
     n_rel: &'a [f64],
     acc: &'a [f64],
     logistic: PairLogistic<'a>,
+    /// [`RankParams::hessian_scale`].
+    hessian_scale: f64,
 }
 
 impl PairTerms<'_> {
@@ -340,7 +333,7 @@ impl PairTerms<'_> {
         }
         let sigmoid = logistic(diff);
         let lambda = (sigmoid - 1.0) * delta;
-        let hess = (sigmoid * (1.0 - sigmoid)).max(1e-16) * delta * 2.0;
+        let hess = (sigmoid * (1.0 - sigmoid)).max(1e-16) * delta * self.hessian_scale;
         (lambda, hess)
     }
 
@@ -435,14 +428,14 @@ fn query_gradients(
         PairMethod::TopK(k) => (k as usize).min(n),
         PairMethod::Mean(_) => n,
     };
-    let inv_idcg = inverse_ideal_dcg(labels, top.max(1), p.exp_gain, discounts);
+    let inv_idcg = inverse_ideal_dcg(labels, top.max(1), &p.gains, discounts);
     // labels, scores and gains in rank order, and the gradients gathered by rank: a long
     // query's tens of thousands of pairs a round then read and write memory in order (a
     // gain is computed once a row, not twice a pair: an exponential each)
     let ys: Vec<f32> = order.iter().map(|&i| labels[i]).collect();
     let ss: Vec<f32> = order.iter().map(|&i| scores[i]).collect();
     let gains: Vec<f64> = if p.loss == RankLoss::Ndcg {
-        ys.iter().map(|&y| gain(y, p.exp_gain)).collect()
+        ys.iter().map(|&y| p.gains.of(y)).collect()
     } else {
         Vec::new()
     };
@@ -474,6 +467,7 @@ fn query_gradients(
         n_rel: &n_rel,
         acc: &acc,
         logistic,
+        hessian_scale: p.hessian_scale,
     };
     match p.pairs {
         PairMethod::TopK(_) => {
@@ -655,8 +649,9 @@ pub fn gradients(
 /// The ranking metrics, per query then averaged over queries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RankMetric {
-    /// Normalised DCG over the top k (exponential gains); a query without relevant
-    /// documents scores 1.
+    /// Normalised DCG over the top k (the objective's gains: 2^label - 1 unless
+    /// `ndcg_exp_gain` or `label_gain` says otherwise); a query without relevant documents
+    /// scores 1.
     Ndcg,
     /// Average precision over the top k; a query without relevant documents there scores 1.
     Map,
@@ -665,10 +660,11 @@ pub enum RankMetric {
 }
 
 /// The metric over the top `k` (all rows when `None`), averaged over queries weighted by
-/// their first row's weight.
+/// their first row's weight; NDCG takes its labels' `gains`.
 pub fn evaluate(
     metric: RankMetric,
     k: Option<u32>,
+    gains: &Gains,
     queries: &Queries,
     labels: &[f32],
     weights: Option<&[f32]>,
@@ -684,7 +680,7 @@ pub fn evaluate(
         let order = ranked(s);
         let value = match metric {
             RankMetric::Ndcg => {
-                let inv = inverse_ideal_dcg(y, k, true, &discounts);
+                let inv = inverse_ideal_dcg(y, k, gains, &discounts);
                 if inv == 0.0 {
                     1.0
                 } else {
@@ -692,7 +688,7 @@ pub fn evaluate(
                         .iter()
                         .take(k)
                         .zip(&discounts)
-                        .map(|(&i, &d)| gain(y[i], true) * d)
+                        .map(|(&i, &d)| gains.of(y[i]) * d)
                         .sum();
                     dcg * inv
                 }
@@ -737,7 +733,12 @@ mod tests {
             .enumerate()
             .map(|(r, &i)| (2f64.powf(labels[i] as f64) - 1.0) / ((r + 2) as f64).log2())
             .sum();
-        dcg * inverse_ideal_dcg(labels, labels.len(), true, &discounts(labels.len()))
+        dcg * inverse_ideal_dcg(
+            labels,
+            labels.len(),
+            &Gains::Exponential,
+            &discounts(labels.len()),
+        )
     }
 
     fn ap_of(order: &[usize], labels: &[f32]) -> f64 {
@@ -789,9 +790,12 @@ mod tests {
                 swapped.swap(ra, rb);
                 let (a, b) = (order[ra], order[rb]);
                 let want_ndcg = (ndcg_of(&swapped, &labels) - ndcg_of(&order, &labels)).abs();
-                let (ga, gb) = (gain(labels[a], true), gain(labels[b], true));
+                let (ga, gb) = (
+                    Gains::Exponential.of(labels[a]),
+                    Gains::Exponential.of(labels[b]),
+                );
                 let got = ((ga - gb) * (discount(ra) - discount(rb))).abs()
-                    * inverse_ideal_dcg(&labels, 6, true, &discounts(6));
+                    * inverse_ideal_dcg(&labels, 6, &Gains::Exponential, &discounts(6));
                 assert!((got - want_ndcg).abs() < 1e-12, "ndcg {ra} {rb}");
                 let want_map = ap_of(&swapped, &labels) - ap_of(&order, &labels);
                 let (hi, lo, rh, rl) = if labels[a] > labels[b] {
@@ -882,7 +886,8 @@ mod tests {
         let p = RankParams {
             loss: RankLoss::Ndcg,
             pairs: PairMethod::Mean(3),
-            exp_gain: true,
+            gains: Gains::Exponential,
+            hessian_scale: 2.0,
             normalise: true,
         };
         let margins = [0.3f32, -0.2, 0.5, 0.1, 0.0, 0.4];
@@ -923,7 +928,8 @@ mod tests {
         let p = RankParams {
             loss: RankLoss::Pairwise,
             pairs: PairMethod::TopK(u32::MAX),
-            exp_gain: true,
+            gains: Gains::Exponential,
+            hessian_scale: 2.0,
             normalise: false,
         };
         let q = Queries::from_sizes(&[2, 3]);
@@ -959,16 +965,55 @@ mod tests {
         // query 0 ranks rows 0, 2, 1, 3; query 1 has no relevant document (scores 1)
         let dcg = 3.0 / 3f64.log2() + 1.0 / 4f64.log2();
         let idcg = 3.0 + 1.0 / 3f64.log2();
-        let ndcg = evaluate(RankMetric::Ndcg, None, &q, &labels, None, &margins);
+        let ndcg = evaluate(
+            RankMetric::Ndcg,
+            None,
+            &Gains::Exponential,
+            &q,
+            &labels,
+            None,
+            &margins,
+        );
         assert!((ndcg - (dcg / idcg + 1.0) / 2.0).abs() < 1e-12);
-        let map = evaluate(RankMetric::Map, None, &q, &labels, None, &margins);
+        let map = evaluate(
+            RankMetric::Map,
+            None,
+            &Gains::Exponential,
+            &q,
+            &labels,
+            None,
+            &margins,
+        );
         assert!((map - ((0.5 + 2.0 / 3.0) / 2.0 + 1.0) / 2.0).abs() < 1e-12);
-        let pre = evaluate(RankMetric::Precision, Some(2), &q, &labels, None, &margins);
+        let pre = evaluate(
+            RankMetric::Precision,
+            Some(2),
+            &Gains::Exponential,
+            &q,
+            &labels,
+            None,
+            &margins,
+        );
         assert!((pre - (0.5 + 0.0) / 2.0).abs() < 1e-12);
     }
 
     #[test]
     fn top_k_ndcg_gradients_match_a_brute_force_over_every_pair() {
+        // XGBoost's hessian with 2^label - 1 gains; LightGBM's with a table of gains
+        let table = [0.0, 0.5, 1.0, 10.0, 30.0];
+        let configs = [
+            (Gains::Exponential, 2.0),
+            (Gains::Table(table.as_slice().into()), 1.0),
+        ];
+        for (gains, hessian_scale) in configs {
+            top_k_ndcg_against_brute_force(gains, hessian_scale, &|v| match hessian_scale {
+                2.0 => 2f64.powf(v as f64) - 1.0,
+                _ => table[v as usize],
+            });
+        }
+    }
+
+    fn top_k_ndcg_against_brute_force(gains: Gains, hessian_scale: f64, gain: &dyn Fn(f32) -> f64) {
         // 3 queries of 60, 7 and 1 rows, labels 0-4 with ties, scores with ties
         let sizes = [60u32, 7, 1];
         let n: usize = sizes.iter().map(|&s| s as usize).sum();
@@ -981,7 +1026,8 @@ mod tests {
         let p = RankParams {
             loss: RankLoss::Ndcg,
             pairs: PairMethod::TopK(k as u32),
-            exp_gain: true,
+            gains,
+            hessian_scale,
             normalise: false,
         };
         let mut got = vec![[0f32; 2]; n];
@@ -1006,7 +1052,6 @@ mod tests {
             for (r, &i) in order.iter().enumerate() {
                 rank[i] = r;
             }
-            let gain = |v: f32| 2f64.powf(v as f64) - 1.0;
             let disc = |r: usize| 1.0 / ((r + 2) as f64).log2();
             let mut ideal: Vec<f32> = y.to_vec();
             ideal.sort_by(|a, b| b.total_cmp(a));
@@ -1033,8 +1078,8 @@ mod tests {
                     let sig = 1.0 / (1.0 + (-diff).exp());
                     want[i][0] += (sig - 1.0) * delta;
                     want[j][0] -= (sig - 1.0) * delta;
-                    want[i][1] += 2.0 * sig * (1.0 - sig) * delta;
-                    want[j][1] += 2.0 * sig * (1.0 - sig) * delta;
+                    want[i][1] += hessian_scale * sig * (1.0 - sig) * delta;
+                    want[j][1] += hessian_scale * sig * (1.0 - sig) * delta;
                 }
             }
             let scale = want

@@ -72,8 +72,10 @@ pub const PARAM_NAMES: &[(&str, &[&str])] = &[
     ),
     ("lambdarank_pair_method", &[]),
     ("ndcg_exp_gain", &[]),
+    ("label_gain", &[]),
     ("lambdarank_normalization", &["lambdarank_norm"]),
     ("multiclass_hessian", &[]),
+    ("lambdarank_hessian", &[]),
 ];
 
 /// Canonical run option names and their aliases.

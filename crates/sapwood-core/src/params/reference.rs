@@ -466,6 +466,16 @@ pub const PARAM_DOCS: &[ParamDoc] = &[
          0..=31 either way.",
     ),
     param(
+        "label_gain",
+        "",
+        "list of numbers",
+        "each >= 0",
+        "rank:ndcg, ndcg metrics",
+        "The NDCG gain of each relevance label, LightGBM's parameter: \"0,1,3,7\" gives \
+         label 2 the gain 3. Labels must then be integers below the list's length. Unset, \
+         ndcg_exp_gain decides.",
+    ),
+    param(
         "lambdarank_normalization",
         "true",
         "boolean",
@@ -483,6 +493,16 @@ pub const PARAM_DOCS: &[ParamDoc] = &[
         "The softmax hessian: LightGBM's K/(K - 1) p(1 - p) for K classes, whose leaves step \
          about twice as far as with XGBoost's 2p(1 - p) with many classes (1.6 times with \
          five); models saved before it read as xgboost.",
+    ),
+    param(
+        "lambdarank_hessian",
+        "xgboost",
+        "text",
+        "xgboost, lightgbm",
+        "rank:ndcg, rank:map, rank:pairwise",
+        "A pair's hessian: XGBoost's 2p(1 - p)|delta|, or LightGBM's p(1 - p)|delta|, whose \
+         leaves step twice as far at the same learning rate and weigh lambda and \
+         min_child_weight twice as much; a model continues with the hessian it began with.",
     ),
     run(
         "threads",

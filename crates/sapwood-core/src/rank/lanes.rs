@@ -118,7 +118,7 @@ impl<'a> PairLanes<'a> {
         let (ga, da) = (_mm512_set1_pd(ga), _mm512_set1_pd(da));
         let inv_idcg = _mm512_set1_pd(t.inv_idcg);
         let one = _mm512_set1_pd(1.0);
-        let two = _mm512_set1_pd(2.0);
+        let scale = _mm512_set1_pd(t.hessian_scale);
         let damping = _mm512_set1_pd(0.01);
         let min_hessian = _mm512_set1_pd(1e-16);
         let prob_unit = _mm512_set1_pd(crate::objective::PROB_UNIT);
@@ -200,7 +200,7 @@ impl<'a> PairLanes<'a> {
                         ),
                         delta,
                     ),
-                    two,
+                    scale,
                 );
                 let signed = _mm512_mask_mov_pd(neg(lambda), a_higher, lambda);
                 let keep = !equal & mask;
@@ -297,10 +297,17 @@ mod tests {
         for ((n, seed), non_finite) in cases.into_iter().flat_map(|c| [(c, false), (c, true)]) {
             let ss = scores(n, seed, non_finite);
             let ys: Vec<f32> = (0..n).map(|i| ((i * 7 + i / 3) % 5) as f32).collect();
-            let gains: Vec<f64> = ys.iter().map(|&y| super::super::gain(y, true)).collect();
+            let gains: Vec<f64> = ys
+                .iter()
+                .map(|&y| super::super::Gains::Exponential.of(y))
+                .collect();
             let discounts = super::super::discounts(n);
-            for loss in [RankLoss::Ndcg, RankLoss::Pairwise] {
-                for damp in [false, true] {
+            let each = [RankLoss::Ndcg, RankLoss::Pairwise]
+                .into_iter()
+                .flat_map(|l| [(l, false), (l, true)])
+                .flat_map(|c| [(c, 2.0), (c, 1.0)]);
+            for ((loss, damp), hessian_scale) in each {
+                {
                     let terms = PairTerms {
                         loss,
                         ys: &ys,
@@ -312,6 +319,7 @@ mod tests {
                         n_rel: &[],
                         acc: &[],
                         logistic: PairLogistic::Table(table),
+                        hessian_scale,
                     };
                     let lanes = PairLanes::new(&terms).expect("lanes for the sigmoid table");
                     let fresh = || RankSums {
@@ -328,11 +336,15 @@ mod tests {
                         let same = |w: f64, g: f64| {
                             w.to_bits() == g.to_bits() || (w.is_nan() && g.is_nan())
                         };
-                        assert!(same(want_l, got_l), "{loss:?} damp {damp} n {n} row {a}");
+                        assert!(
+                            same(want_l, got_l),
+                            "{loss:?} damp {damp} scale {hessian_scale} n {n} row {a}"
+                        );
                         for r in 0..n {
                             assert!(
                                 same(want.g[r], got.g[r]) && same(want.h[r], got.h[r]),
-                                "{loss:?} damp {damp} n {n} after row {a}, rank {r}: \
+                                "{loss:?} damp {damp} scale {hessian_scale} n {n} after row \
+                                 {a}, rank {r}: \
                                  {} {} vs {} {} (scores {} {}, labels {} {})",
                                 want.g[r],
                                 want.h[r],
@@ -361,6 +373,7 @@ mod tests {
             n_rel: &[],
             acc: &[],
             logistic: PairLogistic::Table(table),
+            hessian_scale: 2.0,
         };
         assert!(PairLanes::new(&base).is_none());
         let function = PairTerms {

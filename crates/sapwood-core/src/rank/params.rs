@@ -24,15 +24,49 @@ pub enum RankLoss {
     Pairwise,
 }
 
+/// The gain of a relevance label in NDCG, for the loss and the metrics alike.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Gains {
+    /// 2^label - 1 (`ndcg_exp_gain`, the default).
+    Exponential,
+    /// The label itself (`ndcg_exp_gain` false).
+    Linear,
+    /// `label_gain`: the gain of each integer label, as LightGBM's parameter gives it.
+    Table(std::sync::Arc<[f64]>),
+}
+
+impl Gains {
+    /// The gain of label `y`. A label a table does not hold gains 0: labels are checked
+    /// against the table before training (`Objective::check_label`), so only a metric on
+    /// data never checked can meet one.
+    #[inline]
+    pub fn of(&self, y: f32) -> f64 {
+        match self {
+            Gains::Exponential => crate::detmath::pow2_f(y as f64) - 1.0,
+            Gains::Linear => y as f64,
+            Gains::Table(t) => {
+                if y >= 0.0 && y.fract() == 0.0 {
+                    t.get(y as usize).copied().unwrap_or(0.0)
+                } else {
+                    0.0
+                }
+            }
+        }
+    }
+}
+
 /// What a ranking loss needs besides margins and labels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RankParams {
     /// The loss.
     pub loss: RankLoss,
     /// Pair construction.
     pub pairs: PairMethod,
-    /// Gains 2^label - 1 (else the label itself) for NDCG.
-    pub exp_gain: bool,
+    /// The gain of each label in NDCG.
+    pub gains: Gains,
+    /// A pair's hessian is p(1 - p)·|Δ| times this: 2 as XGBoost, 1 as LightGBM
+    /// (`lambdarank_hessian`). A power of two, so either is exact.
+    pub hessian_scale: f64,
     /// Divide each query's gradients by Σ|λ| / log2(1 + Σ|λ|) (`lambdarank_normalization`).
     pub normalise: bool,
 }

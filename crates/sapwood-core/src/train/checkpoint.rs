@@ -505,6 +505,8 @@ pub fn continued_params(
         // the softmax hessian is the model's: one saved with XGBoost's (before LightGBM's
         // became the default) trains on as it began, whichever API continues it
         multiclass_hessian: was.multiclass_hessian,
+        // and the ranking pair's hessian (XGBoost's in models saved before LightGBM's)
+        lambdarank_hessian: was.lambdarank_hessian,
         // so is the Poisson leaf bound (XGBoost's 0.7 in models saved before it was 2)
         poisson_leaf_bound: was.poisson_leaf_bound,
         min_category_count: was.min_category_count,
