@@ -336,3 +336,23 @@ fn label_gain_sets_the_gains_of_the_loss_and_of_the_ndcg_metric() {
     assert_eq!(p.label_gain, vec![0.0, 1.0, 3.0, 7.0, 15.0]);
     assert!(p.set("label_gain", "0,one").is_err());
 }
+
+#[test]
+fn lightgbms_pair_hessian_trains_another_model_alike_for_one_to_three_workers() {
+    let (train, _) = ranking_data(120, 1);
+    let mut p = params(ObjectiveKind::RankNdcg);
+    let xgboosts = Booster::train(&p, &train, &[]).unwrap().to_json();
+    p.set("lambdarank_hessian", "lightgbm").unwrap();
+    let one = Booster::train(&p, &train, &[]).unwrap().to_json();
+    assert!(one != xgboosts, "lambdarank_hessian was ignored");
+    assert!(one.contains(r#""lambdarank_hessian":"lightgbm""#));
+    for workers in 2..=3 {
+        let run = RunOptions {
+            workers,
+            threads: 1,
+            ..Default::default()
+        };
+        let b = Booster::train_with(&p, &run, &train, &[], &mut Quiet).unwrap();
+        assert!(b.to_json() == one, "{workers} workers save another model");
+    }
+}

@@ -152,7 +152,6 @@ def test_held_out_ndcg_at_10_is_within_one_percent_of_the_better_peer(ltr: dict[
 
 
 def test_label_gain_is_lightgbms_table_of_gains(ltr: dict[str, Any]) -> None:
-    lgb = pytest.importorskip("lightgbm")
     X, y, q = ltr["X"], ltr["y"], ltr["qid"]
     Xt, yt, qt = ltr["X_test"], ltr["y_test"], ltr["qid_test"]
     table = [0.0, 0.0, 1.0, 10.0, 30.0]
@@ -171,7 +170,19 @@ def test_label_gain_is_lightgbms_table_of_gains(ltr: dict[str, Any]) -> None:
     curve = own.evals_result_["validation_0"]["ndcg@10"]
     assert curve[-1] == pytest.approx(ndcg_at(own.predict(Xt), yt, qt, 10, table), rel=1e-6)
     assert curve[-1] != pytest.approx(ndcg_at(own.predict(Xt), yt, qt, 10), rel=1e-3)
+    # a label the table has no gain for is refused with its row, a table that decreases by name
+    with pytest.raises(ValueError, match="label_gain.*row|row.*label_gain"):
+        SapwoodRanker(n_estimators=2, label_gain=[0, 1, 3]).fit(X, y, qid=q)
+    with pytest.raises(ValueError, match="label_gain.*decrease"):
+        SapwoodRanker(n_estimators=2, label_gain=[0, 1, 3, 2, 9]).fit(X, y, qid=q)
+    # continued training keeps the gains: the continuing run gives the model's table
+    data = sapwood.Dataset(X, label=y, qid=q)
+    first = sapwood.train({"objective": "rank:ndcg", "label_gain": table}, data, 3)
+    with pytest.raises(ValueError, match="label_gain"):
+        sapwood.train({"objective": "rank:ndcg"}, data, 3, xgb_model=first)
+    sapwood.train({"objective": "rank:ndcg", "label_gain": table}, data, 3, xgb_model=first)
     # trained for the table, it ranks by the table as well as LightGBM given the same table
+    lgb = pytest.importorskip("lightgbm")
     theirs = lgb.LGBMRanker(
         n_estimators=ROUNDS, max_depth=DEPTH, num_leaves=63, learning_rate=ETA, max_bin=BINS - 1,
         objective="lambdarank", lambdarank_truncation_level=PAIRS, reg_lambda=1.0,
@@ -182,9 +193,6 @@ def test_label_gain_is_lightgbms_table_of_gains(ltr: dict[str, Any]) -> None:
     theirs_score = ndcg_at(theirs.predict(Xt), yt, qt, 10, table)
     print("held-out NDCG@10 by the table:", round(ours_score, 4), "LightGBM", round(theirs_score, 4))
     assert ours_score >= theirs_score * (1.0 - GAP_TO_LIGHTGBM)
-    # a label the table has no gain for is refused with its row
-    with pytest.raises(ValueError, match="label_gain.*row|row.*label_gain"):
-        SapwoodRanker(n_estimators=2, label_gain=[0, 1, 3]).fit(X, y, qid=q)
 
 
 def test_lightgbms_pair_hessian_takes_lightgbms_steps(ltr: dict[str, Any]) -> None:

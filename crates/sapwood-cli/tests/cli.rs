@@ -1693,3 +1693,63 @@ fn the_portable_switch_is_read_and_gives_the_vector_paths_bits() {
         );
     }
 }
+
+/// A ranking model with a `label_gain` table: `eval` scores NDCG with the table's gains,
+/// and a label the table has no gain for is an error naming the file and the row (as in
+/// training), not a document of gain 0.
+#[test]
+fn eval_of_a_label_gain_model_checks_labels_against_the_table() {
+    let t = tempfile::tempdir().unwrap();
+    let (train, model) = (t.path().join("train.csv"), t.path().join("m.json"));
+    let mut rows = String::from("x,rel,q\n");
+    for i in 0..60 {
+        rows += &format!("{},{},{}\n", i % 7, (i % 7) / 3, i / 6);
+    }
+    std::fs::write(&train, &rows).unwrap();
+    sapwood()
+        .args([
+            "train",
+            "--quiet",
+            "--rounds",
+            "3",
+            "--objective",
+            "rank:ndcg",
+        ])
+        .args([
+            "--label",
+            "rel",
+            "--group",
+            "q",
+            "--set",
+            "label_gain=0,1,5",
+        ])
+        .arg("--data")
+        .arg(&train)
+        .arg("--model")
+        .arg(&model)
+        .assert()
+        .success();
+    let a = sapwood()
+        .args(["eval", "--label", "rel", "--group", "q", "--model"])
+        .arg(&model)
+        .arg("--data")
+        .arg(&train)
+        .assert()
+        .success();
+    let text = String::from_utf8(a.get_output().stdout.clone()).unwrap();
+    assert!(text.starts_with("ndcg: "), "{text}");
+    let bad = t.path().join("bad.csv");
+    std::fs::write(&bad, "x,rel,q\n1,0,1\n2,1,1\n3,3,1\n").unwrap();
+    let a = sapwood()
+        .args(["eval", "--label", "rel", "--group", "q", "--model"])
+        .arg(&model)
+        .arg("--data")
+        .arg(&bad)
+        .assert()
+        .code(2);
+    let err = stderr_of(&a);
+    assert!(
+        err.contains("bad.csv") && err.contains("row 2") && err.contains("label_gain"),
+        "{err}"
+    );
+}

@@ -1085,6 +1085,11 @@ impl ObjectiveParams {
                     format!("{bad} must be a finite number >= 0"),
                 ))
             }
+            _ if self.label_gain.windows(2).any(|w| w[1] < w[0]) => Err(Error::param(
+                "label_gain",
+                "must not decrease: a higher label is ranked above a lower one, so its gain \
+                 must be at least as large",
+            )),
             _ if !self.label_gain.is_empty() && !self.ndcg_exp_gain => Err(Error::param(
                 "label_gain",
                 "gives every label's gain itself: set it or ndcg_exp_gain = false, not both",

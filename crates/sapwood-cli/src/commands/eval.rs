@@ -149,6 +149,15 @@ pub fn run(a: EvalArgs) -> Result<()> {
     let mut out = std::io::stdout().lock();
     // metrics see what training reported: predictions under a log link, margins otherwise
     let objective = model.objective();
+    // a ranking model's table of gains has no gain for other labels: name the row, as
+    // training does, rather than score it as gain 0
+    if model.params.objective.is_ranking() && !model.params.label_gain.is_empty() {
+        for (row, &y) in labels.iter().enumerate() {
+            objective
+                .check_label(row, y)
+                .with_context(|| format!("{}: label column `{label_name}`", a.data.display()))?;
+        }
+    }
     let queries = match &a.group {
         Some(g) => Some(
             Queries::from_ids(&query_ids, g)

@@ -428,6 +428,27 @@ pub fn continued_params(
             format!("{:?}", was.quantile_alpha),
         ));
     }
+    // the gains are part of a ranking loss (and of its metric)
+    if params.label_gain.len() != was.label_gain.len()
+        || params
+            .label_gain
+            .iter()
+            .zip(&was.label_gain)
+            .any(|(a, b)| a.to_bits() != b.to_bits())
+    {
+        return Err(differ(
+            "label_gain",
+            format!("{:?}", params.label_gain),
+            format!("{:?}", was.label_gain),
+        ));
+    }
+    if params.ndcg_exp_gain != was.ndcg_exp_gain {
+        return Err(differ(
+            "ndcg_exp_gain",
+            params.ndcg_exp_gain.to_string(),
+            was.ndcg_exp_gain.to_string(),
+        ));
+    }
     for (name, given, model) in [
         ("huber_slope", params.huber_slope, was.huber_slope),
         (
@@ -505,7 +526,8 @@ pub fn continued_params(
         // the softmax hessian is the model's: one saved with XGBoost's (before LightGBM's
         // became the default) trains on as it began, whichever API continues it
         multiclass_hessian: was.multiclass_hessian,
-        // and the ranking pair's hessian (XGBoost's in models saved before LightGBM's)
+        // and so is the ranking pair's hessian (a model saved before the choice existed
+        // reads as XGBoost's, which it was trained with)
         lambdarank_hessian: was.lambdarank_hessian,
         // so is the Poisson leaf bound (XGBoost's 0.7 in models saved before it was 2)
         poisson_leaf_bound: was.poisson_leaf_bound,
