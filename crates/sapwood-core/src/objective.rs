@@ -634,11 +634,11 @@ impl Objective {
                     ),
                 },
                 gains: if !p.label_gain.is_empty() {
-                    crate::rank::Gains::Table(p.label_gain.as_slice().into())
+                    crate::rank::params::Gains::Table(p.label_gain.as_slice().into())
                 } else if p.ndcg_exp_gain {
-                    crate::rank::Gains::Exponential
+                    crate::rank::params::Gains::Exponential
                 } else {
-                    crate::rank::Gains::Linear
+                    crate::rank::params::Gains::Linear
                 },
                 hessian_scale: match p.lambdarank_hessian {
                     RankHessian::XGBoost => 2.0,
@@ -732,14 +732,14 @@ impl Objective {
                 "{name} needs survival times != 0 (negative when censored)"
             )),
             k if k.is_ranking() => match &self.rank.gains {
-                crate::rank::Gains::Table(t) if !(y >= 0.0 && y.fract() == 0.0 && (y as usize) < t.len()) => {
+                crate::rank::params::Gains::Table(t) if !(y >= 0.0 && y.fract() == 0.0 && (y as usize) < t.len()) => {
                     bad(format!(
                         "{name} with label_gain of {} values needs integer relevance labels in 0..={}",
                         t.len(),
                         t.len() - 1
                     ))
                 }
-                crate::rank::Gains::Table(_) => Ok(()),
+                crate::rank::params::Gains::Table(_) => Ok(()),
                 _ if !(0.0..=31.0).contains(&y) => {
                     bad(format!("{name} needs relevance labels in [0, 31]"))
                 }
