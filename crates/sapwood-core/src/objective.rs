@@ -732,14 +732,19 @@ impl Objective {
                 "{name} needs survival times != 0 (negative when censored)"
             )),
             k if k.is_ranking() => match &self.rank.gains {
-                crate::rank::params::Gains::Table(t) if !(y >= 0.0 && y.fract() == 0.0 && (y as usize) < t.len()) => {
-                    bad(format!(
-                        "{name} with label_gain of {} values needs integer relevance labels in 0..={}",
-                        t.len(),
-                        t.len() - 1
-                    ))
+                crate::rank::params::Gains::Table(t) => {
+                    let held = y >= 0.0 && y.fract() == 0.0 && (y as usize) < t.len();
+                    if held {
+                        Ok(())
+                    } else {
+                        bad(format!(
+                            "{name} with label_gain of {} values needs integer relevance \
+                             labels in 0..={}",
+                            t.len(),
+                            t.len() - 1
+                        ))
+                    }
                 }
-                crate::rank::params::Gains::Table(_) => Ok(()),
                 _ if !(0.0..=31.0).contains(&y) => {
                     bad(format!("{name} needs relevance labels in [0, 31]"))
                 }
