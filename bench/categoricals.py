@@ -1,5 +1,5 @@
 """High-cardinality categorical columns: native splits against integer codes and against
-dropping the column (issue 17), with XGBoost's and LightGBM's native handling beside.
+dropping the column, with XGBoost's and LightGBM's native handling beside.
 
     python bench/categoricals.py [--rounds 100] [--only flights] [--json out.json]
 

@@ -1,4 +1,4 @@
-"""Prediction speed of one model in Sapwood, XGBoost and LightGBM (issue #15's target).
+"""Prediction speed of one model in Sapwood, XGBoost and LightGBM.
 
     python bench/predict.py [--rows 200000] [--trees 100] [--depth 8] [--categorical]
 

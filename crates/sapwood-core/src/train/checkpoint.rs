@@ -375,6 +375,12 @@ impl Checkpoint {
     }
 }
 
+/// Whether two lists of a loss's numbers are the same bit for bit (as the model file keeps
+/// them): `0.1` and `0.1 + ε` are different losses.
+fn same_bits(a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+}
+
 /// The parameters of a job continuing `init` with `params`: `params.num_rounds` more
 /// rounds after the model's, the model's classes, and its binning parameters (its cuts
 /// bin the data, so the parameters saved with the new model must be the ones that made
@@ -415,13 +421,7 @@ pub fn continued_params(
             was.objective.to_string(),
         ));
     }
-    if params.quantile_alpha.len() != was.quantile_alpha.len()
-        || params
-            .quantile_alpha
-            .iter()
-            .zip(&was.quantile_alpha)
-            .any(|(a, b)| a.to_bits() != b.to_bits())
-    {
+    if !same_bits(&params.quantile_alpha, &was.quantile_alpha) {
         return Err(differ(
             "quantile_alpha",
             format!("{:?}", params.quantile_alpha),
@@ -429,13 +429,7 @@ pub fn continued_params(
         ));
     }
     // the gains are part of a ranking loss (and of its metric)
-    if params.label_gain.len() != was.label_gain.len()
-        || params
-            .label_gain
-            .iter()
-            .zip(&was.label_gain)
-            .any(|(a, b)| a.to_bits() != b.to_bits())
-    {
+    if !same_bits(&params.label_gain, &was.label_gain) {
         return Err(differ(
             "label_gain",
             format!("{:?}", params.label_gain),
