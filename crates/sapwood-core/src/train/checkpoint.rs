@@ -421,20 +421,18 @@ pub fn continued_params(
             was.objective.to_string(),
         ));
     }
-    if !same_bits(&params.quantile_alpha, &was.quantile_alpha) {
-        return Err(differ(
+    // the gains are part of a ranking loss (and of its metric), as the alphas of a quantile one
+    for (name, given, model) in [
+        (
             "quantile_alpha",
-            format!("{:?}", params.quantile_alpha),
-            format!("{:?}", was.quantile_alpha),
-        ));
-    }
-    // the gains are part of a ranking loss (and of its metric)
-    if !same_bits(&params.label_gain, &was.label_gain) {
-        return Err(differ(
-            "label_gain",
-            format!("{:?}", params.label_gain),
-            format!("{:?}", was.label_gain),
-        ));
+            &params.quantile_alpha,
+            &was.quantile_alpha,
+        ),
+        ("label_gain", &params.label_gain, &was.label_gain),
+    ] {
+        if !same_bits(given, model) {
+            return Err(differ(name, format!("{given:?}"), format!("{model:?}")));
+        }
     }
     if params.ndcg_exp_gain != was.ndcg_exp_gain {
         return Err(differ(
