@@ -64,7 +64,6 @@ fitted and their scores come from an earlier `--json` file given as `--peers`.
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import os
 import sys
@@ -288,14 +287,12 @@ def behind(higher: bool, ours: float, peers: list[float]) -> float:
 
 def ranking_splits(table: Table, wheel: Path, n_splits: int) -> list[tuple[Any, ...]]:
     """(X, y, qid, X_test, y_test, qid_test) of each split: the bundled lambdarank set cut
-    into folds of whole queries where bench/ranking_suite.py's loader does that (its
-    `lambdarank(folds)`), else its fixed train/test; movielens' fixed time split."""
+    into `n_splits` folds of whole queries (bench/ranking_suite.py's loader, one shuffle);
+    movielens' fixed time split."""
     if table.name == "movielens":
         got: Any = movielens(wheel)
-    elif inspect.signature(lambdarank).parameters:
-        got = lambdarank(n_splits)  # type: ignore[call-arg,unused-ignore]
     else:
-        got = lambdarank()  # type: ignore[call-arg]
+        got = lambdarank(n_splits, 1)
     return [got] if isinstance(got, tuple) else list(got)
 
 
