@@ -106,6 +106,10 @@ fn one_to_four_in_process_workers_save_identical_models_with_every_codec_overlap
                 max_depth: 5,
                 subsample,
                 seed: 3,
+                // the 5 colours searched as many levels are: the nodes' squared gradients,
+                // which measure their noise, are summed over workers with their counts
+                max_cat_to_onehot: 1,
+                max_cat_threshold: 2,
                 ..Default::default()
             };
             let reference = Booster::train(&base, &d, &[("train", &d)])

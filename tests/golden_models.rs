@@ -41,9 +41,13 @@ const PIN_HESSIAN: (&str, &str) = ("multiclass_hessian", "xgboost");
 const PIN_POISSON: (&str, &str) = ("poisson_leaf_bound", "0.7");
 /// Numeric bins then: one for each distinct value while they fit, as XGBoost bins.
 const PIN_DATA_IN_BIN: (&str, &str) = ("min_data_in_bin", "1");
+/// The noise of categorical levels fitted from the levels alone, the only estimate then
+/// (with `cat_smooth` 0 nothing is estimated; pinned so that the file has no `cat_noise`).
+const PIN_NOISE: (&str, &str) = ("cat_noise", "fitted");
 /// The pins alone.
 const PINNED: &[(&str, &str)] = &[
     PIN_THRESHOLD,
+    PIN_NOISE,
     PIN_SMOOTH,
     PIN_CAT_BIN,
     PIN_CAT_COUNT,
@@ -62,6 +66,7 @@ const CASES: &[Case] = &[
         "diabetes",
         &[
             PIN_THRESHOLD,
+            PIN_NOISE,
             PIN_SMOOTH,
             PIN_CAT_BIN,
             PIN_CAT_COUNT,
@@ -84,6 +89,7 @@ const CASES: &[Case] = &[
         "penguins",
         &[
             PIN_THRESHOLD,
+            PIN_NOISE,
             PIN_SMOOTH,
             PIN_CAT_BIN,
             PIN_CAT_COUNT,
@@ -101,6 +107,7 @@ const CASES: &[Case] = &[
         "chile",
         &[
             PIN_THRESHOLD,
+            PIN_NOISE,
             PIN_SMOOTH,
             PIN_CAT_BIN,
             PIN_CAT_COUNT,
@@ -118,6 +125,7 @@ const CASES: &[Case] = &[
         "txhousing",
         &[
             PIN_THRESHOLD,
+            PIN_NOISE,
             PIN_SMOOTH,
             PIN_CAT_BIN,
             PIN_CAT_COUNT,

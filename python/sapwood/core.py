@@ -1621,6 +1621,8 @@ def train(
     - ``max_cat_to_onehot``, ``max_cat_threshold``, ``cat_smooth``, ``cat_l2``,
       ``min_data_per_group``, ``min_category_count``: categorical splits, as LightGBM
       and XGBoost name them.
+    - ``cat_noise``: how a many-level categorical node estimates the noise in its levels'
+      means, ``"measured"`` from its rows (default) or ``"fitted"`` from the levels alone.
     - ``min_data_in_bin``: rows a numeric bin must hold, default 3 (LightGBM's).
     - ``heavy_value_bins``: with more distinct values than bins, a value that alone weighs
       a mean bin is bounded by thresholds on both sides (LightGBM's binning), default true.

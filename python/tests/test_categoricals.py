@@ -1,16 +1,17 @@
-"""High-cardinality categorical columns (issue 17): with default parameters (levels shrunk
-toward the node's mean by a prior each node estimates from its levels, at most cat_smooth
-100 hessian units; at most max_cat_threshold 20 levels sent left; every level seen in a bin
-of its own), a column handled natively is never worse on held-out data than the better of
-its integer codes and dropping it, beyond fold-to-fold noise; the prior keeps noise levels
-from overfitting; models stay byte-identical across workers.
+"""High-cardinality categorical columns: with default parameters (levels shrunk toward the
+node's mean by a prior each node estimates from its levels and the noise it measures in its
+rows, at most cat_smooth 100 hessian units; max_cat_threshold 32 levels scanned from either
+end, more where the levels differ far beyond the noise; every level seen in a bin of its
+own), a column handled natively is never worse on held-out data than the better of its
+integer codes and dropping it, beyond fold-to-fold noise; the prior keeps noise levels from
+overfitting; models stay byte-identical across workers.
 
 The comparison is bench/categoricals.py's (5 seeded folds of each bundled dataset of
-datasets/make_categoricals.py, Sapwood defaults, 100 rounds). With the per-node prior the
-mean margins (native minus the better other way) were -0.0007 AUC on flights' tailnum
-(fold-to-fold sd 0.0018), -0.0013 on its dest (0.0017), +0.0257 on seattlepets'
-animal_name, +0.0099 / +0.0262 RMSE on movielens' title and userId, and -0.0041 RMSE on
-loans' emp_title (sd 0.0056, 0.1 % of 4.20); the unshrunk search (cat_smooth 0) loses
+datasets/make_categoricals.py, Sapwood defaults, 100 rounds). With the measured noise the
+mean margins (native minus the better other way) were -0.0010 AUC on flights' tailnum
+(fold-to-fold sd 0.0022), -0.0018 on its dest (0.0036), +0.0409 on seattlepets'
+animal_name, +0.0107 / +0.0268 RMSE on movielens' title and userId, and -0.0005 RMSE on
+loans' emp_title (sd 0.0183, 0.01 % of 4.22); the unshrunk search (cat_smooth 0) loses
 0.041 AUC on tailnum.
 """
 
@@ -81,3 +82,47 @@ def test_one_and_three_workers_save_the_same_model() -> None:
     assert text == three.to_json()
     # the new default really does split on the 3,600-level column
     assert '"tailnum"' in text and '"cat_smooth":100.0' in text.replace(" ", "")
+
+
+def _id_like(seed: int) -> tuple[Any, Any, Any, Any]:
+    """1,500 institutions of five rows each (four to train on, one held out), whose rows
+    agree: each institution's effect has sd 1, a row's noise sd 0.3, beside a numeric
+    column of pure noise. Every level holds the same hessian, as College Scorecard's."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    n_levels, per = 1500, 5
+    effect = rng.normal(0.0, 1.0, n_levels)
+    level = np.repeat(np.arange(n_levels), per)
+    y = effect[level] + rng.normal(0.0, 0.3, level.size)
+    x = pd.DataFrame({
+        "institution": pd.Categorical([f"i{v}" for v in level]),
+        "noise": rng.normal(size=level.size),
+    })
+    held = np.arange(level.size) % per == per - 1
+    return x[~held], y[~held], x[held], y[held]
+
+
+def test_measured_noise_lets_id_like_levels_count() -> None:
+    # the fitted line cannot tell noise from signal where every level holds the same
+    # hessian: it shrinks every institution by the cap (100 hessian units against 4 rows);
+    # the rows measure the noise (0.09 a row against a spread of 1), so the levels count
+    x, y, xt, yt = _id_like(5)
+    scores, texts = {}, {}
+    for noise in ("measured", "fitted"):
+        model = sapwood.SapwoodRegressor(n_estimators=100, cat_noise=noise).fit(x, y)
+        scores[noise] = float(((model.predict(xt) - yt) ** 2).mean() ** 0.5)
+        texts[noise] = model.get_booster().to_json()
+    assert scores["measured"] < 0.8 * scores["fitted"], scores
+    # the default measures, and says so in the model; a model that fitted reads as models
+    # saved before the choice did (no key), and loads and predicts the same
+    default = sapwood.SapwoodRegressor(n_estimators=100).fit(x, y).get_booster().to_json()
+    assert default == texts["measured"]
+    assert '"cat_noise":"measured"' in texts["measured"].replace(" ", "")
+    assert "cat_noise" not in texts["fitted"]
+    again = sapwood.Booster.from_json(texts["fitted"])
+    assert again.to_json() == texts["fitted"]
+    assert (again.predict(xt) == sapwood.Booster.from_json(texts["fitted"]).predict(xt)).all()
+    with pytest.raises(sapwood.ParameterError, match="cat_noise"):
+        sapwood.SapwoodRegressor(n_estimators=2, cat_noise="guessed").fit(x, y)

@@ -127,6 +127,38 @@ pub fn quantise_by(v: f32, factor: f64) -> i64 {
     crate::detmath::round_ties_even(v as f64 * factor) as i64
 }
 
+/// Largest |r| of a row in a node's sum of squares ([`square_shift`]): r² fits 30 bits.
+const SQUARE_ROOT_BITS: u32 = 15;
+
+/// The shift that gradients of `scale` are rounded with before they are squared and summed
+/// over a node's rows ([`square_term`]): every row's |r| ≤ 2^15 and the sum over
+/// `n_total` rows stays below 2^62, whatever rows a node holds. `None` where every
+/// gradient is zero. The squares measure the noise within a node's categorical levels;
+/// 15 bits keep that measure within 2^-14 of the exact one for the largest rows and
+/// cost each row an integer product, the same on every backend.
+pub fn square_shift(scale: &Scale, n_total: u64) -> Option<i32> {
+    if scale.max_value == 0 {
+        return None;
+    }
+    // |g · 2^shift| < 2^bits for every row (a low-bit value is the exact one >> drop, + 1)
+    let bits =
+        (u64::BITS - scale.max_value.leading_zeros()) as i32 + scale.drop.unwrap_or(0) as i32;
+    // over 2^32 rows the squares lose two bits for every bit the count gains
+    let count_bits = (u64::BITS - n_total.leading_zeros()) as i32;
+    let spare = (count_bits - 32).max(0);
+    Some(scale.shift - bits + SQUARE_ROOT_BITS as i32 - (spare + 1) / 2)
+}
+
+/// A row's term in its node's sum of squares: r² with r = round_ties_even(g · 2^shift)
+/// (`factor` = 2^shift from [`square_shift`]).
+#[inline]
+pub fn square_term(g: f32, factor: f64) -> i64 {
+    // a non-finite gradient (refused before training) must not overflow the product
+    let bound = 1i64 << SQUARE_ROOT_BITS;
+    let r = quantise_by(g, factor).clamp(-bound, bound);
+    r * r
+}
+
 /// [`quantise_by`] of every row's gradient and hessian (`factors`: 2^shift of each), four
 /// rows at a time in 512-bit lanes where the CPU has AVX-512 DQ.
 pub fn quantise_pairs(grad: &[[f32; 2]], factors: [f64; 2], out: &mut [[i64; 2]]) {
@@ -199,6 +231,25 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
+        #[test]
+        fn square_sums_cannot_overflow_and_keep_their_precision(
+            max_abs in 1e-30f32..1e30,
+            n in 1u64..1u64 << 40,
+            bits in prop::option::of(2u8..=16),
+        ) {
+            let q = bits.map_or(Quantisation::Exact, Quantisation::Bits);
+            let s = Scale::agree(max_abs, n, q);
+            let shift = square_shift(&s, n).unwrap();
+            let largest = square_term(max_abs, pow2(shift));
+            prop_assert!(largest <= 1 << 30);
+            prop_assert!((largest as i128) * (n as i128) < 1i128 << 62);
+            // precise: the largest row keeps at least 13 of its 15 bits below 2^32 rows
+            if n < 1 << 32 {
+                prop_assert!(largest >= 1 << 26, "{largest}");
+            }
+            prop_assert_eq!(square_term(-max_abs, pow2(shift)), largest);
+        }
+
         #[test]
         fn exact_sums_cannot_overflow(max_abs in 1e-30f32..1e30, n in 1u64..1u64 << 40) {
             let s = Scale::agree(max_abs, n, Quantisation::Exact);

@@ -30,6 +30,9 @@ impl TreeBackend for Alone {
     fn exact_sums(&mut self, nodes: &[NodeId]) -> Result<Vec<HistBin>> {
         self.0.exact_sums(nodes)
     }
+    fn square_sums(&mut self, nodes: &[NodeId], shift: i32) -> Result<Vec<i64>> {
+        self.0.square_sums(nodes, shift)
+    }
 }
 
 impl HistBackend for Alone {

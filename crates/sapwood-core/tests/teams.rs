@@ -43,6 +43,9 @@ impl TreeBackend for Wrapped {
     fn exact_sums(&mut self, nodes: &[NodeId]) -> Result<Vec<HistBin>> {
         self.inner.exact_sums(nodes)
     }
+    fn square_sums(&mut self, nodes: &[NodeId], shift: i32) -> Result<Vec<i64>> {
+        self.inner.square_sums(nodes, shift)
+    }
 }
 
 impl HistBackend for Wrapped {

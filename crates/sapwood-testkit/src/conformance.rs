@@ -19,8 +19,8 @@ use sapwood_core::data::{BinnedMatrix, FeatureCuts};
 use sapwood_core::hash::{HashKey, SampleRate, Stream};
 use sapwood_core::hist::HistBin;
 use sapwood_core::objective::{Objective, ObjectiveKind, ObjectiveParams};
-use sapwood_core::params::{Checked, GrowPolicy, Params, Quantisation};
-use sapwood_core::quantise::{quantise_exact, GroupScales, Scale};
+use sapwood_core::params::{CatNoise, Checked, GrowPolicy, Params, Quantisation};
+use sapwood_core::quantise::{quantise_exact, square_shift, GroupScales, Scale};
 use sapwood_core::split::{BinSet, SplitRule};
 use sapwood_core::train::{self, Quiet, Shard};
 use sapwood_core::tree::{NodeId, Tree};
@@ -31,7 +31,7 @@ use crate::data::{
     with_row_ids, ROWS_PER_ID,
 };
 use crate::rng::Rng;
-use crate::train::{assert_cpu_model, first_difference, train_json, Job};
+use crate::train::{assert_cpu_model, first_difference, train_json, train_model, Job};
 use crate::trees::{odd_values, random_splits, random_tree, tree_of};
 
 /// A backend for `spec` from `factory`.
@@ -120,6 +120,14 @@ impl<B: HistBackend + ?Sized> Pair<B> {
         let a = self.cpu.exact_sums(nodes).expect("cpu exact_sums");
         let b = self.dev.exact_sums(nodes).expect("exact_sums");
         assert_eq!(a, b, "{what}: exact sums");
+        a
+    }
+
+    /// Sums of squares of `nodes` on both; asserts they are equal.
+    pub fn square_sums(&mut self, nodes: &[NodeId], shift: i32, what: &str) -> Vec<i64> {
+        let a = self.cpu.square_sums(nodes, shift).expect("cpu square_sums");
+        let b = self.dev.square_sums(nodes, shift).expect("square_sums");
+        assert_eq!(a, b, "{what}: sums of squares");
         a
     }
 
@@ -1097,6 +1105,11 @@ fn grow_shard_against_the_cpu(
         }
         p.histograms(&open, total, &format!("{what}: leaves"));
         p.exact_sums(&all, &what);
+        let shift = square_shift(&setup.scales.grad, n as u64).expect("some gradient");
+        let squares = p.square_sums(&all, shift, &what);
+        // the root's is its children's, and the rows' gradients are not all zero
+        assert_eq!(squares[0], squares[1] + squares[2], "{what}");
+        assert!(squares[0] > 0, "{what}");
         // the leaves alone (disjoint): a low-bit refit's sums, which the CPU then reuses
         // to add each row's leaf value
         p.exact_sums(&open, &what);
@@ -1190,6 +1203,9 @@ impl TreeBackend for Keeping {
     }
     fn exact_sums(&mut self, nodes: &[NodeId]) -> Result<Vec<HistBin>> {
         self.inner.exact_sums(nodes)
+    }
+    fn square_sums(&mut self, nodes: &[NodeId], shift: i32) -> Result<Vec<i64>> {
+        self.inner.square_sums(nodes, shift)
     }
 }
 
@@ -1353,7 +1369,10 @@ pub fn models_are_byte_identical_with_tiles_global_fallback_and_chunks(
     }
 }
 
-/// Saved models are the CPU's bytes with row and column sampling and weights.
+/// Saved models are the CPU's bytes with row and column sampling and weights, the
+/// categorical feature's 6 levels searched as many levels are (more than
+/// `max_cat_threshold`): the nodes measure their noise from their rows' squared gradients,
+/// which every backend sums for them.
 pub fn models_are_byte_identical_with_sampling_and_weights(factory: &dyn BackendFactory) {
     for objective in [ObjectiveKind::SquaredError, ObjectiveKind::Softprob] {
         for quantisation in [Quantisation::Exact, Quantisation::Bits(8)] {
@@ -1364,10 +1383,28 @@ pub fn models_are_byte_identical_with_sampling_and_weights(factory: &dyn Backend
                 subsample: 0.7,
                 colsample_bytree: 0.67,
                 seed: 11,
+                max_cat_to_onehot: 1,
+                max_cat_threshold: 2,
                 ..Default::default()
             };
             let job = Job::rows(2500).weighted();
             assert_cpu_model(&params, factory, job, "sampling and weights");
+            if objective == ObjectiveKind::SquaredError && quantisation == Quantisation::Exact {
+                // the measured noise took part: the fitted estimate grows other trees
+                let fitted = Params {
+                    cat_noise: CatNoise::Fitted,
+                    ..params.clone()
+                };
+                let trees = |p: &Params| {
+                    let m = train_model(p, &CpuFactory, job);
+                    format!("{:?}", m.trees)
+                };
+                assert_ne!(
+                    trees(&params),
+                    trees(&fitted),
+                    "the measured noise changed nothing"
+                );
+            }
         }
     }
 }

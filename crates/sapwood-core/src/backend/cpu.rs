@@ -282,6 +282,9 @@ struct TreeState {
     roots_ahead: Vec<(TreeSetup, Vec<HistBin>)>,
     /// the setup of the tree started last
     started: Option<TreeSetup>,
+    /// every row's term of a node's sum of squares in the current tree, with its shift
+    /// (made at the tree's first `square_sums`)
+    squares: Option<(i32, Vec<u32>)>,
 }
 
 /// The CPU backend: a shard of binned rows with labels, weights, margins and gradients.
@@ -488,6 +491,7 @@ impl TreeState {
             round: Vec::new(),
             roots_ahead: Vec::new(),
             started: None,
+            squares: None,
         }
     }
 
@@ -646,6 +650,7 @@ impl TreeState {
         self.spans_current = true;
         self.owned = None;
         self.started = Some(*s);
+        self.squares = None;
         Ok(self.rows.len() as u64)
     }
 
@@ -823,6 +828,26 @@ impl TreeState {
             moved[i] = [l as u32, spans[i].len - l as u32];
         }
         self.spans.record(splits, &spans, &moved)
+    }
+
+    fn square_sums(&mut self, inp: &Inputs, nodes: &[NodeId], shift: i32) -> Result<Vec<i64>> {
+        if self.squares.as_ref().is_none_or(|(s, _)| *s != shift) {
+            let group = self.started.map_or(0, |s| s.group);
+            // the groups' copy is current: the gradients have not changed since the tree
+            // started
+            let grad = inp.gradients(group);
+            let terms = shard::square_terms(grad.len(), |r| grad[r][0], pow2(shift));
+            self.squares = Some((shift, terms));
+        }
+        let terms = self.squares.as_ref().map_or(&[][..], |(_, t)| t);
+        let rows = nodes
+            .iter()
+            .map(|&n| Ok(&self.rows[self.spans.get(n)?.range()]))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(rows
+            .into_par_iter()
+            .map(|rows| shard::square_sum(rows, terms))
+            .collect())
     }
 
     fn exact_sums(&mut self, inp: &Inputs, nodes: &[NodeId]) -> Result<Vec<HistBin>> {
@@ -1699,6 +1724,11 @@ impl TreeBackend for CpuBackend {
         self.inputs.group_gradients();
         self.tree.exact_sums(&self.inputs, nodes)
     }
+
+    fn square_sums(&mut self, nodes: &[NodeId], shift: i32) -> Result<Vec<i64>> {
+        self.inputs.group_gradients();
+        self.tree.square_sums(&self.inputs, nodes, shift)
+    }
 }
 
 /// The tree a team grows: the shard's inputs, shared with the other teams, and the team's
@@ -1739,6 +1769,10 @@ impl TreeBackend for TeamTree<'_> {
 
     fn exact_sums(&mut self, nodes: &[NodeId]) -> Result<Vec<HistBin>> {
         self.tree.exact_sums(self.inputs, nodes)
+    }
+
+    fn square_sums(&mut self, nodes: &[NodeId], shift: i32) -> Result<Vec<i64>> {
+        self.tree.square_sums(self.inputs, nodes, shift)
     }
 }
 

@@ -146,6 +146,11 @@ pub trait TreeBackend: Send {
 
     /// Exact fixed-point (Σg, Σh) of each node's rows, for refitting leaves in low-bit mode.
     fn exact_sums(&mut self, nodes: &[NodeId]) -> Result<Vec<HistBin>>;
+
+    /// Σ [`crate::quantise::square_term`]`(g, 2^shift)` over each node's rows, g the row's
+    /// gradient of the tree's group: what the noise within a node's categorical levels is
+    /// measured with (integers, so summed over workers exactly).
+    fn square_sums(&mut self, nodes: &[NodeId], shift: i32) -> Result<Vec<i64>>;
 }
 
 /// A device holding one shard of the binned rows, its gradients and its row partition.

@@ -197,6 +197,9 @@ pub struct NodeInfo {
     pub bounds: [f64; 2],
     /// The node's weight (before shrinkage).
     pub weight: f64,
+    /// Σ of its rows' squared gradients ([`crate::quantise::square_term`]), where
+    /// categorical nodes measure their noise; 0 elsewhere.
+    pub square_sum: i64,
     /// Features split on from the root to here, ascending.
     used: Vec<usize>,
     /// Extents along the features split on (intermediate method only), by feature.
@@ -212,6 +215,7 @@ impl NodeInfo {
             sums,
             bounds: [f64::NEG_INFINITY, f64::INFINITY],
             weight,
+            square_sum: 0,
             used: Vec::new(),
             extents: Vec::new(),
         }
@@ -345,6 +349,7 @@ impl<'r> TreeState<'r> {
                 sums,
                 bounds,
                 weight,
+                square_sum: 0,
                 used: used.clone(),
                 extents,
             });

@@ -17,13 +17,14 @@ use rayon::prelude::*;
 
 use crate::backend::{NodeSplit, TreeBackend, TreeSetup};
 use crate::collective::Collective;
-use crate::data::cuts::Cuts;
+use crate::data::cuts::{Cuts, FeatureCuts};
 use crate::error::Result;
 use crate::hist::{node_sums, HistBin};
 use crate::occupancy;
 use crate::params::GrowPolicy;
 use crate::split::{
-    best_split_with, bounded, leaf_weight, NodeRules, NodeView, SplitCandidate, SplitParams, Units,
+    best_split_with, bounded, leaf_weight, within_variance, CatNoise, LevelNoise, NodeRules,
+    NodeView, SplitCandidate, SplitParams, Units,
 };
 use crate::tree::{Node, NodeId, Split, Tree};
 
@@ -69,6 +70,14 @@ struct Learner<'t> {
     nodes: Vec<Node>,
     /// what the rules track of each node, by id
     state: TreeState<'t>,
+    /// the shift of the rows' squared gradients, where categorical nodes measure their
+    /// noise ([`measures_noise`])
+    square_shift: Option<i32>,
+    /// each feature's noise measured at the root (NaN where not measured)
+    root_noise: Vec<f64>,
+    /// this worker's part of each node's sum of squares, by id (0 where not measured): a
+    /// child's is its parent's less its sibling's, so only the smaller is summed
+    local_squares: Vec<i64>,
 }
 
 impl Learner<'_> {
@@ -96,6 +105,49 @@ impl Learner<'_> {
         node.cover = h;
     }
 
+    /// This worker's sums of squares of the children of `splits` that are `measured`,
+    /// (left, right) of each, recorded in `local_squares`: the child with fewer of this
+    /// worker's rows (`local` counts) is summed, its sibling is the parent's less it. Each
+    /// worker may sum another side; the sums over workers are the same integers.
+    fn local_child_squares(
+        &mut self,
+        splits: &[NodeSplit],
+        local: &[[u64; 2]],
+        measured: &[bool],
+        shift: i32,
+    ) -> Result<Vec<i64>> {
+        let chosen: Vec<(&NodeSplit, bool)> = splits
+            .iter()
+            .zip(local)
+            .zip(measured)
+            .filter(|(_, &m)| m)
+            .map(|((s, c), _)| (s, c[0] <= c[1]))
+            .collect();
+        let small: Vec<NodeId> = chosen
+            .iter()
+            .map(|&(s, left)| if left { s.left } else { s.right })
+            .collect();
+        let sums = self.backend.square_sums(&small, shift)?;
+        self.local_squares.resize(self.nodes.len(), 0);
+        let mut out = Vec::with_capacity(2 * sums.len());
+        for (&(s, left), small) in chosen.iter().zip(sums) {
+            let other = self.local_squares[s.node.index()] - small;
+            let (l, r) = if left { (small, other) } else { (other, small) };
+            self.local_squares[s.left.index()] = l;
+            self.local_squares[s.right.index()] = r;
+            out.extend([l, r]);
+        }
+        Ok(out)
+    }
+
+    /// Bound on a reduced row count, or a sum of squares where they travel beside them.
+    fn count_bound(&self) -> u64 {
+        match self.square_shift {
+            Some(_) => self.cfg.n_total.saturating_mul(1 << 30),
+            None => self.cfg.n_total,
+        }
+    }
+
     fn is_leaf(&self, q: usize) -> bool {
         self.nodes[q].split.is_none()
     }
@@ -118,6 +170,10 @@ impl Learner<'_> {
                         sums: n.sums,
                         count: n.count,
                         occupied: store.occupied(id),
+                        noise: self.square_shift.map(|shift| LevelNoise {
+                            square_sum: square_sum_real(n.square_sum, shift),
+                            root: &self.root_noise,
+                        }),
                     };
                     let rules = NodeRules {
                         bounds: monotone.then_some(n.bounds),
@@ -198,13 +254,32 @@ impl Learner<'_> {
         self.backend.build_histograms(&[NodeId::ROOT], hist)?;
         self.sync.sum_whole(hist, self.bound)?;
         let sums = node_sums(hist, self.cfg.cuts.offsets());
-        let mut count = [root_local as i64];
-        self.sync.sum(&mut count, self.cfg.n_total)?;
+        let mut count = vec![root_local as i64];
+        if let Some(shift) = self.square_shift {
+            self.local_squares = self.backend.square_sums(&[NodeId::ROOT], shift)?;
+            count.extend(&self.local_squares);
+        }
+        self.sync.sum(&mut count, self.count_bound())?;
         let id = self.new_node();
         let (w, h) = self.weight(sums);
-        self.state
-            .info
-            .push(NodeInfo::root(count[0] as u64, sums, w));
+        let mut info = NodeInfo::root(count[0] as u64, sums, w);
+        if let Some(shift) = self.square_shift {
+            info.square_sum = count[1];
+            let offsets = self.cfg.cuts.offsets();
+            let square_sum = square_sum_real(info.square_sum, shift);
+            self.root_noise = (0..self.cfg.cuts.n_features())
+                .map(|f| {
+                    let h = &hist[offsets[f] as usize..offsets[f + 1] as usize];
+                    let categorical =
+                        matches!(self.cfg.cuts.feature(f), FeatureCuts::Categorical { .. });
+                    categorical
+                        .then(|| within_variance(h, sums, info.count, square_sum, self.units))
+                        .flatten()
+                        .unwrap_or(f64::NAN)
+                })
+                .collect();
+        }
+        self.state.info.push(info);
         self.set_value(id, w, h);
         self.store.insert_copy(id, hist);
         self.store.return_batch(batch);
@@ -298,11 +373,28 @@ impl Learner<'_> {
             .iter()
             .flat_map(|c| [c[0] as i64, c[1] as i64])
             .collect();
-        self.sync.sum(&mut counts, self.cfg.n_total)?;
+        // the squares of children that may split travel with the counts (one exchange);
+        // children at max_depth are never evaluated
+        let max_depth = self.cfg.max_depth;
+        let measured: Vec<bool> = batch
+            .iter()
+            .map(|e| self.square_shift.is_some() && (max_depth == 0 || e.depth + 1 < max_depth))
+            .collect();
+        if let Some(shift) = self.square_shift {
+            counts.extend(self.local_child_squares(&splits, &local, &measured, shift)?);
+        }
+        self.sync.sum(&mut counts, self.count_bound())?;
+        let mut measured_squares = counts.split_off(2 * splits.len()).into_iter();
+        let squares: Vec<i64> = measured
+            .iter()
+            .flat_map(|&m| match m {
+                true => [measured_squares.next(), measured_squares.next()].map(|s| s.unwrap_or(0)),
+                false => [0, 0],
+            })
+            .collect();
         // children that can never split (at max_depth, or with fewer than two rows) need no
         // histogram: the depth and the global counts are the same on every worker, so all
         // skip alike, and the model does not change
-        let max_depth = self.cfg.max_depth;
         let needed: Vec<bool> = batch
             .iter()
             .zip(counts.chunks_exact(2))
@@ -334,8 +426,10 @@ impl Learner<'_> {
         let depth = batch.first().map_or(0, |e| e.depth);
         for (i, parent) in batch.into_iter().enumerate() {
             let s = &splits[i];
-            for (id, count) in [(s.left, counts[2 * i]), (s.right, counts[2 * i + 1])] {
-                self.state.info[id.index()].count = count as u64;
+            for (j, id) in [(2 * i, s.left), (2 * i + 1, s.right)] {
+                let info = &mut self.state.info[id.index()];
+                info.count = counts[j] as u64;
+                info.square_sum = squares.get(j).copied().unwrap_or(0);
             }
             if !needed[i] {
                 // both children stay leaves
@@ -514,6 +608,27 @@ fn overlap_chunks(nodes: usize, width: usize, overlap: bool) -> Vec<std::ops::Ra
     (0..k).map(|i| nodes * i / k..nodes * (i + 1) / k).collect()
 }
 
+/// Whether the tree's categorical nodes measure their noise: [`CatNoise::Measured`], with a
+/// prior to shrink by, and a categorical feature with more levels than a node searches
+/// unshrunk (the rows' squares cost a pass over a level's rows otherwise spent for
+/// nothing).
+fn measures_noise(cfg: &GrowerConfig<'_>) -> bool {
+    let p = &cfg.split;
+    let offsets = cfg.cuts.offsets();
+    p.cat_noise == CatNoise::Measured
+        && p.cat_smooth > 0.0
+        && (0..cfg.cuts.n_features()).any(|f| {
+            let levels = (offsets[f + 1] - offsets[f]) as usize - 1;
+            matches!(cfg.cuts.feature(f), FeatureCuts::Categorical { .. })
+                && levels > p.max_cat_threshold.max(p.max_cat_to_onehot)
+        })
+}
+
+/// A node's Σr² ([`crate::quantise::square_term`] at `shift`) as Σg² in real units.
+fn square_sum_real(square_sum: i64, shift: i32) -> f64 {
+    square_sum as f64 * crate::detmath::pow2(-2 * shift)
+}
+
 /// Grows one tree for `setup.group` over the features in `features`; `store` lends its
 /// histogram buffers (keep one per worker across trees).
 pub fn grow_tree(
@@ -539,6 +654,11 @@ pub fn grow_tree(
         row_max: setup.scales.grad.max_value.max(setup.scales.hess.max_value),
         nodes: Vec::new(),
         state: TreeState::new(&cfg.rules, features, setup.seed, setup.tree_index),
+        square_shift: measures_noise(cfg)
+            .then(|| crate::quantise::square_shift(&setup.scales.grad, cfg.n_total))
+            .flatten(),
+        root_noise: Vec::new(),
+        local_squares: Vec::new(),
     };
     let mut driver = Driver::new(cfg.policy, cfg.max_leaves);
     driver.push(l.root(root_local)?);

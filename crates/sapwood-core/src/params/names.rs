@@ -56,6 +56,7 @@ pub const PARAM_NAMES: &[(&str, &[&str])] = &[
     ("max_cat_threshold", &[]),
     ("cat_smooth", &[]),
     ("cat_l2", &[]),
+    ("cat_noise", &[]),
     ("min_data_per_group", &[]),
     ("min_data_in_bin", &[]),
     ("heavy_value_bins", &[]),

@@ -322,7 +322,7 @@ pub const PARAM_DOCS: &[ParamDoc] = &[
     ),
     param(
         "max_cat_threshold",
-        "20",
+        "32",
         "integer",
         ">= 1",
         "categorical features",
@@ -346,6 +346,20 @@ pub const PARAM_DOCS: &[ParamDoc] = &[
         ">= 0",
         "categorical features",
         "Extra L2 regularisation of many-level categorical splits.",
+    ),
+    param(
+        "cat_noise",
+        "measured",
+        "text",
+        "measured, fitted",
+        "categorical features",
+        "How a node with more than max_cat_threshold levels estimates the noise in its \
+         levels' means, which sets how far they shrink toward the node's: measured from its \
+         rows' squared gradients, or fitted from the levels alone, which cannot tell noise \
+         from signal where every level holds about the same rows (ID-like columns). Where \
+         measured levels differ far beyond the noise, a node scans up to cat_smooth / prior \
+         times max_cat_threshold levels from either end (at most 256). Models saved before \
+         it read as fitted.",
     ),
     param(
         "min_data_per_group",

@@ -1,6 +1,6 @@
 //! The best split of one node from its integer histogram.
 
-use super::gain::{leaf_gain, leaf_gain_at, leaf_weight, SplitParams, MIN_SPLIT_GAIN};
+use super::gain::{leaf_gain, leaf_gain_at, leaf_weight, CatNoise, SplitParams, MIN_SPLIT_GAIN};
 use super::screen::{self, Screen};
 use super::{pick, BinSet, SplitCandidate, SplitRule};
 use crate::data::cuts::{Cuts, FeatureCuts};
@@ -30,6 +30,19 @@ pub struct NodeView<'a> {
     /// ([`crate::occupancy`]): the scans then pass over the others unread. `None`: read
     /// every bin.
     pub occupied: Option<&'a [u64]>,
+    /// What the node measured of the noise within its categorical levels
+    /// ([`CatNoise::Measured`]); `None`: the fitted estimate.
+    pub noise: Option<LevelNoise<'a>>,
+}
+
+/// What a node measured of the noise within its categorical levels.
+#[derive(Debug, Clone, Copy)]
+pub struct LevelNoise<'a> {
+    /// Σg² over the node's rows, in real units.
+    pub square_sum: f64,
+    /// Each feature's noise per hessian unit measured at the root ([`within_variance`];
+    /// NaN where not measured): a node's own is at least [`ROOT_NOISE_FLOOR`] of it.
+    pub root: &'a [f64],
 }
 
 /// What constrains one node's split besides the parameters: monotone bounds and
@@ -59,6 +72,9 @@ struct Ctx<'a> {
     parent_gain: f64,
     /// rows per hessian unit, for LightGBM-style row-count estimates
     count_factor: f64,
+    /// global rows
+    count: u64,
+    noise: Option<LevelNoise<'a>>,
 }
 
 impl Ctx<'_> {
@@ -409,6 +425,103 @@ fn node_prior(h: &[HistBin], ctx: &Ctx<'_>, mean: f64) -> f64 {
     }
 }
 
+/// A node's noise may not fall below this fraction of the root's: a deep node of few
+/// levels measures its noise from few rows, and a half took flights' tail numbers 0.043
+/// AUC behind dropping them (bench/categoricals.py), where a quarter stays within fold
+/// noise.
+pub const ROOT_NOISE_FLOOR: f64 = 0.25;
+
+/// Most levels a measured node scans from either end ([`scanned_levels`]).
+const MAX_SCANNED_LEVELS: f64 = 256.0;
+
+/// The noise per hessian unit within the levels of one feature of a node (`h` its
+/// histogram, `total` its sums, `count` its rows, `square_sum` its rows' Σg² in real
+/// units): the rows' squared gradients less what the levels' means explain, over the
+/// rows' degrees of freedom, σ² = (Σg²/h̄ − Σ_l G_l²/H_l) / (rows − levels) with h̄ the
+/// node's mean hessian. `None` where the node has no hessian or rows.
+pub fn within_variance(
+    h: &[HistBin],
+    total: [i64; 2],
+    count: u64,
+    square_sum: f64,
+    units: Units,
+) -> Option<f64> {
+    let h_total = total[1] as f64 * units.hess;
+    if count == 0 || h_total <= 0.0 {
+        return None;
+    }
+    let mean_hess = h_total / count as f64;
+    let (mut between, mut levels) = (0.0f64, 0.0f64);
+    for &bin in &h[1..] {
+        let (g, hh) = (bin[0] as f64 * units.grad, bin[1] as f64 * units.hess);
+        if hh > 0.0 {
+            between += g * g / hh;
+            levels += 1.0;
+        }
+    }
+    let v = (square_sum / mean_hess - between) / (count as f64 - levels).max(1.0);
+    v.is_finite().then_some(v.max(0.0))
+}
+
+/// [`node_prior`] with the noise σ² measured ([`within_variance`], at least
+/// [`ROOT_NOISE_FLOOR`] of the root's): only the spread of level effects τ² is fitted,
+/// by least squares of r²/H − σ² on H through the origin. Where the levels hold about the
+/// same hessian the fitted line cannot tell σ² from τ² (its intercept was 35 times the
+/// true within-institution variance of College Scorecard's earnings); the rows can.
+fn measured_prior(
+    feature: usize,
+    h: &[HistBin],
+    ctx: &Ctx<'_>,
+    mean: f64,
+    n: LevelNoise<'_>,
+) -> f64 {
+    let cap = ctx.p.cat_smooth;
+    if cap <= 0.0 {
+        return 0.0;
+    }
+    let Some(own) = within_variance(h, ctx.total, ctx.count, n.square_sum, ctx.units) else {
+        return node_prior(h, ctx, mean);
+    };
+    let root = n.root.get(feature).copied().filter(|r| r.is_finite());
+    let sigma2 = root.map_or(own, |r| own.max(ROOT_NOISE_FLOOR * r));
+    let (mut a, mut b, mut levels) = (0.0f64, 0.0f64, 0usize);
+    for &bin in &h[1..] {
+        let (g, hh) = ctx.real(bin);
+        if hh > 0.0 {
+            let r = g - mean * hh;
+            a += r * r - sigma2 * hh;
+            b += hh * hh;
+            levels += 1;
+        }
+    }
+    if levels < 3 || b <= 0.0 {
+        return cap;
+    }
+    let tau2 = a / b;
+    let floor = cap.min(1.0);
+    if !tau2.is_finite() || tau2 <= 0.0 {
+        cap
+    } else if sigma2 <= 0.0 {
+        floor
+    } else {
+        (PRIOR_FACTOR * sigma2 / tau2).clamp(floor, cap)
+    }
+}
+
+/// Levels a node whose prior is `prior` scans from either end: `max_cat_threshold`, and
+/// where its noise was measured, as many more as `cat_smooth` exceeds the prior (at most
+/// [`MAX_SCANNED_LEVELS`]). A small prior says the levels differ far beyond their noise:
+/// an ID-like column's best partition then sends hundreds of levels one way, and 20 from
+/// either end cut College Scorecard's institutions too coarsely.
+fn scanned_levels(ctx: &Ctx<'_>, prior: f64) -> usize {
+    let base = ctx.p.max_cat_threshold;
+    if ctx.noise.is_none() || prior <= 0.0 {
+        return base;
+    }
+    let wider = (base as f64 * ctx.p.cat_smooth / prior).min(MAX_SCANNED_LEVELS);
+    base.max(wider as usize)
+}
+
 fn categorical(feature: usize, h: &[HistBin], ctx: &Ctx<'_>) -> Option<SplitCandidate> {
     let nb = h.len();
     let levels = nb - 1;
@@ -459,10 +572,12 @@ fn categorical(feature: usize, h: &[HistBin], ctx: &Ctx<'_>) -> Option<SplitCand
     } else {
         0.0
     };
-    let smooth = if occupied > ctx.p.max_cat_threshold {
-        node_prior(h, ctx, mean)
-    } else {
+    let smooth = if occupied <= ctx.p.max_cat_threshold {
         0.0
+    } else if let Some(n) = ctx.noise {
+        measured_prior(feature, h, ctx, mean, n)
+    } else {
+        node_prior(h, ctx, mean)
     };
     let mut dev = vec![0.0f64; nb];
     let mut dev_sum = 0.0;
@@ -496,9 +611,7 @@ fn categorical(feature: usize, h: &[HistBin], ctx: &Ctx<'_>) -> Option<SplitCand
     // either end are scanned: select them, and sort only them (the order is total, so the
     // selected levels are the same on every backend)
     let n_keyed = keyed.len();
-    let take = ctx
-        .p
-        .max_cat_threshold
+    let take = scanned_levels(ctx, smooth)
         .min(n_keyed.div_ceil(2))
         .min(n_keyed.saturating_sub(1))
         .max(1);
@@ -624,6 +737,8 @@ pub fn best_split_with(
         } else {
             0.0
         },
+        count: node.count,
+        noise: node.noise.filter(|_| p.cat_noise == CatNoise::Measured),
     };
     let offsets = cuts.offsets();
     let plain = rules.bounds.is_none()
@@ -724,7 +839,7 @@ mod tests {
             let sums = rows.iter().fold([0, 0], |a, &(_, g, h)| [a[0] + g, a[1] + h]);
             let p = SplitParams { lambda, min_child_weight: mcw, ..SplitParams::from_params(&Params::default()) };
             let units = Units { grad: 0.25, hess: 0.5 };
-            let node = NodeView { hist: &hist, sums, count: rows.len() as u64, occupied: None };
+            let node = NodeView { hist: &hist, sums, count: rows.len() as u64, occupied: None, noise: None };
             let got = best_split(node, &cuts, &[0], units, &p);
             let bins: Vec<u16> = rows.iter().map(|r| r.0).collect();
             let gh: Vec<(i64, i64)> = rows.iter().map(|r| (r.1, r.2)).collect();
@@ -775,7 +890,7 @@ mod tests {
             let p = SplitParams { lambda, min_child_weight: mcw, ..SplitParams::from_params(&Params::default()) };
             let units = Units { grad: 2f64.powi(-40), hess: 2f64.powi(-41) };
             let (g, hh) = (total[0] as f64 * units.grad, total[1] as f64 * units.hess);
-            let ctx = Ctx { p: &p, bounds: None, units, total, parent_gain: leaf_gain(g, hh, &p, p.lambda), count_factor: 0.0 };
+            let ctx = Ctx { p: &p, bounds: None, units, total, parent_gain: leaf_gain(g, hh, &p, p.lambda), count_factor: 0.0, count: 0, noise: None };
             let general = numeric(3, &h, &ctx, 0, None);
             // floors: the smallest a split must beat, any other, and at and around the best
             // gain (a floor equal to the best must not pass it over)
@@ -821,7 +936,7 @@ mod tests {
             let sums = rows.iter().fold([0, 0], |a, &(_, g, h)| [a[0] + g, a[1] + h]);
             let p = SplitParams { min_child_weight: 0.0, ..SplitParams::from_params(&Params::default()) };
             let units = Units { grad: 1.0, hess: 1.0 };
-            let got = best_split(NodeView { hist: &hist, sums, count: rows.len() as u64, occupied: None }, &cuts, &[0], units, &p);
+            let got = best_split(NodeView { hist: &hist, sums, count: rows.len() as u64, occupied: None, noise: None }, &cuts, &[0], units, &p);
             let parent = leaf_gain(sums[0] as f64, sums[1] as f64, &p, p.lambda);
             let mut want: Option<f64> = None;
             for c in 1..4u16 {
@@ -878,9 +993,134 @@ mod tests {
             total,
             parent_gain: 0.0,
             count_factor: 1.0,
+            count: 0,
+            noise: None,
         };
         let (g, hh) = ctx.real(total);
         node_prior(h, &ctx, g / hh)
+    }
+
+    /// `levels` levels of exactly `rows` rows each (an ID-like column), as
+    /// [`levels_histogram`], with the rows' Σg² in real units.
+    fn equal_levels(
+        levels: usize,
+        rows: usize,
+        effect: f64,
+        noise: f64,
+        seed: u64,
+    ) -> (Vec<HistBin>, f64) {
+        let mut lcg = crate::test_rng::lcg(seed);
+        let mut uniform = move || (lcg() >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
+        let scale = 12f64.sqrt();
+        let mut h = vec![[0i64; 2]; levels + 1];
+        let mut squares = 0.0;
+        for bin in h.iter_mut().skip(1) {
+            let e = effect * scale * uniform();
+            for _ in 0..rows {
+                let g = ((e + noise * scale * uniform()) * 1024.0).round();
+                bin[0] += g as i64;
+                bin[1] += 1;
+                squares += (g / 1024.0) * (g / 1024.0);
+            }
+        }
+        (h, squares)
+    }
+
+    /// The measured prior of `h` and the levels it scans from either end, its rows'
+    /// Σg² `squares`, the root's noise `root`.
+    fn measured_of(h: &[HistBin], squares: f64, root: &[f64], p: &SplitParams) -> (f64, usize) {
+        let total = h.iter().fold([0i64; 2], |a, &b| add(a, b));
+        let units = Units {
+            grad: 1.0 / 1024.0,
+            hess: 1.0,
+        };
+        let noise = LevelNoise {
+            square_sum: squares,
+            root,
+        };
+        let ctx = Ctx {
+            p,
+            bounds: None,
+            units,
+            total,
+            parent_gain: 0.0,
+            count_factor: 1.0,
+            count: total[1] as u64,
+            noise: Some(noise),
+        };
+        let (g, hh) = ctx.real(total);
+        let prior = measured_prior(0, h, &ctx, g / hh, noise);
+        (prior, scanned_levels(&ctx, prior))
+    }
+
+    #[test]
+    fn measured_noise_tells_id_like_levels_from_noise() {
+        let p = SplitParams::from_params(&Params::default());
+        assert_eq!(p.cat_noise, CatNoise::Measured);
+        let units = Units {
+            grad: 1.0 / 1024.0,
+            hess: 1.0,
+        };
+        // 2,000 institutions of five years each, far apart, whose years agree: the fitted
+        // line cannot tell (the cap), the rows can (the least prior), and the node scans
+        // 256 levels from either end rather than max_cat_threshold
+        let (signal, signal_squares) = equal_levels(2000, 5, 10.0, 1.0, 1);
+        assert_eq!(prior_of(&signal, &p), p.cat_smooth);
+        let total = signal.iter().fold([0i64; 2], |a, &b| add(a, b));
+        let sigma2 = within_variance(&signal, total, 10_000, signal_squares, units).unwrap();
+        assert!((sigma2 - 1.0).abs() < 0.05, "{sigma2}");
+        assert_eq!(measured_of(&signal, signal_squares, &[], &p), (1.0, 256));
+        // levels that are noise, as many rows each: the cap, and max_cat_threshold a side
+        let (noise, squares) = equal_levels(2000, 5, 0.0, 1.0, 2);
+        assert_eq!(
+            measured_of(&noise, squares, &[], &p),
+            (p.cat_smooth, p.max_cat_threshold)
+        );
+        // effects as large as the noise: σ²/τ² = 1, the prior PRIOR_FACTOR, and
+        // cat_smooth / prior times max_cat_threshold levels a side
+        let (even, squares) = equal_levels(2000, 5, 1.0, 1.0, 3);
+        let (prior, side) = measured_of(&even, squares, &[], &p);
+        assert!((prior / PRIOR_FACTOR - 1.0).abs() < 0.3, "{prior}");
+        let wider = p.max_cat_threshold as f64 * p.cat_smooth / prior;
+        assert_eq!(side, (wider as usize).min(256));
+        // the root's noise floors the node's: a node whose rows show no noise, under a
+        // root with noise 16, is given 4 (a prior of about 3 · 4 / τ², τ² = 1), not none
+        let quiet = equal_levels(2000, 5, 1.0, 0.0, 3).0;
+        let loud = [16.0];
+        let floored = measured_of(&quiet, 0.0, &loud, &p).0;
+        let (unfloored, _) = measured_of(&quiet, 0.0, &[], &p);
+        assert_eq!(unfloored, 1.0);
+        assert!(floored > 3.0 * PRIOR_FACTOR, "{floored}");
+        // the fitted estimate where the parameter says so, whatever the node measured
+        let fitted = SplitParams {
+            cat_noise: CatNoise::Fitted,
+            ..p
+        };
+        let view = NodeView {
+            hist: &signal,
+            sums: total,
+            count: 10_000,
+            occupied: None,
+            noise: Some(LevelNoise {
+                square_sum: signal_squares,
+                root: &[],
+            }),
+        };
+        let cuts = Cuts::new(vec![FeatureCuts::Categorical {
+            levels: (0..2000).map(|l| l.to_string()).collect(),
+            level_bins: (1..=2000).collect(),
+            n_bins: 2001,
+        }]);
+        let with = |p: &SplitParams| best_split(view, &cuts, &[0], units, p);
+        let (a, b) = (with(&p).unwrap(), with(&fitted).unwrap());
+        let sent = |c: &SplitCandidate| match &c.rule {
+            SplitRule::Categorical { left } => (1..=2000u16).filter(|&b| left.contains(b)).count(),
+            _ => unreachable!(),
+        };
+        // the measured search sends more levels than the fitted one may
+        let most = p.max_cat_threshold;
+        assert!(sent(&a).min(2000 - sent(&a)) > most, "{}", sent(&a));
+        assert!(sent(&b).min(2000 - sent(&b)) <= most, "{}", sent(&b));
     }
 
     #[test]
@@ -945,6 +1185,8 @@ mod tests {
             total,
             parent_gain: leaf_gain(g, hh, p, p.lambda),
             count_factor: 1.0,
+            count: 0,
+            noise: None,
         };
         categorical(0, h, &ctx).map(|c| match c.rule {
             SplitRule::Categorical { left } => (
@@ -998,7 +1240,7 @@ mod tests {
             let total = h.iter().fold([0i64; 2], |a, &b| add(a, b));
             let units = Units { grad: 1.0 / 1024.0, hess: 1.0 };
             let (g, hh) = (total[0] as f64 * units.grad, total[1] as f64);
-            let ctx = Ctx { p: &p, bounds: None, units, total, parent_gain: leaf_gain(g, hh, &p, p.lambda), count_factor: 1.0 };
+            let ctx = Ctx { p: &p, bounds: None, units, total, parent_gain: leaf_gain(g, hh, &p, p.lambda), count_factor: 1.0, count: 0, noise: None };
             let got = categorical(0, &h, &ctx);
             let mut order: Vec<usize> = (1..h.len()).filter(|&b| h[b][1] > 0).collect();
             order.sort_by(|&a, &b| {
@@ -1050,6 +1292,7 @@ mod tests {
                 sums: [0, 10],
                 count: 10,
                 occupied: None,
+                noise: None,
             },
             &cuts,
             &[1, 0],

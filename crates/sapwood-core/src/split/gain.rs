@@ -5,6 +5,22 @@ use crate::params::Params;
 /// Splits must reduce the loss by more than this (XGBoost's `kRtEps`).
 pub const MIN_SPLIT_GAIN: f64 = 1e-6;
 
+/// How a node with many categorical levels estimates the noise in its levels' means, which
+/// sets how far their means shrink toward the node's (`cat_noise`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, Default)]
+pub enum CatNoise {
+    /// The intercept of a line through the levels' squared deviations against their
+    /// hessians: models saved before the choice existed read as this. It cannot tell noise
+    /// from signal where every level holds about the same hessian (ID-like columns).
+    #[default]
+    #[serde(rename = "fitted")]
+    Fitted,
+    /// Measured from the node's rows: their squared gradients less what the levels' means
+    /// explain. Nodes whose levels differ far beyond that noise also scan more levels.
+    #[serde(rename = "measured")]
+    Measured,
+}
+
 /// The parameters split finding needs.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SplitParams {
@@ -30,6 +46,8 @@ pub struct SplitParams {
     pub cat_l2: f64,
     /// Minimum estimated rows per group of levels.
     pub min_data_per_group: usize,
+    /// How many-level categorical nodes estimate their noise.
+    pub cat_noise: CatNoise,
 }
 
 impl SplitParams {
@@ -47,6 +65,7 @@ impl SplitParams {
             cat_smooth: p.cat_smooth,
             cat_l2: p.cat_l2,
             min_data_per_group: p.min_data_per_group,
+            cat_noise: p.cat_noise,
         }
     }
 }

@@ -5,8 +5,11 @@ mod gain;
 mod screen;
 
 pub(crate) use evaluate::bounded;
-pub use evaluate::{best_split, best_split_with, NodeRules, NodeView, Units};
-pub use gain::{leaf_gain, leaf_gain_at, leaf_weight, SplitParams, MIN_SPLIT_GAIN};
+pub use evaluate::{
+    best_split, best_split_with, within_variance, LevelNoise, NodeRules, NodeView, Units,
+    ROOT_NOISE_FLOOR,
+};
+pub use gain::{leaf_gain, leaf_gain_at, leaf_weight, CatNoise, SplitParams, MIN_SPLIT_GAIN};
 
 /// A set of bins of one feature (the bins a categorical split sends left).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

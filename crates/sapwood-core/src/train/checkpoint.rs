@@ -521,6 +521,9 @@ pub fn continued_params(
         // and so is the ranking pair's hessian (a model saved before the choice existed
         // reads as XGBoost's, which it was trained with)
         lambdarank_hessian: was.lambdarank_hessian,
+        // and how categorical nodes measure their noise (fitted, in a model saved before
+        // the measure existed)
+        cat_noise: was.cat_noise,
         // so is the Poisson leaf bound (XGBoost's 0.7 in models saved before it was 2)
         poisson_leaf_bound: was.poisson_leaf_bound,
         min_category_count: was.min_category_count,

@@ -93,3 +93,23 @@ pub fn check_gradients(got: usize, expected: usize) -> crate::error::Result<()> 
         })
     }
 }
+
+/// Every row's [`crate::quantise::square_term`] (`g` of a row index, the tree's group) with
+/// `factor` = 2^shift, for [`square_sum`]: at most 2^30, so 4 bytes a row.
+pub fn square_terms(n: usize, g: impl Fn(usize) -> f32 + Sync, factor: f64) -> Vec<u32> {
+    (0..n)
+        .into_par_iter()
+        .with_min_len(ROWS_PER_TASK)
+        .map(|r| crate::quantise::square_term(g(r), factor) as u32)
+        .collect()
+}
+
+/// Σ of `terms` ([`square_terms`]) over `rows`: one node's sum of squares, on the host for
+/// every backend (a device reads its rows and gradients back for it).
+pub fn square_sum(rows: &[u32], terms: &[u32]) -> i64 {
+    let sum = |rows: &[u32]| rows.iter().map(|&r| terms[r as usize] as u64).sum::<u64>();
+    if rows.len() <= ROWS_PER_TASK {
+        return sum(rows) as i64;
+    }
+    rows.par_chunks(ROWS_PER_TASK).map(sum).sum::<u64>() as i64
+}

@@ -9,7 +9,9 @@ pub mod kernels;
 mod spans;
 
 pub use encoded::{check_blocks, group_offsets, message_count, split_messages};
-pub use host::{check_gradients, gradients_into, larger_of, rows_of_groups};
+pub use host::{
+    check_gradients, gradients_into, larger_of, rows_of_groups, square_sum, square_terms,
+};
 pub use spans::{NodeSpans, Span};
 
 use rayon::prelude::*;
