@@ -425,10 +425,12 @@ fn node_prior(h: &[HistBin], ctx: &Ctx<'_>, mean: f64) -> f64 {
     }
 }
 
-/// A node's noise may not fall below this fraction of the root's: a deep node of few
-/// levels measures its noise from few rows, and a half took flights' tail numbers 0.043
-/// AUC behind dropping them (bench/categoricals.py), where a quarter stays within fold
-/// noise.
+/// A node's noise may not fall below this fraction of the root's: a deep node measures its
+/// noise from few rows, and may find almost none. The root's alone for every node cost
+/// `inspections` 5% (bench/categorical_suite.py: other features explain much of a deep
+/// level's scatter), half the root's for every node took flights' tail numbers 0.043 AUC
+/// behind dropping them (bench/categoricals.py); a node's own, floored at a quarter of the
+/// root's, keeps both.
 pub const ROOT_NOISE_FLOOR: f64 = 0.25;
 
 /// Most levels a measured node scans from either end ([`scanned_levels`]).
