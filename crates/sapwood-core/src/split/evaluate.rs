@@ -982,23 +982,28 @@ mod tests {
         h
     }
 
-    fn prior_of(h: &[HistBin], p: &SplitParams) -> f64 {
+    /// The context a node of levels `h` (a row a hessian unit, gradients in units of
+    /// 2^-10) is searched in, with what it measured of its noise.
+    fn levels_ctx<'a>(h: &[HistBin], p: &'a SplitParams, noise: Option<LevelNoise<'a>>) -> Ctx<'a> {
         let total = h.iter().fold([0i64; 2], |a, &b| add(a, b));
-        let units = Units {
-            grad: 1.0 / 1024.0,
-            hess: 1.0,
-        };
-        let ctx = Ctx {
+        Ctx {
             p,
             bounds: None,
-            units,
+            units: Units {
+                grad: 1.0 / 1024.0,
+                hess: 1.0,
+            },
             total,
             parent_gain: 0.0,
             count_factor: 1.0,
-            count: 0,
-            noise: None,
-        };
-        let (g, hh) = ctx.real(total);
+            count: total[1] as u64,
+            noise,
+        }
+    }
+
+    fn prior_of(h: &[HistBin], p: &SplitParams) -> f64 {
+        let ctx = levels_ctx(h, p, None);
+        let (g, hh) = ctx.real(ctx.total);
         node_prior(h, &ctx, g / hh)
     }
 
@@ -1031,26 +1036,12 @@ mod tests {
     /// The measured prior of `h` and the levels it scans from either end, its rows'
     /// Σg² `squares`, the root's noise `root`.
     fn measured_of(h: &[HistBin], squares: f64, root: &[f64], p: &SplitParams) -> (f64, usize) {
-        let total = h.iter().fold([0i64; 2], |a, &b| add(a, b));
-        let units = Units {
-            grad: 1.0 / 1024.0,
-            hess: 1.0,
-        };
         let noise = LevelNoise {
             square_sum: squares,
             root,
         };
-        let ctx = Ctx {
-            p,
-            bounds: None,
-            units,
-            total,
-            parent_gain: 0.0,
-            count_factor: 1.0,
-            count: total[1] as u64,
-            noise: Some(noise),
-        };
-        let (g, hh) = ctx.real(total);
+        let ctx = levels_ctx(h, p, Some(noise));
+        let (g, hh) = ctx.real(ctx.total);
         let prior = measured_prior(0, h, &ctx, g / hh, noise);
         (prior, scanned_levels(&ctx, prior))
     }
