@@ -65,6 +65,24 @@ __device__ __forceinline__ i64 f64_to_i64_rn(double x) {
 #endif
 }
 
+// The core's `quantise_exact`: the product of an f32 and a power of two is exact in f64 (the
+// host clamps the shift as detmath::pow2 does). cvt.rni.s64.f64 saturates, but gives a NaN
+// i64::MIN where Rust gives 0: f64_to_i64_rn guards it.
+__device__ __forceinline__ i64 quantise_exact(float v, double scale) {
+    return f64_to_i64_rn(__dmul_rn((double)v, scale));
+}
+
+// The core's bound on a square term's root: 2^SQUARE_ROOT_BITS.
+#define SQUARE_BOUND 32768ll
+
+// A row's term of its node's sum of squares (the core's `square_term`): r², r the exact
+// fixed point of v (scale 2^shift) clamped to ±2^15, so the term is at most 2^30.
+__device__ __forceinline__ u64 square_term(float v, double scale) {
+    i64 r = quantise_exact(v, scale);
+    r = r < -SQUARE_BOUND ? -SQUARE_BOUND : (r > SQUARE_BOUND ? SQUARE_BOUND : r);
+    return (u64)(r * r);
+}
+
 // trunc(x) as u32, saturating, NaN to 0: Rust's `x as u32` (the PTX gives NaN 0 here too;
 // the guard states it rather than relying on it).
 __device__ __forceinline__ u32 f32_to_u32_rz(float x) {

@@ -5,13 +5,6 @@
 // hash64 as noise (two's complement, wrapping as the core's release build does). gh and exact
 // hold (g, h) i64 pairs per row.
 
-// The core's `quantise_exact`: the product of an f32 and a power of two is exact in f64 (the
-// host clamps the shift as detmath::pow2 does). cvt.rni.s64.f64 saturates, but gives a NaN
-// i64::MIN where Rust gives 0: f64_to_i64_rn guards it.
-__device__ __forceinline__ i64 quantise_exact(float v, double scale) {
-    return f64_to_i64_rn(__dmul_rn((double)v, scale));
-}
-
 // The core's `Scale::hist_value` for drop in 1..=62.
 __device__ __forceinline__ i64 lowbit(i64 x, u32 drop, u32 key, u64 row) {
     u64 noise = hash64(key, row) >> (64u - drop);

@@ -128,7 +128,7 @@ pub fn quantise_by(v: f32, factor: f64) -> i64 {
 }
 
 /// Largest |r| of a row in a node's sum of squares ([`square_shift`]): r² fits 30 bits.
-const SQUARE_ROOT_BITS: u32 = 15;
+pub const SQUARE_ROOT_BITS: u32 = 15;
 
 /// The shift that gradients of `scale` are rounded with before they are squared and summed
 /// over a node's rows ([`square_term`]): every row's |r| ≤ 2^15 and the sum over

@@ -65,6 +65,7 @@ fn body(k: Kernel) -> &'static str {
         Kernel::HistGlobal => include_str!("../../../shaders/cuda/hist_global.cu"),
         Kernel::Partition => include_str!("../../../shaders/cuda/partition.cu"),
         Kernel::LeafSums => include_str!("../../../shaders/cuda/leaf_sums.cu"),
+        Kernel::SquareSums => include_str!("../../../shaders/cuda/square_sums.cu"),
         Kernel::Predict => include_str!("../../../shaders/cuda/predict.cu"),
     }
 }

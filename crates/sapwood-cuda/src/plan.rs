@@ -110,7 +110,7 @@ pub(crate) fn plan<'a, B>(call: &Call<'a, B>, sms: u32) -> Plan<'a, B> {
                 .max(1);
             by_rows.min(fill) as u32
         }
-        Launch::Kernel(Kernel::LeafSums) => blocks(call.items, 8, sms),
+        Launch::Kernel(Kernel::LeafSums | Kernel::SquareSums) => blocks(call.items, 8, sms),
         Launch::Codec(_) => blocks(call.items, 1, sms),
         Launch::Kernel(_) => blocks(call.items, 4, sms),
     };
@@ -224,6 +224,12 @@ mod tests {
         let sums = call(Launch::Kernel(Kernel::LeafSums), Scalars::None, &four, 5000);
         let p = plan(&sums, 4);
         assert_eq!(shape(&p), "b1 b2 b3 b4");
+        assert_eq!(p.grid, (3, 3, 2));
+        // square_sums takes quantise's block before its buffers, on leaf_sums' grid
+        let quant = Scalars::Quant(Default::default());
+        let squares = call(Launch::Kernel(Kernel::SquareSums), quant, &four, 5000);
+        let p = plan(&squares, 4);
+        assert_eq!(shape(&p), "p b1 b2 b3 b4");
         assert_eq!(p.grid, (3, 3, 2));
     }
 

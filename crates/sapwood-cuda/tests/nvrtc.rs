@@ -227,6 +227,12 @@ const AUDITED: &[(Kernel, &str, &str)] = &[
         "quantise_exact: saturates like `as i64`; NaN guarded in f64_to_i64_rn",
     ),
     (
+        Kernel::SquareSums,
+        "cvt.rni.s64.f64",
+        "quantise_exact in square_term: saturates like `as i64` before the clamp; NaN guarded \
+         in f64_to_i64_rn",
+    ),
+    (
         Kernel::Gradients,
         "cvt.rni.s32.f32",
         "margin_fixed: NaN replaced by 0 and the input clamped to 20 * 2^24 first",

@@ -16,11 +16,12 @@ use sapwood_core::backend::{
     TreeSetup,
 };
 use sapwood_core::data::{BinnedMatrix, FeatureCuts};
+use sapwood_core::detmath::pow2;
 use sapwood_core::hash::{HashKey, SampleRate, Stream};
 use sapwood_core::hist::HistBin;
 use sapwood_core::objective::{Objective, ObjectiveKind, ObjectiveParams};
 use sapwood_core::params::{CatNoise, Checked, GrowPolicy, Params, Quantisation};
-use sapwood_core::quantise::{quantise_exact, square_shift, GroupScales, Scale};
+use sapwood_core::quantise::{quantise_exact, square_shift, square_term, GroupScales, Scale};
 use sapwood_core::split::{BinSet, SplitRule};
 use sapwood_core::train::{self, Quiet, Shard};
 use sapwood_core::tree::{NodeId, Tree};
@@ -734,14 +735,15 @@ fn one_bin_per_row(factory: &dyn BackendFactory, rows: &[(f32, f32)]) -> (Pair, 
 }
 
 /// Each row's histogram values (from the root's histogram) and exact values (from exact sums
-/// of one-row leaves) under `s` match `want` ([exact, histogram] per row).
+/// of one-row leaves) under `s` match `want` ([exact, histogram] per row); returns the
+/// one-row leaves with their rows.
 fn assert_rows_quantise_to(
     p: &mut Pair,
     n: usize,
     s: &TreeSetup,
     want: &[[HistBin; 2]],
     what: &str,
-) {
+) -> Vec<(NodeId, usize)> {
     p.start_tree(s, what);
     let hist = p.histograms(&[NodeId::ROOT], n + 1, what);
     let mut next = 1;
@@ -759,6 +761,7 @@ fn assert_rows_quantise_to(
             "{what}: histogram values of row {i}"
         );
     }
+    leaves.iter().map(|l| (l.0, l.1 as usize - 1)).collect()
 }
 
 /// Non-finite and huge gradients and hessians quantise to the core's integers on every
@@ -863,7 +866,19 @@ pub fn non_finite_and_huge_values_quantise_as_on_the_cpu(factory: &dyn BackendFa
             }
         }
         let what = format!("edge values, exact, shifts g {gs} h {hs}");
-        assert_rows_quantise_to(&mut p, n, &s, &want, &what);
+        let leaves = assert_rows_quantise_to(&mut p, n, &s, &want, &what);
+        // each row's square term at the gradients' shift: saturated, then clamped to 2^15
+        let nodes: Vec<NodeId> = leaves.iter().map(|l| l.0).collect();
+        let squares = p.square_sums(&nodes, gs, &what);
+        for (&(_, i), &sq) in leaves.iter().zip(&squares) {
+            let g = grad[i][0];
+            let term = square_term(g, pow2(gs));
+            assert_eq!(sq, term, "{what}: square term of row {i}, g {g:e}");
+        }
+        if gs == i32::MAX {
+            // every finite nonzero g (and ±inf) is past the clamp here
+            assert!(squares.contains(&(1 << 30)), "{what}");
+        }
     }
 
     // low-bit rounding: the rows whose exact value plus any noise below 2^drop fits i64

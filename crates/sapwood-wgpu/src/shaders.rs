@@ -45,6 +45,7 @@ impl Wgsl for Kernel {
             Kernel::HistGlobal => include_str!("../../../shaders/wgsl/hist_global.wgsl"),
             Kernel::Partition => include_str!("../../../shaders/wgsl/partition.wgsl"),
             Kernel::LeafSums => include_str!("../../../shaders/wgsl/leaf_sums.wgsl"),
+            Kernel::SquareSums => include_str!("../../../shaders/wgsl/square_sums.wgsl"),
             Kernel::Predict => include_str!("../../../shaders/wgsl/predict.wgsl"),
         }
     }
@@ -149,6 +150,15 @@ mod tests {
             naga::Expression::Literal(l) => l,
             ref e => panic!("{name} is not a literal: {e:?}"),
         }
+    }
+
+    #[test]
+    fn the_square_bound_is_the_core_s() {
+        let m = module(&Kernel::SquareSums.source(1024), "square_sums");
+        assert_eq!(
+            constant(&m, "SQUARE_BOUND"),
+            naga::Literal::U32(1 << sapwood_core::quantise::SQUARE_ROOT_BITS)
+        );
     }
 
     #[test]

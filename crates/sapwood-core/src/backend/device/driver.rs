@@ -8,8 +8,8 @@ use std::ops::Range;
 use super::encoders::{self, check_binding, group_bytes_bound};
 use super::predict::{add_tree, DeviceBins};
 use super::{
-    bytes_f32, bytes_u32, f32_bytes, u32_bytes, Call, DeviceLimits, Launch, Region, Runs, Scalars,
-    ShardDevice,
+    bytes_f32, bytes_i64, bytes_u32, f32_bytes, u32_bytes, Call, DeviceLimits, Launch, Runs,
+    Scalars, ShardDevice,
 };
 use crate::backend::gpu_layout::{encode_splits, plan_tiles, Tile, TilePlan};
 use crate::backend::shard::kernels::{
@@ -62,11 +62,8 @@ pub struct DeviceShard<D: ShardDevice> {
     global_tiles: Vec<(D::Buffer, u32)>,
     hist: Option<Held<D::Buffer>>,
     spans: NodeSpans,
-    /// the group of the tree started last
-    group: usize,
-    /// its rows' terms of a node's sum of squares, with their shift, from the gradients
-    /// read back at the tree's first `square_sums`
-    squares: Option<(i32, Vec<u32>)>,
+    /// the quantisation scalars of the tree started last (its group, for `square_sums`)
+    quant: QuantScalars,
 }
 
 /// (start, len) words of each span, as the kernels read nodes.
@@ -172,8 +169,7 @@ impl<D: ShardDevice> DeviceShard<D> {
             plan,
             hist: None,
             spans: NodeSpans::new(),
-            group: 0,
-            squares: None,
+            quant: QuantScalars::default(),
             shape,
             limits,
             dev,
@@ -321,9 +317,8 @@ impl<D: ShardDevice> TreeBackend for DeviceShard<D> {
     fn start_tree(&mut self, s: &TreeSetup) -> Result<u64> {
         shard::check_group(s.group, self.shape.k)?;
         let n = self.shape.n;
-        self.group = s.group;
-        self.squares = None;
         let quant = QuantScalars::of(&self.shape, s, self.row_offset);
+        self.quant = quant;
         self.lowbit = quant.lowbit != 0;
         if self.lowbit && self.exact.bytes < 16 * n {
             self.exact = Held {
@@ -568,33 +563,29 @@ impl<D: ShardDevice> TreeBackend for DeviceShard<D> {
     }
 
     fn square_sums(&mut self, nodes: &[NodeId], shift: i32) -> Result<Vec<i64>> {
-        // on the host, from the rows and gradients read back: the same functions as the CPU
-        // backend's, and a read of the tree's gradients once (a kernel would spare them)
         let spans = self.spans.of(nodes)?;
-        if self.squares.as_ref().is_none_or(|(s, _)| *s != shift) {
-            let (k, group) = (self.shape.k, self.group);
-            let all = bytes_f32(&self.read(&self.grad, 8 * self.shape.n * k)?);
-            let g = |r: usize| all[2 * (r * k + group)];
-            let terms = shard::square_terms(self.shape.n, g, crate::detmath::pow2(shift));
-            self.squares = Some((shift, terms));
+        // quantise's block at the squares' shift (CUDA takes it as the scale 2^shift)
+        let scalars = Scalars::Quant(QuantScalars {
+            g_shift: shift,
+            ..self.quant
+        });
+        let mut out = Vec::with_capacity(nodes.len());
+        for batch in spans.chunks(MAX_BATCH) {
+            let nodes_buf = self.dev.upload(&u32_bytes(&span_words(batch)), "nodes")?;
+            let sums = self.dev.zeroed(8 * batch.len(), "square sums")?;
+            let max_len = batch.iter().map(|s| s.len as usize).max().unwrap_or(0);
+            self.dev.launch(&Call {
+                kernel: Launch::Kernel(Kernel::SquareSums),
+                scalars,
+                buffers: &[&self.grad, &self.rows, &nodes_buf, &sums],
+                items: max_len,
+                y: batch.len() as u32,
+                z: 1,
+                shared_bytes: 0,
+            })?;
+            out.extend(bytes_i64(&self.read(&sums, 8 * batch.len())?));
         }
-        // empty nodes read nothing
-        let regions: Vec<Region<'_, D::Buffer>> = spans
-            .iter()
-            .filter(|s| s.len > 0)
-            .map(|s| (&self.rows, 4 * s.start as usize, 4 * s.len as usize))
-            .collect();
-        let mut rows = self.dev.read(&regions)?.into_iter();
-        let terms = self.squares.as_ref().map_or(&[][..], |(_, t)| t);
-        Ok(spans
-            .iter()
-            .map(|s| match s.len {
-                0 => 0,
-                _ => rows
-                    .next()
-                    .map_or(0, |b| shard::square_sum(&bytes_u32(&b), terms)),
-            })
-            .collect())
+        Ok(out)
     }
 }
 

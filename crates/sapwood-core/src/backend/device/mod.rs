@@ -95,7 +95,7 @@ pub struct CodecScalars {
 pub enum Scalars {
     /// gradients.
     Grad(GradScalars),
-    /// quantise.
+    /// quantise, square_sums.
     Quant(QuantScalars),
     /// sample_rows.
     Sample(SampleScalars),

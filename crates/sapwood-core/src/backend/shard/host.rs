@@ -104,8 +104,8 @@ pub fn square_terms(n: usize, g: impl Fn(usize) -> f32 + Sync, factor: f64) -> V
         .collect()
 }
 
-/// Σ of `terms` ([`square_terms`]) over `rows`: one node's sum of squares, on the host for
-/// every backend (a device reads its rows and gradients back for it).
+/// Σ of `terms` ([`square_terms`]) over `rows`: one node's sum of squares on the CPU (the
+/// GPU backends' `square_sums` kernel computes the same integers on the device).
 pub fn square_sum(rows: &[u32], terms: &[u32]) -> i64 {
     let sum = |rows: &[u32]| rows.iter().map(|&r| terms[r as usize] as u64).sum::<u64>();
     if rows.len() <= ROWS_PER_TASK {

@@ -25,6 +25,8 @@ pub enum Kernel {
     Partition,
     /// Exact (Σg, Σh) per node.
     LeafSums,
+    /// Σ of the rows' squared gradients per node, at the squares' shift.
+    SquareSums,
     /// Adds a tree's leaf values to the margins.
     Predict,
 }
@@ -67,7 +69,7 @@ pub enum Helper {
 
 impl Kernel {
     /// Every kernel.
-    pub const ALL: [Kernel; 8] = [
+    pub const ALL: [Kernel; 9] = [
         Kernel::Gradients,
         Kernel::Quantise,
         Kernel::SampleRows,
@@ -75,6 +77,7 @@ impl Kernel {
         Kernel::HistGlobal,
         Kernel::Partition,
         Kernel::LeafSums,
+        Kernel::SquareSums,
         Kernel::Predict,
     ];
 
@@ -88,6 +91,7 @@ impl Kernel {
             Kernel::HistGlobal => "hist_global",
             Kernel::Partition => "partition",
             Kernel::LeafSums => "leaf_sums",
+            Kernel::SquareSums => "square_sums",
             Kernel::Predict => "predict",
         }
     }
@@ -164,8 +168,9 @@ impl GradScalars {
     }
 }
 
-/// Scalars of the quantisation kernel for one tree.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Scalars of the quantisation kernel for one tree (and of the square sums, with the
+/// squares' shift as `g_shift`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct QuantScalars {
     /// Rows.
     pub n: u32,
