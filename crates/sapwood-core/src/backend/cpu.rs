@@ -1491,8 +1491,8 @@ fn partition_by<B: BinValue>(
                 kernel::split_rows_numeric(r, s, column, t, missing_left)
             })
         }
-        rule => partition(rows, scratch, |r, s| unsafe {
-            kernel::split_rows(r, s, column, |b| rule.goes_left(b as u16, missing_left))
+        SplitRule::Categorical { left } => partition(rows, scratch, |r, s| unsafe {
+            kernel::split_rows_categorical(r, s, column, left, missing_left)
         }),
     }
 }

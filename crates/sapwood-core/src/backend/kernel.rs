@@ -10,6 +10,7 @@
 use std::ops::Range;
 
 use crate::hist::HistBin;
+use crate::split::BinSet;
 
 /// How many rows ahead to prefetch into L2. A deep node's rows are scattered over the
 /// shard, so a row's bins and gradients come from L3 or memory; prefetches into L1 alone
@@ -430,6 +431,52 @@ pub unsafe fn split_rows_at<B: BinValue>(
 /// Bytes [`split_rows_numeric`] may read past a row's bin (its lanes gather four bytes).
 pub const COLUMN_PAD: usize = 3;
 
+/// A split's rule over byte bins, as the lanes route rows: numeric at bin `t` (see
+/// [`split_rows_numeric`]), or a set of bins as 256 bits (bin b at bit b % 32 of word
+/// b / 32), the missing bin 0 in it exactly when missing values go left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ByteRule {
+    /// Numeric at bin `t`.
+    Numeric {
+        /// The last bin going left.
+        t: u32,
+        /// Whether the missing bin 0 goes left.
+        missing_left: bool,
+    },
+    /// The bins going left.
+    Set([u32; 8]),
+}
+
+impl ByteRule {
+    /// A categorical split's rule: the bins of `left` below 256 (a byte column holds no
+    /// other), and bin 0 where missing values go left.
+    pub fn set(left: &BinSet, missing_left: bool) -> Self {
+        let mut words = [0u32; 8];
+        for (i, &w) in left.words().iter().take(4).enumerate() {
+            words[2 * i] = w as u32;
+            words[2 * i + 1] = (w >> 32) as u32;
+        }
+        words[0] = (words[0] & !1) | missing_left as u32;
+        ByteRule::Set(words)
+    }
+
+    /// Whether a row with byte bin `b` goes left.
+    #[inline(always)]
+    pub fn goes_left(&self, b: usize) -> bool {
+        match *self {
+            ByteRule::Numeric {
+                t,
+                missing_left: true,
+            } => b <= t as usize,
+            ByteRule::Numeric {
+                t,
+                missing_left: false,
+            } => b.wrapping_sub(1) < t as usize,
+            ByteRule::Set(words) => (words[(b >> 5) & 7] >> (b & 31)) & 1 != 0,
+        }
+    }
+}
+
 /// [`split_rows`] by a numeric split at bin `t`: a row goes left when its bin b has
 /// `b <= t` where missing values (bin 0) go left, else `b.wrapping_sub(1) < t` (bin 0 then
 /// never does). Byte bins go sixteen rows a step in 512-bit lanes where the CPU has
@@ -444,18 +491,14 @@ pub unsafe fn split_rows_numeric<B: BinValue>(
     t: usize,
     missing_left: bool,
 ) -> usize {
-    #[cfg(target_arch = "x86_64")]
-    if let Some(bytes) = B::bytes(column) {
-        if crate::simd::avx512_allowed()
-            && std::arch::is_x86_feature_detected!("avx512f")
-            && bytes.len() <= i32::MAX as usize
-            && t < i32::MAX as usize
-        {
-            // SAFETY: the CPU has AVX-512 F (checked above); the rest is the caller's
-            // contract, and every row index fits a gather's signed 32-bit offset
-            return unsafe {
-                split_rows_numeric_avx512(rows, right, bytes, t as u32, missing_left)
-            };
+    if t < u32::MAX as usize {
+        let rule = ByteRule::Numeric {
+            t: t as u32,
+            missing_left,
+        };
+        // SAFETY: the caller's contract
+        if let Some(nl) = unsafe { split_byte_rows_in_lanes(rows, right, column, rule) } {
+            return nl;
         }
     }
     // SAFETY: the caller's contract
@@ -468,23 +511,82 @@ pub unsafe fn split_rows_numeric<B: BinValue>(
     }
 }
 
-/// [`split_rows_numeric`] sixteen rows a step: the step's bins are gathered (four bytes at
-/// each row, the first of them its bin), compared with `t`, and the rows going each way are
-/// compressed to the front of a register stored whole at the cursor: a store reaches at
-/// most sixteen entries past the cursor, never past the step just read (`nl <= i`, `nr <=
-/// i`), and later stores or the caller's copy of the right rows overwrite its tail.
+/// [`split_rows`] by a categorical split sending the bins of `left` left (and the missing
+/// bin 0 where `missing_left`). Byte bins go sixteen rows a step in 512-bit lanes where
+/// the CPU has AVX-512 F, looking each bin up in the set's 256 bits, with the same result
+/// as one row at a time.
+///
+/// # Safety
+/// Every `r` in `rows` must satisfy `r + COLUMN_PAD < column.len()`.
+pub unsafe fn split_rows_categorical<B: BinValue>(
+    rows: &mut [u32],
+    right: &mut [u32],
+    column: &[B],
+    left: &BinSet,
+    missing_left: bool,
+) -> usize {
+    let rule = ByteRule::set(left, missing_left);
+    // SAFETY: the caller's contract
+    if let Some(nl) = unsafe { split_byte_rows_in_lanes(rows, right, column, rule) } {
+        return nl;
+    }
+    // SAFETY: the caller's contract
+    unsafe {
+        split_rows(rows, right, column, |b| {
+            if b == 0 {
+                missing_left
+            } else {
+                left.contains(b as u16)
+            }
+        })
+    }
+}
+
+/// [`split_rows_avx512`] where the column holds bytes and the CPU has AVX-512 F; `None`
+/// otherwise.
+///
+/// # Safety
+/// Every `r` in `rows` must satisfy `r + COLUMN_PAD < column.len()`.
+#[inline(always)]
+unsafe fn split_byte_rows_in_lanes<B: BinValue>(
+    rows: &mut [u32],
+    right: &mut [u32],
+    column: &[B],
+    rule: ByteRule,
+) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(bytes) = B::bytes(column) {
+        if crate::simd::avx512_allowed()
+            && std::arch::is_x86_feature_detected!("avx512f")
+            && bytes.len() <= i32::MAX as usize
+            && !matches!(rule, ByteRule::Numeric { t, .. } if t >= i32::MAX as u32)
+        {
+            // SAFETY: the CPU has AVX-512 F (checked above); the rest is the caller's
+            // contract, and every row index fits a gather's signed 32-bit offset
+            return Some(unsafe { split_rows_avx512(rows, right, bytes, rule) });
+        }
+    }
+    let _ = (rows, right, column, rule);
+    None
+}
+
+/// [`split_rows`] of a byte column by `rule`, sixteen rows a step: the step's bins are
+/// gathered (four bytes at each row, the first of them its bin), compared with the
+/// threshold or looked up in the set's bits, and the rows going each way are compressed to
+/// the front of a register stored whole at the cursor: a store reaches at most sixteen
+/// entries past the cursor, never past the step just read (`nl <= i`, `nr <= i`), and later
+/// stores or the caller's copy of the right rows overwrite its tail.
 ///
 /// # Safety
 /// The CPU must have AVX-512 F; every `r` in `rows` must satisfy `r + COLUMN_PAD <
 /// column.len() <= i32::MAX`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-pub unsafe fn split_rows_numeric_avx512(
+pub unsafe fn split_rows_avx512(
     rows: &mut [u32],
     right: &mut [u32],
     column: &[u8],
-    t: u32,
-    missing_left: bool,
+    rule: ByteRule,
 ) -> usize {
     use std::arch::x86_64::*;
     const LANES: usize = 16;
@@ -498,9 +600,21 @@ pub unsafe fn split_rows_numeric_avx512(
     let len = rows.len();
     let (mut nl, mut nr, mut i) = (0usize, 0usize, 0usize);
     let base = column.as_ptr();
-    let threshold = _mm512_set1_epi32(t as i32);
     let byte = _mm512_set1_epi32(0xff);
     let one = _mm512_set1_epi32(1);
+    let low5 = _mm512_set1_epi32(31);
+    let (threshold, missing_left, table) = match rule {
+        ByteRule::Numeric { t, missing_left } => (t, missing_left, [0u32; 16]),
+        ByteRule::Set(words) => {
+            let mut table = [0u32; 16];
+            table[..8].copy_from_slice(&words);
+            (0, false, table)
+        }
+    };
+    let threshold = _mm512_set1_epi32(threshold as i32);
+    // SAFETY: the table is 16 u32, 64 bytes
+    let table = unsafe { _mm512_loadu_si512(table.as_ptr().cast()) };
+    let is_set = matches!(rule, ByteRule::Set(_));
     while i + LANES <= len {
         // the bins of the steps FAR rows ahead (into L2) and NEAR rows ahead (into L1), in
         // whole steps: a deep node's rows are sparse in the column
@@ -520,7 +634,12 @@ pub unsafe fn split_rows_numeric_avx512(
         unsafe {
             let r = _mm512_loadu_si512(rows.as_ptr().add(i).cast());
             let bins = _mm512_and_si512(_mm512_i32gather_epi32::<1>(r, base.cast()), byte);
-            let left = if missing_left {
+            let left = if is_set {
+                // word b / 32 of the set (bins are below 256: indices below 8), bit b % 32
+                let words = _mm512_permutexvar_epi32(_mm512_srli_epi32::<5>(bins), table);
+                let bits = _mm512_srlv_epi32(words, _mm512_and_si512(bins, low5));
+                _mm512_test_epi32_mask(bits, one)
+            } else if missing_left {
                 _mm512_cmple_epu32_mask(bins, threshold)
             } else {
                 _mm512_cmplt_epu32_mask(_mm512_sub_epi32(bins, one), threshold)
@@ -539,15 +658,9 @@ pub unsafe fn split_rows_numeric_avx512(
         }
         i += LANES;
     }
-    let t = t as usize;
     for j in i..len {
         let r = rows[j];
-        let b = column[r as usize] as usize;
-        let go = if missing_left {
-            b <= t
-        } else {
-            b.wrapping_sub(1) < t
-        } as usize;
+        let go = rule.goes_left(column[r as usize] as usize) as usize;
         rows[nl] = r;
         right[nr] = r;
         nl += go;
@@ -559,21 +672,10 @@ pub unsafe fn split_rows_numeric_avx512(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::split::SplitRule;
 
-    /// Rows going each way, one row at a time: the reference for the lanes.
-    fn by_rows(rows: &[u32], column: &[u8], t: usize, missing_left: bool) -> (Vec<u32>, Vec<u32>) {
-        rows.iter().partition(|&&r| {
-            let b = column[r as usize] as usize;
-            if missing_left {
-                b <= t
-            } else {
-                b.wrapping_sub(1) < t
-            }
-        })
-    }
-
-    #[test]
-    fn numeric_splits_in_lanes_move_the_rows_one_at_a_time_would() {
+    /// Whether the lanes run on this CPU (else only the row-by-row splits are checked).
+    fn lanes() -> bool {
         #[cfg(target_arch = "x86_64")]
         let lanes = crate::simd::avx512_allowed() && std::arch::is_x86_feature_detected!("avx512f");
         #[cfg(not(target_arch = "x86_64"))]
@@ -581,17 +683,24 @@ mod tests {
         if !lanes {
             eprintln!("this CPU has no AVX-512 F: only the row-by-row split is checked");
         }
+        lanes
+    }
+
+    /// A column of `n` rows whose bins crowd the ends (0 is missing, 255 the last).
+    fn byte_column(n: usize) -> Vec<u8> {
         let mut rng = sapwood_testkit::Rng(0x05ee_d0f1_a9e5);
-        let n = 5_000;
-        // bins crowd the ends (0 is missing, 255 the last) and the threshold's neighbours
-        let column: Vec<u8> = (0..n + COLUMN_PAD)
+        (0..n + COLUMN_PAD)
             .map(|_| match rng.below(4) {
                 0 => 0,
                 1 => 255,
                 _ => rng.below(256) as u8,
             })
-            .collect();
-        for (len, keep) in [
+            .collect()
+    }
+
+    /// Row sets of a column of `n` rows: empty, shorter than a step, whole steps, sparse.
+    fn row_sets(n: usize) -> Vec<Vec<u32>> {
+        [
             (0, 1),
             (7, 1),
             (16, 1),
@@ -599,31 +708,108 @@ mod tests {
             (1_000, 3),
             (n, 1),
             (n, 29),
-        ] {
-            let rows: Vec<u32> = (0..n as u32).filter(|r| r % keep == 0).take(len).collect();
+        ]
+        .into_iter()
+        .map(|(len, keep)| (0..n as u32).filter(|r| r % keep == 0).take(len).collect())
+        .collect()
+    }
+
+    /// Asserts that `split` moves `rows` as the partition by `goes_left` of each row's bin
+    /// does: the left rows first, in order, and the right rows in order in the scratch.
+    fn assert_splits_as(
+        what: &str,
+        rows: &[u32],
+        column: &[u8],
+        goes_left: &dyn Fn(usize) -> bool,
+        split: &dyn Fn(&mut [u32], &mut [u32]) -> usize,
+    ) {
+        let (left, right): (Vec<u32>, Vec<u32>) = rows
+            .iter()
+            .partition(|&&r| goes_left(column[r as usize] as usize));
+        let mut r = rows.to_vec();
+        let mut s = vec![u32::MAX; rows.len()];
+        let nl = split(&mut r, &mut s);
+        let what = format!("{what}: {} rows", rows.len());
+        assert_eq!(&r[..nl], &left[..], "{what}");
+        assert_eq!(&s[..rows.len() - nl], &right[..], "{what}");
+    }
+
+    #[test]
+    fn numeric_splits_in_lanes_move_the_rows_one_at_a_time_would() {
+        let (n, lanes) = (5_000, lanes());
+        let column = byte_column(n);
+        for rows in row_sets(n) {
             for t in [0usize, 1, 3, 127, 254, 255] {
                 for missing_left in [false, true] {
-                    let (left, right) = by_rows(&rows, &column, t, missing_left);
-                    let check = |name: &str, split: &dyn Fn(&mut [u32], &mut [u32]) -> usize| {
-                        let mut r = rows.clone();
-                        let mut s = vec![u32::MAX; rows.len()];
-                        let nl = split(&mut r, &mut s);
-                        let what =
-                            format!("{name}: {len} rows, t {t}, missing left {missing_left}");
-                        assert_eq!(&r[..nl], &left[..], "{what}");
-                        assert_eq!(&s[..rows.len() - nl], &right[..], "{what}");
+                    let what = format!("t {t}, missing left {missing_left}");
+                    let goes_left = |b: usize| {
+                        if missing_left {
+                            b <= t
+                        } else {
+                            b.wrapping_sub(1) < t
+                        }
                     };
                     // SAFETY: every row is below n and the column holds n + COLUMN_PAD bins
-                    check("dispatched", &|r, s| unsafe {
+                    assert_splits_as(&what, &rows, &column, &goes_left, &|r, s| unsafe {
                         split_rows_numeric(r, s, &column, t, missing_left)
                     });
                     #[cfg(target_arch = "x86_64")]
                     if lanes {
+                        let rule = ByteRule::Numeric {
+                            t: t as u32,
+                            missing_left,
+                        };
                         // SAFETY: as above, and the CPU has AVX-512 F
-                        check("lanes", &|r, s| unsafe {
-                            split_rows_numeric_avx512(r, s, &column, t as u32, missing_left)
+                        assert_splits_as(&what, &rows, &column, &goes_left, &|r, s| unsafe {
+                            split_rows_avx512(r, s, &column, rule)
                         });
                     }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn categorical_splits_in_lanes_move_the_rows_one_at_a_time_would() {
+        let (n, lanes) = (5_000, lanes());
+        let column = byte_column(n);
+        let mut rng = sapwood_testkit::Rng(0xca7e_9041);
+        // sets at every word's edges (31, 32, 63, 64, 255), half of the levels at random,
+        // every level, none, and one holding the missing bin (which the rule decides alone)
+        let random: Vec<u16> = (1..256).filter(|_| rng.below(2) == 0).collect();
+        let sets: Vec<Vec<u16>> = vec![
+            vec![1],
+            vec![31, 32, 63, 64, 95, 96, 127, 128, 255],
+            random,
+            (1..256).collect(),
+            vec![],
+            vec![0, 5, 200],
+        ];
+        for bins in &sets {
+            let set = BinSet::from_bins(bins.iter().copied());
+            for missing_left in [false, true] {
+                let what = format!("{} levels, missing left {missing_left}", bins.len());
+                let goes_left = |b: usize| {
+                    SplitRule::Categorical { left: set.clone() }.goes_left(b as u16, missing_left)
+                };
+                for rows in row_sets(n) {
+                    // SAFETY: every row is below n and the column holds n + COLUMN_PAD bins
+                    assert_splits_as(&what, &rows, &column, &goes_left, &|r, s| unsafe {
+                        split_rows_categorical(r, s, &column, &set, missing_left)
+                    });
+                    #[cfg(target_arch = "x86_64")]
+                    if lanes {
+                        let rule = ByteRule::set(&set, missing_left);
+                        // SAFETY: as above, and the CPU has AVX-512 F
+                        assert_splits_as(&what, &rows, &column, &goes_left, &|r, s| unsafe {
+                            split_rows_avx512(r, s, &column, rule)
+                        });
+                    }
+                }
+                // the rule itself, bin by bin
+                let rule = ByteRule::set(&set, missing_left);
+                for b in 0..256 {
+                    assert_eq!(rule.goes_left(b), goes_left(b), "{what}: bin {b}");
                 }
             }
         }
