@@ -159,6 +159,64 @@ pub fn square_term(g: f32, factor: f64) -> i64 {
     r * r
 }
 
+/// [`square_term`] of every row's gradient (the first of each pair) into `out`, eight rows
+/// at a time in 512-bit lanes where the CPU has AVX-512 F.
+pub fn square_terms_into(grad: &[[f32; 2]], factor: f64, out: &mut [u32]) {
+    let n = grad.len().min(out.len());
+    let (grad, out) = (&grad[..n], &mut out[..n]);
+    #[cfg(target_arch = "x86_64")]
+    if crate::simd::avx512_allowed() && std::arch::is_x86_feature_detected!("avx512f") {
+        // SAFETY: the CPU has the feature `square_terms_avx512` is compiled for.
+        #[allow(unsafe_code)]
+        unsafe {
+            square_terms_avx512(grad, factor, out)
+        };
+        return;
+    }
+    square_terms_scalar(grad, factor, out)
+}
+
+fn square_terms_scalar(grad: &[[f32; 2]], factor: f64, out: &mut [u32]) {
+    for (o, &[g, _]) in out.iter_mut().zip(grad) {
+        *o = square_term(g, factor) as u32;
+    }
+}
+
+/// [`square_terms_scalar`] eight rows at a time. The product is the same IEEE operation;
+/// clamping to ±2^15 before rounding to nearest-even gives what rounding then clamping
+/// gives (the bounds are integers), infinities and products past the range land on the
+/// bounds as Rust's saturating `as` then the clamp send them, NaN is zeroed as `as` zeroes
+/// it, and the square of an integer below 2^15 is exact in f64.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[allow(unsafe_code)]
+unsafe fn square_terms_avx512(grad: &[[f32; 2]], factor: f64, out: &mut [u32]) {
+    use std::arch::x86_64::*;
+    let bound = (1u32 << SQUARE_ROOT_BITS) as f64;
+    let (lo, hi) = (_mm512_set1_pd(-bound), _mm512_set1_pd(bound));
+    let lanes = _mm512_set1_pd(factor);
+    // the gradients, lanes 0, 2, .., 14 of a row pair's 16 floats
+    let evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0);
+    let whole = grad.len() / 8 * 8;
+    let (grad, grest) = grad.split_at(whole);
+    let (out, orest) = out.split_at_mut(whole);
+    for (g, o) in grad.chunks_exact(8).zip(out.chunks_exact_mut(8)) {
+        // SAFETY: `g` holds 8 pairs of f32 (64 bytes) and `o` 8 u32 (32 bytes); the loads
+        // and stores are unaligned.
+        unsafe {
+            let pairs = _mm512_loadu_ps(g.as_ptr().cast());
+            let v = _mm512_castps512_ps256(_mm512_permutexvar_ps(evens, pairs));
+            let x = _mm512_mul_pd(_mm512_cvtps_pd(v), lanes);
+            let ordered = _mm512_cmp_pd_mask::<_CMP_ORD_Q>(x, x);
+            let x = _mm512_maskz_mov_pd(ordered, _mm512_min_pd(_mm512_max_pd(x, lo), hi));
+            let r = _mm512_roundscale_pd::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(x);
+            let sq = _mm512_cvttpd_epu32(_mm512_mul_pd(r, r));
+            _mm256_storeu_si256(o.as_mut_ptr().cast(), sq);
+        }
+    }
+    square_terms_scalar(grest, factor, orest);
+}
+
 /// [`quantise_by`] of every row's gradient and hessian (`factors`: 2^shift of each), four
 /// rows at a time in 512-bit lanes where the CPU has AVX-512 DQ.
 pub fn quantise_pairs(grad: &[[f32; 2]], factors: [f64; 2], out: &mut [[i64; 2]]) {
@@ -320,6 +378,36 @@ mod tests {
             quantise_pairs(&grad, factors, &mut out);
             for (o, &[g, h]) in out.iter().zip(&grad) {
                 prop_assert_eq!(*o, [quantise_by(g, factors[0]), quantise_by(h, factors[1])], "{} {}", g, h);
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn square_terms_in_lanes_are_square_term_of_each(
+            grad in proptest::collection::vec(any_value(), 0..40),
+            shift in prop_oneof![-140i32..140, Just(15), Just(16), Just(1100), Just(-1100)],
+        ) {
+            // values near the clamp and its ties: 2^15 ± 0.5, ± 1 at shift 0
+            let near = [32767.5f32, 32768.5, -32768.5, 32769.0, -32767.5, 1.5, 2.5];
+            let grad: Vec<[f32; 2]> = grad.iter().chain(&near).map(|&g| [g, 1.0]).collect();
+            for shift in [shift, 0] {
+                let factor = pow2(shift);
+                let mut out = vec![7u32; grad.len()];
+                #[cfg(target_arch = "x86_64")]
+                if crate::simd::avx512_allowed() && std::arch::is_x86_feature_detected!("avx512f") {
+                    // SAFETY: the CPU has the feature the lanes are compiled for
+                    #[allow(unsafe_code)]
+                    unsafe { square_terms_avx512(&grad, factor, &mut out) };
+                } else {
+                    eprintln!("no AVX-512 F on this CPU: the lanes are not compared");
+                    square_terms_into(&grad, factor, &mut out);
+                }
+                #[cfg(not(target_arch = "x86_64"))]
+                square_terms_into(&grad, factor, &mut out);
+                for (o, &[g, _]) in out.iter().zip(&grad) {
+                    prop_assert_eq!(*o as i64, square_term(g, factor), "{} at shift {}", g, shift);
+                }
             }
         }
     }

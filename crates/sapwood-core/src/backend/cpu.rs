@@ -836,7 +836,7 @@ impl TreeState {
             // the groups' copy is current: the gradients have not changed since the tree
             // started
             let grad = inp.gradients(group);
-            let terms = shard::square_terms(grad.len(), |r| grad[r][0], pow2(shift));
+            let terms = shard::square_terms(grad, pow2(shift));
             self.squares = Some((shift, terms));
         }
         let terms = self.squares.as_ref().map_or(&[][..], |(_, t)| t);

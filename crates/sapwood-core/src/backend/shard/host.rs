@@ -94,14 +94,16 @@ pub fn check_gradients(got: usize, expected: usize) -> crate::error::Result<()> 
     }
 }
 
-/// Every row's [`crate::quantise::square_term`] (`g` of a row index, the tree's group) with
-/// `factor` = 2^shift, for [`square_sum`]: at most 2^30, so 4 bytes a row.
-pub fn square_terms(n: usize, g: impl Fn(usize) -> f32 + Sync, factor: f64) -> Vec<u32> {
-    (0..n)
-        .into_par_iter()
-        .with_min_len(ROWS_PER_TASK)
-        .map(|r| crate::quantise::square_term(g(r), factor) as u32)
-        .collect()
+/// Every row's [`crate::quantise::square_term`] of the gradients of the tree's group (`grad`,
+/// one (g, h) pair a row) with `factor` = 2^shift, for [`square_sum`]: at most 2^30, so 4
+/// bytes a row.
+pub fn square_terms(grad: &[[f32; 2]], factor: f64) -> Vec<u32> {
+    let mut terms = vec![0u32; grad.len()];
+    terms
+        .par_chunks_mut(ROWS_PER_TASK)
+        .zip(grad.par_chunks(ROWS_PER_TASK))
+        .for_each(|(t, g)| crate::quantise::square_terms_into(g, factor, t));
+    terms
 }
 
 /// Σ of `terms` ([`square_terms`]) over `rows`: one node's sum of squares on the CPU (the
