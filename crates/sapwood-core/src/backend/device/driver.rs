@@ -301,6 +301,37 @@ impl<D: ShardDevice> DeviceShard<D> {
         Ok(hist_bins(&self.read(&self.exact.buffer, 16 * self.shape.n)?).collect())
     }
 
+    /// The sums a per-node kernel (`leaf_sums`, `square_sums`: buffers `input`, the rows,
+    /// the nodes' spans and the sums) writes for `nodes`, `bytes` a node, in batches under
+    /// the grid's limit.
+    fn node_sums(
+        &self,
+        nodes: &[NodeId],
+        kernel: Kernel,
+        scalars: Scalars,
+        input: &D::Buffer,
+        bytes: usize,
+    ) -> Result<Vec<u8>> {
+        let spans = self.spans.of(nodes)?;
+        let mut out = Vec::with_capacity(bytes * nodes.len());
+        for batch in spans.chunks(MAX_BATCH) {
+            let nodes_buf = self.dev.upload(&u32_bytes(&span_words(batch)), "nodes")?;
+            let sums = self.dev.zeroed(bytes * batch.len(), "sums")?;
+            let max_len = batch.iter().map(|s| s.len as usize).max().unwrap_or(0);
+            self.dev.launch(&Call {
+                kernel: Launch::Kernel(kernel),
+                scalars,
+                buffers: &[input, &self.rows, &nodes_buf, &sums],
+                items: max_len,
+                y: batch.len() as u32,
+                z: 1,
+                shared_bytes: 0,
+            })?;
+            out.extend(self.read(&sums, bytes * batch.len())?);
+        }
+        Ok(out)
+    }
+
     /// Diagnostics: the rows of `node`, ascending.
     pub fn read_node_rows(&self, node: NodeId) -> Result<Vec<u32>> {
         let span = self.spans.get(node)?;
@@ -537,55 +568,23 @@ impl<D: ShardDevice> TreeBackend for DeviceShard<D> {
     }
 
     fn exact_sums(&mut self, nodes: &[NodeId]) -> Result<Vec<HistBin>> {
-        let spans = self.spans.of(nodes)?;
         let values = if self.lowbit {
             &self.exact.buffer
         } else {
             &self.gh
         };
-        let mut out = Vec::with_capacity(nodes.len());
-        for batch in spans.chunks(MAX_BATCH) {
-            let nodes_buf = self.dev.upload(&u32_bytes(&span_words(batch)), "nodes")?;
-            let sums = self.dev.zeroed(16 * batch.len(), "sums")?;
-            let max_len = batch.iter().map(|s| s.len as usize).max().unwrap_or(0);
-            self.dev.launch(&Call {
-                kernel: Launch::Kernel(Kernel::LeafSums),
-                scalars: Scalars::None,
-                buffers: &[values, &self.rows, &nodes_buf, &sums],
-                items: max_len,
-                y: batch.len() as u32,
-                z: 1,
-                shared_bytes: 0,
-            })?;
-            out.extend(hist_bins(&self.read(&sums, 16 * batch.len())?));
-        }
-        Ok(out)
+        let sums = self.node_sums(nodes, Kernel::LeafSums, Scalars::None, values, 16)?;
+        Ok(hist_bins(&sums).collect())
     }
 
     fn square_sums(&mut self, nodes: &[NodeId], shift: i32) -> Result<Vec<i64>> {
-        let spans = self.spans.of(nodes)?;
         // quantise's block at the squares' shift (CUDA takes it as the scale 2^shift)
         let scalars = Scalars::Quant(QuantScalars {
             g_shift: shift,
             ..self.quant
         });
-        let mut out = Vec::with_capacity(nodes.len());
-        for batch in spans.chunks(MAX_BATCH) {
-            let nodes_buf = self.dev.upload(&u32_bytes(&span_words(batch)), "nodes")?;
-            let sums = self.dev.zeroed(8 * batch.len(), "square sums")?;
-            let max_len = batch.iter().map(|s| s.len as usize).max().unwrap_or(0);
-            self.dev.launch(&Call {
-                kernel: Launch::Kernel(Kernel::SquareSums),
-                scalars,
-                buffers: &[&self.grad, &self.rows, &nodes_buf, &sums],
-                items: max_len,
-                y: batch.len() as u32,
-                z: 1,
-                shared_bytes: 0,
-            })?;
-            out.extend(bytes_i64(&self.read(&sums, 8 * batch.len())?));
-        }
-        Ok(out)
+        let sums = self.node_sums(nodes, Kernel::SquareSums, scalars, &self.grad, 8)?;
+        Ok(bytes_i64(&sums))
     }
 }
 
