@@ -326,6 +326,17 @@ def test_eval_history_and_early_stopping_come_from_rank_0(client: Client) -> Non
     assert out["booster"].num_boosted_rounds() < 60
 
 
+def test_without_n_estimators_a_dask_estimator_trains_100_rounds(client: Client) -> None:
+    # the plain estimators choose their rounds on held-out rows; a Dask job trains
+    # XGBoost's 100, as documented
+    train, _ = bundled("diabetes")
+    ddf = dd.from_pandas(train, npartitions=workers_of(client))
+    model = DaskSapwoodRegressor(max_depth=2)
+    model.client = client
+    model.fit(ddf.drop(columns="target"), ddf["target"])
+    assert model.get_booster().num_boosted_rounds() == 100
+
+
 @pytest.mark.filterwarnings("ignore:X does not have valid feature names")
 def test_regressor_predictions_equal_the_plain_boosters(client: Client) -> None:
     train, test = bundled("diabetes")
