@@ -20,7 +20,17 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 from . import _data, _params
 from ._data import CategoricalSpec
 from ._sapwood import DataError, LabelError, ParameterError
-from .core import Booster, Callback, Dataset, EvalsResult, _EarlyStopping, _make_folds, _subset, train
+from .core import (
+    _HIGHER_IS_BETTER,
+    Booster,
+    Callback,
+    Dataset,
+    EvalsResult,
+    _EarlyStopping,
+    _make_folds,
+    _subset,
+    train,
+)
 
 __all__ = ["SapwoodRegressor", "SapwoodClassifier", "SapwoodRanker"]
 
@@ -49,8 +59,9 @@ _ENGINE_NAMED = (
 class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
     """Parameters, fitting and prediction shared by the regressor and the classifier."""
 
-    #: Whether ``n_estimators=None`` has ``fit`` choose the rounds on held-out rows
-    #: (:func:`_chosen_rounds`); where not, it means :data:`DEFAULT_ROUNDS`.
+    #: Whether ``n_estimators=None`` has ``fit`` choose the rounds (and, unless given,
+    #: ``min_child_samples``) on held-out rows (:func:`_chosen_setting`); where not, it
+    #: means :data:`DEFAULT_ROUNDS`.
     _chooses_rounds: bool = False
 
     def __init__(
@@ -64,7 +75,7 @@ class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
         max_bin: int = 256,
         min_data_in_bin: int = 3,
         min_child_weight: float = 1.0,
-        min_child_samples: int = 0,
+        min_child_samples: Optional[int] = None,
         reg_lambda: float = 1.0,
         reg_alpha: float = 0.0,
         gamma: float = 0.0,
@@ -164,10 +175,11 @@ class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
             return int(check_random_state(seed).randint(np.iinfo(np.int32).max))
         return int(seed)
 
-    def _rounds_given(self) -> bool:
-        """Whether the rounds were given, as ``n_estimators`` or by an alias."""
-        return self.n_estimators is not None or any(
-            _params.canonical_param(n) == "num_rounds" for n in self._extra_params
+    def _given(self, own: str) -> bool:
+        """Whether the constructor parameter ``own`` was given, itself or by an alias."""
+        canonical = _params.canonical_param(own)
+        return getattr(self, own) is not None or any(
+            _params.canonical_param(n) == canonical for n in self._extra_params
         )
 
     def _engine_params(self) -> list[tuple[str, Any]]:
@@ -254,12 +266,14 @@ class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
         own_stopping = options.early_stopping_rounds is not None or any(
             isinstance(cb, _EarlyStopping) for cb in options.callbacks
         )
-        chosen = self._chooses_rounds and not self._rounds_given()
+        chosen = self._chooses_rounds and not self._given("n_estimators")
         if chosen and not (own_stopping or init is not None or obj is not None):
-            rounds = _chosen_rounds(
-                options.params, dtrain, isinstance(self, ClassifierMixin), self._seed()
+            leaf_rows = None if self._given("min_child_samples") else CHOICE_LEAF_ROWS
+            setting = _chosen_setting(
+                options.params, dtrain, isinstance(self, ClassifierMixin), self._seed(),
+                leaf_rows,
             )
-            options = options._replace(params=_rounds_set(options.params, rounds))
+            options = options._replace(params=setting.params(options.params))
         self._Booster = train(
             options.params,
             dtrain,
@@ -766,10 +780,10 @@ class _EvalSpec(NamedTuple):
 DEFAULT_ROUNDS = 100
 #: Fewest rows the rounds are chosen on.
 CHOICE_MIN_ROWS = 50
-#: Below this many rows the rounds are chosen by :data:`CHOICE_FOLDS`-fold
+#: Below this many rows the setting is chosen by :data:`CHOICE_FOLDS`-fold
 #: cross-validation; from it, on one held-out tenth.
 CHOICE_CV_ROWS = 20_000
-#: Folds of the cross-validation that chooses the rounds of a small table.
+#: Folds of the cross-validation that chooses the setting of a small table.
 CHOICE_FOLDS = 5
 #: Most rounds a held-out fit may take.
 CHOICE_MAX_ROUNDS = 1000
@@ -777,6 +791,25 @@ CHOICE_MAX_ROUNDS = 1000
 CHOICE_PATIENCE = 20
 #: The final fit's rounds per best held-out round (it trains on more rows).
 CHOICE_GROWTH = 1.1
+#: The fewest rows a leaf may hold that the choice tries beside none (XGBoost's habit):
+#: LightGBM's default ``min_data_in_leaf``.
+CHOICE_LEAF_ROWS = 20
+
+
+class _Setting(NamedTuple):
+    """What :func:`_chosen_setting` chose: the rounds, and the fewest rows a leaf may hold
+    (None: the engine's default, none)."""
+
+    rounds: int
+    leaf_rows: Optional[int] = None
+
+    def params(self, params: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+        """``params`` with this setting in place of their own."""
+        out = _rounds_set(params, self.rounds)
+        if self.leaf_rows is not None:
+            out = [(k, v) for k, v in out if _params.canonical_param(k) != "min_data_in_leaf"]
+            out.append(("min_child_samples", self.leaf_rows))
+        return out
 
 
 def _rounds_set(params: list[tuple[str, Any]], rounds: int) -> list[tuple[str, Any]]:
@@ -785,44 +818,75 @@ def _rounds_set(params: list[tuple[str, Any]], rounds: int) -> list[tuple[str, A
     return [*kept, ("n_estimators", int(rounds))]
 
 
-def _chosen_rounds(
-    params: list[tuple[str, Any]], dtrain: Dataset, stratified: bool, seed: int
-) -> int:
-    """The rounds to train on all of ``dtrain`` when ``n_estimators`` is None.
+def _higher_is_better(params: list[tuple[str, Any]]) -> bool:
+    """Whether the metric early stopping watches (the last ``eval_metric``; else the
+    objective's, a loss for every objective a regressor or classifier trains) grows as
+    the model improves."""
+    watched = None
+    for k, v in params:
+        if _params.canonical_param(k) == "eval_metric" and v is not None:
+            names = [v] if isinstance(v, str) else list(v)
+            watched = names[-1] if names else watched
+    return watched is not None and str(watched).split("@")[0] in _HIGHER_IS_BETTER
+
+
+def _chosen_setting(
+    params: list[tuple[str, Any]],
+    dtrain: Dataset,
+    stratified: bool,
+    seed: int,
+    leaf_rows: Optional[int],
+) -> _Setting:
+    """The rounds (and, given ``leaf_rows``, the fewest rows a leaf may hold: none or
+    that many) to train on all of ``dtrain`` when ``n_estimators`` is None.
 
     Rows are held out, seeded and stratified by class for a classifier: below
     :data:`CHOICE_CV_ROWS` rows each of :data:`CHOICE_FOLDS` folds in turn, else one
     tenth. Each held-out fit trains up to :data:`CHOICE_MAX_ROUNDS` rounds on the other
     rows until the watched metric (the last ``eval_metric``, else the objective's) on the
-    held-out rows has not improved for :data:`CHOICE_PATIENCE` rounds. The mean of the
-    best round counts, grown by :data:`CHOICE_GROWTH` for the larger data, is the answer.
+    held-out rows has not improved for :data:`CHOICE_PATIENCE` rounds. The leaf minimum
+    whose fits scored better on average is kept (none on a tie), and the mean of its best
+    round counts, grown by :data:`CHOICE_GROWTH` for the larger data, is the rounds.
 
     Why: learning rates, depths and tables differ in how many rounds they want (at 0.1,
     100 rounds underfit a 20,000-row count table that XGBoost's 0.3 fits, and overfit a
-    4,000-row one), so no fixed count serves them all; one tenth of a small table is too
-    few rows to choose on, so small tables take the folds' mean. The rows held out depend
-    on ``seed`` and the data alone, so the choice is the same on every backend and
-    worker count.
+    4,000-row one), and in whether small leaves overfit (a 2,930-row house-price table
+    wants LightGBM's 20 rows a leaf, a count table with rare large counts loses 11% with
+    it), so no fixed setting serves them all. One tenth of a small table is too few rows
+    to choose on, so small tables take the folds' mean. The rows held out depend on
+    ``seed`` and the data alone, so the choice is the same on every backend and worker
+    count.
     """
     n = dtrain.num_row()
     if n < CHOICE_MIN_ROWS:
-        return DEFAULT_ROUNDS
-    folds = _make_folds(dtrain, CHOICE_FOLDS if n < CHOICE_CV_ROWS else 10, stratified, None, True, seed)
+        return _Setting(DEFAULT_ROUNDS)
+    folds = _make_folds(
+        dtrain, CHOICE_FOLDS if n < CHOICE_CV_ROWS else 10, stratified, None, True, seed
+    )
     if n >= CHOICE_CV_ROWS:
         folds = folds[:1]
-    best = []
-    for fit_rows, held in folds:
-        booster = train(
-            _rounds_set(params, CHOICE_MAX_ROUNDS),
-            _subset(dtrain, fit_rows),
-            evals=[(_subset(dtrain, held), "held_out")],
-            early_stopping_rounds=CHOICE_PATIENCE,
-            verbose_eval=False,
-        )
-        # early stopping always names a best round; a run without one used every round
-        rounds = booster.best_iteration
-        best.append(booster.num_boosted_rounds() if rounds is None else rounds + 1)
-    return max(1, round(float(np.mean(best)) * CHOICE_GROWTH))
+    sign = -1.0 if _higher_is_better(params) else 1.0
+    best: Optional[tuple[float, _Setting]] = None
+    for leaves in (None, leaf_rows) if leaf_rows is not None else (None,):
+        rounds, scores = [], []
+        for fit_rows, held in folds:
+            booster = train(
+                _Setting(CHOICE_MAX_ROUNDS, leaves).params(params),
+                _subset(dtrain, fit_rows),
+                evals=[(_subset(dtrain, held), "held_out")],
+                early_stopping_rounds=CHOICE_PATIENCE,
+                verbose_eval=False,
+            )
+            # early stopping always names a best round; a run without one used every round
+            r = booster.best_iteration
+            rounds.append(booster.num_boosted_rounds() if r is None else r + 1)
+            scores.append(sign * float(booster.best_score or 0.0))
+        score = float(np.mean(scores))
+        setting = _Setting(max(1, round(float(np.mean(rounds)) * CHOICE_GROWTH)), leaves)
+        if best is None or score < best[0]:
+            best = (score, setting)
+    assert best is not None
+    return best[1]
 
 
 class _TrainOptions(NamedTuple):
@@ -1036,11 +1100,13 @@ class SapwoodRegressor(RegressorMixin, _XYModel):  # type: ignore[misc]
     their meaning); any other engine parameter, or its XGBoost/LightGBM alias, may be given
     by keyword (``num_leaves=31``, ``cat_smooth=10``, ``min_category_count=5``) and is
     validated by name with the engine's "did you mean" message. ``n_estimators=None`` (the
-    default) chooses the rounds on held-out rows: five folds below 20,000 rows, else one
-    held-out tenth, each up to 1,000 rounds until its metric stops improving for 20, then
-    every row for 1.1 times the mean best count (100 rounds with early stopping of your
-    own, a model to continue or a custom objective; ``n_estimators_`` says how many). A
-    number trains exactly that many rounds, as XGBoost. ``objective`` is a
+    default) chooses the rounds on held-out rows, and with them (unless
+    ``min_child_samples`` is given) whether a leaf must hold 20 rows or any number: five
+    folds below 20,000 rows, else one held-out tenth, each fit up to 1,000 rounds until
+    its metric stops improving for 20; the better leaf rule is kept and every row trained
+    for 1.1 times its mean best count (100 rounds and no minimum with early stopping of
+    your own, a model to continue or a custom objective; ``n_estimators_`` says how
+    many). A number trains exactly that many rounds, as XGBoost. ``objective`` is a
     regression objective (default ``reg:squarederror``), or a custom objective as both
     peers take it, ``objective(y_true, y_pred) -> (grad, hess)`` (with LightGBM's third
     argument ``weight`` or XGBoost's keyword ``sample_weight`` when the function takes

@@ -151,9 +151,10 @@ _SKLEARN_DEFAULTS: dict[str, Any] = {
     for name, p in inspect.signature(_SapwoodModel.__init__).parameters.items()
     if p.kind is p.KEYWORD_ONLY and name not in ("callbacks", "class_weight")
 }
-# a Spark job trains the rounds it is given: the plain estimators' choice on held-out rows
-# needs every row in one process
+# a Spark job trains the rounds (and leaf minimum) it is given: the plain estimators'
+# choice on held-out rows needs every row in one process
 _SKLEARN_DEFAULTS["n_estimators"] = DEFAULT_ROUNDS
+_SKLEARN_DEFAULTS["min_child_samples"] = 0
 
 #: Engine parameters a Spark estimator sets itself (or that a rank cannot take).
 _MANAGED = frozenset({"num_class", "collective", "comm_timeout", "objective"})
