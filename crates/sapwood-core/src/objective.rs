@@ -445,6 +445,40 @@ fn squared_error(m: f32, y: f32, w: f32) -> [f32; 2] {
     [ftz(ftz(ftz(m) - y) * w), w]
 }
 
+/// (g, h) of the Poisson loss at margin `m`, label `y`, weight `w` (already flushed), the
+/// hessian taken at `m + offset` (XGBoost's `max_delta_step`).
+#[inline(always)]
+fn poisson(m: f32, y: f32, w: f32, offset: f32) -> [f32; 2] {
+    let m = ftz(m);
+    [
+        ftz(ftz(exp_det(m) - y) * w),
+        ftz(exp_det(ftz(m + offset)).max(MIN_HESSIAN) * w),
+    ]
+}
+
+/// (g, h) of the gamma loss at margin `m`, label `y`, weight `w` (already flushed).
+#[inline(always)]
+fn gamma(m: f32, y: f32, w: f32) -> [f32; 2] {
+    // y / e^m = (y * q) * s with e^-m = q * s
+    let (q, s) = exp_parts(-ftz(m));
+    let p = ftz(ftz(y * q) * s);
+    [ftz(ftz(1.0 - p) * w), ftz(p.max(MIN_HESSIAN) * w)]
+}
+
+/// (g, h) of the Tweedie loss at margin `m`, label `y`, weight `w` (already flushed), with
+/// `c0` = 1 - rho and `c1` = 2 - rho: a = y e^{c0 m}, b = e^{c1 m}.
+#[inline(always)]
+fn tweedie(m: f32, y: f32, w: f32, c0: f32, c1: f32) -> [f32; 2] {
+    let m = ftz(m);
+    let (qa, sa) = exp_parts(ftz(c0 * m));
+    let (qb, sb) = exp_parts(ftz(c1 * m));
+    let a = ftz(ftz(y * qa) * sa);
+    let b = ftz(qb * sb);
+    let hb = ftz(ftz(c1 * qb) * sb);
+    let ha = ftz(ftz(ftz(y * c0) * qa) * sa);
+    [ftz(ftz(b - a) * w), ftz(ftz(hb - ha).max(MIN_HESSIAN) * w)]
+}
+
 /// (g, h) of the logistic loss at margin `m`, label `y`, weight `w` (already flushed).
 #[inline(always)]
 fn logistic(m: f32, y: f32, w: f32) -> [f32; 2] {
@@ -781,7 +815,12 @@ impl Objective {
         self.groups == 1
             && matches!(
                 self.kind,
-                ObjectiveKind::SquaredError | ObjectiveKind::Logistic | ObjectiveKind::LogitRaw
+                ObjectiveKind::SquaredError
+                    | ObjectiveKind::Logistic
+                    | ObjectiveKind::LogitRaw
+                    | ObjectiveKind::Poisson
+                    | ObjectiveKind::Gamma
+                    | ObjectiveKind::Tweedie
             )
     }
 
@@ -808,6 +847,19 @@ impl Objective {
                 let t = sigmoid_table();
                 lanes::logistic_rows(t, margins, labels, weights, out);
                 Some(maxima(out))
+            }
+            ObjectiveKind::Poisson => {
+                let offset = self.constants.c0;
+                Some(rows_by(margins, labels, weights, out, |m, y, w| {
+                    poisson(m, y, w, offset)
+                }))
+            }
+            ObjectiveKind::Gamma => Some(rows_by(margins, labels, weights, out, gamma)),
+            ObjectiveKind::Tweedie => {
+                let LossConstants { c0, c1 } = self.constants;
+                Some(rows_by(margins, labels, weights, out, |m, y, w| {
+                    tweedie(m, y, w, c0, c1)
+                }))
             }
             _ => None,
         }
@@ -862,30 +914,9 @@ impl Objective {
                 g[0] = ftz(r / root * w);
                 h[0] = ftz((1.0 / (scale * root)).max(MIN_HESSIAN) * w);
             }
-            ObjectiveKind::Poisson => {
-                let m = ftz(margins[0]);
-                g[0] = ftz(ftz(exp_det(m) - y) * w);
-                h[0] = ftz(exp_det(ftz(m + c0)).max(MIN_HESSIAN) * w);
-            }
-            ObjectiveKind::Gamma => {
-                // y / e^m = (y * q) * s with e^-m = q * s
-                let (q, s) = exp_parts(-ftz(margins[0]));
-                let p = ftz(ftz(y * q) * s);
-                g[0] = ftz(ftz(1.0 - p) * w);
-                h[0] = ftz(p.max(MIN_HESSIAN) * w);
-            }
-            ObjectiveKind::Tweedie => {
-                // c0 = 1 - rho, c1 = 2 - rho; a = y e^{c0 m}, b = e^{c1 m}
-                let m = ftz(margins[0]);
-                let (qa, sa) = exp_parts(ftz(c0 * m));
-                let (qb, sb) = exp_parts(ftz(c1 * m));
-                let a = ftz(ftz(y * qa) * sa);
-                let b = ftz(qb * sb);
-                g[0] = ftz(ftz(b - a) * w);
-                let hb = ftz(ftz(c1 * qb) * sb);
-                let ha = ftz(ftz(ftz(y * c0) * qa) * sa);
-                h[0] = ftz(ftz(hb - ha).max(MIN_HESSIAN) * w);
-            }
+            ObjectiveKind::Poisson => [g[0], h[0]] = poisson(margins[0], y, w, c0),
+            ObjectiveKind::Gamma => [g[0], h[0]] = gamma(margins[0], y, w),
+            ObjectiveKind::Tweedie => [g[0], h[0]] = tweedie(margins[0], y, w, c0, c1),
             ObjectiveKind::Logistic | ObjectiveKind::LogitRaw => {
                 [g[0], h[0]] = logistic(margins[0], y, w)
             }
@@ -1213,6 +1244,9 @@ mod tests {
             ObjectiveKind::SquaredError,
             ObjectiveKind::Logistic,
             ObjectiveKind::LogitRaw,
+            ObjectiveKind::Poisson,
+            ObjectiveKind::Gamma,
+            ObjectiveKind::Tweedie,
         ] {
             let obj = Objective::new(kind, 1).unwrap();
             assert!(obj.has_row_formula());
