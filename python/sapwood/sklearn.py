@@ -818,18 +818,6 @@ def _rounds_set(params: list[tuple[str, Any]], rounds: int) -> list[tuple[str, A
     return [*kept, ("n_estimators", int(rounds))]
 
 
-def _higher_is_better(params: list[tuple[str, Any]]) -> bool:
-    """Whether the metric early stopping watches (the last ``eval_metric``; else the
-    objective's, a loss for every objective a regressor or classifier trains) grows as
-    the model improves."""
-    watched = None
-    for k, v in params:
-        if _params.canonical_param(k) == "eval_metric" and v is not None:
-            names = [v] if isinstance(v, str) else list(v)
-            watched = names[-1] if names else watched
-    return watched is not None and str(watched).split("@")[0] in _HIGHER_IS_BETTER
-
-
 def _chosen_setting(
     params: list[tuple[str, Any]],
     dtrain: Dataset,
@@ -865,23 +853,29 @@ def _chosen_setting(
     )
     if n >= CHOICE_CV_ROWS:
         folds = folds[:1]
-    sign = -1.0 if _higher_is_better(params) else 1.0
+    # each leaf rule trains on the same folds: their datasets are made once
+    parts = [(_subset(dtrain, fit_rows), _subset(dtrain, held)) for fit_rows, held in folds]
     best: Optional[tuple[float, _Setting]] = None
     for leaves in (None, leaf_rows) if leaf_rows is not None else (None,):
-        rounds, scores = [], []
-        for fit_rows, held in folds:
+        rounds, scores, higher = [], [], False
+        for fit, held in parts:
+            history: EvalsResult = {}
             booster = train(
                 _Setting(CHOICE_MAX_ROUNDS, leaves).params(params),
-                _subset(dtrain, fit_rows),
-                evals=[(_subset(dtrain, held), "held_out")],
+                fit,
+                evals=[(held, "held_out")],
                 early_stopping_rounds=CHOICE_PATIENCE,
                 verbose_eval=False,
+                evals_result=history,
             )
+            # early stopping watches the last metric, and its name says which way is better
+            watched = list(history["held_out"])[-1]
+            higher = watched.split("@")[0] in _HIGHER_IS_BETTER
             # early stopping always names a best round; a run without one used every round
             r = booster.best_iteration
             rounds.append(booster.num_boosted_rounds() if r is None else r + 1)
-            scores.append(sign * float(booster.best_score or 0.0))
-        score = float(np.mean(scores))
+            scores.append(float(booster.best_score or 0.0))
+        score = -float(np.mean(scores)) if higher else float(np.mean(scores))
         setting = _Setting(max(1, round(float(np.mean(rounds)) * CHOICE_GROWTH)), leaves)
         if best is None or score < best[0]:
             best = (score, setting)
