@@ -1,6 +1,6 @@
 """Each objective against XGBoost and LightGBM on a bundled dataset that suits it.
 
-    python bench/objectives.py [--rounds 200] [--folds 5] [--json out.json]
+    python bench/objectives.py [--rounds 200] [--folds 5] [--same-bins 100] [--json out.json]
 
 Matched parameters (depth 6, 256 bins, learning rate 0.1, lambda 1, min_child_weight 1 and
 no minimum of rows per leaf, one thread per library so times compare), the same rows for
@@ -9,8 +9,12 @@ the held-out rows, and the fit time. By default the dataset's bundled train/test
 with --folds K, the train and test rows pooled and cut into K seeded folds, each held out
 once, the metric averaged over the folds (one split of a few thousand rows moves a loss by
 a few percent from one binning or split rule to the next; five folds by about a fifth of
-that). python/tests/test_objectives.py runs the same cases with fewer rounds and asserts
-the quality bar.
+that). With --same-bins N every numeric column is replaced by its N-quantile group on the
+training rows (missing stays missing) and every library keeps one bin per value
+(`min_data_in_bin` 1 for Sapwood and LightGBM), so the three split the same cuts and the
+comparison is of the losses and trees alone, not of where each library puts its cuts.
+python/tests/test_objectives.py runs the same cases with fewer rounds and asserts the
+quality bar.
 """
 
 from __future__ import annotations
@@ -179,13 +183,27 @@ def splits(dataset: str, folds: int) -> list[tuple[pd.DataFrame, pd.DataFrame]]:
     return out
 
 
+def same_bins(train: pd.DataFrame, test: pd.DataFrame, groups: int) -> None:
+    """Replaces each numeric column of `train` and `test`, in place, by its quantile group
+    (0 .. `groups` - 1) among the training rows' values; missing values stay missing."""
+    for c in train.columns:
+        if not pd.api.types.is_numeric_dtype(train[c]) or pd.api.types.is_bool_dtype(train[c]):
+            continue
+        values = train[c].to_numpy(float)
+        cuts = np.unique(np.nanquantile(values, np.linspace(0, 1, groups + 1)[1:-1]))
+        for frame in (train, test):
+            v = frame[c].to_numpy(float)
+            frame[c] = np.where(np.isnan(v), np.nan, np.searchsorted(cuts, v).astype(float))
+
+
 def run_case(name: str, rounds: int, grad_bits: int = 0, folds: int = 1,
-             params: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+             params: Optional[dict[str, Any]] = None, groups: int = 0) -> dict[str, Any]:
     """Trains `name` with the three libraries on the bundled split (`folds` 1) or on each of
     `folds` folds of the pooled rows; returns the metric (the folds' mean) and the seconds
-    (summed over folds) per library."""
+    (summed over folds) per library. `groups` > 0: every library splits the same cuts
+    ([`same_bins`])."""
     dataset, label = CASES[name][0], CASES[name][1]
-    per_fold = [fit_case(name, train, test, rounds, grad_bits, params or {})
+    per_fold = [fit_case(name, train, test, rounds, grad_bits, params or {}, groups)
                 for train, test in splits(dataset, folds)]
     out: dict[str, Any] = {"dataset": dataset, "label": label, "folds": max(folds, 1),
                            "rows": per_fold[0]["rows"]}
@@ -198,7 +216,7 @@ def run_case(name: str, rounds: int, grad_bits: int = 0, folds: int = 1,
 
 
 def fit_case(name: str, train: pd.DataFrame, test: pd.DataFrame, rounds: int,
-             grad_bits: int, more: dict[str, Any]) -> dict[str, Any]:
+             grad_bits: int, more: dict[str, Any], groups: int = 0) -> dict[str, Any]:
     """Trains `name` with the three libraries on one split; metric and seconds per library."""
     import lightgbm as lgb
     import xgboost as xgb
@@ -212,6 +230,12 @@ def fit_case(name: str, train: pd.DataFrame, test: pd.DataFrame, rounds: int,
     for c in dropped:
         train.pop(c)
         test.pop(c)
+    # one bin per value in every library: no cut is a library's own
+    one_bin_each: dict[str, Any] = {}
+    if groups > 0:
+        train, test = train.copy(), test.copy()
+        same_bins(train, test, groups)
+        one_bin_each = {"min_data_in_bin": 1}
     multiclass = name == "multi:softmax"
     if multiclass:
         classes = sorted(y_train.unique())
@@ -221,7 +245,7 @@ def fit_case(name: str, train: pd.DataFrame, test: pd.DataFrame, rounds: int,
     out: dict[str, Any] = {"dataset": dataset, "label": label, "rows": len(train)}
 
     params = {"objective": extra.get("objective", name), "max_depth": 6, "max_bin": 256, "learning_rate": 0.1,
-              "lambda": 1.0, "threads": 1, "grad_bits": grad_bits, **extra, **more}
+              "lambda": 1.0, "threads": 1, "grad_bits": grad_bits, **one_bin_each, **extra, **more}
     t = time.perf_counter()
     b = sapwood.train(params, sapwood.Dataset(train, label=y_train_np), rounds, verbose_eval=False)
     out["sapwood_s"] = time.perf_counter() - t
@@ -251,7 +275,7 @@ def fit_case(name: str, train: pd.DataFrame, test: pd.DataFrame, rounds: int,
         lp: dict[str, Any] = {"objective": lgb_obj, "max_depth": 6, "num_leaves": 63, "max_bin": 255,
                               "learning_rate": 0.1, "lambda_l2": 1.0, "num_threads": 1, "verbose": -1,
                               "deterministic": True, "min_data_in_leaf": 0,
-                              "min_sum_hessian_in_leaf": 1.0}
+                              "min_sum_hessian_in_leaf": 1.0, **one_bin_each}
         if "quantile_alpha" in extra:
             lp["alpha"] = extra["quantile_alpha"]
         if "huber_slope" in extra:
@@ -276,6 +300,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--grad-bits", type=int, default=0)
     ap.add_argument("--folds", type=int, default=1,
                     help="K: K seeded folds of the pooled train and test rows (default: the bundled split)")
+    ap.add_argument("--same-bins", type=int, default=0, metavar="N",
+                    help="every numeric column as its N-quantile group, so every library splits the same cuts")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="a Sapwood parameter for every Sapwood fit")
@@ -285,7 +311,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     print(f"| objective | dataset (label) | metric | Sapwood | XGBoost | LightGBM | time S / X / L (s) |")
     print("|---|---|---|---|---|---|---|")
     for name in CASES:
-        r = run_case(name, args.rounds, args.grad_bits, args.folds, more)
+        r = run_case(name, args.rounds, args.grad_bits, args.folds, more, args.same_bins)
         rows[name] = r
         metric = METRIC_NAMES[name]
         fmt = lambda k: f"{r[k]:.6g}" if k in r else "—"  # noqa: E731
