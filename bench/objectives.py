@@ -233,7 +233,7 @@ def fit_case(name: str, train: pd.DataFrame, test: pd.DataFrame, rounds: int,
     # one bin per value in every library: no cut is a library's own
     one_bin_each: dict[str, Any] = {}
     if groups > 0:
-        train, test = train.copy(), test.copy()
+        # `dropna` above made both frames this call's own
         same_bins(train, test, groups)
         one_bin_each = {"min_data_in_bin": 1}
     multiclass = name == "multi:softmax"
