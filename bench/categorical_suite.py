@@ -17,8 +17,10 @@ gives all three LightGBM's shape (63 leaves grown best first, no depth limit: Sa
 XGBoost `grow_policy=lossguide`), so that the trees differ only in how each library
 splits, not in their shape. `--defaults`
 fits each library with its own defaults instead (only objective, rounds and seed set). The
-last column is how far Sapwood is behind the better peer, in percent of that peer's
-metric (negative: ahead).
+"behind" column is how far Sapwood is behind the better peer, in percent of that peer's
+metric (negative: ahead); "± SE" is the standard error of that gap from its spread over the
+folds (each fold's gap to the same peer), so a gap within about two of them is within the
+folds' noise.
 """
 
 from __future__ import annotations
@@ -238,6 +240,17 @@ def behind(task: str, ours: float, peers: list[float]) -> float:
     return 100.0 * (ours - best) / best
 
 
+def gap_spread(ours: list[float], peer: list[float], higher: bool) -> float:
+    """Standard error of the mean gap between `ours` and one peer's scores on the same
+    folds, in percent of the peer's mean score (the unit of the "behind" column): a gap
+    within about two of these is within the folds' noise. NaN with fewer than two folds."""
+    o, q = np.asarray(ours, np.float64), np.asarray(peer, np.float64)
+    if len(o) < 2 or np.mean(q) == 0.0:
+        return float("nan")
+    gaps = (q - o) if higher else (o - q)
+    return float(100.0 * np.std(gaps, ddof=1) / np.sqrt(len(gaps)) / abs(np.mean(q)))
+
+
 def run(table: Table, wheel: Path, rounds: int, k: int, defaults: bool, extra: dict[str, Any],
         leafwise: bool = False) -> dict[str, Any]:
     """Mean held-out metric and fit seconds of each library on one table."""
@@ -258,6 +271,10 @@ def run(table: Table, wheel: Path, rounds: int, k: int, defaults: bool, extra: d
     for n in fits:
         out[n], out[n + "_s"] = float(np.mean(scores[n])), seconds[n]
     out["behind_pct"] = behind(table.task, out["sapwood"], [out["xgboost"], out["lightgbm"]])
+    higher = table.task == "binary"
+    better = max if higher else min
+    peer = better(("xgboost", "lightgbm"), key=lambda n: out[n])
+    out["behind_se"] = gap_spread(scores["sapwood"], scores[peer], higher)
     return out
 
 
@@ -281,7 +298,7 @@ def main() -> None:
     print(f"{setting}, {a.rounds} rounds, {a.folds} folds; "
           f"Sapwood extra params: {extra or 'none'}")
     print(f"{'table':<12} {'task':<10} {'rows':>6}  {'study columns (levels)':<34} {'sapwood':>9} "
-          f"{'xgboost':>9} {'lightgbm':>9} {'behind %':>8}  fit s (sw/xgb/lgb)")
+          f"{'xgboost':>9} {'lightgbm':>9} {'behind %':>8} {'± SE':>6}  fit s (sw/xgb/lgb)")
     rows = []
     for table in TABLES:
         if a.only and table.name not in a.only:
@@ -291,7 +308,8 @@ def main() -> None:
         study = ", ".join(f"{c} ({n})" for c, n in r["study"].items())
         secs = "/".join(f"{r[n + '_s']:.1f}" for n in ("sapwood", "xgboost", "lightgbm"))
         print(f"{r['table']:<12} {r['task']:<10} {r['rows']:>6}  {study:<34} {r['sapwood']:9.4f} "
-              f"{r['xgboost']:9.4f} {r['lightgbm']:9.4f} {r['behind_pct']:+8.2f}  {secs}", flush=True)
+              f"{r['xgboost']:9.4f} {r['lightgbm']:9.4f} {r['behind_pct']:+8.2f} {r['behind_se']:6.2f}  {secs}",
+              flush=True)
     gaps = [r["behind_pct"] for r in rows]
     print(f"behind the better peer: median {np.median(gaps):+.2f}%, worst {max(gaps):+.2f}%")
     if a.json:

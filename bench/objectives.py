@@ -13,6 +13,10 @@ that). With --same-bins N every numeric column is replaced by its N-quantile gro
 training rows (missing stays missing) and every library keeps one bin per value
 (`min_data_in_bin` 1 for Sapwood and LightGBM), so the three split the same cuts and the
 comparison is of the losses and trees alone, not of where each library puts its cuts.
+"behind" is how far Sapwood trails the better peer in percent of that peer's loss (for AUC,
+accuracy and concordance, of its error, 1 − the score; negative: ahead); with folds, "± SE"
+is that gap's standard error from its spread over the folds, so a gap within about two of
+them is within the folds' noise.
 python/tests/test_objectives.py runs the same cases with fewer rounds and asserts the
 quality bar.
 """
@@ -32,7 +36,7 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[1]
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from categorical_suite import parsed_sets, with_training_levels  # noqa: E402
+from categorical_suite import gap_spread, parsed_sets, with_training_levels  # noqa: E402
 
 
 def read(name: str) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
@@ -166,6 +170,10 @@ METRIC_NAMES = {
 }
 
 
+#: Metrics where higher is better: their gaps are taken on the error, 1 − the score.
+HIGHER_IS_BETTER = {"AUC", "accuracy", "concordance"}
+
+
 def splits(dataset: str, folds: int) -> list[tuple[pd.DataFrame, pd.DataFrame]]:
     """The bundled (train, test) split, or `folds` seeded folds of the pooled rows."""
     if folds <= 1:
@@ -212,6 +220,17 @@ def run_case(name: str, rounds: int, grad_bits: int = 0, folds: int = 1,
             out[k] = float(np.mean([r[k] for r in per_fold]))
         elif k.endswith("_s"):
             out[k] = float(sum(r[k] for r in per_fold))
+    peers = [k for k in ("xgboost", "lightgbm") if k in out]
+    if peers:
+        # a score (AUC, accuracy, concordance) is compared by its error, 1 − score, whose
+        # relative gap is what a user sees as misranked pairs or misclassified rows
+        higher = METRIC_NAMES[name] in HIGHER_IS_BETTER
+        error = (lambda v: 1.0 - v) if higher else (lambda v: v)  # noqa: E731
+        peer = min(peers, key=lambda k: error(out[k]))
+        base = error(out[peer])
+        out["behind_pct"] = 100.0 * (error(out["sapwood"]) - base) / base if base else float("nan")
+        out["behind_se"] = gap_spread([error(r["sapwood"]) for r in per_fold],
+                                      [error(r[peer]) for r in per_fold], False)
     return out
 
 
@@ -308,16 +327,20 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = ap.parse_args(argv)
     more = parsed_sets(args.set)
     rows = {}
-    print(f"| objective | dataset (label) | metric | Sapwood | XGBoost | LightGBM | time S / X / L (s) |")
-    print("|---|---|---|---|---|---|---|")
+    print("| objective | dataset (label) | metric | Sapwood | XGBoost | LightGBM | behind % (± SE) "
+          "| time S / X / L (s) |")
+    print("|---|---|---|---|---|---|---|---|")
     for name in CASES:
         r = run_case(name, args.rounds, args.grad_bits, args.folds, more, args.same_bins)
         rows[name] = r
         metric = METRIC_NAMES[name]
         fmt = lambda k: f"{r[k]:.6g}" if k in r else "—"  # noqa: E731
         times = " / ".join(f"{r[k]:.2f}" if k in r else "—" for k in ("sapwood_s", "xgboost_s", "lightgbm_s"))
+        gap = f"{r['behind_pct']:+.2f}" if "behind_pct" in r else "—"
+        if "behind_se" in r and np.isfinite(r["behind_se"]):
+            gap += f" (± {r['behind_se']:.2f})"
         print(f"| {name} | {r['dataset']} ({r['label']}) | {metric} | {fmt('sapwood')} | "
-              f"{fmt('xgboost')} | {fmt('lightgbm')} | {times} |", flush=True)
+              f"{fmt('xgboost')} | {fmt('lightgbm')} | {gap} | {times} |", flush=True)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     return 0
