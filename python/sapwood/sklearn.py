@@ -84,7 +84,7 @@ class _SapwoodModel(BaseEstimator):  # type: ignore[misc]
         colsample_bytree: float = 1.0,
         grad_bits: int = 0,
         max_cat_to_onehot: int = 4,
-        max_cat_threshold: int = 32,
+        max_cat_threshold: int = 64,
         categorical_features: CategoricalSpec = "auto",
         objective: Union[str, Callable[..., Any], None] = None,
         eval_metric: Union[str, Sequence[str], None] = None,

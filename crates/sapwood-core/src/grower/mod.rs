@@ -23,8 +23,8 @@ use crate::hist::{node_sums, HistBin};
 use crate::occupancy;
 use crate::params::GrowPolicy;
 use crate::split::{
-    best_split_with, bounded, leaf_weight, within_variance, CatNoise, LevelNoise, NodeRules,
-    NodeView, SplitCandidate, SplitParams, Units,
+    best_split_with, bounded, leaf_weight, unshrunk_levels, within_variance, CatNoise, LevelNoise,
+    NodeRules, NodeView, SplitCandidate, SplitParams, Units,
 };
 use crate::tree::{Node, NodeId, Split, Tree};
 
@@ -620,7 +620,7 @@ fn measures_noise(cfg: &GrowerConfig<'_>) -> bool {
         && (0..cfg.cuts.n_features()).any(|f| {
             let levels = (offsets[f + 1] - offsets[f]) as usize - 1;
             matches!(cfg.cuts.feature(f), FeatureCuts::Categorical { .. })
-                && levels > p.max_cat_threshold.max(p.max_cat_to_onehot)
+                && levels > unshrunk_levels(p).max(p.max_cat_to_onehot)
         })
 }
 

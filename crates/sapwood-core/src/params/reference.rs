@@ -322,7 +322,7 @@ pub const PARAM_DOCS: &[ParamDoc] = &[
     ),
     param(
         "max_cat_threshold",
-        "32",
+        "64",
         "integer",
         ">= 1",
         "categorical features",
@@ -337,7 +337,7 @@ pub const PARAM_DOCS: &[ParamDoc] = &[
         "Largest prior weight, in hessian units, shrinking each level's mean gradient toward \
          the node's when levels are ordered and splits scored; each node estimates its own \
          prior from how much its levels differ, between 1 and this. 0 for none. Nodes with \
-         at most max_cat_threshold levels keep the unshrunk search.",
+         at most 32 levels (or max_cat_threshold, if fewer) keep the unshrunk search.",
     ),
     param(
         "cat_l2",
@@ -353,10 +353,11 @@ pub const PARAM_DOCS: &[ParamDoc] = &[
         "text",
         "measured, fitted",
         "categorical features",
-        "How a node with more than max_cat_threshold levels estimates the noise in its \
-         levels' means, which sets how far they shrink toward the node's: measured from its \
-         rows' squared gradients, or fitted from the levels alone, which cannot tell noise \
-         from signal where every level holds about the same rows (ID-like columns). Where \
+        "How a node with more than 32 levels (or max_cat_threshold, if fewer) estimates the \
+         noise in its levels' means, which sets how far they shrink toward the node's: \
+         measured from its rows' squared gradients, or fitted from the levels alone, which \
+         cannot tell noise from signal where every level holds about the same rows (ID-like \
+         columns). Where \
          measured levels differ far beyond the noise, a node scans up to cat_smooth / prior \
          times max_cat_threshold levels from either end (at most 256). Models saved before \
          it read as fitted.",

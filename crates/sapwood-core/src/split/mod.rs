@@ -4,11 +4,11 @@ mod evaluate;
 mod gain;
 mod screen;
 
-pub(crate) use evaluate::bounded;
 pub use evaluate::{
     best_split, best_split_with, within_variance, LevelNoise, NodeRules, NodeView, Units,
     ROOT_NOISE_FLOOR,
 };
+pub(crate) use evaluate::{bounded, unshrunk_levels};
 pub use gain::{leaf_gain, leaf_gain_at, leaf_weight, CatNoise, SplitParams, MIN_SPLIT_GAIN};
 
 /// A set of bins of one feature (the bins a categorical split sends left).
