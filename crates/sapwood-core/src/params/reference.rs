@@ -357,10 +357,9 @@ pub const PARAM_DOCS: &[ParamDoc] = &[
          noise in its levels' means, which sets how far they shrink toward the node's: \
          measured from its rows' squared gradients, or fitted from the levels alone, which \
          cannot tell noise from signal where every level holds about the same rows (ID-like \
-         columns). Where \
-         measured levels differ far beyond the noise, a node scans up to cat_smooth / prior \
-         times max_cat_threshold levels from either end (at most 256). Models saved before \
-         it read as fitted.",
+         columns). Where measured levels differ far beyond the noise, a node scans up to \
+         cat_smooth / prior times max_cat_threshold levels from either end (at most 256). \
+         Models saved before it read as fitted.",
     ),
     param(
         "min_data_per_group",
