@@ -565,9 +565,164 @@ unsafe fn split_byte_rows_in_lanes<B: BinValue>(
             // contract, and every row index fits a gather's signed 32-bit offset
             return Some(unsafe { split_rows_avx512(rows, right, bytes, rule) });
         }
+        if crate::simd::avx2()
+            && bytes.len() <= i32::MAX as usize
+            && !matches!(rule, ByteRule::Numeric { t, .. } if t >= i32::MAX as u32)
+        {
+            // SAFETY: the CPU has AVX2 (checked by `simd::avx2`); the rest as above
+            return Some(unsafe { split_rows_avx2(rows, right, bytes, rule) });
+        }
     }
     let _ = (rows, right, column, rule);
     None
+}
+
+/// The frame both vector row splits share: the contract checked, whole steps of `LANES`
+/// rows split by `step` (the bins of the steps FAR rows ahead prefetched into L2 and NEAR
+/// rows ahead into L1, in whole steps: a deep node's rows are sparse in the column), and
+/// the rows after the last whole step split one at a time. `step(rows, right, i, nl, nr)`
+/// splits rows `i..i + LANES`, storing the left ones from `rows[nl]` and the right ones
+/// from `right[nr]`, and returns how many went left.
+///
+/// # Safety
+/// As the vector splits': `step` may rely on `i + LANES <= rows.len()`, `nl, nr <= i`
+/// and `right.len() >= rows.len()`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn split_in_steps<const LANES: usize>(
+    rows: &mut [u32],
+    right: &mut [u32],
+    column: &[u8],
+    rule: ByteRule,
+    mut step: impl FnMut(&mut [u32], &mut [u32], usize, usize, usize) -> usize,
+) -> usize {
+    assert!(
+        right.len() >= rows.len(),
+        "a right buffer as long as the rows"
+    );
+    debug_assert!(rows
+        .iter()
+        .all(|&r| (r as usize) + COLUMN_PAD < column.len()));
+    let len = rows.len();
+    let (mut nl, mut nr, mut i) = (0usize, 0usize, 0usize);
+    let base = column.as_ptr();
+    while i + LANES <= len {
+        for (steps, level) in [
+            (FAR.div_ceil(LANES), Level::L2),
+            (NEAR.div_ceil(LANES), Level::L1),
+        ] {
+            if let Some(ahead) = rows.get(i + steps * LANES..i + (steps + 1) * LANES) {
+                for &a in ahead {
+                    prefetch_to(base.wrapping_add(a as usize), level);
+                }
+            }
+        }
+        let k = step(rows, right, i, nl, nr);
+        nl += k;
+        nr += LANES - k;
+        i += LANES;
+    }
+    for j in i..len {
+        let r = rows[j];
+        let go = rule.goes_left(column[r as usize] as usize) as usize;
+        rows[nl] = r;
+        right[nr] = r;
+        nl += go;
+        nr += 1 - go;
+    }
+    nl
+}
+
+/// For each mask of eight lanes, the indices that move its set lanes to the front in order
+/// (AVX2 has no compress instruction: a permutation by this table does its work).
+#[cfg(target_arch = "x86_64")]
+static COMPRESS8: [[u32; 8]; 256] = {
+    let mut table = [[0u32; 8]; 256];
+    let mut mask = 0;
+    while mask < 256 {
+        let (mut lane, mut k) = (0, 0);
+        while lane < 8 {
+            if mask >> lane & 1 == 1 {
+                table[mask][k] = lane as u32;
+                k += 1;
+            }
+            lane += 1;
+        }
+        mask += 1;
+    }
+    table
+};
+
+/// [`split_rows_avx512`] in AVX2's eight 32-bit lanes: the same gather of four bytes at
+/// each row, the same tests, and each way's rows moved to the front of a register by a
+/// permutation from [`COMPRESS8`] and stored whole at its cursor (at most eight entries
+/// past it, never past the step just read).
+///
+/// # Safety
+/// The CPU must have AVX2; every `r` in `rows` must satisfy `r + COLUMN_PAD <
+/// column.len() <= i32::MAX`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+pub unsafe fn split_rows_avx2(
+    rows: &mut [u32],
+    right: &mut [u32],
+    column: &[u8],
+    rule: ByteRule,
+) -> usize {
+    use std::arch::x86_64::*;
+    const LANES: usize = 8;
+    let base = column.as_ptr();
+    let byte = _mm256_set1_epi32(0xff);
+    let one = _mm256_set1_epi32(1);
+    let zero = _mm256_setzero_si256();
+    let low5 = _mm256_set1_epi32(31);
+    let (threshold, missing_left, words) = match rule {
+        ByteRule::Numeric { t, missing_left } => (t, missing_left, [0u32; 8]),
+        ByteRule::Set(words) => (0, false, words),
+    };
+    // bins are below 256 and the threshold below i32::MAX: signed compares order them
+    let threshold = _mm256_set1_epi32(threshold as i32);
+    // SAFETY: the words are 8 u32, 32 bytes
+    let table = unsafe { _mm256_loadu_si256(words.as_ptr().cast()) };
+    let is_set = matches!(rule, ByteRule::Set(_));
+    let step = |rows: &mut [u32], right: &mut [u32], i: usize, nl: usize, nr: usize| {
+        // SAFETY: i + LANES <= rows.len(); every gathered address is r..r + 4 <=
+        // column.len() (the contract); the stores are within rows[..i + LANES] and
+        // right[..i + LANES] (nl, nr <= i, right.len() >= rows.len()); a mask indexes the
+        // 256 rows of COMPRESS8
+        unsafe {
+            let r = _mm256_loadu_si256(rows.as_ptr().add(i).cast());
+            let bins = _mm256_and_si256(_mm256_i32gather_epi32::<1>(base.cast(), r), byte);
+            let left = if is_set {
+                // word b / 32 of the set (bins are below 256: indices below 8), bit b % 32
+                let word = _mm256_permutevar8x32_epi32(table, _mm256_srli_epi32::<5>(bins));
+                let bits = _mm256_srlv_epi32(word, _mm256_and_si256(bins, low5));
+                _mm256_cmpeq_epi32(_mm256_and_si256(bits, one), one)
+            } else {
+                let above = _mm256_cmpgt_epi32(bins, threshold);
+                let at_most = _mm256_andnot_si256(above, _mm256_set1_epi32(-1));
+                if missing_left {
+                    at_most
+                } else {
+                    _mm256_and_si256(at_most, _mm256_cmpgt_epi32(bins, zero))
+                }
+            };
+            let mask = _mm256_movemask_ps(_mm256_castsi256_ps(left)) as usize;
+            let to_left = _mm256_loadu_si256(COMPRESS8[mask].as_ptr().cast());
+            let to_right = _mm256_loadu_si256(COMPRESS8[!mask & 0xff].as_ptr().cast());
+            _mm256_storeu_si256(
+                rows.as_mut_ptr().add(nl).cast(),
+                _mm256_permutevar8x32_epi32(r, to_left),
+            );
+            _mm256_storeu_si256(
+                right.as_mut_ptr().add(nr).cast(),
+                _mm256_permutevar8x32_epi32(r, to_right),
+            );
+            mask.count_ones() as usize
+        }
+    };
+    // SAFETY: the contract is the caller's; `step` keeps within what the frame promises
+    unsafe { split_in_steps::<LANES>(rows, right, column, rule, step) }
 }
 
 /// [`split_rows`] of a byte column by `rule`, sixteen rows a step: the step's bins are
@@ -590,15 +745,6 @@ pub unsafe fn split_rows_avx512(
 ) -> usize {
     use std::arch::x86_64::*;
     const LANES: usize = 16;
-    assert!(
-        right.len() >= rows.len(),
-        "a right buffer as long as the rows"
-    );
-    debug_assert!(rows
-        .iter()
-        .all(|&r| (r as usize) + COLUMN_PAD < column.len()));
-    let len = rows.len();
-    let (mut nl, mut nr, mut i) = (0usize, 0usize, 0usize);
     let base = column.as_ptr();
     let byte = _mm512_set1_epi32(0xff);
     let one = _mm512_set1_epi32(1);
@@ -615,22 +761,10 @@ pub unsafe fn split_rows_avx512(
     // SAFETY: the table is 16 u32, 64 bytes
     let table = unsafe { _mm512_loadu_si512(table.as_ptr().cast()) };
     let is_set = matches!(rule, ByteRule::Set(_));
-    while i + LANES <= len {
-        // the bins of the steps FAR rows ahead (into L2) and NEAR rows ahead (into L1), in
-        // whole steps: a deep node's rows are sparse in the column
-        for (steps, level) in [
-            (FAR.div_ceil(LANES), Level::L2),
-            (NEAR.div_ceil(LANES), Level::L1),
-        ] {
-            if let Some(ahead) = rows.get(i + steps * LANES..i + (steps + 1) * LANES) {
-                for &a in ahead {
-                    prefetch_to(base.wrapping_add(a as usize), level);
-                }
-            }
-        }
-        // SAFETY: i + LANES <= len; every gathered address is r..r + 4 <= column.len()
-        // (the contract); the stores are within rows[..i + LANES] and right[..i + LANES]
-        // (nl, nr <= i, right.len() >= len)
+    let step = |rows: &mut [u32], right: &mut [u32], i: usize, nl: usize, nr: usize| {
+        // SAFETY: i + LANES <= rows.len(); every gathered address is r..r + 4 <=
+        // column.len() (the contract); the stores are within rows[..i + LANES] and
+        // right[..i + LANES] (nl, nr <= i, right.len() >= rows.len())
         unsafe {
             let r = _mm512_loadu_si512(rows.as_ptr().add(i).cast());
             let bins = _mm512_and_si512(_mm512_i32gather_epi32::<1>(r, base.cast()), byte);
@@ -652,21 +786,11 @@ pub unsafe fn split_rows_avx512(
                 right.as_mut_ptr().add(nr).cast(),
                 _mm512_maskz_compress_epi32(!left, r),
             );
-            let k = left.count_ones() as usize;
-            nl += k;
-            nr += LANES - k;
+            left.count_ones() as usize
         }
-        i += LANES;
-    }
-    for j in i..len {
-        let r = rows[j];
-        let go = rule.goes_left(column[r as usize] as usize) as usize;
-        rows[nl] = r;
-        right[nr] = r;
-        nl += go;
-        nr += 1 - go;
-    }
-    nl
+    };
+    // SAFETY: the contract is the caller's; `step` keeps within what the frame promises
+    unsafe { split_in_steps::<LANES>(rows, right, column, rule, step) }
 }
 
 #[cfg(test)]
@@ -684,6 +808,15 @@ mod tests {
             eprintln!("this CPU has no AVX-512 F: only the row-by-row split is checked");
         }
         lanes
+    }
+
+    /// Whether the AVX2 lanes run on this CPU (else they are not checked).
+    fn avx2() -> bool {
+        let avx2 = crate::simd::avx2();
+        if !avx2 {
+            eprintln!("this CPU has no AVX2 (or it is not allowed): its lanes are not checked");
+        }
+        avx2
     }
 
     /// A column of `n` rows whose bins crowd the ends (0 is missing, 255 the last).
@@ -764,6 +897,21 @@ mod tests {
                             split_rows_avx512(r, s, &column, rule)
                         });
                     }
+                    #[cfg(target_arch = "x86_64")]
+                    if avx2() {
+                        // SAFETY: as above, and the CPU has AVX2
+                        assert_splits_as(&what, &rows, &column, &goes_left, &|r, s| unsafe {
+                            split_rows_avx2(
+                                r,
+                                s,
+                                &column,
+                                ByteRule::Numeric {
+                                    t: t as u32,
+                                    missing_left,
+                                },
+                            )
+                        });
+                    }
                 }
             }
         }
@@ -803,6 +951,13 @@ mod tests {
                         // SAFETY: as above, and the CPU has AVX-512 F
                         assert_splits_as(&what, &rows, &column, &goes_left, &|r, s| unsafe {
                             split_rows_avx512(r, s, &column, rule)
+                        });
+                    }
+                    #[cfg(target_arch = "x86_64")]
+                    if avx2() {
+                        // SAFETY: as above, and the CPU has AVX2
+                        assert_splits_as(&what, &rows, &column, &goes_left, &|r, s| unsafe {
+                            split_rows_avx2(r, s, &column, ByteRule::set(&set, missing_left))
                         });
                     }
                 }

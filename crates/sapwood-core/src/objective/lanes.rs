@@ -1,5 +1,6 @@
-//! The logistic loss's gradients sixteen rows at a time, and the softmax's sixteen classes
-//! of a row at a time, in 512-bit lanes where the CPU has AVX-512: the same IEEE operations
+//! The logistic loss's gradients sixteen rows at a time (eight in AVX2's lanes), and the
+//! softmax's sixteen classes of a row at a time, in 512-bit lanes where the CPU has AVX-512
+//! (256-bit ones for the logistic loss where it has AVX2 only): the same IEEE operations
 //! as the row-by-row code, so the same bits (but for a NaN's sign and payload, which no IEEE
 //! operation fixes: a NaN label or weight gives a NaN gradient either way, which quantises
 //! to 0 and never counts as a maximum).
@@ -9,7 +10,7 @@ use super::{ftz, logistic_with, rows_by, softmax_row};
 
 /// Writes the logistic gradient and hessian of every row (`logistic_with` of each, label and
 /// weight flushed as [`rows_by`] flushes them) into `out`, sixteen rows at a time where the
-/// CPU has AVX-512 F and `t` is the sigmoid table.
+/// CPU has AVX-512 F (eight where it has AVX2) and `t` is the sigmoid table.
 pub(super) fn logistic_rows(
     t: &[u32],
     margins: &[f32],
@@ -18,32 +19,42 @@ pub(super) fn logistic_rows(
     out: &mut [[f32; 2]],
 ) {
     #[cfg(target_arch = "x86_64")]
-    if t.len() == TABLE_LEN
-        && crate::simd::avx512_allowed()
-        && std::arch::is_x86_feature_detected!("avx512f")
-    {
-        let n = out.len().min(margins.len()).min(labels.len());
-        let n = weights.map_or(n, |w| n.min(w.len()));
-        let whole = n / LANES * LANES;
-        // SAFETY: the CPU has AVX-512 F (checked above); the table has TABLE_LEN entries.
-        unsafe {
-            logistic_avx512(
-                t,
-                &margins[..whole],
-                &labels[..whole],
-                weights.map(|w| &w[..whole]),
-                &mut out[..whole],
-            )
-        };
-        let rest = whole..n;
-        rows_by(
-            &margins[rest.clone()],
-            &labels[rest.clone()],
-            weights.map(|w| &w[rest.clone()]),
-            &mut out[rest],
-            |m, y, w| logistic_with(t, m, y, w),
-        );
-        return;
+    if t.len() == TABLE_LEN {
+        // the kernel and the rows it takes a step
+        type Kernel = unsafe fn(&[u32], &[f32], &[f32], Option<&[f32]>, &mut [[f32; 2]]);
+        let lanes: Option<(Kernel, usize)> =
+            if crate::simd::avx512_allowed() && std::arch::is_x86_feature_detected!("avx512f") {
+                Some((logistic_avx512, LANES))
+            } else if crate::simd::avx2() {
+                Some((logistic_avx2, LANES_AVX2))
+            } else {
+                None
+            };
+        if let Some((kernel, step)) = lanes {
+            let n = out.len().min(margins.len()).min(labels.len());
+            let n = weights.map_or(n, |w| n.min(w.len()));
+            let whole = n / step * step;
+            // SAFETY: the CPU has the kernel's extension (checked above); the table has
+            // TABLE_LEN entries.
+            unsafe {
+                kernel(
+                    t,
+                    &margins[..whole],
+                    &labels[..whole],
+                    weights.map(|w| &w[..whole]),
+                    &mut out[..whole],
+                )
+            };
+            let rest = whole..n;
+            rows_by(
+                &margins[rest.clone()],
+                &labels[rest.clone()],
+                weights.map(|w| &w[rest.clone()]),
+                &mut out[rest],
+                |m, y, w| logistic_with(t, m, y, w),
+            );
+            return;
+        }
     }
     rows_by(margins, labels, weights, out, |m, y, w| {
         logistic_with(t, m, y, w)
@@ -52,6 +63,9 @@ pub(super) fn logistic_rows(
 
 /// Rows a step.
 const LANES: usize = 16;
+
+/// Rows a step in AVX2's lanes.
+const LANES_AVX2: usize = 8;
 
 // the lanes shift and mask by 16: the fraction bits of a table step
 const _: () = assert!(super::MARGIN_FRAC_BITS - super::SIGMOID_STEP_BITS == 16);
@@ -128,6 +142,71 @@ unsafe fn logistic_avx512(
             let dst = o.as_mut_ptr().cast::<f32>();
             _mm512_storeu_ps(dst, _mm512_permutex2var_ps(g, even, h));
             _mm512_storeu_ps(dst.add(LANES), _mm512_permutex2var_ps(g, odd, h));
+        }
+    }
+}
+
+/// [`logistic_avx512`] in AVX2's eight lanes, the same operations step by step (the
+/// conversion to i32 rounds as the environment does, to nearest even, as Rust leaves it).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn logistic_avx2(
+    t: &[u32],
+    margins: &[f32],
+    labels: &[f32],
+    weights: Option<&[f32]>,
+    out: &mut [[f32; 2]],
+) {
+    use std::arch::x86_64::*;
+    debug_assert_eq!(t.len(), TABLE_LEN);
+    let zero = _mm256_setzero_ps();
+    let range = super::SIGMOID_RANGE as f32;
+    let (lo, hi) = (_mm256_set1_ps(-range), _mm256_set1_ps(range));
+    let unit = _mm256_set1_ps((1u32 << super::MARGIN_FRAC_BITS) as f32);
+    let offset = _mm256_set1_epi32(super::SIGMOID_RANGE << super::MARGIN_FRAC_BITS);
+    let frac_mask = _mm256_set1_epi32((1 << 16) - 1);
+    let one_i = _mm256_set1_epi32(1);
+    let last = _mm256_set1_epi32(TABLE_LEN as i32 - 1);
+    let top = _mm256_set1_epi32(super::ONE as i32 - 1);
+    let prob_unit = _mm256_set1_ps(1.0 / super::ONE as f32);
+    let one = _mm256_set1_ps(1.0);
+    let min_hessian = _mm256_set1_ps(super::MIN_HESSIAN);
+    let unweighted = _mm256_set1_ps(ftz(1.0));
+    for (s, o) in out.chunks_exact_mut(LANES_AVX2).enumerate() {
+        let at = s * LANES_AVX2;
+        // SAFETY: as in logistic_avx512, with steps of 8
+        unsafe {
+            let m = _mm256_loadu_ps(margins.as_ptr().add(at));
+            let y = flush_avx2(_mm256_loadu_ps(labels.as_ptr().add(at)));
+            let w = match weights {
+                Some(w) => flush_avx2(_mm256_loadu_ps(w.as_ptr().add(at))),
+                None => unweighted,
+            };
+            let m = _mm256_blendv_ps(m, zero, _mm256_cmp_ps::<_CMP_UNORD_Q>(m, m));
+            let m = _mm256_min_ps(_mm256_max_ps(flush_avx2(m), lo), hi);
+            let fixed = _mm256_cvtps_epi32(_mm256_mul_ps(m, unit));
+            let u = _mm256_add_epi32(fixed, offset);
+            let i = _mm256_srli_epi32::<16>(u);
+            let f = _mm256_and_si256(u, frac_mask);
+            let next = _mm256_min_epu32(_mm256_add_epi32(i, one_i), last);
+            let t0 = _mm256_i32gather_epi32::<4>(t.as_ptr().cast(), i);
+            let t1 = _mm256_i32gather_epi32::<4>(t.as_ptr().cast(), next);
+            let step = _mm256_srli_epi32::<16>(_mm256_mullo_epi32(_mm256_sub_epi32(t1, t0), f));
+            let p = _mm256_add_epi32(t0, step);
+            let p = _mm256_min_epu32(_mm256_max_epu32(p, one_i), top);
+            let p = _mm256_mul_ps(_mm256_cvtepi32_ps(p), prob_unit);
+            let g = flush_avx2(_mm256_mul_ps(flush_avx2(_mm256_sub_ps(p, y)), w));
+            let h = _mm256_max_ps(_mm256_mul_ps(p, _mm256_sub_ps(one, p)), min_hessian);
+            let h = flush_avx2(_mm256_mul_ps(h, w));
+            // (g, h) pairs of rows 0, 1, 4, 5 and of rows 2, 3, 6, 7
+            let low = _mm256_unpacklo_ps(g, h);
+            let high = _mm256_unpackhi_ps(g, h);
+            let dst = o.as_mut_ptr().cast::<f32>();
+            _mm256_storeu_ps(dst, _mm256_permute2f128_ps::<0x20>(low, high));
+            _mm256_storeu_ps(
+                dst.add(LANES_AVX2),
+                _mm256_permute2f128_ps::<0x31>(low, high),
+            );
         }
     }
 }
@@ -359,6 +438,17 @@ fn flush(x: std::arch::x86_64::__m512) -> std::arch::x86_64::__m512 {
     _mm512_mask_mov_ps(x, small, _mm512_setzero_ps())
 }
 
+/// [`flush`] in AVX2's lanes.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+fn flush_avx2(x: std::arch::x86_64::__m256) -> std::arch::x86_64::__m256 {
+    use std::arch::x86_64::*;
+    let a = _mm256_and_ps(x, _mm256_castsi256_ps(_mm256_set1_epi32(i32::MAX)));
+    let small = _mm256_cmp_ps::<_CMP_LT_OQ>(a, _mm256_set1_ps(f32::MIN_POSITIVE));
+    _mm256_blendv_ps(x, _mm256_setzero_ps(), small)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -383,38 +473,55 @@ mod tests {
         ]
     }
 
-    /// `logistic_avx512` on the whole steps of the rows and the row-by-row loss on all of
-    /// them, or None where the CPU lacks AVX-512 F (the lanes are then never used).
-    fn both(m: &[f32], y: &[f32], w: Option<&[f32]>) -> Option<[Vec<[f32; 2]>; 2]> {
-        let t = super::super::sigmoid_table();
-        if !std::arch::is_x86_feature_detected!("avx512f") {
-            eprintln!("no AVX-512 F on this CPU: the lanes are not compared");
-            return None;
+    /// The logistic kernels this CPU runs, with the rows each takes a step.
+    fn kernels() -> Vec<(&'static str, Kernel, usize)> {
+        let mut found: Vec<(&'static str, Kernel, usize)> = Vec::new();
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            found.push(("AVX-512", logistic_avx512, LANES));
         }
-        let whole = m.len() / LANES * LANES;
-        let mut lanes = vec![[7.0f32; 2]; m.len()];
-        // SAFETY: the CPU has AVX-512 F; the slices hold whole steps; the table is the
-        // sigmoid table
-        unsafe {
-            logistic_avx512(
-                t,
-                &m[..whole],
-                &y[..whole],
-                w.map(|w| &w[..whole]),
-                &mut lanes[..whole],
-            )
-        };
-        // the rest as `logistic_rows` does it, through the dispatch
-        logistic_rows(
-            t,
-            &m[whole..],
-            &y[whole..],
-            w.map(|w| &w[whole..]),
-            &mut lanes[whole..],
-        );
+        if std::arch::is_x86_feature_detected!("avx2") {
+            found.push(("AVX2", logistic_avx2, LANES_AVX2));
+        }
+        if found.is_empty() {
+            eprintln!("neither AVX-512 F nor AVX2 on this CPU: the lanes are not compared");
+        }
+        found
+    }
+
+    type Kernel = unsafe fn(&[u32], &[f32], &[f32], Option<&[f32]>, &mut [[f32; 2]]);
+
+    /// For each kernel this CPU runs, its gradients on the whole steps of the rows (the
+    /// rest through the dispatch) and the row-by-row loss on all of them.
+    fn both(m: &[f32], y: &[f32], w: Option<&[f32]>) -> Vec<(&'static str, [Vec<[f32; 2]>; 2])> {
+        let t = super::super::sigmoid_table();
         let mut plain = vec![[7.0f32; 2]; m.len()];
         rows_by(m, y, w, &mut plain, |m, y, w| logistic_with(t, m, y, w));
-        Some([lanes, plain])
+        kernels()
+            .into_iter()
+            .map(|(name, kernel, step)| {
+                let whole = m.len() / step * step;
+                let mut lanes = vec![[7.0f32; 2]; m.len()];
+                // SAFETY: the CPU has the kernel's extension; the slices hold whole steps;
+                // the table is the sigmoid table
+                unsafe {
+                    kernel(
+                        t,
+                        &m[..whole],
+                        &y[..whole],
+                        w.map(|w| &w[..whole]),
+                        &mut lanes[..whole],
+                    )
+                };
+                logistic_rows(
+                    t,
+                    &m[whole..],
+                    &y[whole..],
+                    w.map(|w| &w[whole..]),
+                    &mut lanes[whole..],
+                );
+                (name, [lanes, plain.clone()])
+            })
+            .collect()
     }
 
     /// Bits of a value, every NaN alike (their sign and payload are not specified).
@@ -436,15 +543,14 @@ mod tests {
             let m: Vec<f32> = rows.iter().map(|r| r.0).collect();
             let y: Vec<f32> = rows.iter().map(|r| if binary_labels { (r.1 > 0.0) as u8 as f32 } else { r.1 }).collect();
             let w: Vec<f32> = rows.iter().map(|r| r.2.abs()).collect();
-            let Some([lanes, plain]) = both(&m, &y, weighted.then_some(&w[..])) else {
-                return Ok(());
-            };
-            for (j, (a, b)) in lanes.iter().zip(&plain).enumerate() {
-                prop_assert_eq!(
-                    [bits(a[0]), bits(a[1])],
-                    [bits(b[0]), bits(b[1])],
-                    "row {} margin {} label {}", j, m[j], y[j]
-                );
+            for (name, [lanes, plain]) in both(&m, &y, weighted.then_some(&w[..])) {
+                for (j, (a, b)) in lanes.iter().zip(&plain).enumerate() {
+                    prop_assert_eq!(
+                        [bits(a[0]), bits(a[1])],
+                        [bits(b[0]), bits(b[1])],
+                        "{}: row {} margin {} label {}", name, j, m[j], y[j]
+                    );
+                }
             }
         }
     }
@@ -468,16 +574,15 @@ mod tests {
         for (y, weighted) in [(1.0f32, false), (0.0, true), (0.3, true)] {
             let ys = vec![y; m.len()];
             let w: Vec<f32> = (0..m.len()).map(|i| 0.25 + (i % 7) as f32).collect();
-            let Some([lanes, plain]) = both(&m, &ys, weighted.then_some(&w[..])) else {
-                return;
-            };
-            for (j, (a, b)) in lanes.iter().zip(&plain).enumerate() {
-                assert_eq!(
-                    [a[0].to_bits(), a[1].to_bits()],
-                    [b[0].to_bits(), b[1].to_bits()],
-                    "margin {} label {y}",
-                    m[j]
-                );
+            for (name, [lanes, plain]) in both(&m, &ys, weighted.then_some(&w[..])) {
+                for (j, (a, b)) in lanes.iter().zip(&plain).enumerate() {
+                    assert_eq!(
+                        [a[0].to_bits(), a[1].to_bits()],
+                        [b[0].to_bits(), b[1].to_bits()],
+                        "{name}: margin {} label {y}",
+                        m[j]
+                    );
+                }
             }
         }
     }

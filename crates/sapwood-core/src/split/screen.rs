@@ -114,7 +114,7 @@ impl Screen {
     /// `out[j]`: [`RIGHT`] and/or [`LEFT`] where the candidate with left sums
     /// (`g[j]`, `h[j]`) (plus `miss` when missing values go left) is not surely below the
     /// floor. In 512-bit lanes where the CPU has them (their i64 to f64 conversion is one
-    /// instruction; elsewhere each lane converts on its own).
+    /// instruction; elsewhere each lane converts on its own), else in 256-bit AVX2 lanes.
     pub fn mark(&self, g: &[i64], h: &[i64], miss: [i64; 2], out: &mut [u8]) {
         #[cfg(target_arch = "x86_64")]
         if crate::simd::avx512_allowed()
@@ -133,6 +133,28 @@ impl Screen {
             };
             return;
         }
+        #[cfg(target_arch = "x86_64")]
+        if crate::simd::avx2() {
+            // SAFETY: the CPU has AVX2 (checked by `simd::avx2`).
+            #[allow(unsafe_code)]
+            unsafe {
+                self.mark_avx2(g, h, miss, out)
+            };
+            return;
+        }
+        self.mark_in_lanes(g, h, miss, out)
+    }
+
+    /// [`Screen::mark_in_lanes`] compiled for AVX2's 256-bit lanes (its i64 to f64
+    /// conversions stay one lane at a time). Rust fuses no product into a sum, so the bits
+    /// are the portable path's.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    #[allow(unsafe_code)]
+    unsafe fn mark_avx2(&self, g: &[i64], h: &[i64], miss: [i64; 2], out: &mut [u8]) {
         self.mark_in_lanes(g, h, miss, out)
     }
 }
@@ -163,24 +185,48 @@ mod tests {
             lambda in prop_oneof![Just(0.0f64), 0.0f64..3.0],
             floor in prop_oneof![Just(1e-6f64), 1e-6f64..50.0, Just(1e300)],
             parent in prop_oneof![Just(0.0f64), 0.0f64..100.0],
+            at_median in any::<bool>(),
         ) {
-            let s = Screen { total: [total.0, total.1], units, lambda, floor, parent };
             let miss = [miss.0, miss.1];
             let (g, h): (Vec<i64>, Vec<i64>) = lefts.iter().copied().unzip();
+            let mut s = Screen { total: [total.0, total.1], units, lambda, floor, parent };
+            if at_median {
+                // a floor among the candidates' own gains, so that the marks split both ways
+                let mut gains: Vec<f64> = g.iter().zip(&h)
+                    .flat_map(|(&g, &h)| [(g, h), (g + miss[0], h + miss[1])])
+                    .map(|(g, h)| {
+                        let [gl, hl, gr, hr] = s.sides(g, h);
+                        gl * gl / (hl + lambda) + gr * gr / (hr + lambda) - parent
+                    })
+                    .filter(|v| v.is_finite() && *v > 0.0)
+                    .collect();
+                gains.sort_by(f64::total_cmp);
+                if let Some(&m) = gains.get(gains.len() / 2) {
+                    s.floor = m;
+                }
+            }
             let (mut lanes, mut dispatched) = (vec![0u8; g.len()], vec![9u8; g.len()]);
             s.mark_in_lanes(&g, &h, miss, &mut lanes);
             s.mark(&g, &h, miss, &mut dispatched);
             prop_assert_eq!(&lanes, &dispatched);
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx2") {
+                let mut avx2 = vec![9u8; g.len()];
+                // SAFETY: the CPU has AVX2
+                #[allow(unsafe_code)]
+                unsafe { s.mark_avx2(&g, &h, miss, &mut avx2) };
+                prop_assert_eq!(&lanes, &avx2);
+            }
             for (j, &m) in lanes.iter().enumerate() {
                 for (bit, (g, h)) in [(RIGHT, (g[j], h[j])), (LEFT, (g[j] + miss[0], h[j] + miss[1]))] {
                     let [ug, uh] = units;
                     let (gl, hl) = (g as f64 * ug, h as f64 * uh);
                     let (gr, hr) = ((s.total[0] - g) as f64 * ug, (s.total[1] - h) as f64 * uh);
-                    let below = below_floor(gl * gl, hl + lambda, gr * gr, hr + lambda, floor, parent);
+                    let below = below_floor(gl * gl, hl + lambda, gr * gr, hr + lambda, s.floor, parent);
                     prop_assert_eq!(m & bit != 0, !below, "left ({}, {})", g, h);
                     // the test is sound: what it rules out is below the floor
                     let gain = gl * gl / (hl + lambda) + gr * gr / (hr + lambda) - parent;
-                    prop_assert!(!below || gain < floor, "gain {} floor {}", gain, floor);
+                    prop_assert!(!below || gain < s.floor, "gain {} floor {}", gain, s.floor);
                 }
             }
         }
