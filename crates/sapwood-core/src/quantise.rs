@@ -341,6 +341,13 @@ unsafe fn quantise_pairs_avx2(grad: &[[f32; 2]], [gf, hf]: [f64; 2], out: &mut [
     let magic = _mm256_set1_pd(6_755_399_441_055_744.0);
     let limit = _mm256_set1_pd(2_251_799_813_685_248.0);
     let sign = _mm256_set1_pd(-0.0);
+    // a product below 2^51 as the integer it rounds to
+    let int = |x: __m256d| {
+        _mm256_sub_epi64(
+            _mm256_castpd_si256(_mm256_add_pd(x, magic)),
+            _mm256_castpd_si256(magic),
+        )
+    };
     let whole = grad.len() / 4 * 4;
     let (grad, grest) = grad.split_at(whole);
     let (out, orest) = out.split_at_mut(whole);
@@ -359,12 +366,6 @@ unsafe fn quantise_pairs_avx2(grad: &[[f32; 2]], [gf, hf]: [f64; 2], out: &mut [
                 quantise_pairs_scalar(g, [gf, hf], o);
                 continue;
             }
-            let int = |x: __m256d| {
-                _mm256_sub_epi64(
-                    _mm256_castpd_si256(_mm256_add_pd(x, magic)),
-                    _mm256_castpd_si256(magic),
-                )
-            };
             let dst = o.as_mut_ptr().cast::<__m256i>();
             _mm256_storeu_si256(dst, int(a));
             _mm256_storeu_si256(dst.add(1), int(b));

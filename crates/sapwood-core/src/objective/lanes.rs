@@ -21,7 +21,6 @@ pub(super) fn logistic_rows(
     #[cfg(target_arch = "x86_64")]
     if t.len() == TABLE_LEN {
         // the kernel and the rows it takes a step
-        type Kernel = unsafe fn(&[u32], &[f32], &[f32], Option<&[f32]>, &mut [[f32; 2]]);
         let lanes: Option<(Kernel, usize)> =
             if crate::simd::avx512_allowed() && std::arch::is_x86_feature_detected!("avx512f") {
                 Some((logistic_avx512, LANES))
@@ -60,6 +59,10 @@ pub(super) fn logistic_rows(
         logistic_with(t, m, y, w)
     });
 }
+
+/// A logistic kernel in lanes: [`logistic_avx512`] or [`logistic_avx2`].
+#[cfg(target_arch = "x86_64")]
+type Kernel = unsafe fn(&[u32], &[f32], &[f32], Option<&[f32]>, &mut [[f32; 2]]);
 
 /// Rows a step.
 const LANES: usize = 16;
@@ -487,8 +490,6 @@ mod tests {
         }
         found
     }
-
-    type Kernel = unsafe fn(&[u32], &[f32], &[f32], Option<&[f32]>, &mut [[f32; 2]]);
 
     /// For each kernel this CPU runs, its gradients on the whole steps of the rows (the
     /// rest through the dispatch) and the row-by-row loss on all of them.
